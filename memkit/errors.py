@@ -1,0 +1,66 @@
+"""Exceptions raised by the memkit library. The CLI turns them into one-line messages."""
+from __future__ import annotations
+
+
+class MemkitError(Exception):
+    """Base class of every error memkit raises on purpose."""
+
+
+class VaultNotFound(MemkitError):
+    """No vault at the given path, or none found above the current folder."""
+
+
+class VaultExists(MemkitError):
+    """`init` was asked to create a vault where one already exists."""
+
+
+class ConfigError(MemkitError):
+    """memkit.yaml is unreadable, has an unknown key or a value of the wrong type."""
+
+
+class TopicNameError(MemkitError, ValueError):
+    """A topic name that is empty, reserved or would escape topics/."""
+
+
+class TopicParseError(MemkitError):
+    """A topic file that cannot be read (bad YAML frontmatter, not UTF-8, too large)."""
+
+    def __init__(self, path: str, message: str, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        where = f"{path} line {line}" if line else path
+        super().__init__(f"{where}: {message}")
+
+
+class TopicNotFound(MemkitError, KeyError):
+    """No topic of that name in the vault."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class EntryNotFound(MemkitError, KeyError):
+    """No entry matches the id or text given (or several do)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class VaultLocked(MemkitError):
+    """Another writer held the vault lock for too long."""
+
+
+class ModelError(MemkitError):
+    """The embedding model cannot be loaded."""
+
+
+class IndexError_(MemkitError):
+    """The embedding index could not be built or read."""
+
+
+class LLMError(MemkitError):
+    """The configured LLM is unreachable, too slow, or answered something unusable."""
+
+
+class TranscriptError(MemkitError):
+    """A transcript that cannot be read or parsed."""

@@ -1,0 +1,236 @@
+"""The `memkit` command: a thin click layer over the library (the only module importing click)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from datetime import datetime
+from typing import Any, Callable
+
+import click
+
+from .errors import MemkitError, TopicNameError
+from .recent import relative_time
+from .vault import Vault, find_vault
+
+DEBUG_ENV = "MEMKIT_DEBUG"
+
+
+class _StderrHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"memkit: {record.levelname.lower()}: {record.getMessage()}", err=True)
+
+
+def _setup_logging() -> None:
+    log = logging.getLogger("memkit")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        log.addHandler(_StderrHandler())
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+class MemkitGroup(click.Group):
+    """Turns library errors into one-line messages (exit 1); MEMKIT_DEBUG=1 shows tracebacks."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TopicNameError as exc:
+            raise click.BadParameter(str(exc)) from exc
+        except MemkitError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except (click.exceptions.Exit, click.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            raise click.Abort() from None
+        except Exception as exc:  # an unexpected error: one line unless debugging
+            if os.environ.get(DEBUG_ENV):
+                raise
+            raise click.ClickException(
+                f"unexpected error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)"
+            ) from exc
+
+
+def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "json_", is_flag=True, help="Print JSON for scripts.")(fn)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def get_vault(ctx: click.Context) -> Vault:
+    obj = ctx.find_root().obj or {}
+    if "vault_obj" not in obj:
+        root = find_vault(obj.get("vault"), os.environ.get("MEMKIT_VAULT"))
+        obj["vault_obj"] = Vault(root)
+    return obj["vault_obj"]
+
+
+@click.group(cls=MemkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--vault", "vault", type=click.Path(file_okay=False), metavar="PATH",
+              help="The vault folder. Default: $MEMKIT_VAULT, else the nearest parent folder with memkit.yaml.")
+@click.version_option(package_name="memkit")
+@click.pass_context
+def main(ctx: click.Context, vault: str | None) -> None:
+    """File-first, plain-text long-term memory for LLM assistants.
+
+    Memories are markdown list items in vault/topics/*.md; edit them by hand, commit them to git.
+
+    \b
+    Quick start:
+      memkit init ~/memory && cd ~/memory
+      memkit add "Prefers bomba rice for paella" --topic cooking --kind preference
+      memkit search "what rice do I use"
+    """
+    _setup_logging()
+    ctx.obj = {"vault": vault}
+
+
+@main.command()
+@click.argument("path", default=".", type=click.Path(file_okay=False))
+def init(path: str) -> None:
+    """Create a vault in PATH (default: here).
+
+    Writes memkit.yaml with commented defaults, topics/, inbox/, index.txt and a .gitignore that
+    ignores .memkit/. Refuses to touch an existing vault.
+
+    \b
+    Example:
+      memkit init ~/memory
+    """
+    vault = Vault.init(path)
+    click.echo(f"created vault {vault.root}")
+    click.echo(f"next: cd {path} && memkit add \"your first memory\"")
+
+
+@main.command()
+@click.argument("text")
+@click.option("--topic", "-t", metavar="TOPIC", help="Topic name (default: general). Created if new.")
+@click.option("--kind", "-k", metavar="KIND", help="fact, preference, decision, discovery, event, context…")
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help="A #tag; repeat for several.")
+@json_option
+@click.pass_context
+def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], json_: bool) -> None:
+    """Append a memory to a topic. TEXT '-' reads it from stdin.
+
+    \b
+    Example:
+      memkit add "Prefers bomba rice for paella" --topic cooking --kind preference --tag rice
+      echo "Allergic to tree nuts" | memkit add - --topic health
+    """
+    if text == "-":
+        text = click.get_text_stream("stdin").read()
+    entry = get_vault(ctx).add(text, topic=topic, kind=kind, tags=tags)
+    if json_:
+        echo_json(entry_dict(entry))
+    else:
+        click.echo(f"added {entry.id} to {entry.topic}: {entry.text}")
+
+
+def entry_dict(entry: Any, **extra: Any) -> dict[str, Any]:
+    data = {
+        "id": entry.id,
+        "text": entry.text,
+        "topic": entry.topic,
+        "kind": entry.kind,
+        "tags": list(entry.tags),
+        "date": entry.date,
+        "file": entry.file,
+        "line": entry.line,
+    }
+    data.update(extra)
+    return data
+
+
+@main.command()
+@json_option
+@click.pass_context
+def topics(ctx: click.Context, json_: bool) -> None:
+    """List topics: name, entries, last update, summary.
+
+    \b
+    Example:
+      memkit topics
+    """
+    infos = sorted(get_vault(ctx).topics(), key=lambda t: t.updated, reverse=True)
+    if json_:
+        echo_json([{"name": t.name, "entries": t.entries, "updated": t.updated.isoformat(),
+                    "summary": t.summary, "file": t.file} for t in infos])
+        return
+    if not infos:
+        click.echo("no topics yet: add one with `memkit add TEXT --topic NAME`")
+        return
+    width = max(len(t.name) for t in infos)
+    now = datetime.now()
+    for t in infos:
+        click.echo(f"{t.name:<{width}}  {t.entries:>4}  {relative_time(t.updated, now):<14}  {t.summary}")
+
+
+@main.command()
+@click.argument("topic")
+@json_option
+@click.pass_context
+def show(ctx: click.Context, topic: str, json_: bool) -> None:
+    """Show a topic's entries with their ids (for `memkit forget ID`).
+
+    \b
+    Example:
+      memkit show cooking
+    """
+    t = get_vault(ctx).topic(topic)
+    if json_:
+        echo_json({"name": t.name, "title": t.title, "summary": t.summary, "file": str(t.path),
+                   "entries": [entry_dict(e) for e in t.entries]})
+        return
+    click.echo(f"{t.title} ({t.name}, {len(t.entries)} entries){' — ' + t.summary if t.summary else ''}")
+    for e in t.entries:
+        click.echo(f"{e.id}  {e.text}")
+
+
+@main.command()
+@click.argument("entry_id", required=False, metavar="ID")
+@click.option("--match", "-m", metavar="TEXT", help="Forget the one entry whose text contains TEXT.")
+@json_option
+@click.pass_context
+def forget(ctx: click.Context, entry_id: str | None, match: str | None, json_: bool) -> None:
+    """Remove an entry; it is kept in archive.md so you (and git) can undo it.
+
+    \b
+    Examples:
+      memkit forget 3f2a9c1e
+      memkit forget --match "stock cubes"
+    """
+    if bool(entry_id) == bool(match):
+        raise click.UsageError("give either an entry ID or --match TEXT")
+    entry = get_vault(ctx).forget(entry_id, match)
+    if json_:
+        echo_json(entry_dict(entry))
+    else:
+        click.echo(f"forgot {entry.id} from {entry.topic}: {entry.text}")
+        click.echo("(moved to archive.md; put the line back in its topic to undo)")
+
+
+@main.command()
+@click.option("--rebuild", is_flag=True, help="Regenerate index.txt from the topic files.")
+@json_option
+@click.pass_context
+def recent(ctx: click.Context, rebuild: bool, json_: bool) -> None:
+    """Show the recent-topics index (index.txt) with relative times.
+
+    \b
+    Examples:
+      memkit recent
+      memkit recent --rebuild
+    """
+    vault = get_vault(ctx)
+    items = vault.rebuild_recent() if rebuild else vault.recent()
+    if json_:
+        echo_json([{"updated": r.updated.isoformat(), "topic": r.topic, "summary": r.summary} for r in items])
+        return
+    if rebuild:
+        click.echo(f"rebuilt index.txt: {len(items)} topics", err=True)
+    now = datetime.now()
+    for r in items:
+        click.echo(f"{relative_time(r.updated, now):<14}  {r.topic}  {r.summary}".rstrip())

@@ -1,0 +1,128 @@
+"""Atomic writes and the vault's write lock."""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from .errors import MemkitError, VaultLocked
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file, never half.
+
+    Writes a temp file in the same folder, fsyncs it, renames it over ``path`` and fsyncs the folder.
+    The file's permission bits are kept.
+
+    :param path: the file to write.
+    :param data: bytes, or text written as UTF-8 exactly as given (no newline translation).
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        else:
+            os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, timeout: float = 30.0) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (created if needed) across processes.
+
+    :param path: the lock file.
+    :param timeout: seconds to wait before raising :class:`VaultLocked`.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _acquire(fd, path, timeout)
+        try:
+            yield
+        finally:
+            _release(fd)
+    finally:
+        os.close(fd)
+
+
+if os.name == "posix":
+    import fcntl
+
+    def _acquire(fd: int, path: Path, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise VaultLocked(f"{path}: still locked by another memkit process after {timeout:.0f} s")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+
+    def _release(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+else:  # pragma: no cover - Windows
+    import msvcrt
+
+    def _acquire(fd: int, path: Path, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise VaultLocked(f"{path}: still locked by another memkit process after {timeout:.0f} s")
+                time.sleep(0.01)
+
+    def _release(fd: int) -> None:
+        os.lseek(fd, 0, 0)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+
+def describe_os_error(exc: OSError, what: str) -> MemkitError:
+    """Turn an OSError from a write into a one-line MemkitError saying what to do."""
+    reason = exc.strerror or str(exc)
+    hint = ""
+    if isinstance(exc, PermissionError):
+        hint = " (is the vault read-only? check its permissions)"
+    return MemkitError(f"cannot write {what}: {reason}{hint}")

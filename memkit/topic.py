@@ -1,0 +1,388 @@
+"""Topic files: parse them into entries, and edit single lines without touching any other byte.
+
+A topic file is markdown with optional YAML frontmatter. Every list item is an entry, and so is
+every prose paragraph a person writes. Headings, HTML comments, fences and rules are structure.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import TopicParseError
+
+MAX_TOPIC_BYTES = 8 * 1024 * 1024  # a topic larger than this is refused, not loaded half
+
+_LIST_RE = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])[ \t]+(\S.*?)\s*$")
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
+_RULE_RE = re.compile(r"^\s{0,3}([-*_=])(\s*\1){2,}\s*$")
+_FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
+_KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
+_TAG_RE = re.compile(r"(?:^|(?<=\s))#([^\W\d_][\w/-]*)", re.UNICODE)
+_DATE_RE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
+_WS_RE = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """The form of an entry's text that its id and embedding key are computed from."""
+    return _WS_RE.sub(" ", text).strip().casefold()
+
+
+def text_hash(text: str) -> str:
+    """Full hex hash of an entry's normalised text (its content key)."""
+    return hashlib.sha1(normalise(text).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One memory: a list item or a prose paragraph of a topic file."""
+
+    text: str  #: the entry as written, without the list bullet (continuation lines joined by a space)
+    topic: str  #: the topic name (file stem)
+    file: str  #: path relative to the vault, e.g. ``topics/cooking.md``
+    line: int  #: first line, 1-based
+    end_line: int  #: last line, 1-based
+    kind: str | None = None  #: ``[kind]`` prefix, lowercased
+    tags: tuple[str, ...] = ()
+    date: str | None = None  #: trailing ``(YYYY-MM-DD)``
+    is_list: bool = True  #: False for a prose paragraph
+    hash: str = ""  #: :func:`text_hash` of :attr:`text`
+
+    @property
+    def id(self) -> str:
+        """Short stable id (like a git short hash); never written into topic files."""
+        return self.hash[:8]
+
+    @property
+    def body(self) -> str:
+        """The text without the ``[kind]`` prefix and the trailing date."""
+        text = _KIND_RE.sub("", self.text, count=1)
+        return _DATE_RE.sub("", text)
+
+
+@dataclass
+class Topic:
+    """A parsed topic file; :attr:`raw` is the exact text so edits can preserve every byte."""
+
+    name: str
+    path: Path
+    raw: str
+    meta: dict[str, Any]
+    entries: list[Entry]
+    body_start: int  #: 0-based index of the first line after the frontmatter
+    has_frontmatter: bool
+    bom: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        title = self.meta.get("title")
+        return str(title) if title else self.name.replace("-", " ").capitalize()
+
+    @property
+    def summary(self) -> str:
+        summary = self.meta.get("summary")
+        return " ".join(str(summary).split()) if summary else ""
+
+    def updated(self) -> datetime:
+        """``updated`` from the frontmatter, else ``created``, else the file's mtime."""
+        for key in ("updated", "created"):
+            value = as_datetime(self.meta.get(key))
+            if value is not None:
+                return value
+        try:
+            return datetime.fromtimestamp(self.path.stat().st_mtime).replace(microsecond=0)
+        except OSError:
+            return datetime.now().replace(microsecond=0)
+
+
+def as_datetime(value: Any) -> datetime | None:
+    """A frontmatter timestamp (YAML loads it as datetime, date or string) as a naive datetime."""
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None, microsecond=0)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip().replace("Z", "")).replace(tzinfo=None, microsecond=0)
+        except ValueError:
+            return None
+    return None
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on ``\\n`` only, keeping each line's ending (``\\r\\n`` stays with its line)."""
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
+
+
+def _strip_eol(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
+def decode_topic(data: bytes, path: str) -> tuple[str, bool]:
+    """Decode a topic file's bytes; returns (text, had_bom). Raises TopicParseError naming the line."""
+    bom = data.startswith(b"\xef\xbb\xbf")
+    if bom:
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TopicParseError(path, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save it as UTF-8", line) from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise TopicParseError(path, "contains NUL bytes: this looks like a binary file, not markdown", line)
+    return text, bom
+
+
+def _parse_frontmatter(lines: list[str], path: str) -> tuple[dict[str, Any], int, bool]:
+    if not lines or _strip_eol(lines[0]).rstrip() != "---":
+        return {}, 0, False
+    for i in range(1, len(lines)):
+        if _strip_eol(lines[i]).rstrip() in ("---", "..."):
+            break
+    else:
+        raise TopicParseError(path, "frontmatter opened with '---' is never closed", 1)
+    from frontmatter.default_handlers import YAMLHandler
+    import yaml
+
+    block = "".join(lines[1:i])
+    try:
+        meta = YAMLHandler().load(block)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise TopicParseError(path, f"frontmatter is not valid YAML: {problem}", line) from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise TopicParseError(path, "frontmatter must be a mapping of keys to values", 2)
+    return meta, i + 1, True
+
+
+def parse_entry_text(text: str) -> tuple[str | None, tuple[str, ...], str | None]:
+    """Return (kind, tags, date) found in an entry's text."""
+    kind_match = _KIND_RE.match(text)
+    kind = kind_match.group(1).lower() if kind_match else None
+    tags = tuple(dict.fromkeys(t.lower() for t in _TAG_RE.findall(text)))
+    date_match = _DATE_RE.search(text)
+    return kind, tags, date_match.group(1) if date_match else None
+
+
+def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, bom: bool = False) -> Topic:
+    """Parse a topic file's text.
+
+    :param text: the decoded file content.
+    :param name: the topic name (file stem).
+    :param file: the path shown in messages and stored in entries, relative to the vault.
+    :param path: the real path, when there is one.
+    :param bom: whether the file started with a UTF-8 BOM (kept when rewriting).
+    """
+    lines = split_lines(text)
+    meta, start, has_fm = _parse_frontmatter(lines, file)
+    entries: list[Entry] = []
+    para: list[str] = []
+    para_start = 0
+    item: list[str] = []
+    item_start = 0
+    item_indent = 0
+    in_fence = False
+    in_comment = False
+
+    def make(parts: list[str], first: int, last: int, is_list: bool) -> None:
+        body = " ".join(p.strip() for p in parts if p.strip())
+        if not body:
+            return
+        kind, tags, day = parse_entry_text(body) if is_list else (None, parse_entry_text(body)[1], None)
+        entries.append(Entry(body, name, file, first + 1, last + 1, kind, tags, day, is_list, text_hash(body)))
+
+    def flush_para(end: int) -> None:
+        nonlocal para
+        if para:
+            make(para, para_start, end, False)
+            para = []
+
+    def flush_item(end: int) -> None:
+        nonlocal item
+        if item:
+            make(item, item_start, end, True)
+            item = []
+
+    last_content = start - 1
+    for i in range(start, len(lines)):
+        line = _strip_eol(lines[i])
+        stripped = line.strip()
+        if in_comment:
+            if "-->" in line:
+                in_comment = False
+            continue
+        if in_fence:
+            if _FENCE_RE.match(line):
+                in_fence = False
+                flush_para(i - 1)
+            else:
+                if not para:
+                    para_start = i
+                para.append(line)
+            continue
+        if stripped.startswith("<!--"):
+            flush_item(last_content)
+            flush_para(last_content)
+            if "-->" not in stripped:
+                in_comment = True
+            continue
+        if _FENCE_RE.match(line):
+            flush_item(last_content)
+            flush_para(last_content)
+            in_fence = True
+            continue
+        if not stripped:
+            flush_item(last_content)
+            flush_para(last_content)
+            continue
+        match = _LIST_RE.match(line)
+        if match and not _RULE_RE.match(line):
+            flush_item(last_content)
+            flush_para(last_content)
+            item, item_start, item_indent = [match.group(2)], i, len(match.group(1))
+            last_content = i
+            continue
+        if _HEADING_RE.match(line) or _RULE_RE.match(line):
+            flush_item(last_content)
+            flush_para(last_content)
+            continue
+        if item and (len(line) - len(line.lstrip())) > item_indent:
+            item.append(stripped)  # an indented continuation of the list item above
+            last_content = i
+            continue
+        flush_item(last_content)
+        if not para:
+            para_start = i
+        para.append(stripped)
+        last_content = i
+    flush_item(last_content)
+    flush_para(last_content)
+    return Topic(name, path or Path(file), text, meta, entries, start, has_fm, bom)
+
+
+def read_topic(path: Path, name: str, file: str) -> Topic:
+    """Read and parse a topic file; raises :class:`TopicParseError` naming the file and line."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_TOPIC_BYTES:
+            raise TopicParseError(
+                file, f"is {size / 1e6:.0f} MB, over the {MAX_TOPIC_BYTES // 2**20} MB limit for a topic; split it into smaller topics"
+            )
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TopicParseError(file, f"cannot read: {exc.strerror or exc}") from None
+    text, bom = decode_topic(data, file)
+    return parse_topic_text(text, name, file, path, bom)
+
+
+# ---- byte-preserving edits -------------------------------------------------------------------
+
+def newline_of(text: str) -> str:
+    """The file's line ending: CRLF if its first line ends so, else LF."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def append_line(text: str, line: str) -> str:
+    """Append one line at the end, in the file's own newline style; nothing else changes.
+
+    A file without a final newline keeps having none.
+    """
+    nl = newline_of(text)
+    if not text:
+        return line + nl
+    if text.endswith("\n"):
+        return text + line + nl
+    return text + nl + line
+
+
+def remove_lines(text: str, first: int, last: int) -> tuple[str, str]:
+    """Remove lines ``first..last`` (1-based, inclusive); returns (new text, removed text)."""
+    lines = split_lines(text)
+    removed = "".join(lines[first - 1:last])
+    rest = lines[: first - 1] + lines[last:]
+    new = "".join(rest)
+    if rest and not removed.endswith("\n") and new.endswith("\n"):
+        # we removed the last line, which had no newline: the new last line loses its own
+        new = new[: -len(newline_of(text))] if new.endswith("\r\n") else new[:-1]
+    return new, removed
+
+
+_YAML_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9][\w .,/()+-]*$")
+
+
+def yaml_scalar(value: Any) -> str:
+    """One YAML scalar for a frontmatter line: timestamps unquoted ISO, strings quoted only when needed."""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%S")
+    text = str(value)
+    if _YAML_PLAIN_SAFE.match(text) and ": " not in text and not text.endswith(":") and text.lower() not in ("yes", "no", "true", "false", "null", "on", "off", "~"):
+        return text
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def set_frontmatter(text: str, values: dict[str, Any]) -> str:
+    """Set top-level frontmatter keys by editing their own lines; every other byte stays.
+
+    A key that is missing is added before the closing ``---``. A file without frontmatter gets
+    none added (memkit does not restructure a file a person wrote that way).
+    """
+    bom = text.startswith("\ufeff")
+    lines = split_lines(text[1:] if bom else text)
+    if not lines or _strip_eol(lines[0]).rstrip() != "---":
+        return text
+    nl = newline_of(text)
+    end = next((i for i in range(1, len(lines)) if _strip_eol(lines[i]).rstrip() in ("---", "...")), None)
+    if end is None:
+        return text
+    pending = dict(values)
+    for i in range(1, end):
+        key = re.match(r"^([A-Za-z_][\w-]*)\s*:", lines[i])
+        if key and key.group(1) in pending:
+            ending = lines[i][len(_strip_eol(lines[i])):]
+            lines[i] = f"{key.group(1)}: {yaml_scalar(pending.pop(key.group(1)))}{ending}"
+    insert = [f"{k}: {yaml_scalar(v)}{nl}" for k, v in pending.items()]
+    lines[end:end] = insert
+    return ("\ufeff" if bom else "") + "".join(lines)
+
+
+def new_topic_text(title: str, summary: str, now: datetime, extra: dict[str, Any] | None = None) -> str:
+    """The text of a new topic file: frontmatter (title, summary, created, updated), a heading, a blank line."""
+    meta: dict[str, Any] = {"title": title}
+    if summary:
+        meta["summary"] = summary
+    meta.update(extra or {})
+    meta["created"] = now
+    meta["updated"] = now
+    head = "".join(f"{k}: {yaml_scalar(v)}\n" for k, v in meta.items())
+    return f"---\n{head}---\n# {title}\n\n"
+
+
+def format_entry(text: str, kind: str | None = None, tags: tuple[str, ...] | list[str] = (), day: str | None = None) -> str:
+    """Render ``- [kind] text #tag (YYYY-MM-DD)`` as one line."""
+    body = " ".join(text.split())
+    if kind:
+        body = f"[{kind}] {body}"
+    present = {t.lower() for t in _TAG_RE.findall(body)}
+    for tag in tags:
+        tag = tag.lstrip("#")
+        if tag.lower() not in present:
+            body += f" #{tag}"
+    if day and not _DATE_RE.search(body):
+        body += f" ({day})"
+    return f"- {body}"

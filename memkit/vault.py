@@ -1,0 +1,379 @@
+"""The vault: a folder of topic files. Open, discover, list, add, forget, and the recent index."""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from . import recent as recent_mod
+from .config import CONFIG_NAME, DEFAULT_CONFIG_TEXT, Config, load_config
+from .errors import EntryNotFound, MemkitError, TopicNotFound, TopicParseError, VaultExists, VaultNotFound
+from .fsutil import atomic_write, describe_os_error, file_lock
+from .names import check_topic_name
+from .topic import (
+    Entry,
+    Topic,
+    append_line,
+    decode_topic,
+    format_entry,
+    new_topic_text,
+    parse_topic_text,
+    read_topic,
+    remove_lines,
+    set_frontmatter,
+)
+
+if TYPE_CHECKING:
+    from .search import Hit
+
+log = logging.getLogger("memkit")
+
+TOPICS_DIR = "topics"
+INBOX_DIR = "inbox"
+STATE_DIR = ".memkit"
+INDEX_TXT = "index.txt"
+ARCHIVE = "archive.md"
+ARCHIVE_HEADER = (
+    "# Archive\n\nEntries removed by `memkit forget` or superseded by a digest. "
+    "Move a line back to its topic to undo.\n\n"
+)
+
+
+def find_vault(explicit: str | os.PathLike[str] | None = None, env: str | None = None,
+               cwd: str | os.PathLike[str] | None = None) -> Path:
+    """Locate a vault: ``explicit`` path, then ``env`` (MEMKIT_VAULT), then the nearest parent of
+    ``cwd`` holding memkit.yaml (as git finds .git).
+
+    :raises VaultNotFound: saying what was tried and how to create one.
+    """
+    for given, source in ((explicit, "--vault"), (env, "MEMKIT_VAULT")):
+        if given:
+            path = Path(given).expanduser()
+            if not path.is_dir():
+                raise VaultNotFound(f"vault {path} ({source}) does not exist: create it with `memkit init {path}`")
+            if not (path / CONFIG_NAME).is_file() and not (path / TOPICS_DIR).is_dir():
+                raise VaultNotFound(f"{path} ({source}) is not a memkit vault (no {CONFIG_NAME}): run `memkit init {path}`")
+            return path.resolve()
+    here = Path(cwd or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    raise VaultNotFound(
+        f"no vault found in {here} or its parents: pass --vault PATH, set MEMKIT_VAULT, or run `memkit init`"
+    )
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """A topic's listing line: name, entries, updated, summary."""
+
+    name: str
+    entries: int
+    updated: datetime
+    summary: str
+    file: str
+
+
+class Vault:
+    """A memkit vault on disk. Library entry point: ``Vault(path).search("query")``.
+
+    :param path: the vault folder (must exist; see :meth:`init` to create one).
+    :param config: settings to use instead of reading memkit.yaml.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], config: Config | None = None) -> None:
+        root = Path(path).expanduser()
+        if not root.is_dir():
+            raise VaultNotFound(f"vault {root} does not exist: create it with `memkit init {root}`")
+        self.root = root.resolve()
+        self.config = config if config is not None else load_config(self.root)
+        self._index: Any = None  # memkit.index.Index, loaded on first search
+        self._embedder: Any = None
+
+    def __repr__(self) -> str:
+        return f"Vault({str(self.root)!r})"
+
+    # ---- paths ---------------------------------------------------------------------------------
+    @property
+    def topics_dir(self) -> Path:
+        return self.root / TOPICS_DIR
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def inbox_dir(self) -> Path:
+        return self.root / INBOX_DIR
+
+    def topic_path(self, name: str) -> Path:
+        """The file of topic ``name`` (validated; can never leave topics/)."""
+        return self.topics_dir / f"{check_topic_name(name)}.md"
+
+    def rel(self, path: Path) -> str:
+        """A path relative to the vault, with '/' separators, for messages and the index."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def is_inside(self, path: Path) -> bool:
+        """Whether ``path`` (after resolving symlinks) lies inside the vault."""
+        try:
+            path.resolve().relative_to(self.root)
+            return True
+        except (ValueError, OSError):
+            return False
+
+    # ---- creating ------------------------------------------------------------------------------
+    @classmethod
+    def init(cls, path: str | os.PathLike[str]) -> "Vault":
+        """Create a vault: memkit.yaml (commented defaults), topics/, inbox/, index.txt, .gitignore.
+
+        :raises VaultExists: if ``path`` already holds a vault.
+        """
+        root = Path(path).expanduser()
+        if (root / CONFIG_NAME).exists():
+            raise VaultExists(f"{root} already holds a vault ({CONFIG_NAME} exists); nothing changed")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            (root / TOPICS_DIR).mkdir(exist_ok=True)
+            (root / INBOX_DIR).mkdir(exist_ok=True)
+            if not (root / INDEX_TXT).exists():
+                atomic_write(root / INDEX_TXT, b"")
+            gitignore = root / ".gitignore"
+            if not gitignore.exists():
+                atomic_write(gitignore, f"{STATE_DIR}/\n")
+            elif f"{STATE_DIR}/" not in gitignore.read_text(encoding="utf-8", errors="replace").split():
+                atomic_write(gitignore, gitignore.read_bytes().rstrip(b"\n") + f"\n{STATE_DIR}/\n".encode())
+            atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT.format(threshold=0.7))
+        except OSError as exc:
+            raise describe_os_error(exc, f"the vault at {root}") from exc
+        return cls(root)
+
+    # ---- locking -------------------------------------------------------------------------------
+    def lock(self, timeout: float = 30.0) -> Any:
+        """The vault's write lock: every read-modify-write of a topic file, index.txt or archive.md
+        holds it, across processes (CLI, watcher, MCP server)."""
+        try:
+            self.state_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise describe_os_error(exc, f"{self.rel(self.state_dir)}/") from exc
+        return file_lock(self.state_dir / "write.lock", timeout)
+
+    # ---- reading -------------------------------------------------------------------------------
+    def topic_files(self) -> list[tuple[str, Path]]:
+        """(name, path) of every topic file, sorted; symlinks leaving the vault are skipped with a warning."""
+        try:
+            candidates = sorted(self.topics_dir.iterdir())
+        except FileNotFoundError:
+            return []
+        out = []
+        for path in candidates:
+            if path.suffix != ".md" or path.name.startswith("."):
+                continue
+            if path.is_symlink() and not self.is_inside(path):
+                log.warning("%s: symlink to a file outside the vault; skipped", self.rel(path))
+                continue
+            if not path.is_file():
+                continue
+            out.append((path.stem, path))
+        return out
+
+    def iter_topics(self) -> Iterator[Topic]:
+        """Parse every topic; a malformed one is skipped with a warning naming file and line."""
+        for name, path in self.topic_files():
+            try:
+                yield read_topic(path, name, self.rel(path))
+            except TopicParseError as exc:
+                log.warning("%s; skipped", exc)
+
+    def topic(self, name: str) -> Topic:
+        """Parse one topic. :raises TopicNotFound: if there is no such topic."""
+        path = self.topic_path(name)
+        if not path.is_file():
+            raise TopicNotFound(f"no topic {path.stem!r} in {self.rel(self.topics_dir)}/ (see `memkit topics`)")
+        if path.is_symlink() and not self.is_inside(path):
+            raise TopicNotFound(f"{self.rel(path)} is a symlink to a file outside the vault; not followed")
+        return read_topic(path, path.stem, self.rel(path))
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic with its entry count, updated time and summary."""
+        return [
+            TopicInfo(t.name, len(t.entries), t.updated(), t.summary, self.rel(t.path))
+            for t in self.iter_topics()
+        ]
+
+    def entries(self, topic: str | None = None) -> list[Entry]:
+        """Every entry of the vault, or of one topic."""
+        if topic is not None:
+            return list(self.topic(topic).entries)
+        return [e for t in self.iter_topics() for e in t.entries]
+
+    # ---- writing -------------------------------------------------------------------------------
+    def _read_for_write(self, path: Path) -> Topic | None:
+        if not path.exists() and not path.is_symlink():
+            return None
+        if path.is_symlink() and not self.is_inside(path):
+            raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
+        return read_topic(path, path.stem, self.rel(path))
+
+    def write_topic_text(self, topic: Topic, text: str) -> None:
+        """Atomically replace a topic file's text (its BOM, if it had one, is kept)."""
+        data = ("\ufeff" if topic.bom else "") + text
+        try:
+            atomic_write(topic.path, data)
+        except OSError as exc:
+            raise describe_os_error(exc, topic.path.name) from exc
+
+    def add(self, text: str, topic: str | None = None, kind: str | None = None,
+            tags: Sequence[str] = (), when: datetime | None = None) -> Entry:
+        """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
+        if needed; bumps ``updated`` and index.txt. Returns the new entry.
+
+        :raises MemkitError: for empty text or a bad kind/tag; TopicNameError for a bad topic.
+        """
+        text = " ".join(text.split())
+        if not text:
+            raise MemkitError("nothing to add: the text is empty")
+        if kind is not None:
+            kind = _check_word(kind, "kind")
+        tags = [_check_word(t.lstrip("#"), "tag") for t in tags]
+        name = check_topic_name(topic or "general")
+        now = (when or datetime.now()).replace(microsecond=0)
+        line = format_entry(text, kind, tags, now.date().isoformat())
+        path = self.topics_dir / f"{name}.md"
+        with self.lock():
+            self.topics_dir.mkdir(exist_ok=True)
+            current = self._read_for_write(path)
+            if current is None:
+                title = name.replace("-", " ").capitalize()
+                new_text = new_topic_text(title, "", now) + line + "\n"
+                current = parse_topic_text("", name, self.rel(path), path)
+            else:
+                new_text = set_frontmatter(append_line(current.raw, line), {"updated": now})
+            self.write_topic_text(current, new_text)
+            written = parse_topic_text(new_text, name, self.rel(path), path)
+            self._touch_recent(written, now)
+        return written.entries[-1]
+
+    def find(self, ref: str | None = None, match: str | None = None) -> Entry:
+        """The one entry whose id starts with ``ref`` or whose text contains ``match``.
+
+        :raises EntryNotFound: when none or several match (the message lists them).
+        """
+        if not ref and not match:
+            raise EntryNotFound("give an entry id or a text to match")
+        entries = self.entries()
+        if ref:
+            ref = ref.strip().lower()
+            if len(ref) < 4:
+                raise EntryNotFound(f"entry id {ref!r} is too short: give at least 4 characters")
+            found = [e for e in entries if e.hash.startswith(ref)]
+            what = f"id {ref!r}"
+        else:
+            needle = " ".join(str(match).split()).casefold()
+            found = [e for e in entries if needle in " ".join(e.text.split()).casefold()]
+            what = f"text matching {match!r}"
+        if not found:
+            raise EntryNotFound(f"no entry with {what} (see `memkit show TOPIC` for ids)")
+        distinct = {(e.file, e.line) for e in found}
+        if len(distinct) > 1:
+            listing = "; ".join(f"{e.id} {e.topic}: {e.text[:60]}" for e in found[:8])
+            raise EntryNotFound(f"{len(found)} entries with {what}, be more specific: {listing}")
+        return found[0]
+
+    def forget(self, ref: str | None = None, match: str | None = None, reason: str = "forgotten") -> Entry:
+        """Remove one entry from its topic and append it to archive.md (tracked, so git keeps it).
+
+        The archive is written before the topic, so a crash in between duplicates, never loses.
+        """
+        target = self.find(ref, match)
+        now = datetime.now().replace(microsecond=0)
+        with self.lock():
+            topic = self.topic(target.topic)  # re-read under the lock: lines may have moved
+            entry = next((e for e in topic.entries if e.hash == target.hash), None)
+            if entry is None:
+                raise EntryNotFound(f"entry {target.id} changed while forgetting it; try again")
+            new_text, removed = remove_lines(topic.raw, entry.line, entry.end_line)
+            self.archive([(entry, " ".join(removed.split()), reason)], now)
+            new_text = set_frontmatter(new_text, {"updated": now})
+            self.write_topic_text(topic, new_text)
+            self._touch_recent(parse_topic_text(new_text, topic.name, topic.path.name, topic.path), now)
+        return entry
+
+    def archive(self, items: Sequence[tuple[Entry, str, str]], now: datetime) -> None:
+        """Append lines to archive.md: ``- DATE from TOPIC (REASON): ORIGINAL LINE``. Caller holds the lock."""
+        path = self.root / ARCHIVE
+        try:
+            old = path.read_bytes().decode("utf-8", errors="surrogateescape") if path.exists() else ARCHIVE_HEADER
+        except OSError as exc:
+            raise describe_os_error(exc, ARCHIVE) from exc
+        text = old
+        for entry, original, reason in items:
+            text = append_line(text, f"- {now.date().isoformat()} from {entry.topic} ({reason}): {original}")
+        try:
+            atomic_write(path, text.encode("utf-8", errors="surrogateescape"))
+        except OSError as exc:
+            raise describe_os_error(exc, ARCHIVE) from exc
+
+    # ---- recent index --------------------------------------------------------------------------
+    def recent(self) -> list[recent_mod.RecentTopic]:
+        """The lines of index.txt, newest first."""
+        try:
+            text = (self.root / INDEX_TXT).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        return parse_recent_sorted(text)
+
+    def rebuild_recent(self) -> list[recent_mod.RecentTopic]:
+        """Regenerate index.txt from the topic files' ``updated`` (mtime if absent) and summaries."""
+        with self.lock():
+            items = [recent_mod.RecentTopic(t.updated(), t.name, t.summary) for t in self.iter_topics()]
+            self._write_recent(items)
+        return self.recent()
+
+    def _touch_recent(self, topic: Topic, now: datetime) -> None:
+        """Put ``topic`` at the top of index.txt (caller holds the lock); vanished topics drop out."""
+        existing = {name for name, _ in self.topic_files()}
+        items = [r for r in self.recent() if r.topic != topic.name and r.topic in existing]
+        if topic.path.exists():
+            items.append(recent_mod.RecentTopic(now, topic.name, topic.summary))
+        self._write_recent(items)
+
+    def _write_recent(self, items: list[recent_mod.RecentTopic]) -> None:
+        text = recent_mod.render_recent(items, self.config.index_max_entries)
+        path = self.root / INDEX_TXT
+        try:
+            if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
+                return
+            atomic_write(path, text)
+        except OSError as exc:
+            raise describe_os_error(exc, INDEX_TXT) from exc
+
+    # ---- search (the heavy parts load lazily) ----------------------------------------------
+    def search(self, query: str, k: int | None = None, **options: Any) -> list["Hit"]:
+        """Hybrid search. See :func:`memkit.search.search` for the options."""
+        from .search import search
+
+        return search(self, query, k=k, **options)
+
+
+def parse_recent_sorted(text: str) -> list[recent_mod.RecentTopic]:
+    items = recent_mod.parse_recent(text)
+    return sorted(items, key=lambda r: r.updated, reverse=True)
+
+
+def _check_word(value: str, what: str) -> str:
+    import re
+
+    value = value.strip()
+    if not re.fullmatch(r"[^\W\d_][\w-]{0,39}", value):
+        raise MemkitError(f"invalid {what} {value!r}: use one word of letters, digits, '-' or '_'")
+    return value.lower()
+
+
+__all__ = ["Vault", "find_vault", "TopicInfo", "decode_topic"]

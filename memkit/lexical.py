@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import chain
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -38,86 +39,121 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 
 # A word: letters/digits (unicode-aware), optionally joined by - . / _ or an apostrophe to the
-# next run ("node-3", "2026.10", "v1.2/rc", "caroline's").  \x00 separates documents in a batch.
-_TOKEN_RE = re.compile(r"\w+(?:[-./'’]\w+)*|\x00")
+# next run ("node-3", "2026.10", "v1.2/rc", "caroline's").
+_TOKEN_RE = re.compile(r"\w+(?:[-./'’]\w+)*")
 _JOIN_RE = re.compile(r"[-./_]")
 _APOS_SUFFIXES = frozenset({"s", "t", "m", "re", "ve", "ll", "d"})
 _VOWELS = frozenset("aeiouy")
+_EDGE_PUNCT = "\"'’‘“”.,;:!?()[]{}<>*`~"
 
 
 def _has_vowel(w: str) -> bool:
     return any(c in _VOWELS for c in w)
 
 
-def stem(word: str) -> str:
-    """A light English suffix stemmer (plurals, -ed, -ing, -ies, final -e).
+def _measure(w: str) -> int:
+    """Porter's m: the number of vowel-consonant sequences in ``w``."""
+    m = 0
+    prev_vowel = False
+    for i, c in enumerate(w):
+        v = c in "aeiou" or (c == "y" and i > 0 and not prev_vowel)
+        if prev_vowel and not v:
+            m += 1
+        prev_vowel = v
+    return m
 
-    Deliberately conservative: it merges inflections ("paints", "painted", "painting" ->
-    "paint"; "stories"/"story" -> "stori"/"story" -> "stori") and leaves short words, words with
-    digits and non-ASCII words alone.
+
+def _cvc(w: str) -> bool:
+    """Ends consonant-vowel-consonant, the last not w/x/y ("hop", "lov", "mak")."""
+    if len(w) < 3:
+        return False
+    a, b, c = w[-3], w[-2], w[-1]
+    return a not in _VOWELS and b in _VOWELS and c not in _VOWELS and c not in "wxy"
+
+
+def stem(word: str) -> str:
+    """A light English suffix stemmer: Porter's steps 1a-1c (plurals, -ed, -ing, -y).
+
+    It merges inflections ("paints", "painted", "painting" -> "paint"; "making", "makes" ->
+    "make"; "stories", "story" -> "stori") and leaves short words, words with digits and
+    non-ASCII words alone.
     """
     n = len(word)
     if n <= 3 or not word.isascii() or not word.isalpha():
         return word
     w = word
-    if w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("ies") and n > 4:
-        w = w[:-3] + "i"
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    if w.endswith("eed"):
-        if len(w) > 4:
+    if w.endswith("s"):
+        if w.endswith("sses"):
+            w = w[:-2]
+        elif w.endswith("ies"):
+            w = w[:-2] if n == 4 else w[:-3] + "i"
+        elif not w.endswith(("ss", "us", "is")):
             w = w[:-1]
-    elif w.endswith("ed") and len(w) > 4 and _has_vowel(w[:-2]):
-        w = _undouble(w[:-2])
-    elif w.endswith("ing") and len(w) > 5 and _has_vowel(w[:-3]):
-        w = _undouble(w[:-3])
-    if w.endswith("y") and len(w) > 3 and w[-2] not in _VOWELS:
+    if w.endswith("eed"):
+        if _measure(w[:-3]) > 0:
+            w = w[:-1]
+    else:
+        base = None
+        if w.endswith("ed") and _has_vowel(w[:-2]):
+            base = w[:-2]
+        elif w.endswith("ing") and len(w) > 5 and _has_vowel(w[:-3]):
+            base = w[:-3]
+        if base is not None:
+            if base.endswith(("at", "bl", "iz")):
+                w = base + "e"
+            elif len(base) > 1 and base[-1] == base[-2] and base[-1] not in "aeioulsz":
+                w = base[:-1]
+            elif _measure(base) == 1 and _cvc(base):
+                w = base + "e"
+            else:
+                w = base
+    if w.endswith("y") and len(w) > 2 and _has_vowel(w[:-1]):
         w = w[:-1] + "i"
-    if w.endswith("e") and len(w) > 4:
-        w = w[:-1]
     return w
 
 
-def _undouble(w: str) -> str:
-    if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1] not in _VOWELS:
-        return w[:-1]
-    return w
-
-
-def _word_terms(part: str) -> str | None:
-    """Term for one simple word (no joiners): None when it is a stop word."""
+def _word_term(part: str) -> str | None:
+    """Term of one simple word (no joiners), or None for a stop word."""
     if "'" in part:
         head, _, tail = part.partition("'")
-        part = head if tail in _APOS_SUFFIXES else head + tail
+        part = head if tail in _APOS_SUFFIXES else part.replace("'", "")
     if not part or part in STOP_WORDS:
         return None
     return stem(part)
 
 
-_ANALYZE_CACHE: dict[str, tuple[str, ...]] = {}
+def _token_terms(tok: str) -> list[str]:
+    """Terms of one regex token (lower-cased)."""
+    tok = tok.replace("’", "'")
+    if _JOIN_RE.search(tok) is None:
+        t = _word_term(tok)
+        return [] if t is None else [t]
+    # Compound token: keep it whole (rare, so findable: "node-3", "2026.10") and also its parts,
+    # so that "node 3" still finds "node-3".
+    parts = [t for t in (_word_term(p) for p in _JOIN_RE.split(tok) if p) if t]
+    return list(dict.fromkeys([tok.replace("'", ""), *parts]))
 
 
-def _analyze(raw: str) -> tuple[str, ...]:
-    """Terms of one raw (lower-cased) token; cached, as a corpus has few distinct tokens."""
-    got = _ANALYZE_CACHE.get(raw)
-    if got is not None:
-        return got
-    r = raw.replace("’", "'")
-    if _JOIN_RE.search(r) is None:
-        t = _word_terms(r)
-        out: tuple[str, ...] = () if t is None else (t,)
-    else:
-        # Compound token: keep it whole (rare, so findable: "node-3", "2026.10") and also its
-        # parts, so "node 3" still finds "node-3".
-        parts = [p for p in (_word_terms(p) for p in _JOIN_RE.split(r) if p) if p]
-        whole = r.replace("'", "")
-        out = tuple(dict.fromkeys([whole, *parts]))
-    if len(_ANALYZE_CACHE) > 500_000:
-        _ANALYZE_CACHE.clear()
-    _ANALYZE_CACHE[raw] = out
-    return out
+_CACHE: dict[str, tuple[str, ...]] = {}
+
+
+def _chunk_terms(chunk: str) -> tuple[str, ...]:
+    """Terms of one whitespace-separated, lower-cased chunk ("mel,", "(node-3)"); cached."""
+    got = _CACHE.get(chunk)
+    if got is None:
+        word = chunk.strip(_EDGE_PUNCT)
+        if word.isalnum():
+            t = _word_term(word)
+            got = () if t is None else (t,)
+        else:
+            out: list[str] = []
+            for tok in _TOKEN_RE.findall(chunk):
+                out.extend(_token_terms(tok))
+            got = tuple(out)
+        if len(_CACHE) >= 1_000_000:
+            _CACHE.clear()
+        _CACHE[chunk] = got
+    return got
 
 
 def tokenize(text: str) -> list[str]:
@@ -127,10 +163,12 @@ def tokenize(text: str) -> list[str]:
     ['caroline', 'hap', 'ax3', 'paint', 'node-3', 'node', '3', '2026.10', '2026', '10']
     """
     out: list[str] = []
-    for raw in _TOKEN_RE.findall(text.lower()):
-        if raw != "\x00":
-            out.extend(_analyze(raw))
+    for chunk in text.lower().split():
+        out.extend(_chunk_terms(chunk))
     return out
+
+
+_SEP = "\x00"
 
 
 class BM25Index:
@@ -151,6 +189,7 @@ class BM25Index:
         file_ids: Iterable[int] | np.ndarray | None = None,
         context: int = 2,
         context_weight: float | Sequence[float] = 0.5,
+        idf_own: bool = True,
     ) -> None:
         self.k1 = float(k1)
         self.b = float(b)
@@ -172,16 +211,21 @@ class BM25Index:
         self.context_weights = tuple(cw)
 
         self.vocab: dict[str, int] = {}
-        self._raw: dict[str, int] = {"\x00": -1}
-        self._compound: list[np.ndarray] = []
         t_own, d_own = self._tokenize_corpus(docs)
         v = len(self.vocab)
         self.n_terms = v
 
         dl_own = np.bincount(d_own, minlength=n).astype(np.float32)
-        key = t_own * n + d_own if n else t_own
-        key, tf = np.unique(key, return_counts=True)
-        tf = tf.astype(np.float32)
+        key = np.sort(t_own * n + d_own)
+        if key.size:
+            start = np.empty(key.shape[0], dtype=bool)
+            start[0] = True
+            np.not_equal(key[1:], key[:-1], out=start[1:])
+            idx = np.flatnonzero(start)
+            tf = np.diff(np.append(idx, key.shape[0])).astype(np.float32)
+            key = key[idx]
+        else:
+            tf = np.zeros(0, dtype=np.float32)
         own_flag = np.ones(key.shape[0], dtype=bool)
         dl = dl_own.copy()
         if context and n and key.size:
@@ -220,7 +264,9 @@ class BM25Index:
         counts = np.bincount(terms, minlength=v)
         self.indptr = np.zeros(v + 1, dtype=np.int64)
         np.cumsum(counts, out=self.indptr[1:])
-        df = counts.astype(np.float64)
+        # document frequency counts entries whose own text has the term (a context copy does
+        # not make a word more common)
+        df = np.bincount(terms[own_flag], minlength=v).astype(np.float64) if idf_own else counts.astype(np.float64)
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
         self.idf_unknown = float(math.log1p((n + 0.5) / 0.5)) if n else 0.0
         avgdl = float(dl.mean()) if n else 1.0
@@ -231,41 +277,44 @@ class BM25Index:
         self.doc_len = dl_own
 
     # -- building -------------------------------------------------------------------------------
-    def _codes(self, raws: Iterable[str]) -> None:
-        """Give every unseen raw token a code: term id >= 0, -2 = nothing, <= -3 = compound."""
-        vocab = self.vocab
-        for raw in raws:
-            if raw in self._raw:
-                continue
-            terms = _analyze(raw)
-            ids = [vocab.setdefault(t, len(vocab)) for t in terms]
-            if not ids:
-                code = -2
-            elif len(ids) == 1:
-                code = ids[0]
-            else:
-                self._compound.append(np.asarray(ids, dtype=np.int64))
-                code = -2 - len(self._compound)
-            self._raw[raw] = code
-
     def _tokenize_corpus(self, docs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(term id, doc id) of every term occurrence.
+
+        Python-level work is one analysis per *distinct* whitespace chunk (cached across
+        indexes); everything per occurrence runs in C (str.split, dict lookups) or numpy.
+        """
         n = len(docs)
         if n == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        text = "\x00".join(d.replace("\x00", " ") for d in docs).lower()
-        toks = _TOKEN_RE.findall(text)
-        self._codes(set(toks))
-        codes = np.fromiter(map(self._raw.__getitem__, toks), dtype=np.int64, count=len(toks))
-        doc = np.cumsum(codes == -1)
-        keep = codes >= 0
-        t = codes[keep]
-        d = doc[keep]
-        comp = np.flatnonzero(codes <= -3)
-        if comp.size:
-            parts_t = [self._compound[-3 - int(codes[i])] for i in comp]
-            lens = np.fromiter((p.shape[0] for p in parts_t), dtype=np.int64, count=len(parts_t))
-            t = np.concatenate([t, *parts_t])
-            d = np.concatenate([d, np.repeat(doc[comp], lens)])
+        text = " \x00 ".join(docs)
+        if text.count(_SEP) != n - 1:  # a document holds the separator itself
+            text = " \x00 ".join(d.replace(_SEP, " ") for d in docs)
+        chunks = text.lower().split()
+        uniq = list(dict.fromkeys(chunks))
+        chunk_id = dict(zip(uniq, range(len(uniq))))
+        occ = np.fromiter(map(chunk_id.__getitem__, chunks), dtype=np.int64, count=len(chunks))
+        cache_get = _CACHE.get
+        terms_of = [cache_get(c) or _chunk_terms(c) for c in uniq]
+        lens = np.fromiter(map(len, terms_of), dtype=np.int64, count=len(terms_of))
+        flat = list(chain.from_iterable(terms_of))
+        vocab = dict(zip(dict.fromkeys(flat), range(len(flat))))  # ids are re-numbered below
+        self.vocab = {t: i for i, t in enumerate(vocab)}
+        flat_ids = np.fromiter(map(self.vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        sep = chunk_id.get(_SEP, -1)
+        doc = np.cumsum(occ == sep)
+        occ_len = lens[occ]
+        if bool((occ_len == 1).all()) if occ_len.size else True:
+            starts = np.zeros(lens.shape[0], dtype=np.int64)
+            np.cumsum(lens[:-1], out=starts[1:])
+            return flat_ids[starts[occ]], doc
+        starts = np.zeros(lens.shape[0], dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        total = int(occ_len.sum())
+        occ_start = np.zeros(occ.shape[0], dtype=np.int64)
+        np.cumsum(occ_len[:-1], out=occ_start[1:])
+        rep_start = np.repeat(starts[occ] - occ_start, occ_len)
+        t = flat_ids[rep_start + np.arange(total, dtype=np.int64)]
+        d = np.repeat(doc, occ_len)
         return t, d
 
     # -- querying -------------------------------------------------------------------------------

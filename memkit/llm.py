@@ -671,10 +671,15 @@ def _is_loopback(host: str) -> bool:
 
 
 def _read_limited(response: Any) -> bytes:
-    body = response.read(_MAX_BODY_BYTES + 1)
+    """Read a body of bounded size; a body shorter than its Content-Length is incomplete."""
+    body = bytes(response.read(_MAX_BODY_BYTES + 1))
     if len(body) > _MAX_BODY_BYTES:
         raise LLMError(f"the LLM reply is larger than {_MAX_BODY_BYTES // (1024 * 1024)} MB")
-    return bytes(body)
+    declared = response.headers.get("Content-Length", "")
+    # read(amt) returns what arrived before the server closed, without raising IncompleteRead.
+    if declared.strip().isdigit() and len(body) < int(declared):
+        raise http.client.IncompleteRead(body, int(declared) - len(body))
+    return body
 
 
 def _snippet(body: bytes | str) -> str:

@@ -216,6 +216,9 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
             make(item, item_start, end, True)
             item = []
 
+    # An unclosed comment or fence hides nothing: only a closed one is structure.
+    last_close = max((i for i in range(start, len(lines)) if "-->" in lines[i]), default=-1)
+    fences = [i for i in range(start, len(lines)) if _FENCE_RE.match(lines[i])]
     last_content = start - 1
     for i in range(start, len(lines)):
         line = _strip_eol(lines[i])
@@ -233,13 +236,13 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
                     para_start = i
                 para.append(line)
             continue
-        if stripped.startswith("<!--"):
+        if stripped.startswith("<!--") and ("-->" in stripped or last_close > i):
             flush_item(last_content)
             flush_para(last_content)
             if "-->" not in stripped:
                 in_comment = True
             continue
-        if _FENCE_RE.match(line):
+        if _FENCE_RE.match(line) and fences and fences[-1] > i:
             flush_item(last_content)
             flush_para(last_content)
             in_fence = True

@@ -1,0 +1,227 @@
+"""The topic file format: parsing entries, and edits that preserve every other byte."""
+from __future__ import annotations
+
+import string
+from datetime import datetime
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memkit.errors import TopicParseError
+from memkit.topic import (
+    append_line,
+    decode_topic,
+    format_entry,
+    parse_topic_text,
+    remove_lines,
+    set_frontmatter,
+    split_lines,
+)
+
+SAMPLE = """\
+---
+title: Cooking
+summary: rice recipes and oven timing
+# a comment the person wrote
+aliases: [kitchen]
+created: 2026-02-10T09:15:00
+updated: 2026-02-12T14:30:00
+---
+# Cooking
+
+- Prefers bomba rice for paella (2026-02-12)
+- [decision] Uses homemade chicken broth, never stock cubes #broth (2026-02-12)
+* Allergic to tree nuts (2026-02-10)
+
+I tried three ovens last winter and the
+gas one browns the crust best.
+
+## Baking
+<!-- todo: sourdough
+notes -->
+- [Discovery] Rye starter doubles in 6 hours #sourdough #rye
+  which is faster than wheat
+    - nested: feed 1:5:5
+"""
+
+
+def parse(text: str):
+    return parse_topic_text(text, "cooking", "topics/cooking.md")
+
+
+def test_parse_entries_kinds_tags_dates():
+    topic = parse(SAMPLE)
+    assert topic.meta["title"] == "Cooking"
+    assert topic.meta["aliases"] == ["kitchen"]
+    got = [(e.line, e.end_line, e.kind, e.tags, e.date, e.is_list) for e in topic.entries]
+    assert got == [
+        (11, 11, None, (), "2026-02-12", True),
+        (12, 12, "decision", ("broth",), "2026-02-12", True),
+        (13, 13, None, (), "2026-02-10", True),
+        (15, 16, None, (), None, False),
+        (21, 22, "discovery", ("sourdough", "rye"), None, True),
+        (23, 23, None, (), None, True),
+    ]
+    prose = topic.entries[3]
+    assert prose.text == "I tried three ovens last winter and the gas one browns the crust best."
+    assert topic.entries[4].text.endswith("which is faster than wheat")
+    assert topic.entries[1].body == "Uses homemade chicken broth, never stock cubes #broth"
+
+
+def test_ids_are_stable_short_hashes_of_normalised_text():
+    a = parse("- Likes  Tea\n").entries[0]
+    b = parse("* likes tea\n").entries[0]
+    assert a.id == b.id and len(a.id) == 8
+    assert a.id != parse("- likes coffee\n").entries[0].id
+
+
+def test_headings_comments_rules_fences_are_structure():
+    text = "# T\n\n---\n<!-- c -->\n```\ncode line\n```\n## H\n"
+    topic = parse(text)
+    assert [e.text for e in topic.entries] == ["code line"]
+
+
+def test_no_frontmatter_and_empty_file():
+    assert parse("").entries == []
+    assert parse("- one\n").entries[0].text == "one"
+    assert parse("---\n---\n").meta == {}
+
+
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("---\ntitle: [unclosed\n---\n- x\n", 3, "frontmatter is not valid YAML"),
+        ("---\ntitle: a\nsummary: b: c\n---\n", 3, "frontmatter is not valid YAML"),
+        ("---\ntitle: x\n- entry\n", 1, "never closed"),
+        ("---\n- a\n- b\n---\n", 2, "must be a mapping"),
+    ],
+)
+def test_malformed_frontmatter_names_file_and_line(text, line, message):
+    with pytest.raises(TopicParseError) as info:
+        parse(text)
+    assert info.value.line == line
+    assert message in str(info.value)
+    assert str(info.value).startswith(f"topics/cooking.md line {line}:")
+
+
+def test_non_utf8_names_line():
+    with pytest.raises(TopicParseError, match=r"line 2: not valid UTF-8"):
+        decode_topic(b"- ok\n- caf\xe9\n", "topics/x.md")
+
+
+def test_bom_is_stripped_and_reported():
+    text, bom = decode_topic("\ufeff- a\n".encode(), "x.md")
+    assert bom and text == "- a\n"
+
+
+def test_append_keeps_everything_else():
+    new = append_line(SAMPLE, "- added")
+    assert new == SAMPLE + "- added\n"
+    crlf = SAMPLE.replace("\n", "\r\n")
+    assert append_line(crlf, "- added") == crlf + "- added\r\n"
+    assert append_line("- a", "- b") == "- a\n- b"  # no final newline stays without one
+    assert append_line("", "- b") == "- b\n"
+
+
+def test_set_frontmatter_edits_only_its_line():
+    when = datetime(2026, 3, 1, 8, 0, 0)
+    new = set_frontmatter(SAMPLE, {"updated": when})
+    assert new == SAMPLE.replace("updated: 2026-02-12T14:30:00", "updated: 2026-03-01T08:00:00")
+    added = set_frontmatter(SAMPLE, {"parent": "food"})
+    assert added == SAMPLE.replace("updated: 2026-02-12T14:30:00\n", "updated: 2026-02-12T14:30:00\nparent: food\n")
+    crlf = SAMPLE.replace("\n", "\r\n")
+    assert set_frontmatter(crlf, {"updated": when}) == crlf.replace("2026-02-12T14:30:00", "2026-03-01T08:00:00")
+    assert set_frontmatter("- no frontmatter\n", {"updated": when}) == "- no frontmatter\n"
+
+
+def test_remove_lines():
+    assert remove_lines("a\nb\nc\n", 2, 2) == ("a\nc\n", "b\n")
+    assert remove_lines("a\nb\nc", 3, 3) == ("a\nb", "c")
+    assert remove_lines("a\r\nb\r\nc", 3, 3) == ("a\r\nb", "c")
+    assert remove_lines("a\n", 1, 1) == ("", "a\n")
+
+
+def test_format_entry():
+    assert format_entry("Likes  tea", "preference", ["drinks", "#tea"], "2026-01-02") == (
+        "- [preference] Likes tea #drinks #tea (2026-01-02)"
+    )
+    assert format_entry("Likes tea #tea", None, ["tea"], None) == "- Likes tea #tea"
+
+
+# ---- property-based round trips over odd files ---------------------------------------------
+
+line_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x00"), max_size=30
+)
+odd_line = st.one_of(
+    line_text,
+    st.sampled_from(["", "- item", "* star item", "# Heading", "<!-- c", "-->", "```", "  - nested",
+                     "prose words", "---", "- [fact] x #t (2026-01-01)", "   ", "\t- tab"]),
+)
+
+
+@st.composite
+def odd_files(draw):
+    lines = draw(st.lists(odd_line, max_size=25))
+    if draw(st.booleans()):
+        keys = draw(st.lists(st.sampled_from(["title: T", "# comment", "zeta: 1", "updated: 2026-01-01T00:00:00",
+                                              "alpha: [a, b]", "summary: s"]), max_size=5))
+        lines = ["---", *keys, "---", *lines]
+    nl = draw(st.sampled_from(["\n", "\r\n"]))
+    text = nl.join(lines)
+    if lines and draw(st.booleans()):
+        text += nl
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(odd_files(), st.text(alphabet=string.ascii_letters + " ", min_size=1, max_size=20))
+def test_append_then_parse_round_trip(text, words):
+    try:
+        before = parse(text)
+    except TopicParseError:
+        return
+    line = format_entry(words)
+    new = append_line(text, line)
+    assert new.startswith(text)  # every byte the person wrote is still there, in place
+    after = parse(new)
+    assert after.entries[-1].text == " ".join(words.split())
+    # the old entries are unchanged (an item could absorb nothing: the new line is a list item)
+    assert [e.text for e in after.entries[: len(before.entries)]] == [e.text for e in before.entries]
+
+
+@settings(max_examples=300, deadline=None)
+@given(odd_files())
+def test_remove_each_entry_changes_only_its_lines(text):
+    try:
+        topic = parse(text)
+    except TopicParseError:
+        return
+    lines = split_lines(text)
+    assert "".join(lines) == text
+    for entry in topic.entries:
+        new, removed = remove_lines(text, entry.line, entry.end_line)
+        kept = lines[: entry.line - 1] + lines[entry.end_line:]
+        assert removed.rstrip("\r\n") == "".join(lines[entry.line - 1: entry.end_line]).rstrip("\r\n")
+        assert new.rstrip("\r\n") == "".join(kept).rstrip("\r\n")
+        assert "".join(kept).startswith(new.rstrip("\r\n"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(odd_files())
+def test_set_frontmatter_touches_one_line(text):
+    try:
+        parse(text)
+    except TopicParseError:
+        return
+    when = datetime(2030, 1, 2, 3, 4, 5)
+    new = set_frontmatter(text, {"updated": when})
+    old_lines, new_lines = split_lines(text), split_lines(new)
+    if new == text:
+        return
+    changed = [i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b]
+    if len(new_lines) == len(old_lines):
+        assert len(changed) == 1 and "updated: 2030-01-02T03:04:05" in new_lines[changed[0]]
+    else:  # the key was added just before the closing ---
+        assert len(new_lines) == len(old_lines) + 1
+        assert parse(new).meta["updated"] == when

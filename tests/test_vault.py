@@ -1,0 +1,281 @@
+"""The vault API: init, discovery, config, add, forget, recent, and bad input."""
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from memkit import (
+    ConfigError,
+    EntryNotFound,
+    MemkitError,
+    TopicNameError,
+    TopicNotFound,
+    Vault,
+    VaultExists,
+    VaultNotFound,
+    find_vault,
+)
+from memkit.recent import relative_time
+from memkit.topic import read_topic
+
+from util import write
+
+
+def test_init_creates_layout(tmp_path):
+    v = Vault.init(tmp_path / "mem")
+    assert (v.root / "memkit.yaml").is_file()
+    assert (v.root / "topics").is_dir() and (v.root / "inbox").is_dir()
+    assert (v.root / "index.txt").read_text() == ""
+    assert ".memkit/" in (v.root / ".gitignore").read_text()
+    assert v.config.max_memories_per_search == 5
+    with pytest.raises(VaultExists):
+        Vault.init(tmp_path / "mem")
+
+
+def test_discovery_order(tmp_path):
+    a = Vault.init(tmp_path / "a").root
+    b = Vault.init(tmp_path / "b").root
+    deep = a / "topics" / "x"
+    deep.mkdir()
+    assert find_vault(cwd=deep) == a
+    assert find_vault(env=str(b), cwd=deep) == b
+    assert find_vault(str(a), env=str(b)) == a
+    with pytest.raises(VaultNotFound, match="does not exist"):
+        find_vault(str(tmp_path / "nope"))
+    with pytest.raises(VaultNotFound, match="not a memkit vault"):
+        find_vault(str(tmp_path))
+    with pytest.raises(VaultNotFound, match="memkit init"):
+        find_vault(cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "yaml_text, message",
+    [
+        ("colour: blue\n", "unknown key 'colour'"),
+        ("max_memories_per_search: five\n", "max_memories_per_search must be int"),
+        ("index_max_entries: true\n", "index_max_entries must be int"),
+        ("embedding_similarity_threshold: 3\n", "between -1 and 1"),
+        ("llm: [a]\n", "llm must be dict"),
+        ("model: [\nx: 1\n", "line 3: not valid YAML"),
+        ("- a\n", "expected a mapping"),
+    ],
+)
+def test_config_errors(tmp_path, yaml_text, message):
+    write(tmp_path / "memkit.yaml", yaml_text)
+    with pytest.raises(ConfigError, match=message):
+        Vault(tmp_path)
+
+
+def test_config_values(tmp_path):
+    write(tmp_path / "memkit.yaml", "index_max_entries: 3\nembedding_similarity_threshold: 0.5\n")
+    v = Vault(tmp_path)
+    assert v.config.index_max_entries == 3 and v.config.embedding_similarity_threshold == 0.5
+    assert v.config.explicit == {"index_max_entries", "embedding_similarity_threshold"}
+
+
+def test_add_creates_topic_then_appends(vault):
+    when = datetime(2026, 2, 10, 9, 15)
+    e = vault.add("Prefers bomba rice", topic="Cooking", kind="preference", tags=["rice"], when=when)
+    assert (e.topic, e.kind, e.tags, e.date, e.line) == ("cooking", "preference", ("rice",), "2026-02-10", 8)
+    text = (vault.topics_dir / "cooking.md").read_text()
+    assert text == (
+        "---\ntitle: Cooking\ncreated: 2026-02-10T09:15:00\nupdated: 2026-02-10T09:15:00\n---\n# Cooking\n\n"
+        "- [preference] Prefers bomba rice #rice (2026-02-10)\n"
+    )
+    later = datetime(2026, 2, 12, 14, 30)
+    vault.add("Uses homemade broth", topic="cooking", when=later)
+    text = (vault.topics_dir / "cooking.md").read_text()
+    assert "updated: 2026-02-12T14:30:00\n" in text and "created: 2026-02-10T09:15:00\n" in text
+    assert text.endswith("- Uses homemade broth (2026-02-12)\n")
+    assert (vault.root / "index.txt").read_text() == "2026-02-12T14:30:00|cooking|\n"
+
+
+def test_add_preserves_hand_written_bytes(vault):
+    original = (
+        "---\r\nsummary: my stuff\r\ntitle: Odd\r\n# comment\r\nweird_key: {a: 1}\r\n"
+        "updated: 2020-01-01T00:00:00\r\n---\r\n\r\nSome prose\r\n\r\n## Heading\r\n* star item"
+    )
+    path = write(vault.topics_dir / "odd.md", original.encode())
+    vault.add("new one", topic="odd", when=datetime(2026, 1, 1, 0, 0, 0))
+    got = path.read_bytes().decode()
+    assert got == original.replace("2020-01-01T00:00:00", "2026-01-01T00:00:00") + "\r\n- new one (2026-01-01)"
+
+
+def test_add_keeps_bom_and_defaults_to_general(vault):
+    path = write(vault.topics_dir / "general.md", "\ufeff- first\n")
+    vault.add("second")
+    assert path.read_bytes() == "\ufeff- first\n- second ({})\n".format(datetime.now().date()).encode()
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_add_empty_text(vault, text):
+    with pytest.raises(MemkitError, match="text is empty"):
+        vault.add(text)
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "a/b", "CON", "x" * 300, "..", ".hidden", "a\\b", "!!!"])
+def test_bad_topic_names_write_nothing(vault, name, tmp_path):
+    before = sorted(p for p in tmp_path.rglob("*"))
+    with pytest.raises(TopicNameError):
+        vault.add("hello", topic=name)
+    assert sorted(p for p in tmp_path.rglob("*") if ".memkit" not in p.parts) == [
+        p for p in before if ".memkit" not in p.parts
+    ]
+
+
+def test_topic_names_made_canonical(vault):
+    assert vault.add("x", topic="Home Lab").topic == "home-lab"
+
+
+def test_malformed_topic_is_skipped_with_warning(vault, caplog):
+    write(vault.topics_dir / "good.md", "- fine\n")
+    write(vault.topics_dir / "bad.md", "---\ntitle: [oops\n---\n- hidden\n")
+    write(vault.topics_dir / "latin1.md", b"- caf\xe9\n")
+    write(vault.topics_dir / "empty.md", "")
+    with caplog.at_level(logging.WARNING, logger="memkit"):
+        infos = {t.name: t.entries for t in vault.topics()}
+    assert infos == {"good": 1, "empty": 0}
+    messages = " | ".join(r.getMessage() for r in caplog.records)
+    assert "topics/bad.md line 3: frontmatter is not valid YAML" in messages
+    assert "topics/latin1.md line 1: not valid UTF-8" in messages
+
+
+def test_add_to_malformed_topic_refuses_and_keeps_file(vault):
+    bad = write(vault.topics_dir / "bad.md", "---\ntitle: [oops\n---\n- keep me\n")
+    with pytest.raises(MemkitError, match="bad.md line 3"):
+        vault.add("x", topic="bad")
+    assert bad.read_text() == "---\ntitle: [oops\n---\n- keep me\n"
+
+
+def test_huge_topic_refused(vault):
+    big = vault.topics_dir / "big.md"
+    with open(big, "wb") as fh:
+        fh.truncate(50 * 1024 * 1024)
+    with pytest.raises(MemkitError, match="over the 8 MB limit"):
+        vault.topic("big")
+    assert big.stat().st_size == 50 * 1024 * 1024
+    with pytest.raises(MemkitError, match="big.md"):
+        vault.add("x", topic="big")
+
+
+def test_symlink_outside_vault_not_followed(vault, tmp_path, caplog):
+    secret = write(tmp_path / "secret.md", "- secret entry\n")
+    os.symlink(secret, vault.topics_dir / "leak.md")
+    with caplog.at_level(logging.WARNING, logger="memkit"):
+        assert vault.entries() == []
+    assert "outside the vault" in caplog.text
+    with pytest.raises(TopicNotFound, match="outside the vault"):
+        vault.topic("leak")
+    with pytest.raises(MemkitError, match="outside the vault"):
+        vault.add("x", topic="leak")
+    assert secret.read_text() == "- secret entry\n"
+
+
+def test_forget_archives_and_removes(vault):
+    vault.add("keep this", topic="t")
+    e = vault.add("drop this", topic="t")
+    vault.add("keep that", topic="t")
+    gone = vault.forget(e.id)
+    assert gone.text == e.text
+    texts = [x.text for x in vault.topic("t").entries]
+    assert all("drop" not in t for t in texts) and len(texts) == 2
+    archive = (vault.root / "archive.md").read_text()
+    assert archive.startswith("# Archive\n")
+    assert f"from t (forgotten): - drop this ({e.date})" in archive
+
+
+def test_forget_by_match_and_errors(vault):
+    vault.add("likes green tea", topic="a")
+    vault.add("likes black tea", topic="b")
+    with pytest.raises(EntryNotFound, match="2 entries"):
+        vault.forget(match="tea")
+    with pytest.raises(EntryNotFound, match="no entry"):
+        vault.forget(match="coffee")
+    with pytest.raises(EntryNotFound, match="too short"):
+        vault.forget("ab")
+    vault.forget(match="GREEN tea")
+    assert [e.text.split(" (")[0] for e in vault.entries()] == ["likes black tea"]
+
+
+def test_forget_prose_paragraph(vault):
+    path = write(vault.topics_dir / "p.md", "- a\n\nline one\nline two\n\n- b\n")
+    vault.forget(match="line one line two")
+    assert path.read_text() == "- a\n\n\n- b\n"
+
+
+def test_recent_index_order_limit_and_rebuild(tmp_path):
+    v = Vault.init(tmp_path / "v")
+    (v.root / "memkit.yaml").write_text("index_max_entries: 2\n")
+    v = Vault(v.root)
+    v.add("a", topic="one", when=datetime(2026, 1, 1, 10, 0))
+    v.add("b", topic="two", when=datetime(2026, 1, 2, 10, 0))
+    v.add("c", topic="three", when=datetime(2026, 1, 3, 10, 0))
+    assert [r.topic for r in v.recent()] == ["three", "two"]
+    (v.root / "index.txt").write_text("garbage\n")
+    write(v.topics_dir / "four.md", "---\nsummary: fourth | topic\nupdated: 2026-05-01T00:00:00\n---\n- x\n")
+    items = v.rebuild_recent()
+    assert [r.topic for r in items] == ["four", "three"]
+    assert (v.root / "index.txt").read_text().splitlines()[0] == "2026-05-01T00:00:00|four|fourth / topic"
+
+
+def test_recent_rebuild_uses_mtime_without_frontmatter(vault):
+    path = write(vault.topics_dir / "plain.md", "- x\n")
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    item = vault.rebuild_recent()[0]
+    assert item.updated == datetime.fromtimestamp(1_700_000_000)
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [(5, "just now"), (120, "2 minutes ago"), (3 * 3600, "3 hours ago"), (86400 + 5, "yesterday"),
+     (3 * 86400, "3 days ago"), (21 * 86400, "3 weeks ago"), (90 * 86400, "3 months ago"),
+     (800 * 86400, "2 years ago"), (-100, "in the future")],
+)
+def test_relative_time(seconds, text):
+    from datetime import timedelta
+
+    now = datetime(2026, 3, 1)
+    assert relative_time(now - timedelta(seconds=seconds), now) == text
+
+
+def test_read_only_vault(tmp_path):
+    """A vault the user cannot write: a clear error and the file untouched."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    if os.geteuid() != 0:
+        vault = Vault.init(tmp_path / "v")
+        path = write(vault.topics_dir / "t.md", "- one\n")
+        os.chmod(vault.topics_dir, 0o555)
+        try:
+            with pytest.raises(MemkitError, match="cannot write"):
+                vault.add("two", topic="t")
+        finally:
+            os.chmod(vault.topics_dir, 0o755)
+        assert path.read_text() == "- one\n"
+        return
+    # root ignores permission bits: run the write as an unprivileged user instead
+    base = Path(tempfile.mkdtemp())
+    try:
+        os.chmod(base, 0o755)
+        vault = Vault.init(base / "v")
+        path = write(vault.topics_dir / "t.md", "- one\n")
+        (vault.state_dir).mkdir(exist_ok=True)
+        code = (
+            "import os, sys, yaml, json, tempfile, encodings.utf_8_sig, frontmatter.default_handlers, memkit.cli;"
+            "os.setgid(65534); os.setuid(65534);"
+            "memkit.cli.main(['--vault', sys.argv[1], 'add', 'two', '--topic', 't'])"
+        )
+        proc = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True)
+        assert proc.returncode == 1, proc.stderr
+        assert "Error: cannot write" in proc.stderr and "Permission denied" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert path.read_text() == "- one\n"
+    finally:
+        shutil.rmtree(base)

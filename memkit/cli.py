@@ -121,7 +121,7 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
       echo "Allergic to tree nuts" | memkit add - --topic health
     """
     if text == "-":
-        text = click.get_text_stream("stdin").read()
+        text = sys.stdin.read()
     entry = get_vault(ctx).add(text, topic=topic, kind=kind, tags=tags)
     if json_:
         echo_json(entry_dict(entry))

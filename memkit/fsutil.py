@@ -69,8 +69,11 @@ def file_lock(path: Path, timeout: float = 30.0) -> Iterator[None]:
     :param path: the lock file.
     :param timeout: seconds to wait before raising :class:`VaultLocked`.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise describe_os_error(exc, f"the lock file {path}") from exc
     try:
         _acquire(fd, path, timeout)
         try:

@@ -114,7 +114,9 @@ class LLMSettings:
                 raise LLMError(f"llm.{key} must be a number, not {_describe(value)}")
             values[key] = float(value)
         if "timeout_s" in values and not values["timeout_s"] > 0:
-            raise LLMError(f"llm.timeout_s must be a number of seconds > 0, not {llm['timeout_s']!r}")
+            raise LLMError(
+                f"llm.timeout_s must be a number of seconds > 0, not {llm['timeout_s']!r}"
+            )
         if "temperature" in values and not values["temperature"] >= 0:
             raise LLMError(f"llm.temperature must be >= 0, not {llm['temperature']!r}")
         json_mode = llm.get("json_mode")
@@ -280,7 +282,8 @@ class HTTPChatLLM:
             # RemoteDisconnected (closed before the status line) is a ConnectionResetError.
             raise _Retryable(f"LLM at {self.url} dropped the connection: {exc}") from None
         except (http.client.HTTPException, OSError) as exc:
-            raise LLMError(f"cannot talk to the LLM at {self.url}: {self._redact(str(exc))}") from None
+            problem = self._redact(str(exc))
+            raise LLMError(f"cannot talk to the LLM at {self.url}: {problem}") from None
         raise AssertionError("unreachable")
 
     def _raise_for_status(self, exc: urllib.error.HTTPError, *, with_response_format: bool) -> None:
@@ -324,12 +327,15 @@ class HTTPChatLLM:
         except (UnicodeDecodeError, ValueError):
             raise LLMError(f"{unexpected}: not JSON: {_snippet(body)!r}") from None
         if isinstance(reply, dict) and "error" in reply and "choices" not in reply:
-            raise LLMError(f"LLM at {self.url} returned an error: {self._redact(_error_detail(body))}")
+            problem = self._redact(_error_detail(body))
+            raise LLMError(f"LLM at {self.url} returned an error: {problem}")
         try:
             message = reply["choices"][0]["message"]
             content = message["content"]
         except (KeyError, IndexError, TypeError):
-            raise LLMError(f"{unexpected}: no choices[0].message.content in {_snippet(body)!r}") from None
+            raise LLMError(
+                f"{unexpected}: no choices[0].message.content in {_snippet(body)!r}"
+            ) from None
         if isinstance(content, list):
             # Some servers send content parts: [{"type": "text", "text": "..."}].
             content = "".join(
@@ -442,7 +448,9 @@ def make_llm(settings: LLMSettings | None, env: Mapping[str, str] | None = None)
 # ---------------------------------------------------------------------------- JSON replies
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[ \t]*(?:json5?|javascript|js|python|py)?[ \t]*\r?\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(
+    r"```[ \t]*(?:json5?|javascript|js|python|py)?[ \t]*\r?\n?(.*?)```", re.DOTALL | re.IGNORECASE
+)
 _MAX_CANDIDATES = 200
 
 
@@ -457,7 +465,9 @@ def parse_json_reply(text: str) -> Any:
     :raises LLMError: ``could not parse JSON from the LLM reply: <first 200 chars>``.
     """
     if not isinstance(text, str):
-        raise LLMError(f"could not parse JSON from the LLM reply: not text but {type(text).__name__}")
+        raise LLMError(
+            f"could not parse JSON from the LLM reply: not text but {type(text).__name__}"
+        )
     cleaned = _THINK.sub("", text).strip()
     candidates = [cleaned]
     candidates += [m.group(1).strip() for m in _FENCE.finditer(cleaned)]

@@ -143,7 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, completion(content, model), truncate=reply.truncate)
 
     def _send_json(self, status: int, payload: Any, *, truncate: bool = False) -> None:
-        self._send(status, json.dumps(payload).encode("utf-8"), "application/json", truncate=truncate)
+        data = json.dumps(payload).encode("utf-8")
+        self._send(status, data, "application/json", truncate=truncate)
 
     def _send(self, status: int, data: bytes, content_type: str, *, truncate: bool = False) -> None:
         try:
@@ -312,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
 
     :param argv: command-line arguments (default: ``sys.argv[1:]``).
     """
-    parser = argparse.ArgumentParser(description="A scripted OpenAI-compatible chat server on 127.0.0.1.")
+    parser = argparse.ArgumentParser(
+        description="A scripted OpenAI-compatible chat server on 127.0.0.1."
+    )
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--script", help="JSON file: a list of strings or {match, content} objects")
     parser.add_argument("--verbose", action="store_true", help="log requests on stderr")

@@ -44,6 +44,10 @@ class MemkitGroup(click.Group):
             raise
         except KeyboardInterrupt:
             raise click.Abort() from None
+        except BrokenPipeError:  # `memkit topics | head`: the reader left, that is fine
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
         except Exception as exc:  # an unexpected error: one line unless debugging
             if os.environ.get(DEBUG_ENV):
                 raise

@@ -1,0 +1,245 @@
+"""Embedding models: model2vec static models behind a one-method interface.
+
+:class:`StaticEmbedder` reads a model2vec folder (tokenizer.json, model.safetensors, config.json)
+directly with ``tokenizers`` and ``safetensors``, which loads several times faster than
+``StaticModel.from_pretrained`` and gives the same vectors as ``StaticModel.encode``
+(tests/test_embed.py checks this).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from .errors import ModelError
+
+log = logging.getLogger("memkit")
+
+DEFAULT_MODEL = "minishlab/potion-base-8M"
+OFFLINE_MODEL = "tokenlearn-static-model"
+
+
+class Embedder(Protocol):
+    """Anything that turns texts into L2-normalised float32 rows."""
+
+    name: str  #: what made the vectors; stamped on the sidecar
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` into an ``(len(texts), dim)`` float32 array of unit rows (zero rows for
+        texts with no known token)."""
+        ...
+
+
+class StaticEmbedder:
+    """A model2vec-format static model read straight from its folder.
+
+    :param folder: a folder with tokenizer.json, model.safetensors and config.json.
+    :param name: the name stamped on sidecars (model id or folder).
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], name: str | None = None) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        folder = Path(folder)
+        try:
+            self.config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            tensors = load_file(str(folder / "model.safetensors"))
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except (OSError, ValueError, Exception) as exc:  # safetensors/tokenizers raise their own types
+            raise ModelError(f"cannot load the model in {folder}: {exc}") from exc
+        if "embeddings" not in tensors:
+            raise ModelError(f"{folder}/model.safetensors has no 'embeddings' tensor: not a model2vec model")
+        self.embeddings = tensors["embeddings"]
+        self.out_dtype = np.dtype(np.float32) if self.embeddings.dtype == np.int8 else self.embeddings.dtype
+        self.weights = tensors.get("weights")
+        self.mapping = tensors.get("mapping")
+        padding = tokenizer.padding
+        if padding is not None:
+            tokenizer.enable_padding(pad_id=padding["pad_id"], pad_token=padding["pad_token"],
+                                     pad_type_id=padding["pad_type_id"], length=0)
+        self.max_length: int | None = self.config.get("max_length", 512)
+        if self.max_length is None:
+            tokenizer.no_truncation()
+        else:
+            tokenizer.enable_truncation(self.max_length)
+        self.tokenizer = tokenizer
+        self.unk_id = _unk_token_id(tokenizer)
+        self.normalize = bool(self.config.get("normalize", True))
+        self.name = name or str(folder)
+        self.dim = int(self.embeddings.shape[1])
+        self._median_len: int | None = None
+        self._lock = threading.Lock()  # a Tokenizer is not safe to share across threads mid-call
+
+    def _median_token_length(self) -> int:
+        if self._median_len is None:
+            vocab = self.tokenizer.get_vocab()
+            self._median_len = int(np.median([len(t) for t in vocab]))
+        return self._median_len
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if self.max_length is not None and any(len(t) > self.max_length for t in texts):
+            cut = self.max_length * self._median_token_length()
+            texts = [t[:cut] for t in texts]
+        with self._lock:
+            encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        id_lists = [e.ids for e in encodings]
+        if self.unk_id is not None:
+            unk = self.unk_id
+            id_lists = [[i for i in ids if i != unk] for ids in id_lists]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        buckets: dict[int, list[int]] = {}
+        for i, ids in enumerate(id_lists):
+            if ids:
+                buckets.setdefault(len(ids), []).append(i)
+        for length, members in buckets.items():
+            # sentences of equal length form one (n, length) id matrix: one gather, one mean
+            ids = np.array([id_lists[i] for i in members], dtype=np.int64).reshape(len(members), length)
+            rows = self.mapping[ids] if self.mapping is not None else ids
+            vectors = self.embeddings[rows]
+            if self.weights is not None:
+                vectors = vectors * self.weights[ids][..., None]
+            out[members] = vectors.mean(axis=1, dtype=np.float32)
+        nonempty = [i for ids in buckets.values() for i in ids]
+        if not nonempty:
+            return out
+        means = out[nonempty]
+        # model2vec averages in the model's own dtype (float16 models round the mean): do the same
+        means = means.astype(self.out_dtype).astype(np.float32)
+        if self.normalize:
+            means /= np.linalg.norm(means, axis=1, keepdims=True) + 1e-32
+            means = means.astype(self.out_dtype).astype(np.float32)
+        out[nonempty] = means
+        return out
+
+
+def _unk_token_id(tokenizer: object) -> int | None:
+    model = tokenizer.model  # type: ignore[attr-defined]
+    if hasattr(model, "unk_token"):
+        token = model.unk_token
+        return None if token is None else tokenizer.token_to_id(token)  # type: ignore[attr-defined]
+    return json.loads(tokenizer.to_str())["model"].get("unk_id")  # type: ignore[attr-defined]
+
+
+# ---- resolving a model name to a folder -------------------------------------------------------
+
+def offline_model_folder() -> Path | None:
+    """The model shipped by the ``tokenlearn-static-model`` package (memkit[offline]), if installed."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("static_model")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
+    return folder if (folder / "model.safetensors").is_file() else None
+
+
+def cached_hub_folder(model_id: str) -> Path | None:
+    """The snapshot folder of ``model_id`` in the Hugging Face cache, if it was downloaded before."""
+    home = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface")), "hub")
+    repo = Path(home) / ("models--" + model_id.replace("/", "--"))
+    ref = repo / "refs" / "main"
+    candidates = []
+    if ref.is_file():
+        candidates.append(repo / "snapshots" / ref.read_text().strip())
+    snapshots = repo / "snapshots"
+    if snapshots.is_dir():
+        candidates.extend(sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True))
+    for folder in candidates:
+        if (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file():
+            return folder
+    return None
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """A quick check that the Hugging Face hub answers, so an offline machine fails in seconds."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+                result.append(True)
+        except OSError:
+            result.append(False)
+
+    thread = threading.Thread(target=probe, daemon=True)  # DNS lookups ignore socket timeouts
+    thread.start()
+    thread.join(timeout)
+    return bool(result and result[0])
+
+
+def _download(model_id: str) -> Path:
+    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
+    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
+    from huggingface_hub import snapshot_download
+
+    log.info("downloading model %s (once; it is cached for later runs)", model_id)
+    return Path(snapshot_download(model_id, allow_patterns=["config.json", "model.safetensors", "tokenizer.json", "README.md"]))
+
+
+_CACHE: dict[str, StaticEmbedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_embedder(spec: str | None = None, *, allow_fallback: bool = True) -> StaticEmbedder:
+    """Load a model once per process: a local folder, a cached or downloadable hub id, or the
+    offline model of ``tokenlearn-static-model`` when the hub is out of reach.
+
+    :param spec: model id or folder; default ``minishlab/potion-base-8M``.
+    :param allow_fallback: use the offline package model when ``spec`` cannot be had.
+    :raises ModelError: saying how to fix it.
+    """
+    spec = spec or DEFAULT_MODEL
+    with _CACHE_LOCK:
+        if spec in _CACHE:
+            return _CACHE[spec]
+        embedder = _load(spec, allow_fallback)
+        _CACHE[spec] = embedder
+        return embedder
+
+
+def _load(spec: str, allow_fallback: bool) -> StaticEmbedder:
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return StaticEmbedder(path, name=spec)
+    if spec == OFFLINE_MODEL:
+        folder = offline_model_folder()
+        if folder is None:
+            raise ModelError(f"{OFFLINE_MODEL} is not installed: pip install 'memkit[offline]' (x86_64 only)")
+        return StaticEmbedder(folder, name=OFFLINE_MODEL)
+    if spec.startswith((".", "/", "~")) or spec.count("/") != 1:
+        raise ModelError(f"model {spec!r} is neither a folder nor a model id like 'minishlab/potion-base-8M'")
+    folder = cached_hub_folder(spec)
+    if folder is not None:
+        return StaticEmbedder(folder, name=spec)
+    problem = "the Hugging Face hub is unreachable (or HF_HUB_OFFLINE is set)"
+    if _hub_reachable():
+        try:
+            return StaticEmbedder(_download(spec), name=spec)
+        except Exception as exc:  # huggingface_hub raises many types
+            problem = f"downloading it failed: {type(exc).__name__}: {exc}"
+    fallback = offline_model_folder() if allow_fallback else None
+    if fallback is not None:
+        log.warning("model %s is not available (%s); using the offline model %s (64-d)", spec, problem, OFFLINE_MODEL)
+        return StaticEmbedder(fallback, name=OFFLINE_MODEL)
+    raise ModelError(
+        f"model {spec!r} is not available: {problem}. Fix: run once with network access to cache it, "
+        f"set `model:` in memkit.yaml (or MEMKIT_MODEL / --model) to a local model2vec folder, "
+        f"or install the offline model with pip install 'memkit[offline]'"
+    )

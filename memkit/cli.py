@@ -8,11 +8,15 @@ import sys
 from datetime import datetime
 from typing import Any, Callable
 
-import click
+# One BLAS thread: a single query's matrix-vector product is faster without thread wake-ups.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from .errors import MemkitError, TopicNameError
-from .recent import relative_time
-from .vault import Vault, find_vault
+import click  # noqa: E402
+
+from .errors import MemkitError, TopicNameError  # noqa: E402
+from .recent import relative_time  # noqa: E402
+from .vault import Vault, find_vault  # noqa: E402
 
 DEBUG_ENV = "MEMKIT_DEBUG"
 
@@ -68,16 +72,18 @@ def get_vault(ctx: click.Context) -> Vault:
     obj = ctx.find_root().obj or {}
     if "vault_obj" not in obj:
         root = find_vault(obj.get("vault"), os.environ.get("MEMKIT_VAULT"))
-        obj["vault_obj"] = Vault(root)
+        obj["vault_obj"] = Vault(root, model=obj.get("model"))
     return obj["vault_obj"]
 
 
 @click.group(cls=MemkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--vault", "vault", type=click.Path(file_okay=False), metavar="PATH",
               help="The vault folder. Default: $MEMKIT_VAULT, else the nearest parent folder with memkit.yaml.")
+@click.option("--model", envvar="MEMKIT_MODEL", metavar="MODEL",
+              help="model2vec model id or folder (default: memkit.yaml's model). Env: MEMKIT_MODEL.")
 @click.version_option(package_name="memkit")
 @click.pass_context
-def main(ctx: click.Context, vault: str | None) -> None:
+def main(ctx: click.Context, vault: str | None, model: str | None) -> None:
     """File-first, plain-text long-term memory for LLM assistants.
 
     Memories are markdown list items in vault/topics/*.md; edit them by hand, commit them to git.
@@ -89,7 +95,7 @@ def main(ctx: click.Context, vault: str | None) -> None:
       memkit search "what rice do I use"
     """
     _setup_logging()
-    ctx.obj = {"vault": vault}
+    ctx.obj = {"vault": vault, "model": model}
 
 
 @main.command()
@@ -238,3 +244,98 @@ def recent(ctx: click.Context, rebuild: bool, json_: bool) -> None:
     now = datetime.now()
     for r in items:
         click.echo(f"{relative_time(r.updated, now):<14}  {r.topic}  {r.summary}".rstrip())
+
+
+class _Progress:
+    """A progress bar on stderr for long embedding runs (silent for short ones and non-terminals)."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if total < 5000 or not sys.stderr.isatty():
+                return
+            self.bar = click.progressbar(length=total, label="embedding", file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Re-embed everything instead of only changed files.")
+@json_option
+@click.pass_context
+def index(ctx: click.Context, full: bool, json_: bool) -> None:
+    """Update the embedding index (.memkit/) for changed topic files.
+
+    Incremental by default: only files whose content changed are re-read, and only entries whose
+    text is new are embedded. Search does this by itself; run it to index ahead of time.
+
+    \b
+    Example:
+      memkit index
+      memkit index --full
+    """
+    vault = get_vault(ctx)
+    progress = _Progress()
+    try:
+        report = vault.index(full=full, progress=progress)
+    finally:
+        progress.close()
+    if json_:
+        echo_json({"entries": report.entries, "files": report.files, "changed_files": report.changed_files,
+                   "new": report.new, "reused": report.reused, "removed": report.removed,
+                   "seconds": round(report.seconds, 3), "errors": report.errors,
+                   "model": vault.embedder.name, "dim": vault.embedder.dim})
+    else:
+        click.echo(report.summary())
+        if report.errors:
+            click.echo(f"{len(report.errors)} file(s) skipped, see the warnings above", err=True)
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(1, 1000), metavar="N", help="How many results (default: max_memories_per_search).")
+@click.option("--threshold", type=click.FloatRange(-1, 1), metavar="X",
+              help="Minimum cosine similarity (exact rare-word matches pass anyway). Default: memkit.yaml or the model's calibrated value.")
+@click.option("--all", "no_threshold", is_flag=True, help="No threshold: always return the k best.")
+@click.option("--topic", "-t", metavar="TOPIC", help="Only this topic (and its subtopics).")
+@click.option("--kind", metavar="KIND", help="Only entries of this [kind].")
+@click.option("--tag", metavar="TAG", help="Only entries with this #tag.")
+@click.option("--since", metavar="DATE", help="Only entries dated on or after YYYY-MM-DD.")
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical"]), default="hybrid", show_default=True,
+              help="Ranking: lexical + vector fusion, or one side alone.")
+@json_option
+@click.pass_context
+def search(ctx: click.Context, query: str, k: int | None, threshold: float | None, no_threshold: bool,
+           topic: str | None, kind: str | None, tag: str | None, since: str | None, mode: str, json_: bool) -> None:
+    """Search memories: exact words and meaning, fused.
+
+    Indexes changed files first (a cheap check). Prints the best entries with id, topic and score.
+
+    \b
+    Examples:
+      memkit search "what rice do I use"
+      memkit search "hAP ax3" --topic home-lab --json
+      memkit search "vet" --kind event --since 2026-01-01 -k 10
+    """
+    vault = get_vault(ctx)
+    if no_threshold:
+        limit: float | None = None
+    elif threshold is not None:
+        limit = threshold
+    else:
+        limit = -2.0  # the library's marker for "the default"
+    hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since, mode=mode)
+    if json_:
+        echo_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        click.echo("no memories match (try --all to drop the similarity threshold)", err=True)
+        return
+    for h in hits:
+        click.echo(f"{h.score:.2f}  {h.id}  {h.topic:<14} {h.text}")

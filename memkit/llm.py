@@ -26,7 +26,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence
 
 from memkit.errors import LLMError
 
@@ -230,9 +230,12 @@ class HTTPChatLLM:
         }
         if self.json_mode:
             payload["response_format"] = {"type": "json_object"}
+        body: bytes | None
         try:
             body = self._send(payload)
         except _ResponseFormatRejected:
+            body = None
+        if body is None:
             self.json_mode = False
             del payload["response_format"]
             body = self._send(payload)
@@ -286,7 +289,9 @@ class HTTPChatLLM:
             raise LLMError(f"cannot talk to the LLM at {self.url}: {problem}") from None
         raise AssertionError("unreachable")
 
-    def _raise_for_status(self, exc: urllib.error.HTTPError, *, with_response_format: bool) -> None:
+    def _raise_for_status(
+        self, exc: urllib.error.HTTPError, *, with_response_format: bool
+    ) -> NoReturn:
         status = exc.code
         try:
             raw = exc.read(64 * 1024)
@@ -303,21 +308,23 @@ class HTTPChatLLM:
                 r"response[_ ]format|json_object", raw.decode("utf-8", "replace"), re.IGNORECASE
             )
         ):
-            raise _ResponseFormatRejected()
+            raise _ResponseFormatRejected() from None
         if status in _TRANSIENT_STATUSES:
-            raise _Retryable(f"LLM at {self.url} answered HTTP {status} twice{said}")
+            raise _Retryable(f"LLM at {self.url} answered HTTP {status} twice{said}") from None
         if status in (401, 403):
             if self.settings.api_key_env:
                 hint = f"check the API key in ${self.settings.api_key_env}"
             else:
                 hint = "set llm.api_key_env to the name of an environment variable holding the key"
-            raise LLMError(f"LLM at {self.url} refused the request (HTTP {status}): {hint}{said}")
+            raise LLMError(
+                f"LLM at {self.url} refused the request (HTTP {status}): {hint}{said}"
+            ) from None
         if status == 404:
             raise LLMError(
                 f"LLM at {self.url} answered HTTP 404: check llm.base_url (expects the /v1 prefix "
                 f"for most servers) and llm.model ({self.settings.model!r}){said}"
-            )
-        raise LLMError(f"LLM at {self.url} answered HTTP {status}{said}")
+            ) from None
+        raise LLMError(f"LLM at {self.url} answered HTTP {status}{said}") from None
 
     def _content(self, body: bytes) -> str:
         """Pull ``choices[0].message.content`` out of a 200 body."""

@@ -84,14 +84,16 @@ class Vault:
     :param config: settings to use instead of reading memkit.yaml.
     """
 
-    def __init__(self, path: str | os.PathLike[str], config: Config | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], config: Config | None = None, model: str | None = None,
+                 embedder: Any = None) -> None:
         root = Path(path).expanduser()
         if not root.is_dir():
             raise VaultNotFound(f"vault {root} does not exist: create it with `memkit init {root}`")
         self.root = root.resolve()
         self.config = config if config is not None else load_config(self.root)
+        self.model = model or self.config.model  #: model id or folder (``--model`` > memkit.yaml)
+        self._embedder: Any = embedder  # loaded on first use
         self._index: Any = None  # memkit.index.Index, loaded on first search
-        self._embedder: Any = None
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"
@@ -354,9 +356,38 @@ class Vault:
         except OSError as exc:
             raise describe_os_error(exc, INDEX_TXT) from exc
 
-    # ---- search (the heavy parts load lazily) ----------------------------------------------
+    # ---- index and search (the heavy parts load lazily) --------------------------------------
+    @property
+    def embedder(self) -> Any:
+        """The embedding model, loaded once (see :func:`memkit.embed.load_embedder`)."""
+        if self._embedder is None:
+            from .embed import load_embedder
+
+            self._embedder = load_embedder(self.model)
+        return self._embedder
+
+    def index_obj(self) -> Any:
+        """The :class:`memkit.index.Index` of this vault for its model."""
+        if self._index is None:
+            from .index import Index
+
+            self._index = Index(self, self.embedder)
+        return self._index
+
+    def index(self, full: bool = False, progress: Any = None) -> Any:
+        """Bring the embedding sidecar up to date; returns an :class:`memkit.index.IndexReport`.
+
+        :param full: re-embed everything, ignoring the existing sidecar.
+        :param progress: called with (done, total) while embedding.
+        """
+        index = self.index_obj()
+        report = index.refresh(full=full, progress=progress, write=True)
+        if full or report.rebuilt_model:
+            index.prune_other_models()
+        return report
+
     def search(self, query: str, k: int | None = None, **options: Any) -> list["Hit"]:
-        """Hybrid search. See :func:`memkit.search.search` for the options."""
+        """Hybrid lexical + vector search. See :func:`memkit.search.search` for the options."""
         from .search import search
 
         return search(self, query, k=k, **options)

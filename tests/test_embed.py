@@ -1,0 +1,97 @@
+"""The embedder: the direct loader gives model2vec's own vectors; model resolution and fallback."""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pytest
+
+from memkit import ModelError
+from memkit import embed as embed_mod
+from memkit.embed import OFFLINE_MODEL, StaticEmbedder, load_embedder, offline_model_folder
+
+TEXTS = [
+    "Prefers bomba rice for paella (2026-02-12)",
+    "Router is a MikroTik hAP ax3 running RouterOS 7.16",
+    "",
+    "🙂🙂🙂",
+    "word " * 3000,  # longer than max_length tokens: truncated the same way
+    "Ünïcödé naïve café — déjà vu",
+]
+
+needs_offline = pytest.mark.skipif(offline_model_folder() is None, reason="memkit[offline] not installed (non-x86_64)")
+
+
+@needs_offline
+def test_same_vectors_as_model2vec_encode():
+    from model2vec import StaticModel
+
+    folder = offline_model_folder()
+    ours = StaticEmbedder(folder).embed(TEXTS)
+    theirs = StaticModel.from_pretrained(str(folder)).encode(TEXTS).astype(np.float32)
+    assert ours.shape == theirs.shape and ours.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    norms = np.linalg.norm(ours, axis=1)
+    assert np.allclose(norms[[0, 1, 4, 5]], 1, atol=1e-5)
+
+
+@needs_offline
+def test_same_vectors_on_a_float16_unweighted_model(tmp_path):
+    """The other model2vec layout (float16 table, no mapping/weights), made from the offline model."""
+    from model2vec import StaticModel
+
+    small = StaticModel.from_pretrained(str(offline_model_folder()))
+    table = small.embedding[small.token_mapping].astype(np.float16) if small.token_mapping is not None else small.embedding.astype(np.float16)
+    model = StaticModel(vectors=table, tokenizer=small.tokenizer, normalize=True)
+    model.save_pretrained(str(tmp_path / "m"))
+    ours = StaticEmbedder(tmp_path / "m").embed(TEXTS)
+    theirs = StaticModel.from_pretrained(str(tmp_path / "m")).encode(TEXTS).astype(np.float32)
+    np.testing.assert_allclose(ours, theirs, atol=1e-3)
+
+
+@needs_offline
+def test_default_model_offline_falls_back_fast(monkeypatch, caplog):
+    monkeypatch.setattr(embed_mod, "_CACHE", {})
+    monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent-cache")
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="memkit"):
+        e = load_embedder("minishlab/potion-base-8M")
+    assert time.monotonic() - start < 30
+    assert e.name == OFFLINE_MODEL and e.dim == 64
+    assert "using the offline model" in caplog.text
+    assert load_embedder("minishlab/potion-base-8M") is e  # loaded once per process
+
+
+def test_no_model_at_all_says_how_to_fix(monkeypatch):
+    monkeypatch.setattr(embed_mod, "_CACHE", {})
+    monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent-cache")
+    monkeypatch.setattr(embed_mod, "offline_model_folder", lambda: None)
+    with pytest.raises(ModelError, match=r"not available.*memkit\[offline\]"):
+        load_embedder("minishlab/potion-base-8M")
+
+
+@pytest.mark.parametrize("spec, message", [("./no/such/folder", "neither a folder nor a model id"),
+                                           ("a/b/c", "neither a folder nor a model id")])
+def test_bad_model_specs(monkeypatch, spec, message):
+    monkeypatch.setattr(embed_mod, "_CACHE", {})
+    with pytest.raises(ModelError, match=message):
+        load_embedder(spec)
+
+
+def test_folder_that_is_not_a_model(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelError, match="cannot load the model"):
+        load_embedder(str(tmp_path))
+
+
+def test_cached_hub_folder(tmp_path, monkeypatch):
+    snap = tmp_path / "models--org--m" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "model.safetensors").write_bytes(b"x")
+    (snap / "tokenizer.json").write_text("{}")
+    (tmp_path / "models--org--m" / "refs").mkdir()
+    (tmp_path / "models--org--m" / "refs" / "main").write_text("abc")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    assert embed_mod.cached_hub_folder("org/m") == snap
+    assert embed_mod.cached_hub_folder("org/other") is None

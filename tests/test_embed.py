@@ -36,18 +36,29 @@ def test_same_vectors_as_model2vec_encode():
     assert np.allclose(norms[[0, 1, 4, 5]], 1, atol=1e-5)
 
 
-@needs_offline
-def test_same_vectors_on_a_float16_unweighted_model(tmp_path):
-    """The other model2vec layout (float16 table, no mapping/weights), made from the offline model."""
+@pytest.mark.parametrize("dtype, weighted", [(np.float16, False), (np.float32, True), (np.int8, True)])
+def test_same_vectors_on_other_layouts(tmp_path, dtype, weighted):
+    """Other model2vec layouts (float16 table; per-token weights + vocabulary mapping), on a tiny model."""
     from model2vec import StaticModel
+    from tokenizers import Tokenizer, models, pre_tokenizers
 
-    small = StaticModel.from_pretrained(str(offline_model_folder()))
-    table = small.embedding[small.token_mapping].astype(np.float16) if small.token_mapping is not None else small.embedding.astype(np.float16)
-    model = StaticModel(vectors=table, tokenizer=small.tokenizer, normalize=True)
+    words = sorted({w for t in TEXTS for w in t.lower().split()} | {"rice", "paella"})
+    vocab = {"[UNK]": 0, "[PAD]": 1, **{w: i + 2 for i, w in enumerate(words)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    rng = np.random.default_rng(0)
+    rows = len(vocab) // 2 if weighted else len(vocab)
+    table = rng.standard_normal((rows, 12))
+    table = (table * 40).clip(-127, 127).astype(dtype) if dtype == np.int8 else table.astype(dtype)
+    kwargs = {}
+    if weighted:
+        kwargs = {"weights": rng.random(len(vocab)).astype(np.float32),
+                  "token_mapping": rng.integers(0, rows, len(vocab)).astype(np.int64)}
+    model = StaticModel(vectors=table, tokenizer=tokenizer, normalize=True, **kwargs)
     model.save_pretrained(str(tmp_path / "m"))
-    ours = StaticEmbedder(tmp_path / "m").embed(TEXTS)
-    theirs = StaticModel.from_pretrained(str(tmp_path / "m")).encode(TEXTS).astype(np.float32)
-    np.testing.assert_allclose(ours, theirs, atol=1e-3)
+    ours = StaticEmbedder(tmp_path / "m").embed([t.lower() for t in TEXTS])
+    theirs = StaticModel.from_pretrained(str(tmp_path / "m")).encode([t.lower() for t in TEXTS]).astype(np.float32)
+    np.testing.assert_allclose(ours, theirs, atol=2e-3 if dtype == np.float16 else 1e-5)
 
 
 @needs_offline

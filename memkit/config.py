@@ -23,9 +23,9 @@ topic_split_threshold_lines: 50
 # Conclusions that match no topic start a new topic only when there are at least this many.
 min_conclusions_for_new_topic: 3
 
-# Minimum cosine similarity for a memory to count as relevant. Depends on the model:
-# see "Choosing the threshold" in memkit's README.
-embedding_similarity_threshold: {threshold}
+# Minimum cosine similarity for a memory to count as relevant. The right value depends on the
+# model: "auto" uses the value calibrated for it (see "Choosing the threshold" in the README).
+embedding_similarity_threshold: auto
 
 # How many memories a search or a context returns by default.
 max_memories_per_search: 5
@@ -37,10 +37,10 @@ index_max_entries: 20
 model: minishlab/potion-base-8M
 
 # LLM for digest and split naming; empty = none. Examples:
-#   llm: {{base_url: "http://127.0.0.1:11434/v1", model: "llama3.2"}}          # Ollama
-#   llm: {{base_url: "https://api.openai.com/v1", model: "gpt-4o-mini", api_key_env: OPENAI_API_KEY}}
-#   llm: {{command: "llm -m mistral"}}                                            # any shell command
-llm: {{}}
+#   llm: {base_url: "http://127.0.0.1:11434/v1", model: "llama3.2"}          # Ollama
+#   llm: {base_url: "https://api.openai.com/v1", model: "gpt-4o-mini", api_key_env: OPENAI_API_KEY}
+#   llm: {command: "llm -m mistral"}                                            # any shell command
+llm: {}
 """
 
 
@@ -51,7 +51,7 @@ class Config:
     session_timeout_minutes: float = 7
     topic_split_threshold_lines: int = 50
     min_conclusions_for_new_topic: int = 3
-    embedding_similarity_threshold: float = 0.7
+    embedding_similarity_threshold: float | str = "auto"  #: a cosine, or "auto" (calibrated per model)
     max_memories_per_search: int = 5
     index_max_entries: int = 20
     model: str = DEFAULT_MODEL
@@ -65,7 +65,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "session_timeout_minutes": (int, float),
     "topic_split_threshold_lines": (int,),
     "min_conclusions_for_new_topic": (int,),
-    "embedding_similarity_threshold": (int, float),
+    "embedding_similarity_threshold": (int, float, str),
     "max_memories_per_search": (int,),
     "index_max_entries": (int,),
     "model": (str,),
@@ -99,8 +99,11 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
                    "min_conclusions_for_new_topic") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
-        if key == "embedding_similarity_threshold" and not -1.0 <= value <= 1.0:
-            raise ConfigError(f"{source}: {key} must be between -1 and 1, got {value}")
+        if key == "embedding_similarity_threshold":
+            if isinstance(value, str) and value.strip().lower() != "auto":
+                raise ConfigError(f"{source}: {key} must be a number between -1 and 1 or 'auto', got {value!r}")
+            if not isinstance(value, str) and not -1.0 <= value <= 1.0:
+                raise ConfigError(f"{source}: {key} must be between -1 and 1, got {value}")
         values[key] = value
     return Config(**values, explicit=frozenset(values))
 

@@ -45,9 +45,10 @@ class Hit:
 
 
 def default_threshold(vault: "Vault", dim: int) -> float:
-    """The threshold from memkit.yaml if set there, else the value calibrated for this model size."""
-    if "embedding_similarity_threshold" in vault.config.explicit:
-        return float(vault.config.embedding_similarity_threshold)
+    """memkit.yaml's threshold, or for ``auto`` (the default) the value calibrated for this model size."""
+    value = vault.config.embedding_similarity_threshold
+    if not isinstance(value, str):
+        return float(value)
     from .rank import RECOMMENDED_THRESHOLD
 
     return RECOMMENDED_THRESHOLD.get(dim, 0.3)

@@ -151,7 +151,7 @@ class Vault:
                 atomic_write(gitignore, f"{STATE_DIR}/\n")
             elif f"{STATE_DIR}/" not in gitignore.read_text(encoding="utf-8", errors="replace").split():
                 atomic_write(gitignore, gitignore.read_bytes().rstrip(b"\n") + f"\n{STATE_DIR}/\n".encode())
-            atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT.format(threshold=0.7))
+            atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT)
         except OSError as exc:
             raise describe_os_error(exc, f"the vault at {root}") from exc
         return cls(root)

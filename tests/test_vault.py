@@ -59,6 +59,7 @@ def test_discovery_order(tmp_path):
         ("max_memories_per_search: five\n", "max_memories_per_search must be int"),
         ("index_max_entries: true\n", "index_max_entries must be int"),
         ("embedding_similarity_threshold: 3\n", "between -1 and 1"),
+        ("embedding_similarity_threshold: high\n", "or 'auto'"),
         ("llm: [a]\n", "llm must be dict"),
         ("model: [\nx: 1\n", "line 3: not valid YAML"),
         ("- a\n", "expected a mapping"),

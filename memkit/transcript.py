@@ -1,0 +1,107 @@
+"""Transcripts: plain ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import TranscriptError
+
+MAX_TRANSCRIPT_BYTES = 1_000_000  # about 250k tokens: larger conversations should be split first
+
+_SPEAKER_RE = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}?)\s*:\s+(.*)$")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of a conversation."""
+
+    role: str
+    content: str
+
+
+def read_transcript(path: Path) -> tuple[list[Message], bytes]:
+    """Read and parse a transcript file; returns (messages, raw bytes).
+
+    :raises TranscriptError: naming the file and what is wrong.
+    """
+    try:
+        size = path.stat().st_size
+        if size > MAX_TRANSCRIPT_BYTES:
+            raise TranscriptError(
+                f"{path}: transcript is {size / 1e6:.1f} MB; memkit digests at most "
+                f"{MAX_TRANSCRIPT_BYTES / 1e6:.0f} MB at once: split it into smaller files"
+            )
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_transcript(data, str(path)), data
+
+
+def parse_transcript(data: bytes, name: str = "transcript") -> list[Message]:
+    """Parse transcript bytes (format detected from the content)."""
+    if b"\x00" in data:
+        raise TranscriptError(f"{name}: contains NUL bytes: this looks like a binary file, not a transcript")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TranscriptError(f"{name} line {line}: not valid UTF-8; save the transcript as UTF-8") from None
+    stripped = text.strip()
+    if not stripped:
+        raise TranscriptError(f"{name}: the transcript is empty; nothing to digest")
+    if stripped.startswith("["):
+        try:
+            return _from_objects(json.loads(stripped), name)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(f"{name} line {exc.lineno}: looks like JSON but is not valid: {exc.msg}") from None
+    if stripped.startswith("{"):
+        objects = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    objects.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise TranscriptError(f"{name} line {number}: not valid JSON Lines: {exc.msg}") from None
+        return _from_objects(objects, name)
+    return _from_lines(text)
+
+
+def _from_objects(items: object, name: str) -> list[Message]:
+    if not isinstance(items, list):
+        raise TranscriptError(f"{name}: expected a JSON list of messages")
+    out = []
+    for i, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            raise TranscriptError(f"{name}: message {i} is not an object with role and content")
+        role = item.get("role") or item.get("speaker") or item.get("name") or "user"
+        content = item.get("content", item.get("text", ""))
+        if isinstance(content, list):  # OpenAI content parts
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        content = " ".join(str(content).split())
+        if content:
+            out.append(Message(str(role), content))
+    if not out:
+        raise TranscriptError(f"{name}: the transcript has no messages with content")
+    return out
+
+
+def _from_lines(text: str) -> list[Message]:
+    out: list[Message] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        match = _SPEAKER_RE.match(line)
+        if match:
+            out.append(Message(match.group(1).strip(), match.group(2).strip()))
+        elif out:
+            out[-1] = Message(out[-1].role, f"{out[-1].content} {line.strip()}")
+        else:
+            out.append(Message("user", line.strip()))
+    return out
+
+
+def render(messages: list[Message]) -> str:
+    """The transcript as ``role: content`` lines for the prompt."""
+    return "\n".join(f"{m.role}: {m.content}" for m in messages)

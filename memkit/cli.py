@@ -339,3 +339,53 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
         return
     for h in hits:
         click.echo(f"{h.score:.2f}  {h.id}  {h.topic:<14} {h.text}")
+
+
+@main.command()
+@click.argument("transcripts", nargs=-1, required=True, type=click.Path(dir_okay=False), metavar="TRANSCRIPT...")
+@click.option("--dry-run", is_flag=True, help="Show the change as a unified diff; write nothing.")
+@json_option
+@click.pass_context
+def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, json_: bool) -> None:
+    """Turn conversation transcripts into memory entries with the configured LLM.
+
+    A transcript is `Speaker: text` lines, a JSON list of {role, content} messages, or JSONL.
+    Conclusions go to the topic they belong to (or a new topic, or general); duplicates are
+    skipped; entries they make outdated move to archive.md. Digesting a transcript twice adds
+    nothing. Each transcript ends in a report of what was written where and what was skipped.
+
+    \b
+    Examples:
+      memkit digest chat-2026-11-21.txt
+      memkit digest --dry-run session.jsonl
+    """
+    vault = get_vault(ctx)
+    llm = vault.llm()
+    reports, failed = [], 0
+    for path in transcripts:
+        try:
+            report = vault.digest(path, llm=llm, dry_run=dry_run)
+        except MemkitError as exc:
+            if len(transcripts) == 1:
+                raise
+            click.echo(f"memkit: error: {exc}", err=True)
+            failed += 1
+            continue
+        reports.append(report)
+        if json_:
+            continue
+        if dry_run and report.diff:
+            click.echo(report.diff, nl=False)
+        click.echo(report.summary())
+        for topic, line in report.written:
+            click.echo(f"  + {topic}: {line}")
+        for topic, old, new in report.superseded:
+            click.echo(f"  ~ {topic}: archived \"{old}\" (superseded by \"{new}\")")
+        for text, reason in report.skipped:
+            click.echo(f"  - skipped \"{text}\": {reason}")
+        for name in report.split:
+            click.echo(f"  split {name} into subtopics (over topic_split_threshold_lines)")
+    if json_:
+        echo_json([r.to_dict() for r in reports])
+    if failed:
+        ctx.exit(1)

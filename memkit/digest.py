@@ -415,7 +415,7 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
         for c in conclusions:
             for e in c.supersedes:
                 removals.setdefault(e.topic, []).append(e)
-                archive_items.append((e, e.text, f"superseded by: {c.text}"))
+                archive_items.append((e, ("- " if e.is_list else "") + e.text, f"superseded by: {c.text}"))
                 report.superseded.append((e.topic, e.text, c.text))
         for topic_name, entries in removals.items():
             if topic_name not in texts:

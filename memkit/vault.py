@@ -386,6 +386,23 @@ class Vault:
             index.prune_other_models()
         return report
 
+    def llm(self) -> Any:
+        """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm`)."""
+        from .llm import LLMSettings, make_llm
+
+        return make_llm(LLMSettings.from_config(self.config.llm))
+
+    def digest(self, transcript: str | os.PathLike[str], *, llm: Any = None, dry_run: bool = False) -> Any:
+        """Digest a transcript file into memory entries; returns a :class:`memkit.digest.DigestReport`.
+
+        :param transcript: ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL.
+        :param llm: an LLM client (default: the one configured in memkit.yaml).
+        :param dry_run: only compute the change (``report.diff``).
+        """
+        from .digest import digest_file
+
+        return digest_file(self, transcript, llm if llm is not None else self.llm(), dry_run=dry_run)
+
     def search(self, query: str, k: int | None = None, **options: Any) -> list["Hit"]:
         """Hybrid lexical + vector search. See :func:`memkit.search.search` for the options."""
         from .search import search

@@ -141,7 +141,7 @@ def test_update_archives_the_old_entry(tmp_path, vault):
     home = (vault.topics_dir / "home.md").read_text()
     assert "Portland Oregon with partner (2025" not in home and "Seattle" in home
     archive = (vault.root / "archive.md").read_text()
-    assert (f"from home (superseded by: Moved from Portland Oregon to Seattle with partner): {old.text}") in archive
+    assert (f"from home (superseded by: Moved from Portland Oregon to Seattle with partner): - {old.text}") in archive
     assert report.superseded == [("home", old.text, "Moved from Portland Oregon to Seattle with partner")]
 
 

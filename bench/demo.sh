@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `make demo`: a scripted tour of memkit on a copy of the sample vault. No network, no real LLM.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH" HF_HUB_OFFLINE=1
+work=$(mktemp -d)
+trap 'kill "${llm_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+cp -r vault "$work/vault"
+rm -rf "$work/vault/.memkit"
+export MEMKIT_VAULT="$work/vault"
+# The sample vault names potion-base-8M; with no network memkit falls back to the offline model.
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+echo "memkit demo on a copy of vault/ in $work/vault"
+step memkit topics
+step memkit recent
+step memkit add "Prefers window seats on trains" --topic travel --kind preference --tag trains
+step memkit show travel
+step memkit index
+step memkit search "what rice do I use for paella"
+step memkit search "MikroTik hAP ax3"
+step memkit search "who is my doctor" --topic health -k 2
+step memkit search "dog" --kind event --json
+
+echo; echo "--- digest: a scripted local LLM server stands in for Ollama/OpenAI ---"
+python bench/demo/demo_llm.py "$work/llm-url" & llm_pid=$!
+for _ in $(seq 50); do [ -s "$work/llm-url" ] && break; sleep 0.1; done
+sed -i "s|^llm: {}|llm: {base_url: \"$(cat "$work/llm-url")\", model: demo, timeout_s: 10}|" "$work/vault/memkit.yaml"
+step memkit digest --dry-run bench/demo/transcript-2026-11-21.txt
+step memkit digest bench/demo/transcript-2026-11-21.txt
+step memkit digest bench/demo/transcript-2026-11-21.txt
+step tail -n 4 "$work/vault/archive.md"
+if memkit split --help >/dev/null 2>&1; then
+  step memkit topics
+fi
+if memkit context --help >/dev/null 2>&1; then
+  step memkit context "I'm planning my training for the half marathon" --session demo
+fi
+echo; echo "demo done (the copy in $work is removed on exit)"

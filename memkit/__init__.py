@@ -21,6 +21,7 @@ from .errors import (
     VaultNotFound,
 )
 from .topic import Entry, Topic
+from .search import Hit
 from .vault import TopicInfo, Vault, find_vault
 
 __version__ = "0.1.0"
@@ -33,6 +34,7 @@ __all__ = [
     "Entry",
     "Topic",
     "TopicInfo",
+    "Hit",
     "MemkitError",
     "ConfigError",
     "EntryNotFound",

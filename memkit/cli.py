@@ -389,3 +389,40 @@ def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, json
         echo_json([r.to_dict() for r in reports])
     if failed:
         ctx.exit(1)
+
+
+@main.command("context")
+@click.argument("message")
+@click.option("--session", "-s", metavar="ID",
+              help="Conversation id: memories accumulate, and a detected topic sticks, across calls with the same ID. "
+                   "Without it the block is for this message alone.")
+@click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True, metavar="N",
+              help="Most tokens the block may take (~4 characters a token); the instructions are always kept.")
+@click.option("--reset", is_flag=True, help="Forget the session's accumulated memories and topic first.")
+@json_option
+@click.pass_context
+def context_cmd(ctx: click.Context, message: str, session: str | None, budget: int, reset: bool, json_: bool) -> None:
+    """Print the memory block to put in an assistant's system prompt for MESSAGE.
+
+    Recent topics (with relative times), then the memories relevant to the conversation so far
+    (or, once its topic is detected, that topic's file), then instructions on using memory.
+    MESSAGE "-" reads the message from stdin.
+
+    \b
+    Examples:
+      memkit context "what should I cook tonight?" --session kitchen
+      memkit context "and for dessert?" --session kitchen --json
+      echo "$USER_MESSAGE" | memkit context - --session "$CHAT_ID" --budget 1000
+    """
+    from .context import reset_session
+
+    vault = get_vault(ctx)
+    if message == "-":
+        message = sys.stdin.read()
+    if reset and session:
+        reset_session(vault, session)
+    result = vault.context(message, session=session, budget_tokens=budget)
+    if json_:
+        echo_json(result.to_dict())
+    else:
+        click.echo(result.text, nl=False)

@@ -10,6 +10,8 @@ if TYPE_CHECKING:
 
 VOTES = 5  #: hits that vote
 MIN_VOTES = 3  #: votes one topic needs
+WORDS_MARGIN = 0.1  #: a hit sharing a word with the text votes from threshold - WORDS_MARGIN
+MEANING_MARGIN = 0.2  #: a hit sharing no word votes from threshold + MEANING_MARGIN
 
 
 @dataclass(frozen=True)
@@ -22,8 +24,10 @@ class TopicGuess:
 
 
 def detect_topic(vault: "Vault", text: str, threshold: float | None = None) -> TopicGuess | None:
-    """The topic that most of the ``VOTES`` best hits for ``text`` come from, if at least
-    ``MIN_VOTES`` do and its best hit passes the similarity threshold; else None.
+    """The topic that at least ``MIN_VOTES`` of the ``VOTES`` best hits for ``text`` come from,
+    counting hits that share a word with the text and come within ``WORDS_MARGIN`` of the
+    similarity threshold, or share none but beat it by ``MEANING_MARGIN`` (static models give small talk like "hi"
+    cosines of 0.5 with anything, so meaning alone must be strong); else None.
 
     Subtopics vote for themselves (``cooking-rice`` is not ``cooking``).
 
@@ -40,8 +44,10 @@ def detect_topic(vault: "Vault", text: str, threshold: float | None = None) -> T
         return None
     if threshold is None:
         threshold = default_threshold(vault, vault.embedder.dim)
-    topic, votes = Counter(h.topic for h in hits).most_common(1)[0]
-    best = max(h.cosine for h in hits if h.topic == topic)
-    if votes >= min(MIN_VOTES, len(hits)) and len(hits) >= 2 and best >= threshold:
-        return TopicGuess(topic, votes, best)
+    voters = [h for h in hits if h.cosine >= (threshold - WORDS_MARGIN if h.lexical > 0 else threshold + MEANING_MARGIN)]
+    if not voters:
+        return None
+    topic, votes = Counter(h.topic for h in voters).most_common(1)[0]
+    if votes >= min(MIN_VOTES, len(hits)) and len(hits) >= 2:
+        return TopicGuess(topic, votes, max(h.cosine for h in voters if h.topic == topic))
     return None

@@ -7,11 +7,11 @@ from dataclasses import asdict, dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .errors import MemkitError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .vault import Vault
 
 log = logging.getLogger("memkit")
@@ -35,12 +35,14 @@ class Hit:
     line: int
     score: float  #: the ranking score (hybrid: 0..1, only for ordering)
     cosine: float  #: cosine similarity of the entry to the query
+    lexical: float = 0.0  #: BM25 score of the entry for the query (0: no query word in it)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["tags"] = list(self.tags)
         data["score"] = round(self.score, 4)
         data["cosine"] = round(self.cosine, 4)
+        data["lexical"] = round(self.lexical, 4)
         return data
 
 
@@ -93,19 +95,23 @@ def search(vault: "Vault", query: str, k: int | None = None, *, threshold: float
         return []
     qvec = index.embedder.embed([query])[0] if mode != "lexical" else None
     ranked = view.ranker.search(query, qvec, k=k, mode=mode, threshold=threshold, mask=mask)
+    lexical = view.ranker.lex.scores(query) if ranked else None
     hits = []
     for i, score in ranked:
         fid = int(view.file_ids[i])
         cosine = float(view.vectors[i] @ qvec) if qvec is not None else 0.0
         hits.append(Hit(view.hashes[i][:8], view.texts[i], view.topics[fid], view.kinds[i], tuple(view.tags[i]),
-                        view.own_dates[i], view.files[fid], int(view.lines[i]), float(score), cosine))
+                        view.own_dates[i], view.files[fid], int(view.lines[i]), float(score), cosine,
+                        float(lexical[i]) if lexical is not None else 0.0))
     return hits
 
 
-def _mask(view: Any, topic: str | None, kind: str | None, tag: str | None, since: str | date | None) -> np.ndarray | None:
-    mask: np.ndarray | None = None
+def _mask(view: Any, topic: str | None, kind: str | None, tag: str | None, since: str | date | None) -> "np.ndarray | None":
+    import numpy as np
 
-    def both(m: np.ndarray) -> None:
+    mask: "np.ndarray | None" = None
+
+    def both(m: "np.ndarray") -> None:
         nonlocal mask
         mask = m if mask is None else mask & m
 

@@ -27,6 +27,7 @@ from .topic import (
 )
 
 if TYPE_CHECKING:
+    from .context import Context
     from .search import Hit
 
 log = logging.getLogger("memkit")
@@ -402,6 +403,22 @@ class Vault:
         from .digest import digest_file
 
         return digest_file(self, transcript, llm if llm is not None else self.llm(), dry_run=dry_run)
+
+    def context(self, message: str, session: str | None = None, budget_tokens: int = 2000,
+                now: datetime | None = None) -> "Context":
+        """The memory block for an assistant's system prompt, for the user's ``message``.
+
+        See :func:`memkit.context.build_context`: recent topics, then the memories relevant to the
+        session so far (or the detected topic's file), then the memory instructions.
+
+        :param message: the user's latest message (may be empty).
+        :param session: a conversation id; memories accumulate across calls that share it.
+        :param budget_tokens: the most the block may take (~4 characters a token).
+        :param now: the current time (default: now).
+        """
+        from .context import build_context
+
+        return build_context(self, message, session=session, budget_tokens=budget_tokens, now=now)
 
     def search(self, query: str, k: int | None = None, **options: Any) -> list["Hit"]:
         """Hybrid lexical + vector search. See :func:`memkit.search.search` for the options."""

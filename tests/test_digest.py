@@ -23,7 +23,8 @@ NOW = datetime(2026, 11, 21, 18, 0, 0)
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nsummary: rice and bread\nupdated: 2026-01-01T00:00:00\n---\n# Cooking\n\n"
                "- Prefers bomba rice for paella (2026-01-01)\n- Bakes sourdough bread on sundays (2026-01-01)\n"
-               "- Makes paella rice with saffron (2026-01-01)\n",
+               "- Makes paella rice with saffron (2026-01-01)\n- Bakes rye bread with a sourdough starter (2026-01-01)\n"
+               "- Sourdough bread gets a long cold proof (2026-01-01)\n",
     "home": "- Lives in Portland Oregon with partner (2025-05-01)\n- Home office has a standing desk (2025-05-01)\n",
 }
 
@@ -37,8 +38,9 @@ def vault(tmp_path):
 
 
 def llm_for(fake):
-    HTTPChatLLM.retry_delay_s = 0.01
-    return HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m", timeout_s=5))
+    llm = HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m", timeout_s=5))
+    llm.retry_delay_s = 0.01
+    return llm
 
 
 def responder(conclusions, new_topic=None, updates=None):

@@ -426,3 +426,47 @@ def context_cmd(ctx: click.Context, message: str, session: str | None, budget: i
         echo_json(result.to_dict())
     else:
         click.echo(result.text, nl=False)
+
+
+@main.command()
+@click.option("--polling", is_flag=True, help="Poll the files instead of OS events (network drives, some containers).")
+@click.option("--debounce", type=click.FloatRange(0.05, 10), default=0.3, show_default=True, metavar="SECONDS",
+              help="Quiet time after a change before re-indexing (bursts are coalesced, at most ~1 s).")
+@click.pass_context
+def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
+    """Keep the index and index.txt current while files change; digest idle inbox transcripts.
+
+    Runs until Ctrl-C or SIGTERM. Editors' save patterns, swap files, bursts of changes (git pull)
+    and moved or deleted topics are handled; a change is searchable within about a second.
+    With an LLM configured, a transcript in inbox/ unchanged for session_timeout_minutes is
+    digested and moved to inbox/done/ (on failure: inbox/NAME.error).
+
+    \b
+    Example:
+      memkit watch
+      memkit watch --polling
+    """
+    from .watch import run_watch
+
+    vault = get_vault(ctx)
+    inbox_handler = None
+    if vault.config.llm:
+        llm = vault.llm()
+
+        def inbox_handler() -> None:
+            from .digest import process_inbox
+
+            for result in process_inbox(vault, llm):
+                if result.error:
+                    click.echo(f"inbox/{result.file}: {result.error}", err=True)
+                elif result.report is not None:
+                    click.echo(f"inbox/{result.file}: {result.report.summary()} (moved to inbox/done/)")
+
+    def on_update(report: Any) -> None:
+        if report.new or report.removed or report.changed_files:
+            click.echo(report.summary())
+
+    click.echo(f"watching {vault.root} (topics/{' and inbox/' if inbox_handler else ''}); Ctrl-C to stop", err=True)
+    # errors are already printed by the memkit logger on stderr; no on_error echo here
+    run_watch(vault, polling=polling, debounce_s=debounce, on_update=on_update, inbox_handler=inbox_handler)
+    click.echo("stopped", err=True)

@@ -11,7 +11,7 @@ from typing import Iterator
 from .errors import MemkitError, VaultLocked
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
+def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new file, never half.
 
     Writes a temp file in the same folder, fsyncs it, renames it over ``path`` and fsyncs the folder.
@@ -19,6 +19,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
 
     :param path: the file to write.
     :param data: bytes, or text written as UTF-8 exactly as given (no newline translation).
+    :param durable: fsync the file and its folder. Derived data that can be rebuilt passes False:
+        the rename is still atomic, and a file left empty by a power cut is detected and rebuilt.
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -31,8 +33,9 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         else:
@@ -42,7 +45,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _umask() -> int:

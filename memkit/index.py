@@ -119,6 +119,7 @@ class Index:
         self.base = vault.state_dir / "index"
         self.dir = self.base / f"{_slug(embedder.name)}-{embedder.dim}"
         self.records: dict[str, FileRecord] = {}
+        self._stamps: dict[str, tuple[int, int]] = {}  # record file -> (mtime_ns, size) when read
         self._loaded = False
         self._view: Any = None
         self._warned: set[str] = set()
@@ -126,15 +127,34 @@ class Index:
 
     # ---- reading records ------------------------------------------------------------------------
     def load(self) -> None:
-        """Read every record of this model's sidecar; unusable ones are dropped (and rebuilt later)."""
-        self.records = {}
+        """Read this model's records; only record files changed since the last load are re-read,
+        and unusable ones are dropped (their topic files are re-indexed)."""
         files_dir = self.dir / "files"
-        if files_dir.is_dir():
-            for path in files_dir.iterdir():
-                if path.suffix == ".json":
-                    record = self._read_record(path)
-                    if record is not None:
-                        self.records[record.file] = record
+        seen: dict[str, tuple[int, int]] = {}
+        try:
+            listing = list(os.scandir(files_dir))
+        except FileNotFoundError:
+            listing = []
+        by_name = {rel_name: rec for rec in self.records.values() for rel_name in [f"{_slug(rec.file)}.json"]}
+        records: dict[str, FileRecord] = {}
+        for item in listing:
+            if not item.name.endswith(".json"):
+                continue
+            try:
+                st = item.stat()
+            except OSError:
+                continue
+            stamp = (st.st_mtime_ns, st.st_size)
+            seen[item.name] = stamp
+            old = by_name.get(item.name)
+            if old is not None and self._stamps.get(item.name) == stamp:
+                records[old.file] = old
+                continue
+            record = self._read_record(Path(item.path))
+            if record is not None:
+                records[record.file] = record
+        self.records = records
+        self._stamps = seen
         self._loaded = True
         self._view = None
 
@@ -283,12 +303,12 @@ class Index:
                 record.vectors = (np.stack([vectors[h] if h in vectors else known[h] for h in record.hashes])
                                   .astype(np.float32) if record.hashes else np.zeros((0, dim), np.float32))
                 report.reused += sum(1 for h in record.hashes if h not in vectors)
+        if write:  # disk first: if this fails, memory still says these files need indexing
+            self._write(new_records, gone)
         for rel in gone:
             self.records.pop(rel, None)
         self.records.update(new_records)
         report.removed = len(old_hashes - {h for r in self.records.values() for h in r.hashes})
-        if write:
-            self._write(new_records, gone)
         self._view = None
         report.changed_files = len(new_records)
         report.files = len(current)
@@ -299,10 +319,15 @@ class Index:
     def _parse_file(self, rel: str, path: Path) -> FileRecord | None:
         try:
             st = path.stat()
+        except OSError:
+            return None  # vanished meanwhile: the next refresh drops it
+        try:
             data = path.read_bytes() if st.st_size <= _max_bytes() else None
         except OSError as exc:
-            self._warn(rel, f"{rel}: cannot read: {exc.strerror or exc}; skipped")
-            return None
+            record = FileRecord(rel, st.st_mtime_ns, st.st_size, f"unreadable-{st.st_mtime_ns}", path.stem,
+                                _day(st.st_mtime), error=f"{rel}: cannot read: {exc.strerror or exc}")
+            self._warn(rel + record.sha, f"{record.error}; skipped")
+            return record
         sha = hashlib.sha1(data).hexdigest() if data is not None else f"size-{st.st_size}"
         stem = path.stem
         record = FileRecord(rel, st.st_mtime_ns, st.st_size, sha, stem, _day(st.st_mtime))
@@ -348,14 +373,19 @@ class Index:
                 record.vec_key = key
             else:
                 record.vec_key = ""
-            atomic_write(files_dir / f"{_slug(rel)}.json", json.dumps(record.to_json(), ensure_ascii=False))
+            name = f"{_slug(rel)}.json"
+            atomic_write(files_dir / name, json.dumps(record.to_json(), ensure_ascii=False), durable=False)
+            st = os.stat(files_dir / name)
+            self._stamps[name] = (st.st_mtime_ns, st.st_size)
         for rel in gone:
             try:
                 os.unlink(files_dir / f"{_slug(rel)}.json")
             except FileNotFoundError:
                 pass
+            self._stamps.pop(f"{_slug(rel)}.json", None)
         if gone or changed:
-            used = {r.vec_key for r in self.records.values()}
+            used = {r.vec_key for rel, r in self.records.items() if rel not in gone and rel not in changed}
+            used |= {r.vec_key for r in changed.values()}
             for path in vec_dir.iterdir():
                 if path.suffix == ".npy" and path.stem not in used:
                     try:
@@ -403,7 +433,7 @@ def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
 
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(array, dtype=np.float32), allow_pickle=False)
-    atomic_write(path, buffer.getvalue())
+    atomic_write(path, buffer.getvalue(), durable=False)
 
 
 @dataclass

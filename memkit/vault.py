@@ -95,6 +95,7 @@ class Vault:
         self.model = model or self.config.model  #: model id or folder (``--model`` > memkit.yaml)
         self._embedder: Any = embedder  # loaded on first use
         self._index: Any = None  # memkit.index.Index, loaded on first search
+        self._warned: set[str] = set()
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"
@@ -179,12 +180,18 @@ class Vault:
             if path.suffix != ".md" or path.name.startswith("."):
                 continue
             if path.is_symlink() and not self.is_inside(path):
-                log.warning("%s: symlink to a file outside the vault; skipped", self.rel(path))
+                self.warn_once(f"{self.rel(path)}: symlink to a file outside the vault; skipped")
                 continue
             if not path.is_file():
                 continue
             out.append((path.stem, path))
         return out
+
+    def warn_once(self, message: str) -> None:
+        """Log a warning once per Vault object (a malformed file is reported, not on every read)."""
+        if message not in self._warned:
+            self._warned.add(message)
+            log.warning("%s", message)
 
     def iter_topics(self) -> Iterator[Topic]:
         """Parse every topic; a malformed one is skipped with a warning naming file and line."""
@@ -192,7 +199,7 @@ class Vault:
             try:
                 yield read_topic(path, name, self.rel(path))
             except TopicParseError as exc:
-                log.warning("%s; skipped", exc)
+                self.warn_once(f"{exc}; skipped")
 
     def topic(self, name: str) -> Topic:
         """Parse one topic. :raises TopicNotFound: if there is no such topic."""

@@ -1,14 +1,16 @@
 """Tokeniser and in-memory BM25 index (pure numpy, no scipy).
 
 The index is rebuilt from the entries' texts every time the search index is loaded, so it is
-built for speed: one regular-expression pass over the whole corpus, a per-index cache from raw
-token to term ids, and postings stored column-wise (CSC layout: for each term a slice of
-``docs``/``weights``).  A query is a loop over its few terms, each a single numpy scatter-add.
+built for speed: the corpus is split into whitespace-separated chunks and deduplicated in
+numpy (``_chunk_occurrences``), only distinct chunks are analysed in Python (tokenised,
+stemmed, stop words dropped; cached across indexes), and postings are stored column-wise (CSC:
+for each term a slice of ``docs`` / ``weights``, BM25 weights precomputed). A query is a loop
+over its few terms, each one numpy scatter-add.
 
 Context indexing: with ``context=c`` every entry is indexed together with the ``c`` entries
-before it in the same file, the neighbours' term counts weighted by ``context_weight`` (a turn of
-a conversation, or a line of a topic file, is often only understandable with the line before it:
-"Where did you go?" / "To the lake."). Nothing is stored: it is recomputed at load.
+before it in the same file, their term counts (and lengths) weighted by ``context_weight``: a
+turn of a conversation, or a line of a topic file, is often only understandable with the line
+before it ("Where did you go?" / "To the lake."). Nothing is stored; it is rebuilt at load.
 """
 from __future__ import annotations
 
@@ -21,8 +23,8 @@ import numpy as np
 
 __all__ = ["tokenize", "stem", "STOP_WORDS", "BM25Index"]
 
-# English stop words (function words that carry no topic), plus the stems left by contractions
-# ("don't" -> "don") and by the tokeniser dropping an apostrophe suffix.
+# English stop words: function words that carry no topic, contraction leftovers, chat fillers.
+# Negations ("don't", "isn't") are dropped whole by the tokeniser, like "not".
 STOP_WORDS: frozenset[str] = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being
@@ -33,7 +35,6 @@ STOP_WORDS: frozenset[str] = frozenset(
     these they this those through to too under until up very was we were what when where which
     while who whom why will with would you your yours yourself yourselves also too yet ever
     let us get got gets getting may might must shall much many s t d ll m re ve o y
-    don didn doesn isn wasn weren aren hasn haven hadn won wouldn shouldn couldn mustn ain
     oh hey hi yeah yes ok okay wow really
     """.split()
 )
@@ -79,8 +80,8 @@ def stem(word: str) -> str:
     non-ASCII words alone.
     """
     n = len(word)
-    if n <= 3 or not word.isascii() or not word.isalpha():
-        return word
+    if n <= 3 or word[-1] not in "sdgy" or not word.isascii() or not word.isalpha():
+        return word  # no rule applies (most words leave here)
     w = word
     if w.endswith("s"):
         if w.endswith("sses"):
@@ -116,6 +117,8 @@ def _word_term(part: str) -> str | None:
     """Term of one simple word (no joiners), or None for a stop word."""
     if "'" in part:
         head, _, tail = part.partition("'")
+        if tail == "t" and head.endswith("n"):
+            return None  # don't, isn't, won't: a negation, a stop word like "not"
         part = head if tail in _APOS_SUFFIXES else part.replace("'", "")
     if not part or part in STOP_WORDS:
         return None
@@ -169,6 +172,121 @@ def tokenize(text: str) -> list[str]:
 
 
 _SEP = "\x00"
+_MASK = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def _chunk_occurrences(docs: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Split all documents into lower-cased whitespace-separated chunks, deduplicated.
+
+    Returns (chunk id per occurrence, document per occurrence, distinct chunk strings). Chunks
+    of up to 16 UTF-8 bytes (nearly all words) are identified without creating a Python string
+    per occurrence: their bytes are read as two uint64 (unaligned views of the text buffer),
+    hashed, sorted and grouped in numpy, and only the distinct ones are decoded. Longer chunks
+    (URLs, long non-Latin words) go through a dict. Splitting on ASCII whitespace only is
+    consistent with ``tokenize`` because the chunk analysis splits on any non-word character.
+    """
+    n = len(docs)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    text = _SEP.join(docs)
+    if text.count(_SEP) != n - 1:  # a document holds the separator itself
+        text = _SEP.join(d.replace(_SEP, " ") for d in docs)
+    raw = text.lower().encode("utf-8", "surrogatepass")
+    size = len(raw)
+    buf = np.zeros(size + 32, dtype=np.uint8)
+    buf[:size] = np.frombuffer(raw, dtype=np.uint8)
+    # ASCII spaces and control characters (\x00 is the document separator; the zero padding
+    # ends the last chunk). Splitting on control characters too changes no term: the chunk
+    # analysis splits on every non-word character anyway.
+    ws = buf <= 32
+    edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+    if size and not ws[0]:
+        edges = np.concatenate([[0], edges])
+    if edges.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    st, en = edges[0::2], edges[1::2]
+    # document of each chunk = number of separators before it
+    seps = np.flatnonzero(buf[:size] == 0)
+    doc = np.cumsum(np.bincount(np.searchsorted(st, seps), minlength=st.shape[0] + 1))[:st.shape[0]]
+    ln = en - st
+    occ = np.empty(st.shape[0], dtype=np.int64)
+    uniq: list[str] = []
+    short = np.flatnonzero(ln <= 16)
+    if short.size:
+        u64 = np.ndarray(shape=(size + 25,), dtype="<u8", buffer=buf, strides=(1,))
+        s_st, s_ln = st[short], ln[short]
+        a = u64[s_st] & _MASK[np.minimum(s_ln, 8)]
+        b = u64[s_st + 8] & _MASK[np.clip(s_ln - 8, 0, 8)]
+        gid, first = _group_pairs(a, b)
+        occ[short] = gid
+        fs = s_st[first].tolist()
+        fe = (s_st[first] + s_ln[first]).tolist()
+        uniq = [raw[i:j].decode("utf-8", "surrogatepass") for i, j in zip(fs, fe)]
+    long_ = np.flatnonzero(ln > 16)
+    if long_.size:
+        table: dict[str, int] = {}
+        base = len(uniq)
+        chunks = [raw[i:j].decode("utf-8", "surrogatepass") for i, j in zip(st[long_].tolist(), en[long_].tolist())]
+        for c in chunks:
+            if c not in table:
+                table[c] = base + len(table)
+        occ[long_] = np.fromiter(map(table.__getitem__, chunks), dtype=np.int64, count=len(chunks))
+        uniq.extend(table)
+    return occ, doc, uniq
+
+
+def _group_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group equal (a, b) uint64 pairs; see ``_group_rows``."""
+    return _group_rows([a, b])
+
+
+def _group_rows(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Group equal rows of uint64 columns: (group id per row, first row of each group).
+
+    Sorting values is much faster in numpy than argsort, so the row index is packed into the
+    low bits of a hash of the row and the packed values are sorted. Equality is then checked
+    exactly; on a (rare) hash collision another hash is tried, then an exact lexsort.
+    """
+    m = cols[0].shape[0]
+    if m == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    bits = max(1, int(m - 1).bit_length())
+    low = np.uint64((1 << bits) - 1)
+    idx = np.arange(m, dtype=np.uint64)
+    new = np.empty(m, dtype=bool)
+    new[0] = True
+    for k1, k2 in ((_K1, _K2), (_K2, _K1)):
+        h = np.zeros(m, dtype=np.uint64)
+        for c in cols:
+            h ^= c * k1
+            h ^= h >> np.uint64(29)
+            h *= k2
+        h ^= h >> np.uint64(32)
+        packed = np.sort((h & ~low) | idx)
+        order = (packed & low).astype(np.int64)
+        hs = packed >> np.uint64(bits)
+        np.not_equal(hs[1:], hs[:-1], out=new[1:])
+        # exact check: within a group, consecutive rows are equal
+        ok = True
+        for c in cols:
+            co = c[order]
+            if not (new[1:] | (co[1:] == co[:-1])).all():
+                ok = False
+                break
+        if ok:
+            gid = np.empty(m, dtype=np.int64)
+            gid[order] = np.cumsum(new) - 1
+            return gid, order[new]
+    order = np.lexsort(tuple(reversed(cols)))
+    new[1:] = False
+    for c in cols:
+        co = c[order]
+        new[1:] |= co[1:] != co[:-1]
+    gid = np.empty(m, dtype=np.int64)
+    gid[order] = np.cumsum(new) - 1
+    return gid, order[new]
 
 
 class BM25Index:
@@ -189,7 +307,6 @@ class BM25Index:
         file_ids: Iterable[int] | np.ndarray | None = None,
         context: int = 2,
         context_weight: float | Sequence[float] = 0.5,
-        idf_own: bool = True,
     ) -> None:
         self.k1 = float(k1)
         self.b = float(b)
@@ -207,6 +324,8 @@ class BM25Index:
         else:
             cw = [float(x) for x in context_weight][:context]
             context = len(cw)
+        if context > 3:
+            raise ValueError("context is at most 3 previous entries")
         self.context = context
         self.context_weights = tuple(cw)
 
@@ -216,57 +335,60 @@ class BM25Index:
         self.n_terms = v
 
         dl_own = np.bincount(d_own, minlength=n).astype(np.float32)
-        key = np.sort(t_own * n + d_own)
+        # posting key = term << shift | doc (bit operations, no integer division)
+        shift = max(1, int(n).bit_length())
+        dmask = (1 << shift) - 1
+        key = np.sort((t_own << shift) | d_own)
         if key.size:
             start = np.empty(key.shape[0], dtype=bool)
             start[0] = True
             np.not_equal(key[1:], key[:-1], out=start[1:])
             idx = np.flatnonzero(start)
-            tf = np.diff(np.append(idx, key.shape[0])).astype(np.float32)
+            tf_int = np.diff(np.append(idx, key.shape[0]))
             key = key[idx]
         else:
-            tf = np.zeros(0, dtype=np.float32)
+            tf_int = np.zeros(0, dtype=np.int64)
+        tf = tf_int.astype(np.float32)
         own_flag = np.ones(key.shape[0], dtype=bool)
         dl = dl_own.copy()
         if context and n and key.size:
-            keys = [key]
-            tfs = [tf]
-            flags = [own_flag]
-            d = key % n
+            # Add each posting (term, doc) as a context posting (term, doc + c) when doc + c is
+            # in the same file, at weight w_c, and merge. One sort of packed int64 values
+            # key << 8 | source << 6 | min(tf, 63) does the merge (no argsort, no gathers).
+            d = key & dmask
+            tf63 = np.minimum(tf_int, 63)
+            parts = [(key << 8) | tf63]
+            weights = [1.0]
             for c, w in enumerate(cw, start=1):
                 if w <= 0:
                     continue
-                same = np.zeros(n, dtype=bool)
-                same[c:] = files[c:] == files[:-c]   # doc i has a same-file entry c before it
-                dl[c:] += np.where(same[c:], w * dl_own[:-c], 0.0).astype(np.float32)
-                ok = np.zeros(key.shape[0], dtype=bool)
-                dc = d + c
-                inb = dc < n
-                ok[inb] = same[dc[inb]]
-                keys.append(key[ok] + c)
-                tfs.append(tf[ok] * np.float32(w))
-                flags.append(np.zeros(int(ok.sum()), dtype=bool))
-            if len(keys) > 1:
-                allk = np.concatenate(keys)
-                order = np.argsort(allk, kind="stable")  # a merge of sorted runs: fast
-                allk = allk[order]
-                alltf = np.concatenate(tfs)[order]
-                allfl = np.concatenate(flags)[order]
-                start = np.ones(allk.shape[0], dtype=bool)
-                start[1:] = allk[1:] != allk[:-1]
+                ahead = np.zeros(n, dtype=bool)
+                ahead[:-c] = files[c:] == files[:-c]  # entry i + c is in entry i's file
+                dl[c:] += np.where(ahead[:-c], np.float32(w) * dl_own[:-c], np.float32(0))
+                ok = ahead[d]
+                parts.append(((key[ok] + c) << 8) | (len(weights) << 6) | tf63[ok])
+                weights.append(w)
+            if len(parts) > 1:
+                packed = np.sort(np.concatenate(parts), kind="stable")  # merges sorted runs
+                allk = packed >> 8
+                src = (packed >> 6) & 3
+                alltf = (packed & 63).astype(np.float32) * np.asarray(weights, dtype=np.float32)[src]
+                start = np.empty(allk.shape[0], dtype=bool)
+                start[0] = True
+                np.not_equal(allk[1:], allk[:-1], out=start[1:])
                 idx = np.flatnonzero(start)
                 key = allk[idx]
                 tf = np.add.reduceat(alltf, idx)
-                own_flag = np.logical_or.reduceat(allfl, idx)
-        terms = (key // n).astype(np.int64) if n else key
-        docs_arr = (key % n).astype(np.int32) if n else key.astype(np.int32)
+                own_flag = src[idx] == 0  # sources sort own first within a (term, doc)
+        terms = key >> shift
+        docs_arr = (key & dmask).astype(np.int32)
         self.docs = docs_arr
         counts = np.bincount(terms, minlength=v)
         self.indptr = np.zeros(v + 1, dtype=np.int64)
         np.cumsum(counts, out=self.indptr[1:])
         # document frequency counts entries whose own text has the term (a context copy does
         # not make a word more common)
-        df = np.bincount(terms[own_flag], minlength=v).astype(np.float64) if idf_own else counts.astype(np.float64)
+        df = np.bincount(terms[own_flag], minlength=v).astype(np.float64)
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
         self.idf_unknown = float(math.log1p((n + 0.5) / 0.5)) if n else 0.0
         avgdl = float(dl.mean()) if n else 1.0
@@ -280,58 +402,57 @@ class BM25Index:
     def _tokenize_corpus(self, docs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(term id, doc id) of every term occurrence.
 
-        Python-level work is one analysis per *distinct* whitespace chunk (cached across
-        indexes); everything per occurrence runs in C (str.split, dict lookups) or numpy.
+        Python-level work is one analysis per *distinct* chunk (cached across indexes);
+        everything per occurrence runs in numpy (see ``_chunk_occurrences``).
         """
-        n = len(docs)
-        if n == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        text = " \x00 ".join(docs)
-        if text.count(_SEP) != n - 1:  # a document holds the separator itself
-            text = " \x00 ".join(d.replace(_SEP, " ") for d in docs)
-        chunks = text.lower().split()
-        uniq = list(dict.fromkeys(chunks))
-        chunk_id = dict(zip(uniq, range(len(uniq))))
-        occ = np.fromiter(map(chunk_id.__getitem__, chunks), dtype=np.int64, count=len(chunks))
+        occ, doc, uniq = _chunk_occurrences(docs)
         cache_get = _CACHE.get
         terms_of = [cache_get(c) or _chunk_terms(c) for c in uniq]
         lens = np.fromiter(map(len, terms_of), dtype=np.int64, count=len(terms_of))
         flat = list(chain.from_iterable(terms_of))
-        vocab = dict(zip(dict.fromkeys(flat), range(len(flat))))  # ids are re-numbered below
-        self.vocab = {t: i for i, t in enumerate(vocab)}
+        self.vocab = dict(zip(dict.fromkeys(flat), range(len(flat))))
+        self.vocab = {t: i for i, t in enumerate(self.vocab)}
         flat_ids = np.fromiter(map(self.vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
-        sep = chunk_id.get(_SEP, -1)
-        doc = np.cumsum(occ == sep)
-        occ_len = lens[occ]
-        if bool((occ_len == 1).all()) if occ_len.size else True:
-            starts = np.zeros(lens.shape[0], dtype=np.int64)
-            np.cumsum(lens[:-1], out=starts[1:])
-            return flat_ids[starts[occ]], doc
         starts = np.zeros(lens.shape[0], dtype=np.int64)
-        np.cumsum(lens[:-1], out=starts[1:])
-        total = int(occ_len.sum())
-        occ_start = np.zeros(occ.shape[0], dtype=np.int64)
-        np.cumsum(occ_len[:-1], out=occ_start[1:])
-        rep_start = np.repeat(starts[occ] - occ_start, occ_len)
-        t = flat_ids[rep_start + np.arange(total, dtype=np.int64)]
-        d = np.repeat(doc, occ_len)
+        if lens.shape[0] > 1:
+            np.cumsum(lens[:-1], out=starts[1:])
+        occ_len = lens[occ]
+        # most chunks give one term, stop words none, compounds ("node-3") several
+        single = np.where(lens == 1, flat_ids[np.minimum(starts, max(len(flat) - 1, 0))], -1) if len(flat) else np.full(lens.shape[0], -1)
+        one = occ_len == 1
+        t = single[occ[one]]
+        d = doc[one]
+        multi = np.flatnonzero(occ_len > 1)
+        if multi.size:
+            m_occ = occ[multi]
+            m_len = occ_len[multi]
+            total = int(m_len.sum())
+            m_start = np.zeros(multi.shape[0], dtype=np.int64)
+            np.cumsum(m_len[:-1], out=m_start[1:])
+            rep = np.repeat(starts[m_occ] - m_start, m_len) + np.arange(total, dtype=np.int64)
+            t = np.concatenate([t, flat_ids[rep]])
+            d = np.concatenate([d, np.repeat(doc[multi], m_len)])
         return t, d
 
     # -- querying -------------------------------------------------------------------------------
     def __len__(self) -> int:
         return self.n_docs
 
-    def query_terms(self, query: str) -> list[tuple[int, int]]:
-        """(term id or -1 when unknown, count) for each distinct term of the query."""
+    def query_terms(self, query: str) -> list[tuple[int, int, str]]:
+        """(term id or -1 when unknown, count, term) for each distinct term of the query."""
         counts: dict[str, int] = {}
         for t in tokenize(query):
             counts[t] = counts.get(t, 0) + 1
-        return [(self.vocab.get(t, -1), c) for t, c in counts.items()]
+        return [(self.vocab.get(t, -1), c, t) for t, c in counts.items()]
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every document for ``query`` (float32, shape (N,))."""
+        """BM25 score of every document for ``query`` (float32, shape (N,); 0 = no match)."""
+        return self.scores_for(self.query_terms(query))
+
+    def scores_for(self, qterms: list[tuple[int, int, str]]) -> np.ndarray:
+        """``scores`` for an already tokenised query (``query_terms``)."""
         out = np.zeros(self.n_docs, dtype=np.float32)
-        for tid, cnt in self.query_terms(query):
+        for tid, cnt, _ in qterms:
             if tid < 0:
                 continue
             s, e = self.indptr[tid], self.indptr[tid + 1]
@@ -342,18 +463,20 @@ class BM25Index:
         return out
 
     def coverage(self, query: str) -> np.ndarray:
-        """Fraction (0..1) of the query's IDF mass found in each document's own text."""
+        """Share (0..1) of the query's IDF mass found in each document's own text."""
+        return self.coverage_for(self.query_terms(query))
+
+    def coverage_for(self, qterms: list[tuple[int, int, str]]) -> np.ndarray:
+        """``coverage`` for an already tokenised query. Unknown query words count in the total
+        (with the IDF of a word seen nowhere), so a query whose rare word no entry holds has no
+        entry with full coverage."""
         out = np.zeros(self.n_docs, dtype=np.float32)
-        qt = self.query_terms(query)
-        total = 0.0
-        for tid, _cnt in qt:
-            total += self.idf_unknown if tid < 0 else float(self.idf[tid])
+        total = sum(self.idf_unknown if tid < 0 else float(self.idf[tid]) for tid, _, _ in qterms)
         if total <= 0:
             return out
-        for tid, _cnt in qt:
+        for tid, _, _ in qterms:
             if tid < 0:
                 continue
             s, e = self.indptr[tid], self.indptr[tid + 1]
-            d = self.docs[s:e][self.own[s:e]]
-            out[d] += np.float32(self.idf[tid] / total)
+            out[self.docs[s:e][self.own[s:e]]] += np.float32(self.idf[tid] / total)
         return out

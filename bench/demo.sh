@@ -30,10 +30,12 @@ step memkit digest --dry-run bench/demo/transcript-2026-11-21.txt
 step memkit digest bench/demo/transcript-2026-11-21.txt
 step memkit digest bench/demo/transcript-2026-11-21.txt
 step tail -n 4 "$work/vault/archive.md"
-if memkit split --help >/dev/null 2>&1; then
-  step memkit topics
-fi
-if memkit context --help >/dev/null 2>&1; then
-  step memkit context "I'm planning my training for the half marathon" --session demo
-fi
+echo; echo "--- split: cooking has more entries than topic_split_threshold_lines (50) ---"
+step memkit split cooking --dry-run --json
+step memkit split cooking
+step memkit topics
+step memkit search "rye starter" -k 3
+echo; echo "--- context: what an assistant puts in its system prompt ---"
+step memkit context "hi!" --session demo --budget 400
+step memkit context "I'm planning my training for the half marathon" --session demo --budget 600
 echo; echo "demo done (the copy in $work is removed on exit)"

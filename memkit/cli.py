@@ -470,3 +470,42 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
     # errors are already printed by the memkit logger on stderr; no on_error echo here
     run_watch(vault, polling=polling, debounce_s=debounce, on_update=on_update, inbox_handler=inbox_handler)
     click.echo("stopped", err=True)
+
+
+@main.command()
+@click.argument("topic")
+@click.option("--dry-run", is_flag=True, help="Show the change as a unified diff; write nothing.")
+@click.option("--min-part", type=click.IntRange(1), default=5, show_default=True, metavar="N",
+              help="Smallest cluster kept as its own subtopic.")
+@click.option("--max-parts", type=click.IntRange(2), default=None, metavar="N", help="Most subtopics (default 6, plus -general).")
+@click.option("--no-llm", is_flag=True, help="Name subtopics from their own words even if an LLM is configured.")
+@json_option
+@click.pass_context
+def split(ctx: click.Context, topic: str, dry_run: bool, min_part: int, max_parts: int | None, no_llm: bool,
+          json_: bool) -> None:
+    """Split TOPIC into subtopics by meaning (cooking -> cooking-rice, cooking-bread, cooking-general).
+
+    Every entry moves, byte for byte, to exactly one subtopic; the new files get `parent: TOPIC`;
+    the old file is removed only after the new ones are written. Subtopics are named by the LLM
+    when one is configured, else from their entries' own distinctive words.
+
+    \b
+    Examples:
+      memkit split cooking --dry-run
+      memkit split cooking
+    """
+    from .split import split_topic
+
+    vault = get_vault(ctx)
+    plan = split_topic(vault, topic, llm=None if no_llm else vault.llm(), dry_run=dry_run,
+                       min_part=min_part, max_parts=max_parts)
+    if json_:
+        echo_json({"parent": plan.parent, "applied": plan.applied, "named_by": plan.named_by,
+                   "parts": [{"name": p.name, "title": p.title, "summary": p.summary, "entries": len(p.entries)}
+                             for p in plan.parts]})
+    elif dry_run:
+        click.echo(plan.diff(vault), nl=False)
+    else:
+        click.echo(f"split {plan.parent} into {len(plan.parts)} topics:")
+        for p in plan.parts:
+            click.echo(f"  {p.name} ({len(p.entries)} entries): {p.summary}")

@@ -240,7 +240,7 @@ class Vault:
             raise describe_os_error(exc, topic.path.name) from exc
 
     def add(self, text: str, topic: str | None = None, kind: str | None = None,
-            tags: Sequence[str] = (), when: datetime | None = None) -> Entry:
+            tags: Sequence[str] = (), when: datetime | None = None, *, split: bool = True) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; bumps ``updated`` and index.txt. Returns the new entry.
 
@@ -268,7 +268,21 @@ class Vault:
             self.write_topic_text(current, new_text)
             written = parse_topic_text(new_text, name, self.rel(path), path)
             self._touch_recent(written, now)
-        return written.entries[-1]
+        entry = written.entries[-1]
+        if split and len(written.entries) > self.config.topic_split_threshold_lines:
+            self.maybe_split(name)
+        return entry
+
+    def maybe_split(self, topic: str, llm: Any = None) -> Any:
+        """Split ``topic`` if it grew past topic_split_threshold_lines (see :mod:`memkit.split`);
+        a failure is a warning, never a failure of the write that triggered it."""
+        from .split import maybe_split
+
+        try:
+            return maybe_split(self, topic, llm=llm)
+        except MemkitError as exc:
+            log.warning("could not split %s: %s", topic, exc)
+            return None
 
     def find(self, ref: str | None = None, match: str | None = None) -> Entry:
         """The one entry whose id starts with ``ref`` or whose text contains ``match``.

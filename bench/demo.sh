@@ -17,10 +17,17 @@ step memkit recent
 step memkit add "Prefers window seats on trains" --topic travel --kind preference --tag trains
 step memkit show travel
 step memkit index
+# Say it once: from here on, name the offline model so each command does not repeat the warning.
+export MEMKIT_MODEL=tokenlearn-static-model
 step memkit search "what rice do I use for paella"
 step memkit search "MikroTik hAP ax3"
 step memkit search "who is my doctor" --topic health -k 2
-step memkit search "dog" --kind event --json
+step memkit search "vet" --kind event --json
+
+echo; echo "--- split: cooking has more entries than topic_split_threshold_lines (50) ---"
+step memkit split cooking --dry-run --json
+step memkit split cooking
+step memkit topics
 
 echo; echo "--- digest: a scripted local LLM server stands in for Ollama/OpenAI ---"
 python bench/demo/demo_llm.py "$work/llm-url" & llm_pid=$!
@@ -30,10 +37,6 @@ step memkit digest --dry-run bench/demo/transcript-2026-11-21.txt
 step memkit digest bench/demo/transcript-2026-11-21.txt
 step memkit digest bench/demo/transcript-2026-11-21.txt
 step tail -n 4 "$work/vault/archive.md"
-echo; echo "--- split: cooking has more entries than topic_split_threshold_lines (50) ---"
-step memkit split cooking --dry-run --json
-step memkit split cooking
-step memkit topics
 step memkit search "rye starter" -k 3
 echo; echo "--- context: what an assistant puts in its system prompt ---"
 step memkit context "hi!" --session demo --budget 400

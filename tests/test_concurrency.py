@@ -24,6 +24,8 @@ for i in range(n):
 
 def test_eight_processes_hundred_adds_each(tmp_path):
     v = Vault.init(tmp_path / "v")
+    (v.root / "memkit.yaml").write_text("topic_split_threshold_lines: 100000\n")  # this test is about the lock
+    v = Vault(v.root)
     v.add("seed line", topic="shared")
     procs = [
         subprocess.Popen([sys.executable, "-c", WORKER, str(v.root), str(p), "100"],

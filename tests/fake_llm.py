@@ -229,7 +229,8 @@ class FakeLLM:
             self._server.server_close()  # joins the handler threads
         if self._thread is not None:
             self._thread.join()
-        self._server = self._thread = None
+        self._server = None
+        self._thread = None
 
     def __enter__(self) -> FakeLLM:
         return self.start()
@@ -335,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+    # Also when started in the background, where the shell would have SIGINT ignored.
+    signal.signal(signal.SIGINT, stop)
     fake = FakeLLM(responder, port=args.port, verbose=args.verbose)
     try:
         fake.start()

@@ -59,6 +59,10 @@ class StaticEmbedder:
             raise ModelError(f"{folder}/model.safetensors has no 'embeddings' tensor: not a model2vec model")
         self.embeddings = tensors["embeddings"]
         self.out_dtype = np.dtype(np.float32) if self.embeddings.dtype == np.int8 else self.embeddings.dtype
+        if self.embeddings.dtype == np.float16:
+            # gathering float32 rows is ~20% faster than float16 ones, for the same result (the
+            # mean is rounded to float16 below, as model2vec does); costs 2 bytes x vocab x dim
+            self.embeddings = self.embeddings.astype(np.float32)
         self.weights = tensors.get("weights")
         self.mapping = tensors.get("mapping")
         padding = tokenizer.padding

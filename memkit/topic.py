@@ -23,12 +23,11 @@ _FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
 _KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
 _TAG_RE = re.compile(r"(?:^|(?<=\s))#([^\W\d_][\w/-]*)", re.UNICODE)
 _DATE_RE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
-_WS_RE = re.compile(r"\s+")
 
 
 def normalise(text: str) -> str:
     """The form of an entry's text that its id and embedding key are computed from."""
-    return _WS_RE.sub(" ", text).strip().casefold()
+    return " ".join(text.split()).casefold()
 
 
 def text_hash(text: str) -> str:

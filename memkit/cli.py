@@ -14,7 +14,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import click  # noqa: E402
 
-from .errors import MemkitError, TopicNameError  # noqa: E402
+from .errors import InvalidValue, MemkitError, TopicNameError  # noqa: E402
 from .recent import relative_time  # noqa: E402
 from .vault import Vault, find_vault  # noqa: E402
 
@@ -40,7 +40,7 @@ class MemkitGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except TopicNameError as exc:
+        except (TopicNameError, InvalidValue) as exc:
             raise click.BadParameter(str(exc)) from exc
         except MemkitError as exc:
             raise click.ClickException(str(exc)) from exc
@@ -112,18 +112,21 @@ def init(path: str) -> None:
     """
     vault = Vault.init(path)
     click.echo(f"created vault {vault.root}")
-    click.echo(f"next: cd {path} && memkit add \"your first memory\"")
+    hint = "" if os.path.abspath(path) == os.getcwd() else f"cd {path} && "
+    click.echo(f"next: {hint}memkit add \"your first memory\"")
 
 
 @main.command()
 @click.argument("text")
 @click.option("--topic", "-t", metavar="TOPIC", help="Topic name (default: general). Created if new.")
-@click.option("--kind", "-k", metavar="KIND", help="fact, preference, decision, discovery, event, context…")
+@click.option("--kind", metavar="KIND", help="fact, preference, decision, discovery, event, context…")
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="A #tag; repeat for several.")
 @json_option
 @click.pass_context
 def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], json_: bool) -> None:
-    """Append a memory to a topic. TEXT '-' reads it from stdin.
+    """Append a memory to a topic. TEXT '-' reads it from stdin (lines are joined into one entry).
+
+    A topic that grows past topic_split_threshold_lines is split into subtopics right away.
 
     \b
     Example:
@@ -132,7 +135,8 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
     """
     if text == "-":
         text = sys.stdin.read()
-    entry = get_vault(ctx).add(text, topic=topic, kind=kind, tags=tags)
+    vault = get_vault(ctx)
+    entry = vault.add(text, topic=topic, kind=kind, tags=tags)
     if json_:
         echo_json(entry_dict(entry))
     else:
@@ -191,7 +195,7 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
     """
     t = get_vault(ctx).topic(topic)
     if json_:
-        echo_json({"name": t.name, "title": t.title, "summary": t.summary, "file": str(t.path),
+        echo_json({"name": t.name, "title": t.title, "summary": t.summary, "file": get_vault(ctx).rel(t.path),
                    "entries": [entry_dict(e) for e in t.entries]})
         return
     click.echo(f"{t.title} ({t.name}, {len(t.entries)} entries){' — ' + t.summary if t.summary else ''}")
@@ -200,7 +204,7 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
 
 
 @main.command()
-@click.argument("entry_id", required=False, metavar="ID")
+@click.argument("entry_id", required=False, metavar="[ID]")
 @click.option("--match", "-m", metavar="TEXT", help="Forget the one entry whose text contains TEXT.")
 @json_option
 @click.pass_context
@@ -242,8 +246,9 @@ def recent(ctx: click.Context, rebuild: bool, json_: bool) -> None:
     if rebuild:
         click.echo(f"rebuilt index.txt: {len(items)} topics", err=True)
     now = datetime.now()
+    width = max((len(r.topic) for r in items), default=0)
     for r in items:
-        click.echo(f"{relative_time(r.updated, now):<14}  {r.topic}  {r.summary}".rstrip())
+        click.echo(f"{relative_time(r.updated, now):<14}  {r.topic:<{width}}  {r.summary}".rstrip())
 
 
 class _Progress:
@@ -324,6 +329,12 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "vet" --kind event --since 2026-01-01 -k 10
     """
     vault = get_vault(ctx)
+    if topic:
+        from .names import check_topic_name
+
+        name = check_topic_name(topic)
+        if not any(n == name or n.startswith(name + "-") for n, _ in vault.topic_files()):
+            raise click.ClickException(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
     if no_threshold:
         limit: float | None = None
     elif threshold is not None:
@@ -335,7 +346,11 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
         echo_json([h.to_dict() for h in hits])
         return
     if not hits:
-        click.echo("no memories match (try --all to drop the similarity threshold)", err=True)
+        filters = [f for f, v in (("--topic", topic), ("--kind", kind), ("--tag", tag), ("--since", since)) if v]
+        hint = f"check the filters ({', '.join(filters)})" if filters else ""
+        if not no_threshold:
+            hint += (" or " if hint else "") + "try --all to drop the similarity threshold"
+        click.echo(f"no memories match{' (' + hint + ')' if hint else ''}", err=True)
         return
     for h in hits:
         click.echo(f"{h.score:.2f}  {h.id}  {h.topic:<14} {h.text}")
@@ -460,7 +475,8 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
                 if result.error:
                     click.echo(f"inbox/{result.file}: {result.error}", err=True)
                 elif result.report is not None:
-                    click.echo(f"inbox/{result.file}: {result.report.summary()} (moved to inbox/done/)")
+                    summary = result.report.summary().split(": ", 1)[-1]
+                    click.echo(f"inbox/{result.file}: {summary} (moved to inbox/done/)")
 
     def on_update(report: Any) -> None:
         if report.new or report.removed or report.changed_files:
@@ -468,7 +484,10 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
 
     click.echo(f"watching {vault.root} (topics/{' and inbox/' if inbox_handler else ''}); Ctrl-C to stop", err=True)
     # errors are already printed by the memkit logger on stderr; no on_error echo here
-    run_watch(vault, polling=polling, debounce_s=debounce, on_update=on_update, inbox_handler=inbox_handler)
+    # check the inbox often enough that an idle transcript waits at most ~half its timeout extra
+    interval = max(1.0, min(30.0, vault.config.session_timeout_minutes * 30))
+    run_watch(vault, polling=polling, debounce_s=debounce, on_update=on_update, inbox_handler=inbox_handler,
+              inbox_interval_s=interval)
     click.echo("stopped", err=True)
 
 

@@ -99,6 +99,8 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
                    "min_conclusions_for_new_topic") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
+        if key == "session_timeout_minutes" and value < 0:
+            raise ConfigError(f"{source}: {key} must be 0 or more, got {value}")
         if key == "embedding_similarity_threshold":
             if isinstance(value, str) and value.strip().lower() != "auto":
                 raise ConfigError(f"{source}: {key} must be a number between -1 and 1 or 'auto', got {value!r}")

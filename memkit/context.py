@@ -242,7 +242,7 @@ def _build(vault: "Vault", message: str, state: dict[str, Any], budget_tokens: i
     if message:
         state["turns"] += 1
         state["messages"] = (state["messages"] + [message])[-DETECT_MESSAGES:]
-        hits = _safely(lambda: vault.search(message), [], "cannot search memories; no new memories this time")
+        hits = _safely(lambda: _confident_hits(vault, message), [], "cannot search memories; no new memories this time")
         joined = " ".join(state["messages"])
         guess = _safely(lambda: _detect(vault, joined), None, "cannot detect the topic; keeping the session's")
         if guess is not None:
@@ -439,3 +439,14 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
     omitted = {"recent": len(recent) - n_recent, "memories": len(memories) - n_mem, "topic_entries": n_entries - n_topic}
     return Context(text, recent[:n_recent], memories[:n_mem], topic.name if topic is not None else None,
                    session, estimate_tokens(text), omitted)
+
+
+def _confident_hits(vault: "Vault", message: str) -> list[Hit]:
+    """Search hits that are real evidence (see :func:`memkit.route.is_confident`): static models
+    give small talk ("hi!") a high cosine with anything, and a wrong memory would stay for the
+    whole session."""
+    from .route import is_confident
+    from .search import default_threshold
+
+    threshold = default_threshold(vault, vault.embedder.dim)
+    return [h for h in vault.search(message) if is_confident(h, threshold)]

@@ -446,7 +446,10 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
             for name, (_, old, new) in sorted(texts.items()) if old != new
         )
         if archive_items:
-            report.diff += "--- a/archive.md\n+++ b/archive.md\n" + "".join(
+            archive_path = vault.root / "archive.md"
+            old_lines = len(archive_path.read_text(encoding="utf-8", errors="replace").splitlines()) if archive_path.exists() else 0
+            report.diff += (f"--- a/archive.md\n+++ b/archive.md\n"
+                            f"@@ -{old_lines},0 +{old_lines + 1},{len(archive_items)} @@\n") + "".join(
                 f"+- {now.date().isoformat()} from {e.topic} ({reason}): {text}\n" for e, text, reason in archive_items)
         if dry_run:
             return

@@ -240,7 +240,9 @@ def _load(spec: str, allow_fallback: bool) -> StaticEmbedder:
             problem = f"downloading it failed: {type(exc).__name__}: {exc}"
     fallback = offline_model_folder() if allow_fallback else None
     if fallback is not None:
-        log.warning("model %s is not available (%s); using the offline model %s (64-d)", spec, problem, OFFLINE_MODEL)
+        log.warning("model %s is not available (%s); using the offline model %s (64-d). "
+                    "To use it without this warning set `model: %s` in memkit.yaml (or MEMKIT_MODEL)",
+                    spec, problem, OFFLINE_MODEL, OFFLINE_MODEL)
         return StaticEmbedder(fallback, name=OFFLINE_MODEL)
     raise ModelError(
         f"model {spec!r} is not available: {problem}. Fix: run once with network access to cache it, "

@@ -22,6 +22,10 @@ class TopicNameError(MemkitError, ValueError):
     """A topic name that is empty, reserved or would escape topics/."""
 
 
+class InvalidValue(MemkitError, ValueError):
+    """A value given by the caller that is not allowed (a kind or tag with spaces, a bad date…)."""
+
+
 class TopicParseError(MemkitError):
     """A topic file that cannot be read (bad YAML frontmatter, not UTF-8, too large)."""
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -12,6 +12,12 @@ VOTES = 5  #: hits that vote
 MIN_VOTES = 3  #: votes one topic needs
 WORDS_MARGIN = 0.1  #: a hit sharing a word with the text votes from threshold - WORDS_MARGIN
 MEANING_MARGIN = 0.2  #: a hit sharing no word votes from threshold + MEANING_MARGIN
+
+
+def is_confident(hit: Any, threshold: float) -> bool:
+    """Whether a hit is real evidence: it shares a word with the query and comes within
+    ``WORDS_MARGIN`` of the threshold, or shares none but beats it by ``MEANING_MARGIN``."""
+    return hit.cosine >= (threshold - WORDS_MARGIN if hit.lexical > 0 else threshold + MEANING_MARGIN)
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ def detect_topic(vault: "Vault", text: str, threshold: float | None = None) -> T
         return None
     if threshold is None:
         threshold = default_threshold(vault, vault.embedder.dim)
-    voters = [h for h in hits if h.cosine >= (threshold - WORDS_MARGIN if h.lexical > 0 else threshold + MEANING_MARGIN)]
+    voters = [h for h in hits if is_confident(h, threshold)]
     if not voters:
         return None
     topic, votes = Counter(h.topic for h in voters).most_common(1)[0]

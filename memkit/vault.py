@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from . import recent as recent_mod
 from .config import CONFIG_NAME, DEFAULT_CONFIG_TEXT, Config, load_config
-from .errors import EntryNotFound, MemkitError, TopicNotFound, TopicParseError, VaultExists, VaultNotFound
+from .errors import (
+    EntryNotFound,
+    InvalidValue,
+    MemkitError,
+    TopicNotFound,
+    TopicParseError,
+    VaultExists,
+    VaultNotFound,
+)
 from .fsutil import atomic_write, describe_os_error, file_lock
 from .names import check_topic_name
 from .topic import (
@@ -270,7 +278,14 @@ class Vault:
             self._touch_recent(written, now)
         entry = written.entries[-1]
         if split and len(written.entries) > self.config.topic_split_threshold_lines:
-            self.maybe_split(name)
+            plan = self.maybe_split(name)
+            if plan is not None:  # the entry now lives in one of the subtopics: return where
+                log.info("topic %s had %d entries (over topic_split_threshold_lines): split into %s",
+                         name, len(written.entries), ", ".join(plan.names))
+                for part in plan.names:
+                    moved = next((e for e in self.topic(part).entries if e.hash == entry.hash), None)
+                    if moved is not None:
+                        return moved
         return entry
 
     def maybe_split(self, topic: str, llm: Any = None) -> Any:
@@ -306,7 +321,7 @@ class Vault:
             raise EntryNotFound(f"no entry with {what} (see `memkit show TOPIC` for ids)")
         distinct = {(e.file, e.line) for e in found}
         if len(distinct) > 1:
-            listing = "; ".join(f"{e.id} {e.topic}: {e.text[:60]}" for e in found[:8])
+            listing = "; ".join(f"{e.id} {e.topic}: {_short(e.text)}" for e in found[:8])
             raise EntryNotFound(f"{len(found)} entries with {what}, be more specific: {listing}")
         return found[0]
 
@@ -362,8 +377,20 @@ class Vault:
 
     def _touch_recent(self, topic: Topic, now: datetime) -> None:
         """Put ``topic`` at the top of index.txt (caller holds the lock); vanished topics drop out."""
-        existing = {name for name, _ in self.topic_files()}
-        items = [r for r in self.recent() if r.topic != topic.name and r.topic in existing]
+
+        def is_topic(name: str) -> bool:  # what topic_files() would list, checked for one name
+            if not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
+                return False
+            path = self.topics_dir / f"{name}.md"
+            try:
+                if path.is_symlink() and not self.is_inside(path):
+                    return False
+                return path.is_file()
+            except (OSError, ValueError):
+                return False
+
+        # only the topics index.txt names are checked, not a listing of every topic file
+        items = [r for r in self.recent() if r.topic != topic.name and is_topic(r.topic)]
         if topic.path.exists():
             items.append(recent_mod.RecentTopic(now, topic.name, topic.summary))
         self._write_recent(items)
@@ -453,12 +480,16 @@ def parse_recent_sorted(text: str) -> list[recent_mod.RecentTopic]:
     return sorted(items, key=lambda r: r.updated, reverse=True)
 
 
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
 def _check_word(value: str, what: str) -> str:
     import re
 
     value = value.strip()
     if not re.fullmatch(r"[^\W\d_][\w-]{0,39}", value):
-        raise MemkitError(f"invalid {what} {value!r}: use one word of letters, digits, '-' or '_'")
+        raise InvalidValue(f"invalid {what} {value!r}: use one word of letters, digits, '-' or '_'")
     return value.lower()
 
 

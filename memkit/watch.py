@@ -521,7 +521,7 @@ def run_watch(vault: "Vault", *, polling: bool = False, debounce_s: float = 0.3,
               stop_event: threading.Event | None = None,
               on_update: Callable[["IndexReport"], None] | None = None,
               on_error: Callable[[str], None] | None = None,
-              inbox_handler: Callable[[], None] | None = None) -> None:
+              inbox_handler: Callable[[], None] | None = None, inbox_interval_s: float = 30.0) -> None:
     """Watch ``vault`` until ``stop_event`` is set, Ctrl-C, or SIGTERM (what ``memkit watch`` runs).
 
     Called from the main thread it handles SIGTERM by setting the stop event (the previous
@@ -534,11 +534,12 @@ def run_watch(vault: "Vault", *, polling: bool = False, debounce_s: float = 0.3,
     :param on_update: see :class:`Watcher`.
     :param on_error: see :class:`Watcher`.
     :param inbox_handler: see :class:`Watcher`.
+    :param inbox_interval_s: see :class:`Watcher`.
     :raises MemkitError: if watching cannot start (no model, no inotify watches left).
     """
     stop = stop_event if stop_event is not None else threading.Event()
     watcher = Watcher(vault, debounce_s=debounce_s, polling=polling, on_update=on_update,
-                      on_error=on_error, inbox_handler=inbox_handler)
+                      on_error=on_error, inbox_handler=inbox_handler, inbox_interval_s=inbox_interval_s)
     in_main = threading.current_thread() is threading.main_thread()
     previous: Any = None
 

@@ -31,7 +31,9 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one query = one thread,
+    os.environ.setdefault(_var, "1")                                          # as in the memkit CLI
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -217,6 +219,109 @@ def threshold_report(convs: list[Conversation], rankers: list[Ranker], grid: np.
     return best
 
 
+def _top_overlap(a: list, b: list) -> float:
+    """Share of the exact top-k ``b`` that the fast top-k ``a`` holds (1.0 when b is empty)."""
+    ib = {i for i, _ in b}
+    return len({i for i, _ in a} & ib) / len(ib) if ib else 1.0
+
+
+def _exact_path(fn):
+    """Run ``fn`` with the ranker's fast path disabled."""
+    import memkit.rank as rank
+
+    saved = rank.FAST_MIN_N
+    rank.FAST_MIN_N = 1 << 62
+    try:
+        return fn()
+    finally:
+        rank.FAST_MIN_N = saved
+
+
+def fast_report(convs: list[Conversation], rankers: list[Ranker], params: RankParams, candidates: int) -> int:
+    """LoCoMo recall of the fast path (forced on, prefix scan included when the model has >= 128
+    dimensions) next to the exact path's, and how often their top 10 agree."""
+    import memkit.rank as rank
+
+    saved = {k: getattr(rank, k) for k in ("FAST_MIN_N", "PREFIX_MIN_N", "CANDIDATES", "LOW_CANDIDATES")}
+    exact = evaluate(convs, params, modes=("lexical", "hybrid"), rankers=rankers)
+    try:
+        rank.FAST_MIN_N, rank.PREFIX_MIN_N = 0, 0
+        rank.CANDIDATES, rank.LOW_CANDIDATES = candidates, max(4, candidates // 6)
+        fast_rankers = [Ranker(c.texts, c.vectors, c.file_ids, params) for c in convs]
+        if any(r._prefix is None for r in fast_rankers):
+            print(f"note: the fast path needs >= 128 dimensions (this model: {convs[0].vectors.shape[1]}); "
+                  "it is forced on anyway below, with the exact scan")
+            for r in fast_rankers:
+                r._prefix = np.ascontiguousarray(r.vectors)  # full "prefix": exact approximate scan
+                r._floor_vecs = np.ascontiguousarray(r.vectors[r._floor_rows])
+        fast = evaluate(convs, params, modes=("lexical", "hybrid"), rankers=fast_rankers)
+        agree = []
+        for c, r in zip(convs, fast_rankers):
+            for (q, _, _), qv in zip(c.questions, c.query_vectors):
+                for thr in (None, 0.4):
+                    agree.append(_top_overlap(r.search(q, qv, k=10, threshold=thr),
+                                              _exact_path(lambda: r.search(q, qv, k=10, threshold=thr))))
+    finally:
+        for k, v in saved.items():
+            setattr(rank, k, v)
+    print(f"fast path forced on (CANDIDATES={candidates}, conversations of "
+          f"{min(len(c.texts) for c in convs)}-{max(len(c.texts) for c in convs)} entries)")
+    print_table(exact, "Exact path:")
+    print_table(fast, "Fast path:")
+    print(f"fast top 10 vs exact top 10 (hybrid, without and with threshold 0.4): "
+          f"mean overlap {np.mean(agree):.3f}, identical sets {np.mean(np.asarray(agree) == 1.0):.3f}")
+    return 0
+
+
+def synth_fast_report(size: str, model_spec: str | None, n_queries: int = 200) -> int:
+    """Fast path vs exact path of ``Ranker.search`` on a synthetic vault (bench/synth.py)."""
+    import memkit.rank as rank
+    sys.path.insert(0, str(ROOT / "bench"))
+    from synth import iter_topics, make_queries, parse_size  # noqa: E402
+
+    n = parse_size(size)
+    model, model_path = load_model(model_spec)
+    texts: list[str] = []
+    files: list[int] = []
+    for i, topic in enumerate(iter_topics(n)):
+        texts += topic.entries
+        files += [i] * len(topic.entries)
+    t0 = time.perf_counter()
+    vecs = embed(model, texts)
+    t_embed = time.perf_counter() - t0
+    queries = make_queries(n_queries)
+    qvecs = embed(model, queries)
+    t0 = time.perf_counter()
+    r = Ranker(texts, vecs, np.asarray(files, dtype=np.int32))
+    t_build = time.perf_counter() - t0
+    fast_on = len(texts) >= rank.FAST_MIN_N
+    print(f"synthetic vault {size}: {len(texts)} entries, {vecs.shape[1]}-d ({model_path}); embed {t_embed:.1f} s, "
+          f"ranker build {t_build:.2f} s; fast path {'on' if fast_on else 'OFF (fewer than FAST_MIN_N entries)'}"
+          f" (FAST_MIN_N={rank.FAST_MIN_N}, prefix scan: {r._prefix is not None}, PREFIX_DIMS={rank.PREFIX_DIMS}, "
+          f"CANDIDATES={rank.CANDIDATES}); {len(queries)} queries, k=10, BLAS threads: "
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
+    print(f"{'mode / threshold':<22} {'recall@10 fast vs exact':>24} {'identical lists':>16} "
+          f"{'exact p50':>10} {'fast p50':>9} {'ratio':>6}")
+    for mode, thr in (("hybrid", None), ("hybrid", 0.4), ("vector", None)):
+        res, times = {}, {}
+        for name in ("exact", "fast"):
+            run = (lambda f: _exact_path(f)) if name == "exact" else (lambda f: f())
+            out, ts = [], []
+            for rep in range(2):  # the second pass is timed warm
+                for q, qv in zip(queries, qvecs):
+                    t = time.perf_counter()
+                    hits = run(lambda: r.search(q, qv, k=10, mode=mode, threshold=thr))
+                    ts.append(time.perf_counter() - t)
+                    if rep == 0:
+                        out.append(hits)
+            res[name], times[name] = out, float(np.median(ts[len(queries):])) * 1000
+        rec = np.mean([_top_overlap(a, b) for a, b in zip(res["fast"], res["exact"])])
+        same = np.mean([[i for i, _ in a] == [i for i, _ in b] for a, b in zip(res["fast"], res["exact"])])
+        print(f"{mode + ' / ' + str(thr):<22} {rec:>24.3f} {same:>16.2f} {times['exact']:>8.2f}ms "
+              f"{times['fast']:>7.2f}ms {times['exact'] / times['fast']:>5.1f}x")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="LoCoMo JSON (default: %(default)s)")
@@ -230,7 +335,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-thresholds", action="store_true", help="skip the threshold calibration")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a RankParams default (repeatable), e.g. --set lex_weight=0.6")
+    ap.add_argument("--fast", type=int, nargs="?", const=50, default=None, metavar="CANDIDATES",
+                    help="force the ranker's large-index fast path (memkit.rank._search_fast) on these "
+                         "small conversations, with this many candidates (default 50; the product "
+                         "uses it from FAST_MIN_N entries with CANDIDATES), and compare it with the exact path")
+    ap.add_argument("--synth", metavar="SIZE", default=None,
+                    help="instead of LoCoMo: on a synthetic vault of SIZE entries (bench/synth.py, e.g. "
+                         "100k), the fast path's top 10 against the exact path's, and both latencies")
     args = ap.parse_args(argv)
+    if args.synth:
+        return synth_fast_report(args.synth, args.model)
 
     data = Path(args.data)
     if not data.exists():
@@ -266,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     t1 = time.perf_counter()
     rankers = [Ranker(c.texts, c.vectors, c.file_ids, params) for c in convs]
     t_build = time.perf_counter() - t1
+    if args.fast is not None:
+        return fast_report(convs, rankers, params, args.fast)
     t2 = time.perf_counter()
     res = evaluate(convs, params, rankers=rankers)
     t_search = time.perf_counter() - t2

@@ -1,23 +1,30 @@
 """Tokeniser and in-memory BM25 index (pure numpy, no scipy).
 
-The index is rebuilt from the entries' texts every time the search index is loaded, so it is
-built for speed: the corpus is split into whitespace-separated chunks and deduplicated in
-numpy (``_chunk_occurrences``), only distinct chunks are analysed in Python (tokenised,
-stemmed, stop words dropped; cached across indexes), and postings are stored column-wise (CSC:
-for each term a slice of ``docs`` / ``weights``, BM25 weights precomputed). A query is a loop
-over its few terms, each one numpy scatter-add.
+The index is rebuilt from the entries' texts when the search index is loaded (unless restored
+from a saved state), so it is built for speed: the corpus is split into whitespace-separated
+chunks and deduplicated in numpy (``_chunk_occurrences``), only distinct chunks are analysed in
+Python (tokenised, stemmed, stop words dropped; cached across indexes), and postings are stored
+column-wise (CSC: for each term a slice of ``docs`` / ``weights``, BM25 weights precomputed).
+A query is a loop over its few terms, each one numpy scatter-add.
+
+The build works on chunks of ``_BUILD_CHUNK`` documents (int32 document ids; every temporary
+array is the size of one chunk), then places each chunk's postings in the final CSC arrays, so
+its peak memory is about twice the finished index (100k entries: ~100 MB above the baseline,
+against ~400 MB for a whole-corpus build). ``state()`` / ``from_state()`` save and restore the
+built arrays (see ``memkit.rank.Ranker.state``).
 
 Context indexing: with ``context=c`` every entry is indexed together with the ``c`` entries
 before it in the same file, their term counts (and lengths) weighted by ``context_weight``: a
 turn of a conversation, or a line of a topic file, is often only understandable with the line
-before it ("Where did you go?" / "To the lake."). Nothing is stored; it is rebuilt at load.
+before it ("Where did you go?" / "To the lake."). It is part of the built (or restored) index.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from itertools import chain
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -289,6 +296,28 @@ def _group_rows(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return gid, order[new]
 
 
+STATE_VERSION = 1  # bump when the layout or meaning of a saved state changes
+
+
+def _fingerprint_text(kind: str, **params: object) -> str:
+    return json.dumps({"kind": kind, "version": STATE_VERSION, **params}, sort_keys=True)
+
+
+def _fingerprint_array(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy()
+
+
+def _check_fingerprint(state: Mapping[str, np.ndarray], expected: str, what: str) -> None:
+    if "fingerprint" not in state:
+        raise ValueError(f"{what} state has no fingerprint")
+    got = bytes(np.asarray(state["fingerprint"], dtype=np.uint8)).decode("utf-8", "replace")
+    if got != expected:
+        raise ValueError(f"{what} state was built with other parameters or another version: {got} != {expected}")
+
+
+_BUILD_CHUNK = 16384  # documents per build chunk: bounds the build's temporary memory
+
+
 class BM25Index:
     """Okapi BM25 over a list of documents, optionally with same-file context.
 
@@ -330,75 +359,209 @@ class BM25Index:
         self.context_weights = tuple(cw)
 
         self.vocab: dict[str, int] = {}
-        t_own, d_own = self._tokenize_corpus(docs)
+        dl_own = np.zeros(n, dtype=np.float32)
+        df = np.zeros(0, dtype=np.int64)
+        active = [(c, float(w)) for c, w in enumerate(cw, start=1) if w > 0]
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        step = max(1, int(_BUILD_CHUNK))
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            got = self._build_chunk(docs, files, a, b, active, dl_own)
+            if got is None:
+                continue
+            terms, d, tf, own = got
+            v = len(self.vocab)
+            if df.shape[0] < v:
+                df = np.concatenate([df, np.zeros(v - df.shape[0], dtype=np.int64)])
+            df += np.bincount(terms[own], minlength=v)
+            parts.append((np.bincount(terms, minlength=v), d, tf, own))
+            del terms, got
         v = len(self.vocab)
         self.n_terms = v
-
-        dl_own = np.bincount(d_own, minlength=n).astype(np.float32)
-        # posting key = term << shift | doc (bit operations, no integer division)
-        shift = max(1, int(n).bit_length())
-        dmask = (1 << shift) - 1
-        key = np.sort((t_own << shift) | d_own)
-        if key.size:
-            start = np.empty(key.shape[0], dtype=bool)
-            start[0] = True
-            np.not_equal(key[1:], key[:-1], out=start[1:])
-            idx = np.flatnonzero(start)
-            tf_int = np.diff(np.append(idx, key.shape[0]))
-            key = key[idx]
-        else:
-            tf_int = np.zeros(0, dtype=np.int64)
-        tf = tf_int.astype(np.float32)
-        own_flag = np.ones(key.shape[0], dtype=bool)
+        if df.shape[0] < v:
+            df = np.concatenate([df, np.zeros(v - df.shape[0], dtype=np.int64)])
         dl = dl_own.copy()
-        if context and n and key.size:
-            # Add each posting (term, doc) as a context posting (term, doc + c) when doc + c is
-            # in the same file, at weight w_c, and merge. One sort of packed int64 values
-            # key << 8 | source << 6 | min(tf, 63) does the merge (no argsort, no gathers).
-            d = key & dmask
-            tf63 = np.minimum(tf_int, 63)
-            parts = [(key << 8) | tf63]
-            weights = [1.0]
-            for c, w in enumerate(cw, start=1):
-                if w <= 0:
-                    continue
-                ahead = np.zeros(n, dtype=bool)
-                ahead[:-c] = files[c:] == files[:-c]  # entry i + c is in entry i's file
-                dl[c:] += np.where(ahead[:-c], np.float32(w) * dl_own[:-c], np.float32(0))
-                ok = ahead[d]
-                parts.append(((key[ok] + c) << 8) | (len(weights) << 6) | tf63[ok])
-                weights.append(w)
-            if len(parts) > 1:
-                packed = np.sort(np.concatenate(parts), kind="stable")  # merges sorted runs
-                allk = packed >> 8
-                src = (packed >> 6) & 3
-                alltf = (packed & 63).astype(np.float32) * np.asarray(weights, dtype=np.float32)[src]
-                start = np.empty(allk.shape[0], dtype=bool)
-                start[0] = True
-                np.not_equal(allk[1:], allk[:-1], out=start[1:])
-                idx = np.flatnonzero(start)
-                key = allk[idx]
-                tf = np.add.reduceat(alltf, idx)
-                own_flag = src[idx] == 0  # sources sort own first within a (term, doc)
-        terms = key >> shift
-        docs_arr = (key & dmask).astype(np.int32)
-        self.docs = docs_arr
-        counts = np.bincount(terms, minlength=v)
+        for c, w in active:  # context entries count in the length too
+            if n > c:
+                same = files[c:] == files[:-c]
+                dl[c:] += np.where(same, np.float32(w) * dl_own[:-c], np.float32(0))
+        # merge the chunks' postings (each sorted by term, then doc) into one CSC layout
         self.indptr = np.zeros(v + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.indptr[1:])
+        for cnt, *_ in parts:
+            self.indptr[1:cnt.shape[0] + 1] += cnt
+        np.cumsum(self.indptr, out=self.indptr)
+        total = int(self.indptr[-1])
+        if len(parts) == 1:  # one chunk: already in CSC order
+            _, docs_arr, tf_all, own_all = parts.pop()
+        else:
+            docs_arr = np.empty(total, dtype=np.int32)
+            tf_all = np.empty(total, dtype=np.float32)
+            own_all = np.empty(total, dtype=bool)
+        nxt = self.indptr[:-1].copy()  # next free slot of each term
+        while parts:
+            cnt, d, tf, own = parts.pop(0)
+            k = cnt.shape[0]
+            first = np.zeros(k, dtype=np.int64)
+            np.cumsum(cnt[:-1], out=first[1:])
+            pos = np.repeat(nxt[:k] - first, cnt) + np.arange(d.shape[0], dtype=np.int64)
+            docs_arr[pos] = d
+            tf_all[pos] = tf
+            own_all[pos] = own
+            nxt[:k] += cnt
+            del cnt, d, tf, own, pos
+        self.docs = docs_arr
         # document frequency counts entries whose own text has the term (a context copy does
         # not make a word more common)
-        df = np.bincount(terms[own_flag], minlength=v).astype(np.float64)
-        self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
+        self.idf = np.log1p((n - df.astype(np.float64) + 0.5) / (df + 0.5)).astype(np.float32)
         self.idf_unknown = float(math.log1p((n + 0.5) / 0.5)) if n else 0.0
         avgdl = float(dl.mean()) if n else 1.0
         self.avgdl = avgdl if avgdl > 0 else 1.0
         norm = (self.k1 * (1.0 - self.b + self.b * dl / self.avgdl)).astype(np.float32)
-        self.weights = (self.idf[terms] * tf * (self.k1 + 1.0) / (tf + norm[docs_arr])).astype(np.float32)
-        self.own = own_flag
+        # BM25 weights in place of the term frequencies, a block of terms at a time
+        k1p = self.k1 + 1.0
+        block = 1 << 20
+        t0 = 0
+        while t0 < v:
+            t1 = int(np.searchsorted(self.indptr, self.indptr[t0] + block, side="right")) - 1
+            t1 = min(v, max(t1, t0 + 1))
+            s, e = int(self.indptr[t0]), int(self.indptr[t1])
+            if e > s:
+                terms = np.repeat(np.arange(t0, t1, dtype=np.int32), np.diff(self.indptr[t0:t1 + 1]))
+                tf = tf_all[s:e]
+                tf_all[s:e] = self.idf[terms] * tf * k1p / (tf + norm[docs_arr[s:e]])
+            t0 = t1
+        self.weights = tf_all
+        self.own = own_all
         self.doc_len = dl_own
 
+    # -- persistence ----------------------------------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        """Every array of the built index, to be saved (``np.save``) and restored with
+        ``from_state`` without rebuilding. The vocabulary is one uint8 array: the terms' UTF-8
+        bytes joined by NUL (a term never holds one), in term-id order."""
+        terms = list(self.vocab)  # insertion order is term-id order
+        return {
+            "fingerprint": _fingerprint_array(self._fingerprint()),
+            "scalars": np.array([self.n_docs, self.n_terms, self.idf_unknown, self.avgdl], dtype=np.float64),
+            "vocab": np.frombuffer("\x00".join(terms).encode("utf-8", "surrogatepass"), dtype=np.uint8).copy(),
+            "indptr": self.indptr,
+            "docs": self.docs,
+            "weights": self.weights,
+            "own": self.own,
+            "idf": self.idf,
+            "doc_len": self.doc_len,
+        }
+
+    def _fingerprint(self) -> str:
+        return _fingerprint_text("bm25", k1=self.k1, b=self.b, context=self.context,
+                                 context_weights=list(self.context_weights))
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, np.ndarray], *, k1: float = 1.2, b: float = 0.5, context: int = 2,
+                   context_weight: float | Sequence[float] = 0.5) -> "BM25Index":
+        """An index restored from ``state()`` (arrays are used as given: a read-only
+        ``np.load(..., mmap_mode="r")`` array stays mapped). The parameters must be those the
+        state was built with, else ValueError."""
+        self = cls.__new__(cls)
+        self.k1, self.b = float(k1), float(b)
+        context = max(0, int(context))
+        if isinstance(context_weight, (int, float)):
+            cw = [float(context_weight)] * context
+        else:
+            cw = [float(x) for x in context_weight][:context]
+            context = len(cw)
+        self.context, self.context_weights = context, tuple(cw)
+        _check_fingerprint(state, self._fingerprint(), "BM25 index")
+        try:
+            sc = np.asarray(state["scalars"], dtype=np.float64)
+            n, v = int(sc[0]), int(sc[1])
+            self.n_docs, self.n_terms = n, v
+            self.idf_unknown, self.avgdl = float(sc[2]), float(sc[3])
+            raw = bytes(np.asarray(state["vocab"], dtype=np.uint8))
+            terms = raw.decode("utf-8", "surrogatepass").split("\x00") if v else []
+            self.indptr = state["indptr"]
+            self.docs = state["docs"]
+            self.weights = state["weights"]
+            self.own = state["own"]
+            self.idf = state["idf"]
+            self.doc_len = state["doc_len"]
+        except (KeyError, IndexError, UnicodeDecodeError) as e:
+            raise ValueError(f"incomplete BM25 index state: {e!r}") from None
+        p = self.indptr.shape[0] and int(self.indptr[-1])
+        if (len(terms) != v or self.indptr.shape != (v + 1,) or self.idf.shape != (v,)
+                or self.doc_len.shape != (n,) or not self.docs.shape == self.weights.shape == self.own.shape == (p,)):
+            raise ValueError("inconsistent BM25 index state (array shapes do not match)")
+        self.vocab = dict(zip(terms, range(v)))
+        return self
+
     # -- building -------------------------------------------------------------------------------
+    def _build_chunk(self, docs: Sequence[str], files: np.ndarray, a: int, b: int,
+                     active: list[tuple[int, float]], dl_own: np.ndarray):
+        """Postings of documents ``a..b-1``: (term, doc, tf, own) sorted by (term, doc), or None.
+
+        The ``context`` documents before ``a`` are tokenised again (their terms only feed the
+        context postings of the chunk's first documents), so chunks are independent and every
+        array here is the size of one chunk. Posting key = term << shift | local doc (bit
+        operations, no integer division)."""
+        lo = max(0, a - len(self.context_weights)) if active else a
+        off = a - lo
+        span = b - lo
+        t, d = self._tokenize_corpus(docs[lo:b])
+        own_occ = d >= off
+        dl_own[a:b] = np.bincount(d[own_occ] - off, minlength=b - a)
+        if t.size == 0:
+            return None
+        shift = max(1, int(span).bit_length())
+        dmask = (1 << shift) - 1
+        key = np.sort((t << shift) | d)
+        del t, d, own_occ
+        start = np.empty(key.shape[0], dtype=bool)
+        start[0] = True
+        np.not_equal(key[1:], key[:-1], out=start[1:])
+        idx = np.flatnonzero(start)
+        tf_int = np.diff(np.append(idx, key.shape[0]))
+        key = key[idx]
+        if active:
+            # Add each posting (term, doc) as a context posting (term, doc + c) when doc + c is
+            # in the same file, at weight w_c, and merge. One sort of packed int64 values
+            # key << 8 | source << 6 | min(tf, 63) does the merge (no argsort, no gathers).
+            dloc = key & dmask
+            tf63 = np.minimum(tf_int, 63)
+            packs = [(key << 8) | tf63]
+            weights = [1.0]
+            fl = files[lo:b]
+            for c, w in active:
+                ahead = np.zeros(span, dtype=bool)
+                if span > c:
+                    ahead[:-c] = fl[c:] == fl[:-c]  # entry i + c is in entry i's file
+                ok = ahead[dloc]
+                packs.append(((key[ok] + c) << 8) | (len(weights) << 6) | tf63[ok])
+                weights.append(w)
+            del dloc, tf63, tf_int
+            packed = np.sort(np.concatenate(packs), kind="stable")
+            del packs
+            allk = packed >> 8
+            src = (packed >> 6) & 3
+            alltf = (packed & 63).astype(np.float32) * np.asarray(weights, dtype=np.float32)[src]
+            del packed
+            start = np.empty(allk.shape[0], dtype=bool)
+            start[0] = True
+            np.not_equal(allk[1:], allk[:-1], out=start[1:])
+            idx = np.flatnonzero(start)
+            key = allk[idx]
+            tf = np.add.reduceat(alltf, idx)
+            own = src[idx] == 0  # sources sort own first within a (term, doc)
+            del allk, src, alltf, start
+            keep = (key & dmask) >= off  # the documents before the chunk were context only
+            if not keep.all():
+                key, tf, own = key[keep], tf[keep], own[keep]
+        else:
+            tf = tf_int.astype(np.float32)
+            own = np.ones(key.shape[0], dtype=bool)
+        terms = key >> shift
+        d = ((key & dmask) + lo).astype(np.int32)
+        return terms, d, tf, own
+
     def _tokenize_corpus(self, docs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(term id, doc id) of every term occurrence.
 
@@ -410,9 +573,10 @@ class BM25Index:
         terms_of = [cache_get(c) or _chunk_terms(c) for c in uniq]
         lens = np.fromiter(map(len, terms_of), dtype=np.int64, count=len(terms_of))
         flat = list(chain.from_iterable(terms_of))
-        self.vocab = dict(zip(dict.fromkeys(flat), range(len(flat))))
-        self.vocab = {t: i for i, t in enumerate(self.vocab)}
-        flat_ids = np.fromiter(map(self.vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        vocab = self.vocab  # grows chunk by chunk: ids in order of first appearance
+        new = [t for t in dict.fromkeys(flat) if t not in vocab]
+        vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
+        flat_ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
         starts = np.zeros(lens.shape[0], dtype=np.int64)
         if lens.shape[0] > 1:
             np.cumsum(lens[:-1], out=starts[1:])

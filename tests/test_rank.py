@@ -305,3 +305,203 @@ def test_plain_cosine_and_previous_smoothing_settings():
     cos, ctx, vec = r.vector_scores(VECS[3])
     assert np.allclose(cos, ctx) and np.allclose(vec, cos)
     assert r.search("sunrise", VECS[3], k=1)[0][0] == 3
+
+
+# -- persistence (Ranker.state / from_state) ----------------------------------------------------
+
+def _random_corpus(n=300, dim=16, seed=3):
+    rng = np.random.default_rng(seed)
+    words = ["apple", "pear", "plum", "node-3", "kiwi", "fig", "lime", "date", "hAP", "ax3", "café",
+             "router", "painting", "camping", "lake", "https://example.org/some/very/long/path/x"]
+    people = ["Caroline", "Melanie", "Jon Snow", ""]
+    texts = []
+    for _ in range(n):
+        who = people[rng.integers(0, len(people))]
+        body = " ".join(rng.choice(words, size=rng.integers(0, 9)))
+        texts.append(f"{who}: {body}" if who else body)
+    files = np.sort(rng.integers(0, n // 7 + 1, size=n)).astype(np.int32)
+    vecs = rng.standard_normal((n, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return texts, files, vecs, rng
+
+
+QUERIES = ["Caroline apple", "hAP ax3 router", "what did Melanie paint?", "lake camping", "zzz unknown",
+           "", "node-3 example.org"]
+
+
+def _same_results(a, b, vecs, rng, files):
+    for q in QUERIES:
+        qv = vecs[rng.integers(0, len(vecs))] + 0.1 * rng.standard_normal(vecs.shape[1]).astype(np.float32)
+        mask = files % 2 == 0
+        for kw in (dict(), dict(mode="vector"), dict(mode="lexical"), dict(threshold=0.2), dict(mask=mask, k=5)):
+            assert a.search(q, qv, **kw) == b.search(q, qv, **kw), (q, kw)
+        ca, cb = a.component_scores(q, qv), b.component_scores(q, qv)
+        for key in ca:
+            assert np.array_equal(ca[key], cb[key]), key
+
+
+def test_ranker_state_round_trip_gives_identical_results():
+    texts, files, vecs, rng = _random_corpus()
+    r = Ranker(texts, vecs, files)
+    st = r.state()
+    assert all(isinstance(v, np.ndarray) for v in st.values())
+    assert "vectors" not in st and "file_ids" not in st
+    assert {"lex_docs", "lex_weights", "lex_idf", "lex_vocab", "ctx_inv", "speaker", "fingerprint"} <= set(st)
+    r2 = Ranker.from_state(st, vecs, files)
+    assert r2.lex.vocab == r.lex.vocab and r2.speaker_names == r.speaker_names
+    _same_results(r, r2, vecs, rng, files)
+
+
+def test_ranker_state_round_trips_through_np_save_and_mmap(tmp_path):
+    texts, files, vecs, rng = _random_corpus(seed=5)
+    p = RankParams(context=1, vec_context_weights=(0.5, 0.25))
+    r = Ranker(texts, vecs, files, p)
+    for key, arr in r.state().items():
+        np.save(tmp_path / f"{key}.npy", arr, allow_pickle=False)
+    np.save(tmp_path / "vectors.npy", vecs)
+    loaded = {f.stem: np.load(f, mmap_mode="r", allow_pickle=False)
+              for f in tmp_path.glob("*.npy") if f.stem != "vectors"}
+    mvecs = np.load(tmp_path / "vectors.npy", mmap_mode="r")
+    assert isinstance(mvecs, np.memmap) and not mvecs.flags.writeable
+    r2 = Ranker.from_state(loaded, mvecs, files, p)
+    assert isinstance(r2.lex.docs, np.memmap)  # not copied
+    _same_results(r, r2, vecs, rng, files)
+
+
+def test_ranker_state_rejects_other_params_and_mismatches():
+    texts, files, vecs, _ = _random_corpus(n=50)
+    st = Ranker(texts, vecs, files).state()
+    for other in (RankParams(k1=1.5), RankParams(b=0.7), RankParams(context=1), RankParams(context_weight=0.3),
+                  RankParams(vec_context_weights=(0.4,))):
+        with pytest.raises(ValueError):
+            Ranker.from_state(st, vecs, files, other)
+    Ranker.from_state(st, vecs, files, RankParams(lex_weight=0.7, file_prior=0.1))  # query-time only: fine
+    with pytest.raises(ValueError):
+        Ranker.from_state(st, vecs[:-1], files[:-1])
+    with pytest.raises(ValueError):
+        Ranker.from_state(st, vecs[:, :8], files)
+    with pytest.raises(ValueError):
+        Ranker.from_state(st, vecs, np.zeros(50, dtype=np.int32))  # other file boundaries
+    bad = dict(st)
+    bad["fingerprint"] = bad["fingerprint"].copy()
+    bad["fingerprint"][-2] ^= 1
+    with pytest.raises(ValueError):
+        Ranker.from_state(bad, vecs, files)
+    with pytest.raises(ValueError):
+        Ranker.from_state({k: v for k, v in st.items() if k != "lex_docs"}, vecs, files)
+
+
+def test_bm25_and_empty_ranker_state_round_trip():
+    ix = BM25Index(DOCS, context=1, context_weight=0.25, k1=1.1)
+    ix2 = BM25Index.from_state(ix.state(), context=1, context_weight=0.25, k1=1.1)
+    for q in ("rice", "hAP ax3 router", "nothing"):
+        assert np.array_equal(ix.scores(q), ix2.scores(q)) and np.array_equal(ix.coverage(q), ix2.coverage(q))
+    with pytest.raises(ValueError):
+        BM25Index.from_state(ix.state(), context=2)
+    empty = Ranker([], np.zeros((0, 4), dtype=np.float32))
+    e2 = Ranker.from_state(empty.state(), np.zeros((0, 4), dtype=np.float32))
+    assert e2.search("x", np.ones(4, dtype=np.float32)) == [] and e2.lex.vocab == {}
+
+
+def test_bm25_chunked_build_is_identical(monkeypatch):
+    import memkit.lexical as lexical
+
+    texts, files, _, rng = _random_corpus(n=200, seed=7)
+    for kw in (dict(context=2, context_weight=0.5), dict(context=0), dict(context=3, context_weight=[0.5, 0.0, 0.2])):
+        whole = BM25Index(texts, file_ids=files, **kw)
+        for chunk in (1, 2, 3, 17):
+            monkeypatch.setattr(lexical, "_BUILD_CHUNK", chunk)
+            part = BM25Index(texts, file_ids=files, **kw)
+            assert set(part.vocab) == set(whole.vocab) and part.avgdl == whole.avgdl
+            assert np.array_equal(part.doc_len, whole.doc_len) and part.docs.size == whole.docs.size
+            for t, i in whole.vocab.items():  # term ids may differ; each term's postings may not
+                j = part.vocab[t]
+                s, e, s2, e2 = whole.indptr[i], whole.indptr[i + 1], part.indptr[j], part.indptr[j + 1]
+                assert np.array_equal(whole.docs[s:e], part.docs[s2:e2])
+                assert np.array_equal(whole.own[s:e], part.own[s2:e2])
+                assert np.array_equal(whole.weights[s:e], part.weights[s2:e2]), t
+            for q in QUERIES + ["apple pear plum lime fig"]:
+                assert np.array_equal(part.scores(q), whole.scores(q)), (chunk, kw, q)
+                assert np.array_equal(part.coverage(q), whole.coverage(q)), (chunk, kw, q)
+            monkeypatch.undo()
+
+
+# -- fast path (large indexes: approximate scan, fusion on candidates) ---------------------------
+
+def _fast(monkeypatch, **consts):
+    import memkit.rank as rank
+
+    monkeypatch.setattr(rank, "FAST_MIN_N", 0)
+    monkeypatch.setattr(rank, "PREFIX_MIN_N", 0)
+    monkeypatch.setattr(rank, "PREFIX_DIMS", 64)
+    for k, v in consts.items():
+        monkeypatch.setattr(rank, k, v)
+    return rank
+
+
+def _exact(rank, fn):
+    saved = rank.FAST_MIN_N
+    rank.FAST_MIN_N = 10**12
+    try:
+        return fn()
+    finally:
+        rank.FAST_MIN_N = saved
+
+
+@pytest.mark.parametrize("params", [RankParams(), RankParams(smooth_prev=0.2, vec_context_weights=(0.5, 0.25)),
+                                    RankParams(vec_floor="median"), RankParams(vec_floor="zero", file_prior=0.0),
+                                    RankParams(mention_boost=0.1, smooth_next=0.0)])
+def test_fast_path_with_every_candidate_equals_exact_path(monkeypatch, params):
+    texts, files, vecs, rng = _random_corpus(n=400, dim=128, seed=11)
+    rank = _fast(monkeypatch, CANDIDATES=400, FLOOR_SAMPLE=400)
+    r = Ranker(texts, vecs, files, params)
+    assert r._prefix is not None and r._prefix.shape == (400, 64)
+    for q in QUERIES:
+        qv = vecs[rng.integers(0, 400)] + 0.2 * rng.standard_normal(128).astype(np.float32)
+        for kw in (dict(), dict(mode="vector"), dict(threshold=0.15), dict(k=25)):
+            fast = r.search(q, qv, **kw)
+            exact = _exact(rank, lambda: r.search(q, qv, **kw))
+            assert len(fast) == len(exact), (q, kw)
+            assert np.allclose([s for _, s in fast], [s for _, s in exact], atol=1e-5), (q, kw)
+            # same entries, except for exchanges between near-equal scores at the cut
+            cut = exact[-1][1] + 1e-5 if exact else 0
+            assert {i for i, s in exact if s > cut} <= {i for i, _ in fast}, (q, kw)
+
+
+def test_fast_path_with_few_candidates_agrees_on_most_results(monkeypatch):
+    texts, files, vecs, rng = _random_corpus(n=3000, dim=128, seed=12)
+    # give the vectors a decreasing spectrum, like model2vec's PCA-ordered dimensions
+    vecs = vecs * np.linspace(2.0, 0.2, 128, dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    rank = _fast(monkeypatch, CANDIDATES=100, LOW_CANDIDATES=16)
+    r = Ranker(texts, vecs, files)
+    overlaps = []
+    for q in QUERIES * 4:
+        qv = vecs[rng.integers(0, 3000)] + 0.3 * rng.standard_normal(128).astype(np.float32)
+        fast = r.search(q, qv, k=10)
+        exact = _exact(rank, lambda: r.search(q, qv, k=10))
+        assert len(fast) == 10 and [s for _, s in fast] == sorted((s for _, s in fast), reverse=True)
+        assert all(0.0 <= s <= 1.0 for _, s in fast)
+        overlaps.append(len({i for i, _ in fast} & {i for i, _ in exact}) / 10)
+        # fewer than k candidates pass a high threshold (no query word is known): the exact path answers
+        assert r.search("zzz", qv, k=10, threshold=0.5) == _exact(rank, lambda: r.search("zzz", qv, k=10, threshold=0.5))
+    assert np.mean(overlaps) >= 0.9, np.mean(overlaps)
+    assert len(r.search("apple", vecs[0], k=30)) == 30  # k above CANDIDATES // 4: exact path
+
+
+def test_fast_path_state_round_trip_and_fingerprint(monkeypatch, tmp_path):
+    texts, files, vecs, rng = _random_corpus(n=300, dim=128, seed=13)
+    rank = _fast(monkeypatch, CANDIDATES=50)
+    r = Ranker(texts, vecs, files)
+    st = r.state()
+    assert st["vec_prefix"].shape == (300, 64) and st["vec_prefix"].flags.c_contiguous
+    for key, arr in st.items():
+        np.save(tmp_path / f"{key}.npy", arr)
+    loaded = {f.stem: np.load(f, mmap_mode="r") for f in tmp_path.glob("*.npy")}
+    r2 = Ranker.from_state(loaded, vecs, files)
+    _same_results(r, r2, vecs, rng, files)
+    with pytest.raises(ValueError):
+        Ranker.from_state({k: v for k, v in st.items() if k != "vec_prefix"}, vecs, files)
+    monkeypatch.setattr(rank, "PREFIX_DIMS", 96)
+    with pytest.raises(ValueError):  # built with another prefix width
+        Ranker.from_state(st, vecs, files)

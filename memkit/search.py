@@ -71,7 +71,8 @@ def search(vault: "Vault", query: str, k: int | None = None, *, threshold: float
     :param tag: only entries with this ``#tag``.
     :param since: only entries dated on or after this day (undated entries use their topic's date).
     :param mode: ``hybrid`` (default), ``vector`` or ``lexical``.
-    :param refresh: index changed files first (a cheap stat check, at most once a second).
+    :param refresh: index changed files first (a cheap check at most once a second: files created,
+        renamed or deleted are seen at once, an in-place edit within a few seconds).
     """
     if mode not in MODES:
         raise MemkitError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
@@ -84,7 +85,10 @@ def search(vault: "Vault", query: str, k: int | None = None, *, threshold: float
         raise MemkitError(f"k must be at least 1, got {k}")
     index = vault.index_obj()
     if refresh and (not index.records or time.monotonic() - index.last_check >= REFRESH_INTERVAL_S):
-        index.refresh()
+        # cheap signals first (generation, topics/ mtime, a slice of the files' stats); a full
+        # stat check at least every few seconds (see Index.needs_refresh)
+        if not index.records or index.needs_refresh():
+            index.refresh()
     view = index.view()
     if len(view) == 0:
         return []

@@ -99,14 +99,17 @@ def search(vault: "Vault", query: str, k: int | None = None, *, threshold: float
         return []
     qvec = index.embedder.embed([query])[0] if mode != "lexical" else None
     ranked = view.ranker.search(query, qvec, k=k, mode=mode, threshold=threshold, mask=mask)
-    lexical = view.ranker.lex.scores(query) if ranked else None
+    if not ranked:
+        return []
+    rows = [i for i, _ in ranked]
+    lexical = view.ranker.lex.scores(query)[rows]
+    cosines = view.vectors[rows] @ qvec if qvec is not None else [0.0] * len(rows)
     hits = []
-    for i, score in ranked:
+    for (i, score), cosine, lex in zip(ranked, cosines, lexical):
         fid = int(view.file_ids[i])
-        cosine = float(view.vectors[i] @ qvec) if qvec is not None else 0.0
         hits.append(Hit(view.hashes[i][:8], view.texts[i], view.topics[fid], view.kinds[i], tuple(view.tags[i]),
-                        view.own_dates[i], view.files[fid], int(view.lines[i]), float(score), cosine,
-                        float(lexical[i]) if lexical is not None else 0.0))
+                        view.own_dates[i], view.files[fid], int(view.lines[i]), float(score), float(cosine),
+                        float(lex)))
     return hits
 
 

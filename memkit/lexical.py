@@ -318,6 +318,25 @@ def _check_fingerprint(state: Mapping[str, np.ndarray], expected: str, what: str
 _BUILD_CHUNK = 16384  # documents per build chunk: bounds the build's temporary memory
 
 
+def as_file_ids(file_ids: "np.ndarray | Sequence[int] | None", n: int, what: str = "entries") -> np.ndarray:
+    """``file_ids`` as an int64 array of length ``n`` (all zeros when None); ValueError otherwise."""
+    if file_ids is None:
+        return np.zeros(n, dtype=np.int64)
+    files = np.asarray(file_ids, dtype=np.int64).reshape(-1)
+    if files.shape[0] != n:
+        raise ValueError(f"file_ids has {files.shape[0]} items for {n} {what}")
+    return files
+
+
+def context_weights(context: int, context_weight: "float | Sequence[float]") -> tuple[int, list[float]]:
+    """(number of previous entries indexed with each entry, their weights)."""
+    context = max(0, int(context))
+    if isinstance(context_weight, (int, float)):
+        return context, [float(context_weight)] * context
+    cw = [float(x) for x in context_weight][:context]
+    return len(cw), cw
+
+
 class BM25Index:
     """Okapi BM25 over a list of documents, optionally with same-file context.
 
@@ -341,18 +360,8 @@ class BM25Index:
         self.b = float(b)
         n = len(docs)
         self.n_docs = n
-        if file_ids is None:
-            files = np.zeros(n, dtype=np.int64)
-        else:
-            files = np.asarray(file_ids, dtype=np.int64).reshape(-1)
-            if files.shape[0] != n:
-                raise ValueError(f"file_ids has {files.shape[0]} items for {n} documents")
-        context = max(0, int(context))
-        if isinstance(context_weight, (int, float)):
-            cw = [float(context_weight)] * context
-        else:
-            cw = [float(x) for x in context_weight][:context]
-            context = len(cw)
+        files = as_file_ids(file_ids, n, "documents")
+        context, cw = context_weights(context, context_weight)
         if context > 3:
             raise ValueError("context is at most 3 previous entries")
         self.context = context
@@ -464,12 +473,7 @@ class BM25Index:
         state was built with, else ValueError."""
         self = cls.__new__(cls)
         self.k1, self.b = float(k1), float(b)
-        context = max(0, int(context))
-        if isinstance(context_weight, (int, float)):
-            cw = [float(context_weight)] * context
-        else:
-            cw = [float(x) for x in context_weight][:context]
-            context = len(cw)
+        context, cw = context_weights(context, context_weight)
         self.context, self.context_weights = context, tuple(cw)
         _check_fingerprint(state, self._fingerprint(), "BM25 index")
         try:

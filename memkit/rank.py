@@ -76,7 +76,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from memkit.lexical import (_MASK, BM25Index, _check_fingerprint, _fingerprint_array, _fingerprint_text,
+from memkit.lexical import (_MASK, BM25Index, _check_fingerprint, as_file_ids, _fingerprint_array, _fingerprint_text,
                             _group_rows, tokenize)
 
 __all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "speaker_of"]
@@ -235,12 +235,7 @@ class Ranker:
             raise ValueError(f"vectors must be ({n}, d); got {vecs.shape}")
         self.vectors = vecs
         self.dim = vecs.shape[1]
-        if file_ids is None:
-            files = np.zeros(n, dtype=np.int64)
-        else:
-            files = np.asarray(file_ids, dtype=np.int64).reshape(-1)
-            if files.shape[0] != n:
-                raise ValueError(f"file_ids has {files.shape[0]} items for {n} entries")
+        files = as_file_ids(file_ids, n)
         self.file_ids = files
         self.lex = BM25Index(texts, k1=p.k1, b=p.b, file_ids=files, context=p.context,
                              context_weight=p.context_weight)
@@ -310,12 +305,7 @@ class Ranker:
             if vecs.ndim != 2 or vecs.shape != (n, dim):
                 raise ValueError(f"vectors must be ({n}, {dim}) for this state; got {vecs.shape}")
             self.n, self.dim, self.vectors = n, dim, vecs
-            if file_ids is None:
-                files = np.zeros(n, dtype=np.int64)
-            else:
-                files = np.asarray(file_ids, dtype=np.int64).reshape(-1)
-            if files.shape[0] != n:
-                raise ValueError(f"file_ids has {files.shape[0]} items for {n} entries")
+            files = as_file_ids(file_ids, n)
             self.file_ids = files
             self.prev_ok = state["prev_ok"]
             if n > 1 and not np.array_equal(self.prev_ok[1:], files[1:] == files[:-1]):

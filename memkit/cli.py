@@ -206,9 +206,10 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
 @main.command()
 @click.argument("entry_id", required=False, metavar="[ID]")
 @click.option("--match", "-m", metavar="TEXT", help="Forget the one entry whose text contains TEXT.")
+@click.option("--topic", "-t", metavar="TOPIC", help="Look only in this topic (the same line in two topics).")
 @json_option
 @click.pass_context
-def forget(ctx: click.Context, entry_id: str | None, match: str | None, json_: bool) -> None:
+def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: str | None, json_: bool) -> None:
     """Remove an entry; it is kept in archive.md so you (and git) can undo it.
 
     \b
@@ -218,7 +219,7 @@ def forget(ctx: click.Context, entry_id: str | None, match: str | None, json_: b
     """
     if bool(entry_id) == bool(match):
         raise click.UsageError("give either an entry ID or --match TEXT")
-    entry = get_vault(ctx).forget(entry_id, match)
+    entry = get_vault(ctx).forget(entry_id, match, topic=topic)
     if json_:
         echo_json(entry_dict(entry))
     else:

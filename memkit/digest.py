@@ -290,8 +290,9 @@ def digest_messages(vault: "Vault", messages: Sequence[Message], llm: "LLM | Non
     _route(vault, fresh, new_topic, {name for name, _ in topics})
     _apply(vault, fresh, new_topic, report, now, dry_run)
     if not dry_run:
-        _remember(vault, sha, name, now, len(report.written))
-        if split:
+        if not report.written and not report.already_digested:
+            _remember(vault, sha, name, now, 0)  # nothing to write: still digested
+        if split and not report.already_digested:
             report.split = _split_big(vault, {t for t, _ in report.written}, llm)
     return report
 
@@ -380,7 +381,7 @@ def _new_topic_name(vault: "Vault", proposed: dict[str, Any] | None, conclusions
                     words[w] = words.get(w, 0) + 1
         base = slugify("-".join(sorted(words, key=lambda w: (-words[w], w))[:2])) or "notes"
     name, n = base, 2
-    while name in existing and name != base:
+    while name in existing:
         name, n = f"{base}-{n}", n + 1
     return name
 
@@ -397,6 +398,17 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
     import contextlib
 
     with (contextlib.nullcontext() if dry_run else vault.lock()):
+        if not dry_run and report.sha in load_digested(vault):  # another digest of it just finished
+            report.already_digested = True
+            return
+        # exact duplicates written by another writer since we looked (a concurrent digest)
+        present = {normalise(e.body) for e in vault.entries()}
+        for name in list(by_topic):
+            keep = [c for c in by_topic[name] if normalise(c.text) not in present]
+            report.skipped += [(c.text, "written meanwhile by another writer") for c in by_topic[name] if c not in keep]
+            by_topic[name] = keep
+            if not keep:
+                del by_topic[name]
         texts: dict[str, tuple[Any, str, str]] = {}  # name -> (topic or None, old text, new text)
         archive_items = []
         for name, items in by_topic.items():
@@ -411,24 +423,25 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
                 old = text = current.raw
             texts[name] = (current, old, text)
         # outdated entries: archive first, then remove them from their files (bottom up)
-        removals: dict[str, list[Entry]] = {}
+        removals: dict[str, dict[str, tuple[Entry, str]]] = {}  # topic -> hash -> (entry, by)
         for c in conclusions:
             for e in c.supersedes:
-                removals.setdefault(e.topic, []).append(e)
-                archive_items.append((e, ("- " if e.is_list else "") + e.text, f"superseded by: {c.text}"))
-                report.superseded.append((e.topic, e.text, c.text))
-        for topic_name, entries in removals.items():
+                removals.setdefault(e.topic, {}).setdefault(e.hash, (e, c.text))
+        for topic_name, wanted in removals.items():
             if topic_name not in texts:
                 current = vault._read_for_write(vault.topic_path(topic_name))
                 if current is None:
                     continue
                 texts[topic_name] = (current, current.raw, current.raw)
             current, old, text = texts[topic_name]
-            fresh = {e.hash: e for e in (current.entries if current else [])}
-            for e in sorted(entries, key=lambda e: -e.line):
-                live = fresh.get(e.hash)
-                if live is not None:
-                    text, _ = remove_lines(text, live.line, live.end_line)
+            # the file as it is now, under the lock: remove by live line numbers, bottom up, each once
+            live = [e for e in (current.entries if current else []) if e.hash in wanted]
+            live = list({e.hash: e for e in live}.values())
+            for e in sorted(live, key=lambda e: -e.line):
+                text, _ = remove_lines(text, e.line, e.end_line)
+                by = wanted[e.hash][1]
+                archive_items.append((e, ("- " if e.is_list else "") + e.text, f"superseded by: {by}"))
+                report.superseded.append((e.topic, e.text, by))
             texts[topic_name] = (current, old, text)
         for name, items in by_topic.items():
             current, old, text = texts[name]
@@ -463,6 +476,7 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
                 current = parse_topic_text("", name, vault.rel(path), path)
             vault.write_topic_text(current, text)
             vault._touch_recent(parse_topic_text(text, name, vault.rel(path), path), now)
+        _remember(vault, report.sha, report.transcript, now, len(report.written))
 
 
 def _remember(vault: "Vault", sha: str, name: str, now: datetime, added: int) -> None:

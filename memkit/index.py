@@ -355,6 +355,8 @@ class Index:
         stats: dict[str, tuple[int, int]] = {}
         base = str(topics) + os.sep
         fd = -1
+        if not self.vault.topics_dir_inside():  # topics/ links out of the vault: index nothing
+            return {}, [], list(records)
         try:  # entries of a scandir(fd) are stat-ed relative to the folder (no path walk per file)
             fd = os.open(topics, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if os.scandir in os.supports_fd else -1
             with os.scandir(fd if fd >= 0 else topics) as it:

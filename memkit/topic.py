@@ -376,8 +376,12 @@ def new_topic_text(title: str, summary: str, now: datetime, extra: dict[str, Any
 
 
 def format_entry(text: str, kind: str | None = None, tags: tuple[str, ...] | list[str] = (), day: str | None = None) -> str:
-    """Render ``- [kind] text #tag (YYYY-MM-DD)`` as one line."""
-    body = " ".join(text.split())
+    """Render ``- [kind] text #tag (YYYY-MM-DD)`` as one line.
+
+    HTML comment markers are defused (``<\\!--``, ``--\\>``): an appended ``-->`` would otherwise
+    close a comment a person left open above and hide the entries in between.
+    """
+    body = " ".join(text.split()).replace("<!--", "<\\!--").replace("-->", "--\\>")
     if kind:
         body = f"[{kind}] {body}"
     present = {t.lower() for t in _TAG_RE.findall(body)}

@@ -77,8 +77,10 @@ def _from_objects(items: object, name: str) -> list[Message]:
             raise TranscriptError(f"{name}: message {i} is not an object with role and content")
         role = item.get("role") or item.get("speaker") or item.get("name") or "user"
         content = item.get("content", item.get("text", ""))
-        if isinstance(content, list):  # OpenAI content parts
-            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        if content is None:  # e.g. an assistant message that only calls a tool
+            content = ""
+        if isinstance(content, list):  # OpenAI content parts, or plain strings
+            content = " ".join(str(p.get("text") or "") if isinstance(p, dict) else str(p) for p in content)
         content = " ".join(str(content).split())
         if content:
             out.append(Message(str(role), content))

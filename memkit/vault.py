@@ -122,8 +122,22 @@ class Vault:
         return self.root / INBOX_DIR
 
     def topic_path(self, name: str) -> Path:
-        """The file of topic ``name`` (validated; can never leave topics/)."""
-        return self.topics_dir / f"{check_topic_name(name)}.md"
+        """The file of topic ``name`` (validated; can never leave topics/). A file a person named
+        differently (``My Notes.md``) is found by its exact stem."""
+        canonical = check_topic_name(name)
+        raw = name.strip()[:-3] if name.strip().endswith(".md") else name.strip()
+        if raw != canonical and (self.topics_dir / f"{raw}.md").is_file():
+            return self.topics_dir / f"{raw}.md"
+        return self.topics_dir / f"{canonical}.md"
+
+    def topics_dir_inside(self) -> bool:
+        """False when topics/ itself is a symlink leading out of the vault (then it is not used)."""
+        if not self.topics_dir.is_symlink():
+            return True
+        if self.is_inside(self.topics_dir):
+            return True
+        self.warn_once(f"{TOPICS_DIR}/ is a symlink to a folder outside the vault; not followed")
+        return False
 
     def rel(self, path: Path) -> str:
         """A path relative to the vault, with '/' separators, for messages and the index."""
@@ -179,6 +193,8 @@ class Vault:
     # ---- reading -------------------------------------------------------------------------------
     def topic_files(self) -> list[tuple[str, Path]]:
         """(name, path) of every topic file, sorted; symlinks leaving the vault are skipped with a warning."""
+        if not self.topics_dir_inside():
+            return []
         try:
             candidates = sorted(self.topics_dir.iterdir())
         except FileNotFoundError:
@@ -233,6 +249,8 @@ class Vault:
 
     # ---- writing -------------------------------------------------------------------------------
     def _read_for_write(self, path: Path) -> Topic | None:
+        if not self.topics_dir_inside():
+            raise MemkitError(f"{TOPICS_DIR}/ is a symlink to a folder outside the vault; refusing to write through it")
         if not path.exists() and not path.is_symlink():
             return None
         if path.is_symlink() and not self.is_inside(path):
@@ -242,8 +260,11 @@ class Vault:
     def write_topic_text(self, topic: Topic, text: str) -> None:
         """Atomically replace a topic file's text (its BOM, if it had one, is kept)."""
         data = ("\ufeff" if topic.bom else "") + text
+        target = topic.path
+        if target.is_symlink() and self.is_inside(target):
+            target = target.resolve()  # keep the person's link: write the file it points to
         try:
-            atomic_write(topic.path, data)
+            atomic_write(target, data)
         except OSError as exc:
             raise describe_os_error(exc, topic.path.name) from exc
 
@@ -260,10 +281,10 @@ class Vault:
         if kind is not None:
             kind = _check_word(kind, "kind")
         tags = [_check_word(t.lstrip("#"), "tag") for t in tags]
-        name = check_topic_name(topic or "general")
+        path = self.topic_path(topic or "general")
+        name = path.stem
         now = (when or datetime.now()).replace(microsecond=0)
         line = format_entry(text, kind, tags, now.date().isoformat())
-        path = self.topics_dir / f"{name}.md"
         with self.lock():
             self.topics_dir.mkdir(exist_ok=True)
             current = self._read_for_write(path)
@@ -276,7 +297,7 @@ class Vault:
             self.write_topic_text(current, new_text)
             written = parse_topic_text(new_text, name, self.rel(path), path)
             self._touch_recent(written, now)
-        entry = written.entries[-1]
+        entry = next(e for e in reversed(written.entries) if e.line == written_line(new_text))
         if split and len(written.entries) > self.config.topic_split_threshold_lines:
             plan = self.maybe_split(name)
             if plan is not None:  # the entry now lives in one of the subtopics: return where
@@ -299,14 +320,14 @@ class Vault:
             log.warning("could not split %s: %s", topic, exc)
             return None
 
-    def find(self, ref: str | None = None, match: str | None = None) -> Entry:
+    def find(self, ref: str | None = None, match: str | None = None, topic: str | None = None) -> Entry:
         """The one entry whose id starts with ``ref`` or whose text contains ``match``.
 
         :raises EntryNotFound: when none or several match (the message lists them).
         """
         if not ref and not match:
             raise EntryNotFound("give an entry id or a text to match")
-        entries = self.entries()
+        entries = self.entries(topic) if topic else self.entries()
         if ref:
             ref = ref.strip().lower()
             if len(ref) < 4:
@@ -322,15 +343,16 @@ class Vault:
         distinct = {(e.file, e.line) for e in found}
         if len(distinct) > 1:
             listing = "; ".join(f"{e.id} {e.topic}: {_short(e.text)}" for e in found[:8])
-            raise EntryNotFound(f"{len(found)} entries with {what}, be more specific: {listing}")
+            raise EntryNotFound(f"{len(found)} entries with {what}, be more specific (or give --topic): {listing}")
         return found[0]
 
-    def forget(self, ref: str | None = None, match: str | None = None, reason: str = "forgotten") -> Entry:
+    def forget(self, ref: str | None = None, match: str | None = None, reason: str = "forgotten",
+               topic: str | None = None) -> Entry:
         """Remove one entry from its topic and append it to archive.md (tracked, so git keeps it).
 
         The archive is written before the topic, so a crash in between duplicates, never loses.
         """
-        target = self.find(ref, match)
+        target = self.find(ref, match, topic)
         now = datetime.now().replace(microsecond=0)
         with self.lock():
             topic = self.topic(target.topic)  # re-read under the lock: lines may have moved
@@ -478,6 +500,12 @@ class Vault:
 def parse_recent_sorted(text: str) -> list[recent_mod.RecentTopic]:
     items = recent_mod.parse_recent(text)
     return sorted(items, key=lambda r: r.updated, reverse=True)
+
+
+def written_line(text: str) -> int:
+    """The 1-based number of the last non-empty line of ``text`` (where an append landed)."""
+    lines = text.rstrip("\r\n").split("\n")
+    return len(lines)
 
 
 def _short(text: str, width: int = 60) -> str:

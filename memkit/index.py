@@ -86,7 +86,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memkit")
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 GEN_FILE = "generation"
 SNAP_POINTER = "snapshot.json"  #: names the current snapshot folder (written last)
 SNAP_VERSION = 1
@@ -163,8 +163,9 @@ def _slug(text: str) -> str:
 
 @lru_cache(maxsize=65536)
 def _record_name(rel: str) -> str:
-    """The name of a topic file's record under files/."""
-    return f"{_slug(rel)}.json"
+    """The name of a topic file's record under files/ (a hash keeps `my notes.md` and
+    `my_notes.md`, or two long names, apart)."""
+    return f"{_slug(rel)[:60]}-{hashlib.sha1(rel.encode('utf-8')).hexdigest()[:10]}.json"
 
 
 class Index:

@@ -97,7 +97,7 @@ _LLM_SAMPLE_CHARS = 220
 _LEXICAL_WEIGHT = 0.5  #: share of shared words (TF-IDF) against the embedding in the similarity
 _LEXICAL_WORDS = 512
 _LEXICAL_CELLS = 4_000_000
-_KNOWN_META = ("title", "summary", "created", "updated", "parent")
+_KNOWN_META = ("title", "summary", "created", "updated", "parent", "parent_summary")
 
 
 class NothingToSplit(MemkitError):
@@ -705,9 +705,12 @@ def _chunks(topic: Topic) -> tuple[list[_Chunk], _Chunk | None]:
         spans.append((first, last))
     title_line = -1
     first_entry = spans[0][0] if spans else len(lines)
+    plain_titles = {" ".join(str(t).split()).casefold() for t in (topic.title, topic.name, topic.name.replace("-", " "))}
     for i in range(topic.body_start, first_entry):
         if i not in hidden and _H1_RE.match(lines[i]):
-            title_line = i
+            # the part's own heading replaces a plain title; a heading with more words is kept
+            if " ".join(lines[i].strip().lstrip("#").split()).casefold() in plain_titles:
+                title_line = i
             break
 
     def structure(lo: int, hi: int) -> list[str]:
@@ -781,6 +784,8 @@ def _header(plan: SplitPlan, parent: Topic, part: SplitPart, nl: str, now: datet
     if summary:
         meta.append(f"summary: {yaml_scalar(summary)}")
     meta += [f"created: {yaml_scalar(created)}", f"updated: {yaml_scalar(now)}", f"parent: {yaml_scalar(plan.parent)}"]
+    if parent.summary:  # the person's summary of the whole topic is kept, not dropped
+        meta.append(f"parent_summary: {yaml_scalar(parent.summary)}")
     body = "".join(line + nl for line in meta)
     for line in extra:
         body += line if line.endswith("\n") else line + nl

@@ -142,7 +142,7 @@ def test_record_format_is_documented_json(tmp_path, fake):
     rec = json.loads(next((v.state_dir / "index").glob("*/files/*.json")).read_text())
     assert rec["file"] == "topics/a.md" and rec["kinds"] == ["fact"] and rec["dates"] == ["2026-01-02"]
     model = json.loads(next((v.state_dir / "index").glob("*/model.json")).read_text())
-    assert model == {"model": "fake-bow", "dim": 32, "version": 1}
+    assert model == {"model": "fake-bow", "dim": 32, "version": 2}
 
 
 # ---- O(files) refreshes, the query-ready snapshot, the cheap freshness check --------------------

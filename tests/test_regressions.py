@@ -119,3 +119,23 @@ def test_new_topic_name_never_reuses_an_existing_topic():
 def test_transcript_null_and_string_parts():
     data = b'[{"role": "assistant", "content": null}, {"role": "user", "content": ["hi", {"text": "there"}]}]'
     assert [(m.role, m.content) for m in parse_transcript(data)] == [("user", "hi there")]
+
+
+def test_split_keeps_a_custom_heading_and_the_summary(tmp_path):
+    from memkit.split import split_topic
+
+    themes = {"rice": "rice paella bomba saffron", "bread": "bread sourdough flour oven", "kimchi": "kimchi cabbage ferment jar"}
+    lines = [f"- {words} note {i} {theme}\n" for theme, words in themes.items() for i in range(8)]
+    head = "---\ntitle: Cooking\nsummary: recipes from grandma\n---\n# Cooking — recipes from grandma Rosa, do not share\n\n"
+    v = make(tmp_path, {"cooking": head + "".join(lines)})
+    plan = split_topic(v, "cooking", min_part=3)
+    texts = "".join((v.topics_dir / f"{n}.md").read_text() for n in plan.names)
+    assert texts.count("# Cooking — recipes from grandma Rosa, do not share") == 1
+    assert "parent_summary: recipes from grandma" in texts
+
+
+def test_topic_files_whose_names_slug_alike_keep_separate_records(tmp_path):
+    v = make(tmp_path, {"my notes": "- first\n", "my_notes": "- second\n"})
+    assert v.index().entries == 2
+    fresh = Vault(v.root, embedder=FakeEmbedder())
+    assert fresh.index().new == 0  # nothing re-embedded: each file has its own record

@@ -635,11 +635,12 @@ class BM25Index:
         return self.coverage_for(self.query_terms(query))
 
     def coverage_for(self, qterms: list[tuple[int, int, str]]) -> np.ndarray:
-        """``coverage`` for an already tokenised query. Unknown query words count in the total
-        (with the IDF of a word seen nowhere), so a query whose rare word no entry holds has no
-        entry with full coverage."""
+        """``coverage`` for an already tokenised query, over the query words the vault knows:
+        a word no entry holds can be matched by nothing, so it does not dilute the others (in a
+        small vault "what rice do I use" must still find the entry about rice when no entry says
+        "use"). A query with no known word covers nothing."""
         out = np.zeros(self.n_docs, dtype=np.float32)
-        total = sum(self.idf_unknown if tid < 0 else float(self.idf[tid]) for tid, _, _ in qterms)
+        total = sum(float(self.idf[tid]) for tid, _, _ in qterms if tid >= 0)
         if total <= 0:
             return out
         for tid, _, _ in qterms:

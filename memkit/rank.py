@@ -34,17 +34,17 @@ cosine) and mode ``"lexical"`` the BM25 score; those two are the pure one-sided 
 Threshold (``threshold``; memkit's ``embedding_similarity_threshold`` / ``--threshold``): an
 entry is kept when its similarity ``max(cosine, ctx_cosine)`` — a true cosine, on the model's
 own scale — is at least ``threshold``, OR when it has a strong lexical match: its own text
-holds at least ``lexical_keep`` (0.5) of the query's IDF mass, i.e. most of the informative
-query words (``BM25Index.coverage``). So the threshold removes unrelated results but never an
+holds at least ``lexical_keep`` (0.5) of the IDF mass of the query words the vault knows,
+i.e. most of the informative query words (``BM25Index.coverage``). So the threshold removes unrelated results but never an
 exact match. ``None`` disables it. Without a query vector (lexical mode with no model) it does
 not apply: every entry with a query word is a result.
 
 ``RECOMMENDED_THRESHOLD`` holds the default per model dimension, chosen with ``bench/eval.py``
 (LoCoMo dev conversations): the highest value, in steps of 0.05, that keeps at least 95 % of
 the evidence turns the hybrid top 10 finds without threshold. For the 256-d model2vec model
-(m2v-minilm-256, same kind and size as potion-base-8M) that is 0.40 (95.1 % kept; it drops 39 %
-of the results of unrelated queries); for the 64-d tokenlearn-static-model also 0.40 (96.4 %
-kept, 10 % of unrelated results dropped: a weaker model separates less). The original design's
+(m2v-minilm-256, same kind and size as potion-base-8M) that is 0.40 (96.2 % kept; it drops 30 %
+of the results of unrelated queries); for the 64-d tokenlearn-static-model 0.45 (96.1 % kept,
+16 % of unrelated results dropped: a weaker model separates less). The original design's
 0.7 would keep only about half of the evidence with these models.
 
 Persistence: ``Ranker.state()`` returns every array built at load (BM25 postings, IDF, lengths,
@@ -82,7 +82,7 @@ from memkit.lexical import (_MASK, BM25Index, _check_fingerprint, as_file_ids, _
 __all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "speaker_of"]
 
 # Recommended value of the user-facing threshold per model dimension (see module docstring).
-RECOMMENDED_THRESHOLD: dict[int, float] = {256: 0.40, 64: 0.40}
+RECOMMENDED_THRESHOLD: dict[int, float] = {256: 0.40, 64: 0.45}
 
 
 # Fast path of ``Ranker.search`` on large indexes (see ``_search_fast``).

@@ -259,9 +259,12 @@ def test_params_validation_and_mention_boost():
 def test_context_limit_and_unknown_query_words():
     with pytest.raises(ValueError):
         BM25Index(["a"], context=4)
-    ix = BM25Index(["alpha beta", "gamma"], context=0)
-    cov = ix.coverage("alpha zeta")  # zeta is in no entry: alpha alone is not the whole query
-    assert 0 < cov[0] < 1
+    ix = BM25Index(["alpha beta", "gamma beta"], context=0)
+    # zeta is in no entry: it can be matched by nothing, so it does not dilute alpha
+    assert ix.coverage("alpha zeta").tolist() == [1.0, 0.0]
+    cov = ix.coverage("alpha gamma")  # two known words: each entry holds part of the query
+    assert 0 < cov[0] < 1 and 0 < cov[1] < 1
+    assert ix.coverage("zeta omega").tolist() == [0.0, 0.0]  # no known word covers nothing
 
 
 def test_bm25_context_matches_brute_force():

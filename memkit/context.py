@@ -445,8 +445,11 @@ def _confident_hits(vault: "Vault", message: str) -> list[Hit]:
     """Search hits that are real evidence (see :func:`memkit.route.is_confident`): static models
     give small talk ("hi!") a high cosine with anything, and a wrong memory would stay for the
     whole session."""
+    from .lexical import tokenize
     from .route import is_confident
     from .search import default_threshold
 
+    if not tokenize(message):  # only stop words and punctuation ("hi!", "ok thanks"): small talk
+        return []
     threshold = default_threshold(vault, vault.embedder.dim)
     return [h for h in vault.search(message) if is_confident(h, threshold)]

@@ -43,7 +43,9 @@ def detect_topic(vault: "Vault", text: str, threshold: float | None = None) -> T
     """
     from .search import default_threshold
 
-    if not text.strip():
+    from .lexical import tokenize
+
+    if not tokenize(text):  # nothing but stop words and punctuation: no topic to detect
         return None
     hits = vault.search(text, k=VOTES, threshold=None)
     if not hits:

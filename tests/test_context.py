@@ -336,3 +336,11 @@ def test_to_dict_shape(spread):
     assert data["memories"][0]["topic"] == "cooking" and {"id", "text", "score", "file", "line"} <= set(data["memories"][0])
     assert data["omitted"] == {"recent": 0, "memories": 0, "topic_entries": 0}
     assert isinstance(ctx, Context)
+
+
+def test_small_talk_adds_no_memories(tmp_path):
+    """Static models give "hi!" a high cosine with anything; a message with no content word adds nothing."""
+    vault = make_vault(tmp_path, TOPICAL)
+    vault.config.embedding_similarity_threshold = -1.0  # even with a threshold that keeps everything
+    ctx = build_context(vault, "hi!", session="s", now=NOW)
+    assert ctx.memories == [] and ctx.topic is None

@@ -86,6 +86,7 @@ RECOMMENDED_THRESHOLD: dict[int, float] = {256: 0.40, 64: 0.45}
 
 
 # Fast path of ``Ranker.search`` on large indexes (see ``_search_fast``).
+THRESHOLD_MARGIN = 0.15  # a non-candidate whose estimated cosine is this far below the threshold cannot pass it
 FAST_MIN_N = 20000       # from this many entries, the fusion runs on candidates only ...
 PREFIX_MIN_N = 20000     # ... when the index has the approximate scan: this many entries, and
                          # >= 128 dimensions (at 64-d the exact scan is as cheap: no gain measured)
@@ -702,19 +703,35 @@ class Ranker:
         topv *= 1 + p.file_prior
         fused *= np.float32(1.0 / topv)
         score = fused
+        coverage = None
         if threshold is not None:
             keep = np.maximum(cos, ctx) >= np.float32(threshold)
-            keep |= self.lex.coverage_for(qt)[e] >= np.float32(p.lexical_keep)
+            coverage = self.lex.coverage_for(qt)
+            keep |= coverage[e] >= np.float32(p.lexical_keep)
             sel &= keep
         cand = e[sel]
         s = score[sel]
-        if cand.size < k:
-            return None  # the threshold left fewer than k candidates: the exact path decides
+        if cand.size < k and not self._threshold_complete(e, approx, coverage, threshold):
+            return None  # entries outside the candidates might pass the threshold: the exact path decides
         if cand.size > k:
             part = np.argpartition(-s, k - 1)[:k]
             cand, s = cand[part], s[part]
         order = np.lexsort((cand, -s))
         return [(int(cand[i]), float(s[i])) for i in order]
+
+    def _threshold_complete(self, e: np.ndarray, approx: np.ndarray, coverage: np.ndarray | None,
+                            threshold: float | None) -> bool:
+        """Whether no entry outside the candidates ``e`` can pass the threshold, so fewer than k
+        results is the answer: every entry with a strong lexical match is a candidate, and every
+        non-candidate's estimated cosine is ``THRESHOLD_MARGIN`` below the threshold."""
+        if threshold is None or coverage is None:
+            return False
+        strong = np.flatnonzero(coverage >= np.float32(self.params.lexical_keep))
+        if strong.size and np.setdiff1d(strong, e, assume_unique=True).size:
+            return False
+        outside = np.ones(approx.shape[0], dtype=bool)
+        outside[e] = False
+        return not outside.any() or float(approx[outside].max()) < threshold - THRESHOLD_MARGIN
 
     def search(
         self,

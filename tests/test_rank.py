@@ -508,3 +508,21 @@ def test_fast_path_state_round_trip_and_fingerprint(monkeypatch, tmp_path):
     monkeypatch.setattr(rank, "PREFIX_DIMS", 96)
     with pytest.raises(ValueError):  # built with another prefix width
         Ranker.from_state(st, vecs, files)
+
+
+def test_fast_path_answers_a_threshold_that_leaves_few_results(monkeypatch):
+    """When every entry able to pass the threshold is a candidate, the fast path answers with
+    fewer than k results itself (no exact fallback), and they are the exact path's results."""
+    texts, files, vecs, rng = _random_corpus(n=3000, dim=128, seed=14)
+    vecs = vecs * np.linspace(2.0, 0.2, 128, dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    rank = _fast(monkeypatch, CANDIDATES=100, LOW_CANDIDATES=16)
+    r = Ranker(texts, vecs, files)
+    answered = 0
+    for q in QUERIES * 3:
+        qv = vecs[rng.integers(0, 3000)] + 0.3 * rng.standard_normal(128).astype(np.float32)
+        exact = _exact(rank, lambda: r.search(q, qv, k=10, threshold=0.6))
+        fast = r.search(q, qv, k=10, threshold=0.6)
+        assert {i for i, _ in fast} == {i for i, _ in exact}, q
+        answered += len(exact) < 10
+    assert answered  # the case under test happened

@@ -58,10 +58,6 @@ class ModelError(MemkitError):
     """The embedding model cannot be loaded."""
 
 
-class IndexError_(MemkitError):
-    """The embedding index could not be built or read."""
-
-
 class LLMError(MemkitError):
     """The configured LLM is unreachable, too slow, or answered something unusable."""
 

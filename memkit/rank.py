@@ -412,14 +412,19 @@ class Ranker:
         out *= self._ctx_ok[lag]
         return out
 
-    def vector_scores(self, query_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(cosine, ctx_cosine, vector score) of every entry; one matrix-vector product."""
+    def _unit_query(self, query_vec: np.ndarray) -> np.ndarray:
+        """The query vector as float32 of the index's dimension, scaled to unit length."""
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"query vector has {q.shape[0]} dimensions, index has {self.dim}")
         nq = float(np.linalg.norm(q))
         if nq > 0 and abs(nq - 1.0) > 1e-3:
             q = q / np.float32(nq)
+        return q
+
+    def vector_scores(self, query_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cosine, ctx_cosine, vector score) of every entry; one matrix-vector product."""
+        q = self._unit_query(query_vec)
         cos = self.vectors @ q
         if len(self._ctx_w) > 1:
             acc = cos.copy()
@@ -438,12 +443,7 @@ class Ranker:
         m = float(self.params.vec_context_mix)
         if not m or len(self._ctx_w) == 1:
             return self.vector_scores(query_vec)[2]
-        q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self.dim:
-            raise ValueError(f"query vector has {q.shape[0]} dimensions, index has {self.dim}")
-        nq = float(np.linalg.norm(q))
-        if nq > 0 and abs(nq - 1.0) > 1e-3:
-            q = q / np.float32(nq)
+        q = self._unit_query(query_vec)
         cos = self.vectors @ q
         key = (m, tuple(self._ctx_w))
         coef_a = self._cached("vec_a", key, lambda: ((1 - m) + m * self._ctx_inv).astype(np.float32))
@@ -759,12 +759,7 @@ class Ranker:
         qt = self.lex.query_terms(query)
         if (mask is None and mode == "hybrid" and self.n >= FAST_MIN_N and self._prefix is not None
                 and k <= CANDIDATES // 4):
-            q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-            if q.shape[0] != self.dim:
-                raise ValueError(f"query vector has {q.shape[0]} dimensions, index has {self.dim}")
-            nq = float(np.linalg.norm(q))
-            if nq > 0 and abs(nq - 1.0) > 1e-3:
-                q = q / np.float32(nq)
+            q = self._unit_query(query_vec)
             got = self._search_fast(query, qt, q, k, threshold)
             if got is not None:
                 return got

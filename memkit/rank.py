@@ -218,6 +218,17 @@ def _top_candidates(x: np.ndarray, c: int, largest: bool = True) -> np.ndarray:
     return idx
 
 
+def _add_vector_half(fused: np.ndarray, vec: np.ndarray, floor: float, vmax: float, a: np.float32) -> None:
+    """Add the vector half of the fusion in place: ``(1 - a) * (vec - floor) / (vmax - floor)``,
+    clipped at 0 (entries below the floor add nothing)."""
+    span = vmax - floor
+    if span > 0:
+        t = vec - np.float32(floor)
+        np.maximum(t, 0, out=t)
+        t *= (1 - a) / np.float32(span)
+        fused += t
+
+
 class Ranker:
     """Scores entries for a query; see the module docstring for the formula."""
 
@@ -501,12 +512,7 @@ class Ranker:
             vmax = float(vv.max())
             floor = {"min": lambda: float(vv.min()), "median": lambda: float(np.median(vv)),
                      "zero": lambda: 0.0}[p.vec_floor]()
-            span = vmax - floor
-            if span > 0:
-                t = vec - np.float32(floor)
-                np.maximum(t, 0, out=t)
-                t *= (1 - a) / np.float32(span)
-                fused += t
+            _add_vector_half(fused, vec, floor, vmax, a)
         top = 1.0
         boost = self._people_boost(query, qterms)
         if boost is not None:
@@ -660,12 +666,7 @@ class Ranker:
             floor = 0.0
         lexe = lex[e]
         fused = lexe * (a / np.float32(lmax)) if lmax > 0 else np.zeros(e.shape[0], dtype=np.float32)
-        span = vmax - floor
-        if span > 0:
-            t = vec - np.float32(floor)
-            np.maximum(t, 0, out=t)
-            t *= (1 - a) / np.float32(span)
-            fused += t
+        _add_vector_half(fused, vec, floor, vmax, a)
         topv = 1.0
         if boosted is not None:
             fused += boosted[e].astype(np.float32) * np.float32(p.speaker_boost)

@@ -16,7 +16,7 @@ from memkit.digest import MAX_CONCLUSIONS, digest_file, process_inbox
 from memkit.errors import TranscriptError
 from memkit.llm import HTTPChatLLM, LLMSettings
 from memkit.transcript import parse_transcript
-from util import FakeEmbedder, write
+from util import FakeEmbedder, loopback_llm, vault_with, write
 
 NOW = datetime(2026, 11, 21, 18, 0, 0)
 
@@ -31,16 +31,10 @@ TOPICS = {
 
 @pytest.fixture
 def vault(tmp_path):
-    root = Vault.init(tmp_path / "v").root
-    for name, text in TOPICS.items():
-        write(root / "topics" / f"{name}.md", text)
-    return Vault(root, embedder=FakeEmbedder())
+    return vault_with(tmp_path, TOPICS)
 
 
-def llm_for(fake):
-    llm = HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m", timeout_s=5))
-    llm.retry_delay_s = 0.01
-    return llm
+llm_for = loopback_llm
 
 
 def responder(conclusions, new_topic=None, updates=None):

@@ -11,7 +11,7 @@ import pytest
 from memkit import Vault
 from memkit.fsutil import file_lock
 
-from util import FakeEmbedder, write
+from util import FakeEmbedder, vault_with, write
 
 
 @pytest.fixture
@@ -20,10 +20,7 @@ def fake():
 
 
 def make_vault(tmp_path, fake, topics: dict[str, str]) -> Vault:
-    v = Vault.init(tmp_path / "v")
-    for name, text in topics.items():
-        write(v.topics_dir / f"{name}.md", text)
-    return Vault(v.root, embedder=fake)
+    return vault_with(tmp_path, topics, fake)
 
 
 def total_embedded(fake) -> int:

@@ -13,20 +13,11 @@ from memkit import MemkitError, Vault
 from memkit.digest import _new_topic_name, digest_file
 from memkit.llm import HTTPChatLLM, LLMSettings
 from memkit.transcript import parse_transcript
-from util import FakeEmbedder, write
+from util import FakeEmbedder, loopback_llm, vault_with, write
 
 
-def make(tmp_path, topics):
-    root = Vault.init(tmp_path / "v").root
-    for name, text in topics.items():
-        write(root / "topics" / f"{name}.md", text)
-    return Vault(root, embedder=FakeEmbedder())
-
-
-def llm(fake):
-    client = HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m", timeout_s=5))
-    client.retry_delay_s = 0.01
-    return client
+make = vault_with
+llm = loopback_llm
 
 
 HOME = "- Lives in Portland Oregon\n- Keeps the spare key under the blue flowerpot\n- Wife's birthday is March 3\n"

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from memkit import MemkitError, Vault
 from memkit.cli import main
 
-from util import FakeEmbedder, write
+from util import FakeEmbedder, vault_with, write
 
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nupdated: 2026-02-12T14:30:00\n---\n"
@@ -24,10 +24,7 @@ TOPICS = {
 
 @pytest.fixture
 def v(tmp_path):
-    root = Vault.init(tmp_path / "v").root
-    for name, text in TOPICS.items():
-        write(root / "topics" / f"{name}.md", text)
-    return Vault(root, embedder=FakeEmbedder())
+    return vault_with(tmp_path, TOPICS)
 
 
 def test_hit_fields(v):

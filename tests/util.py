@@ -44,3 +44,23 @@ class FakeEmbedder:
                 v = np.mean([self._word(w) for w in words], axis=0)
                 out[i] = v / np.linalg.norm(v)
         return out
+
+
+def vault_with(tmp_path: Path, topics: dict, embedder=None):
+    """A new vault under ``tmp_path/v`` holding ``{name: file text}`` topics, searched with
+    ``embedder`` (a fresh :class:`FakeEmbedder` by default)."""
+    from memkit import Vault
+
+    root = Vault.init(tmp_path / "v").root
+    for name, text in topics.items():
+        write(root / "topics" / f"{name}.md", text)
+    return Vault(root, embedder=embedder if embedder is not None else FakeEmbedder())
+
+
+def loopback_llm(fake, retry_delay_s: float = 0.01):
+    """An HTTP LLM client for a :class:`fake_llm.FakeLLM` server, with a short retry pause."""
+    from memkit.llm import HTTPChatLLM, LLMSettings
+
+    client = HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m", timeout_s=5))
+    client.retry_delay_s = retry_delay_s
+    return client

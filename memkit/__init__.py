@@ -11,6 +11,7 @@ from .config import Config, load_config
 from .errors import (
     ConfigError,
     EntryNotFound,
+    InvalidValue,
     LLMError,
     MemkitError,
     ModelError,
@@ -20,9 +21,14 @@ from .errors import (
     VaultExists,
     VaultNotFound,
 )
-from .topic import Entry, Topic
+from .context import Context
+from .digest import DigestReport
+from .index import IndexReport
 from .search import Hit
-from .vault import TopicInfo, Vault, find_vault
+from .split import SplitPlan
+from .store import TopicInfo
+from .topic import Entry, Topic
+from .vault import Vault, find_vault
 
 __version__ = "0.1.0"
 
@@ -35,9 +41,14 @@ __all__ = [
     "Topic",
     "TopicInfo",
     "Hit",
+    "Context",
+    "DigestReport",
+    "IndexReport",
+    "SplitPlan",
     "MemkitError",
     "ConfigError",
     "EntryNotFound",
+    "InvalidValue",
     "LLMError",
     "ModelError",
     "TopicNameError",

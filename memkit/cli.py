@@ -8,15 +8,14 @@ import sys
 from datetime import datetime
 from typing import Any, Callable
 
-# One BLAS thread: a single query's matrix-vector product is faster without thread wake-ups.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import click
 
-import click  # noqa: E402
-
-from .errors import InvalidValue, MemkitError, TopicNameError  # noqa: E402
-from .recent import relative_time  # noqa: E402
-from .vault import Vault, find_vault  # noqa: E402
+from .errors import InvalidValue, MemkitError, TopicNameError
+from .names import check_topic_name
+from .recent import relative_time
+from .search import Threshold
+from .vault import Vault, find_vault
+from .watch import run_watch
 
 DEBUG_ENV = "MEMKIT_DEBUG"
 
@@ -219,7 +218,7 @@ def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: s
     """
     if bool(entry_id) == bool(match):
         raise click.UsageError("give either an entry ID or --match TEXT")
-    entry = get_vault(ctx).forget(entry_id, match, topic=topic)
+    entry = get_vault(ctx).forget(entry_id, match=match, topic=topic)
     if json_:
         echo_json(entry_dict(entry))
     else:
@@ -331,18 +330,12 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
     """
     vault = get_vault(ctx)
     if topic:
-        from .names import check_topic_name
-
         name = check_topic_name(topic)
-        if not any(n == name or n.startswith(name + "-") for n, _ in vault.topic_files()):
+        if not any(tf.name == name or tf.name.startswith(name + "-") for tf in vault.topic_files()):
             raise click.ClickException(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
-    if no_threshold:
-        limit: float | None = None
-    elif threshold is not None:
-        limit = threshold
-    else:
-        limit = -2.0  # the library's marker for "the default"
-    hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since, mode=mode)
+    limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
+    hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
+                        mode=mode)  # type: ignore[arg-type]  # click.Choice checked the mode
     if json_:
         echo_json([h.to_dict() for h in hits])
         return
@@ -430,13 +423,11 @@ def context_cmd(ctx: click.Context, message: str, session: str | None, budget: i
       memkit context "and for dessert?" --session kitchen --json
       echo "$USER_MESSAGE" | memkit context - --session "$CHAT_ID" --budget 1000
     """
-    from .context import reset_session
-
     vault = get_vault(ctx)
     if message == "-":
         message = sys.stdin.read()
     if reset and session:
-        reset_session(vault, session)
+        vault.reset_session(session)
     result = vault.context(message, session=session, budget_tokens=budget)
     if json_:
         echo_json(result.to_dict())
@@ -462,17 +453,13 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
       memkit watch
       memkit watch --polling
     """
-    from .watch import run_watch
-
     vault = get_vault(ctx)
     inbox_handler = None
     if vault.config.llm:
         llm = vault.llm()
 
         def inbox_handler() -> None:
-            from .digest import process_inbox
-
-            for result in process_inbox(vault, llm):
+            for result in vault.process_inbox(llm=llm):
                 if result.error:
                     click.echo(f"inbox/{result.file}: {result.error}", err=True)
                 elif result.report is not None:
@@ -514,17 +501,15 @@ def split(ctx: click.Context, topic: str, dry_run: bool, min_part: int, max_part
       memkit split cooking --dry-run
       memkit split cooking
     """
-    from .split import split_topic
-
     vault = get_vault(ctx)
-    plan = split_topic(vault, topic, llm=None if no_llm else vault.llm(), dry_run=dry_run,
-                       min_part=min_part, max_parts=max_parts)
+    plan = vault.split(topic, llm=None if no_llm else vault.llm(), dry_run=dry_run, min_part=min_part,
+                       max_parts=max_parts)
     if json_:
         echo_json({"parent": plan.parent, "applied": plan.applied, "named_by": plan.named_by,
                    "parts": [{"name": p.name, "title": p.title, "summary": p.summary, "entries": len(p.entries)}
                              for p in plan.parts]})
     elif dry_run:
-        click.echo(plan.diff(vault), nl=False)
+        click.echo(plan.diff(vault.store), nl=False)
     else:
         click.echo(f"split {plan.parent} into {len(plan.parts)} topics:")
         for p in plan.parts:

@@ -1,14 +1,131 @@
-"""memkit.yaml: the vault's settings, their defaults and validation."""
+"""memkit.yaml: the vault's settings, their defaults and their validation (one validator, ``llm:`` included)."""
 from __future__ import annotations
 
+import difflib
+import os
+import re
+import urllib.parse
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from .errors import ConfigError
+from .errors import ConfigError, LLMConfigError
 
 CONFIG_NAME = "memkit.yaml"
 DEFAULT_MODEL = "minishlab/potion-base-8M"
+MODEL_ENV = "MEMKIT_MODEL"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass
+class LLMSettings:
+    """How to reach the LLM: an OpenAI-compatible endpoint or a shell command.
+
+    :param base_url: endpoint root, e.g. ``http://127.0.0.1:11434/v1``; requests go to
+        ``{base_url}/chat/completions``.
+    :param model: the model name the server knows.
+    :param api_key_env: NAME of an environment variable holding the API key (never the key).
+    :param timeout_s: seconds to wait for the server or command.
+    :param command: shell command reading the prompt on stdin, printing the answer on stdout.
+    :param temperature: sampling temperature sent to the server.
+    :param json_mode: ask the server for a JSON object (``response_format``); dropped
+        automatically if the server rejects it.
+    """
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 60.0
+    command: str | None = None
+    temperature: float = 0.0
+    json_mode: bool = True
+
+    @classmethod
+    def from_config(cls, llm: Mapping[str, Any] | None) -> LLMSettings | None:
+        """Build settings from the ``llm:`` mapping of memkit.yaml.
+
+        :param llm: the mapping; empty (or ``None``) means no LLM is configured.
+        :returns: the settings, or ``None`` when nothing is configured.
+        :raises LLMConfigError: on an unknown key, a value of the wrong type, or an incomplete setup.
+        """
+        if llm is None:
+            return None
+        if not isinstance(llm, Mapping):
+            raise LLMConfigError(
+                f"llm must be a mapping (base_url/model/api_key_env or command), "
+                f"not {type(llm).__name__}"
+            )
+        if not llm:
+            return None
+        allowed = sorted(f.name for f in fields(cls))
+        for key in llm:
+            if key not in allowed:
+                hint = difflib.get_close_matches(str(key), allowed, n=1)
+                did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
+                raise LLMConfigError(
+                    f"llm: unknown key {key!r} ({did_you_mean}allowed: {', '.join(allowed)})"
+                )
+        values: dict[str, Any] = {}
+        for key in ("base_url", "model", "api_key_env", "command"):
+            value = llm.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise LLMConfigError(f"llm.{key} must be a string, not {describe_value(value)}")
+            if value.strip():
+                values[key] = value.strip()
+        for key in ("timeout_s", "temperature"):
+            value = llm.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise LLMConfigError(f"llm.{key} must be a number, not {describe_value(value)}")
+            values[key] = float(value)
+        if "timeout_s" in values and not values["timeout_s"] > 0:
+            raise LLMConfigError(
+                f"llm.timeout_s must be a number of seconds > 0, not {llm['timeout_s']!r}"
+            )
+        if "temperature" in values and not values["temperature"] >= 0:
+            raise LLMConfigError(f"llm.temperature must be >= 0, not {llm['temperature']!r}")
+        json_mode = llm.get("json_mode")
+        if json_mode is not None:
+            if not isinstance(json_mode, bool):
+                raise LLMConfigError(f"llm.json_mode must be true or false, not {describe_value(json_mode)}")
+            values["json_mode"] = json_mode
+
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Raise if these settings cannot work: nothing to call, or an unusable URL or key name.
+
+        :raises LLMConfigError: naming the setting to fix.
+        """
+        if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
+            # Never echo the value: a common mistake is to paste the key itself here.
+            raise LLMConfigError(
+                "llm.api_key_env must be the NAME of an environment variable holding the key "
+                "(letters, digits and _), not the key itself"
+            )
+        if self.command:
+            if self.base_url:
+                raise LLMConfigError(
+                    "llm: set either llm.command or llm.base_url (with llm.model), not both"
+                )
+            return
+        if not self.base_url:
+            raise LLMConfigError(
+                "llm: set llm.base_url and llm.model (an OpenAI-compatible server) "
+                "or llm.command (a shell command reading the prompt on stdin)"
+            )
+        check_url(self.base_url)
+        if not self.model:
+            raise LLMConfigError(
+                "llm.model is missing: with llm.base_url set, also set llm.model "
+                "(the model name the server knows)"
+            )
+
 
 # The file `memkit init` writes: every key with its default, commented so a person can tune it.
 DEFAULT_CONFIG_TEXT = """\
@@ -46,7 +163,7 @@ llm: {}
 
 @dataclass
 class Config:
-    """The settings of one vault (see DESIGN.md for what each key does)."""
+    """The settings of one vault (every key is documented in the README's "Configuration")."""
 
     session_timeout_minutes: float = 7
     topic_split_threshold_lines: int = 50
@@ -55,7 +172,7 @@ class Config:
     max_memories_per_search: int = 5
     index_max_entries: int = 20
     model: str = DEFAULT_MODEL
-    llm: dict[str, Any] = field(default_factory=dict)
+    llm: LLMSettings | None = None  #: None: no LLM configured
 
     #: keys a person did not set, so a model-specific default may apply
     explicit: frozenset[str] = frozenset()
@@ -69,7 +186,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "max_memories_per_search": (int,),
     "index_max_entries": (int,),
     "model": (str,),
-    "llm": (dict,),
+    "llm": (dict, type(None)),
 }
 
 
@@ -91,11 +208,15 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
                 f"{source}: unknown key {key!r}; allowed keys: {', '.join(sorted(known))}"
             )
         types = _TYPES[key]
-        if value is None and key == "llm":
-            value = {}
         if isinstance(value, bool) or not isinstance(value, types):
-            want = " or ".join(t.__name__ for t in types)
+            want = " or ".join(t.__name__ for t in types if t is not type(None))
             raise ConfigError(f"{source}: {key} must be {want}, got {value!r}")
+        if key == "llm":
+            try:
+                values[key] = LLMSettings.from_config(value)
+            except LLMConfigError as exc:
+                raise LLMConfigError(f"{source}: {exc}") from None
+            continue
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
                    "min_conclusions_for_new_topic") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
@@ -115,7 +236,7 @@ def load_config(root: Path) -> Config:
 
     :param root: the vault folder.
     """
-    import yaml
+    import yaml  # PyYAML, python-frontmatter's own dependency
 
     path = root / CONFIG_NAME
     try:
@@ -132,3 +253,28 @@ def load_config(root: Path) -> Config:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{path}{line}: not valid YAML: {problem}") from exc
     return parse_config(data, str(path))
+
+
+def resolve_model(explicit: str | None, config: Config, env: Mapping[str, str] | None = None) -> str:
+    """The embedding model to use: ``explicit`` (``--model``), then ``MEMKIT_MODEL``, then memkit.yaml.
+
+    :param explicit: a model given by the caller, or None.
+    :param config: the vault's settings.
+    :param env: the environment (default ``os.environ``).
+    """
+    env = os.environ if env is None else env
+    return explicit or env.get(MODEL_ENV) or config.model
+
+
+def describe_value(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_url(url: str) -> None:
+    """Raise :class:`LLMConfigError` unless ``url`` is an http(s) URL with a host."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise LLMConfigError(
+            f"llm.base_url must be an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1, "
+            f"not {url!r}"
+        )

@@ -1,4 +1,4 @@
-"""The prompt context: the memory block an assistant pastes into its system prompt (DESIGN.md, flow 3).
+"""The prompt context: the memory block an assistant pastes into its system prompt (the README's "Context").
 
 The block is markdown, in three layers:
 
@@ -30,17 +30,17 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .errors import MemkitError, TopicNotFound, TopicParseError
 from .fsutil import atomic_write, describe_os_error, file_lock
 from .names import slugify
 from .recent import TIME_FORMAT, RecentTopic, relative_time
-from .search import Hit
+from .route import detect_topic, is_confident
+from .search import Hit, Searcher, hit_at
+from .store import Store
+from .text import terms
 from .topic import Entry, Topic
-
-if TYPE_CHECKING:
-    from .vault import Vault
 
 log = logging.getLogger("memkit")
 
@@ -96,7 +96,7 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def session_path(vault: "Vault", session: str) -> Path:
+def session_path(store: Store, session: str) -> Path:
     """The state file of ``session``: ``.memkit/sessions/<slug>-<hash>.json``.
 
     Any id is accepted: the slug keeps it readable, the hash keeps distinct ids apart, and
@@ -104,16 +104,16 @@ def session_path(vault: "Vault", session: str) -> Path:
     """
     digest = hashlib.sha1(session.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
     slug = slugify(session, max_len=40)
-    return vault.state_dir / SESSIONS_DIR / (f"{slug}-{digest}.json" if slug else f"{digest}.json")
+    return store.state_dir / SESSIONS_DIR / (f"{slug}-{digest}.json" if slug else f"{digest}.json")
 
 
-def reset_session(vault: "Vault", session: str) -> None:
+def reset_session(store: Store, session: str) -> None:
     """Forget a session's state (its accumulated memories and detected topic); no-op if it has none.
 
-    :param vault: the vault.
+    :param store: the vault.
     :param session: the session id.
     """
-    path = session_path(vault, session)
+    path = session_path(store, session)
     if not path.parent.is_dir():
         return
     with file_lock(path.with_suffix(".lock"), LOCK_TIMEOUT_S):
@@ -122,14 +122,14 @@ def reset_session(vault: "Vault", session: str) -> None:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise describe_os_error(exc, f"session state {vault.rel(path)}") from exc
+            raise describe_os_error(exc, f"session state {store.rel(path)}") from exc
 
 
-def build_context(vault: "Vault", message: str, *, session: str | None = None, budget_tokens: int = 2000,
+def build_context(searcher: Searcher, message: str, *, session: str | None = None, budget_tokens: int = 2000,
                   now: datetime | None = None) -> Context:
     """Build the memory block for the user's ``message``.
 
-    :param vault: the vault.
+    :param searcher: searches the vault.
     :param message: the user's latest message (may be empty: the block then has no new memories).
     :param session: a conversation id; memories accumulate and topic detection sticks across the
         calls that share it. ``None`` (or blank) is stateless.
@@ -144,22 +144,23 @@ def build_context(vault: "Vault", message: str, *, session: str | None = None, b
     message = " ".join(str(message or "").split())[:MAX_MESSAGE_CHARS]
     session = session.strip() if session is not None else None
     session = session or None
+    store = searcher.store
     if session is None:
         state = _new_state(None, now)
-        return _build(vault, message, state, budget_tokens, now)
-    path = session_path(vault, session)
+        return _build(searcher, message, state, budget_tokens, now)
+    path = session_path(store, session)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise describe_os_error(exc, f"{vault.rel(path.parent)}/") from exc
+        raise describe_os_error(exc, f"{store.rel(path.parent)}/") from exc
     with file_lock(path.with_suffix(".lock"), LOCK_TIMEOUT_S):
-        state = _load_state(vault, path, session, now)
-        result = _build(vault, message, state, budget_tokens, now)
+        state = _load_state(store, path, session, now)
+        result = _build(searcher, message, state, budget_tokens, now)
         state["updated"] = now.strftime(TIME_FORMAT)
         try:
             atomic_write(path, json.dumps(state, indent=1) + "\n")  # ASCII: ids may hold surrogates
         except OSError as exc:
-            raise describe_os_error(exc, f"session state {vault.rel(path)}") from exc
+            raise describe_os_error(exc, f"session state {store.rel(path)}") from exc
     return result
 
 
@@ -171,7 +172,7 @@ def _new_state(session: str | None, now: datetime) -> dict[str, Any]:
             "messages": [], "topic": None, "memories": []}
 
 
-def _load_state(vault: "Vault", path: Path, session: str, now: datetime) -> dict[str, Any]:
+def _load_state(store: Store, path: Path, session: str, now: datetime) -> dict[str, Any]:
     """The session's state, or a fresh one if it has none, is corrupt, or timed out."""
     try:
         raw = path.read_bytes()
@@ -179,7 +180,7 @@ def _load_state(vault: "Vault", path: Path, session: str, now: datetime) -> dict
         return _new_state(session, now)
     except OSError as exc:
         log.warning("session state %s cannot be read (%s); starting the session afresh",
-                    vault.rel(path), exc.strerror or exc)
+                    store.rel(path), exc.strerror or exc)
         return _new_state(session, now)
     try:
         state = json.loads(raw.decode("utf-8"))
@@ -187,9 +188,9 @@ def _load_state(vault: "Vault", path: Path, session: str, now: datetime) -> dict
     except (UnicodeDecodeError, ValueError) as exc:
         problem = f"not valid JSON ({exc})"
     if problem:
-        log.warning("session state %s is corrupt: %s; starting the session afresh", vault.rel(path), problem)
+        log.warning("session state %s is corrupt: %s; starting the session afresh", store.rel(path), problem)
         return _new_state(session, now)
-    timeout = float(vault.config.session_timeout_minutes)
+    timeout = float(store.config.session_timeout_minutes)
     updated = datetime.strptime(state["updated"], TIME_FORMAT)
     if timeout > 0 and (now - updated).total_seconds() > timeout * 60:
         return _new_state(session, now)  # idle past the timeout: a new conversation
@@ -219,37 +220,27 @@ def _check_state(state: Any) -> str | None:
     if not isinstance(memories, list):
         return "'memories' is not a list"
     for item in memories:
-        if _hit_from_dict(item) is None or not isinstance(item.get("turn"), int):
+        if Hit.from_dict(item) is None or not isinstance(item.get("turn"), int):
             return "a memory is malformed"
     return None
 
 
-def _hit_from_dict(data: Any) -> Hit | None:
-    try:
-        return Hit(str(data["id"]), str(data["text"]), str(data["topic"]),
-                   None if data.get("kind") is None else str(data["kind"]), tuple(str(t) for t in data.get("tags", ())),
-                   None if data.get("date") is None else str(data["date"]), str(data["file"]), int(data["line"]),
-                   float(data["score"]), float(data["cosine"]))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-
-
 # ---- the layers ---------------------------------------------------------------------------------
 
-def _build(vault: "Vault", message: str, state: dict[str, Any], budget_tokens: int, now: datetime) -> Context:
+def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_tokens: int, now: datetime) -> Context:
     """Update ``state`` with ``message`` (search, accumulate, detect) and render the block."""
     hits: list[Hit] = []
     if message:
         state["turns"] += 1
         state["messages"] = (state["messages"] + [message])[-DETECT_MESSAGES:]
-        hits = _safely(lambda: _confident_hits(vault, message), [], "cannot search memories; no new memories this time")
+        hits = _safely(lambda: _confident_hits(searcher, message), [], "cannot search memories; no new memories this time")
         joined = " ".join(state["messages"])
-        guess = _safely(lambda: _detect(vault, joined), None, "cannot detect the topic; keeping the session's")
+        guess = _safely(lambda: _detect(searcher, joined), None, "cannot detect the topic; keeping the session's")
         if guess is not None:
             state["topic"] = guess  # a clear detection wins; otherwise the earlier topic sticks
     memories = _accumulate(state, hits)
     if memories:
-        memories = _safely(lambda: _still_present(vault, memories), memories,
+        memories = _safely(lambda: _still_present(searcher, memories), memories,
                            "cannot check the session's memories against the vault; showing them as found")
         turns = {m["id"]: m["turn"] for m in state["memories"]}
         state["memories"] = [dict(h.to_dict(), turn=turns[h.id]) for h in memories]
@@ -257,19 +248,17 @@ def _build(vault: "Vault", message: str, state: dict[str, Any], budget_tokens: i
     topic: Topic | None = None
     if state["topic"]:
         try:
-            topic = vault.topic(state["topic"])
+            topic = searcher.store.topic(state["topic"])
         except TopicNotFound:
             state["topic"] = None  # deleted, renamed or split since: back to memories
         except (TopicParseError, MemkitError) as exc:
             log.warning("%s; showing memories instead of the topic", exc)
-    recent = vault.recent()
+    recent = searcher.store.recent()
     return _fit(recent, memories if topic is None else [], topic, state["session"], budget_tokens, now)
 
 
-def _detect(vault: "Vault", text: str) -> str | None:
-    from .route import detect_topic
-
-    guess = detect_topic(vault, text)
+def _detect(searcher: Searcher, text: str) -> str | None:
+    guess = detect_topic(searcher, text)
     return guess.topic if guess is not None else None
 
 
@@ -289,7 +278,7 @@ def _accumulate(state: dict[str, Any], hits: Sequence[Hit]) -> list[Hit]:
     turn = state["turns"]
     merged: dict[str, tuple[int, int, Hit]] = {}
     for pos, item in enumerate(state["memories"]):
-        hit = _hit_from_dict(item)
+        hit = Hit.from_dict(item)
         if hit is not None:
             merged[hit.id] = (item["turn"], -pos, hit)
     for pos, hit in enumerate(hits):
@@ -299,11 +288,10 @@ def _accumulate(state: dict[str, Any], hits: Sequence[Hit]) -> list[Hit]:
     return [h for _, _, h in ordered]
 
 
-def _still_present(vault: "Vault", memories: list[Hit]) -> list[Hit]:
+def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
     """Drop remembered hits whose entry has been forgotten or edited since; follow moved ones."""
-    index = vault.index_obj()
-    index.refresh()  # a stat per topic file; search alone re-checks at most once a second
-    view = index.view()
+    searcher.refresh(force=True)  # a stat per topic file; search alone re-checks at most once a second
+    view = searcher.index.view()
     where: dict[str, int] = {}
     for i, full in enumerate(view.hashes):
         where.setdefault(full[:8], i)
@@ -312,9 +300,7 @@ def _still_present(vault: "Vault", memories: list[Hit]) -> list[Hit]:
         i = where.get(hit.id)
         if i is None:
             continue
-        fid = int(view.file_ids[i])
-        out.append(Hit(hit.id, view.texts[i], view.topics[fid], view.kinds[i], tuple(view.tags[i]),
-                       view.own_dates[i], view.files[fid], int(view.lines[i]), hit.score, hit.cosine))
+        out.append(hit_at(view, i, hit.score, hit.cosine, hit.lexical))
     return out
 
 
@@ -441,15 +427,11 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
                    session, estimate_tokens(text), omitted)
 
 
-def _confident_hits(vault: "Vault", message: str) -> list[Hit]:
+def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:
     """Search hits that are real evidence (see :func:`memkit.route.is_confident`): static models
     give small talk ("hi!") a high cosine with anything, and a wrong memory would stay for the
     whole session."""
-    from .lexical import tokenize
-    from .route import is_confident
-    from .search import default_threshold
-
-    if not tokenize(message):  # only stop words and punctuation ("hi!", "ok thanks"): small talk
+    if not terms(message):  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
-    threshold = default_threshold(vault, vault.embedder.dim)
-    return [h for h in vault.search(message) if is_confident(h, threshold)]
+    threshold = searcher.threshold()
+    return [h for h in searcher.search(message) if is_confident(h, threshold)]

@@ -16,6 +16,7 @@ nothing is deleted).
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -25,17 +26,19 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from .errors import LLMError, MemkitError, TranscriptError
 from .fsutil import atomic_write, file_lock
+from .llm import LLM, ask_json
 from .names import slugify
-from .topic import Entry, append_line, format_entry, new_topic_text, normalise, remove_lines, set_frontmatter
+from .route import detect_topic
+from .search import Searcher
+from .split import maybe_split
+from .store import ArchiveItem, Store, archive_line
+from .text import terms
+from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines, set_frontmatter
 from .transcript import Message, read_transcript, render
-
-if TYPE_CHECKING:
-    from .llm import LLM
-    from .vault import Vault
 
 log = logging.getLogger("memkit")
 
@@ -147,11 +150,9 @@ def _validate_extraction(value: Any) -> tuple[list[dict[str, Any]], dict[str, An
     return items, new_topic if isinstance(new_topic, dict) else None
 
 
-def extract_conclusions(llm: "LLM", messages: Sequence[Message], topics: Sequence[tuple[str, str]]
+def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[tuple[str, str]]
                         ) -> tuple[list[Conclusion], dict[str, Any] | None, list[tuple[str, str]]]:
     """Ask the LLM for conclusions; returns (conclusions, proposed new topic, skipped with reasons)."""
-    from .llm import ask_json
-
     listing = "\n".join(f"- {name}: {summary or '(no summary)'}" for name, summary in topics) or "(none yet)"
     system = EXTRACT_PROMPT.format(topics=listing)
     conclusions: list[Conclusion] = []
@@ -194,10 +195,8 @@ def _chunks(messages: Sequence[Message]) -> list[str]:
     return chunks
 
 
-def find_updates(llm: "LLM", pairs: list[tuple[Conclusion, list[Entry]]]) -> None:
+def find_updates(llm: LLM, pairs: list[tuple[Conclusion, list[Entry]]]) -> None:
     """Ask which shown entries each conclusion makes outdated; fills ``Conclusion.supersedes``."""
-    from .llm import ask_json
-
     if not pairs:
         return
     items = []
@@ -233,23 +232,24 @@ def transcript_sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _digested_path(vault: "Vault") -> Path:
-    return vault.state_dir / "digested.json"
+def _digested_path(store: Store) -> Path:
+    return store.state_dir / "digested.json"
 
 
-def load_digested(vault: "Vault") -> dict[str, Any]:
+def load_digested(store: Store) -> dict[str, Any]:
+    """The transcripts digested so far: sha -> {transcript, at, added}."""
     try:
-        data = json.loads(_digested_path(vault).read_text(encoding="utf-8"))
+        data = json.loads(_digested_path(store).read_text(encoding="utf-8"))
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
 
 
-def digest_file(vault: "Vault", path: str | os.PathLike[str], llm: "LLM | None", *, dry_run: bool = False,
+def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | None, *, dry_run: bool = False,
                 now: datetime | None = None, split: bool = True) -> DigestReport:
     """Digest one transcript file. See the module docstring.
 
-    :param vault: the vault.
+    :param searcher: searches (and through its store, writes) the vault.
     :param path: the transcript (plain ``Speaker: text``, JSON messages, or JSONL).
     :param llm: the LLM (:func:`memkit.llm.make_llm`); ``None`` raises LLMError saying how to configure one.
     :param dry_run: compute and return the changes (``report.diff``) without writing anything.
@@ -258,11 +258,11 @@ def digest_file(vault: "Vault", path: str | os.PathLike[str], llm: "LLM | None",
     """
     path = Path(path)
     messages, data = read_transcript(path)
-    return digest_messages(vault, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
+    return digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
                            now=now, split=split)
 
 
-def digest_messages(vault: "Vault", messages: Sequence[Message], llm: "LLM | None", *, name: str = "transcript",
+def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | None, *, name: str = "transcript",
                     sha: str | None = None, dry_run: bool = False, now: datetime | None = None,
                     split: bool = True) -> DigestReport:
     """Digest a conversation given as messages (see :func:`digest_file`)."""
@@ -271,36 +271,35 @@ def digest_messages(vault: "Vault", messages: Sequence[Message], llm: "LLM | Non
                        "\"http://127.0.0.1:11434/v1\", model: \"llama3.2\"}); see the README")
     if not messages:
         raise TranscriptError(f"{name}: the transcript is empty; nothing to digest")
+    store = searcher.store
     sha = sha or transcript_sha(render(list(messages)).encode("utf-8"))
     now = (now or datetime.now()).replace(microsecond=0)
     report = DigestReport(name, sha, dry_run=dry_run)
-    if sha in load_digested(vault):
+    if sha in load_digested(store):
         report.already_digested = True
         return report
-    topics = [(t.name, t.summary) for t in vault.topics()]
+    topics = [(t.name, t.summary) for t in store.topics()]
     conclusions, new_topic, skipped = extract_conclusions(llm, messages, topics)
     report.skipped += skipped
-    fresh = _drop_duplicates(vault, conclusions, report)
-    pairs = _update_candidates(vault, fresh)
+    fresh = _drop_duplicates(searcher, conclusions, report)
+    pairs = _update_candidates(searcher, fresh)
     if pairs:
         try:
             find_updates(llm, pairs)
         except LLMError as exc:  # keep the new entries; keep the old ones too (nothing is lost)
             log.warning("could not check which entries are outdated (%s); kept them all", exc)
-    _route(vault, fresh, new_topic, {name for name, _ in topics})
-    _apply(vault, fresh, new_topic, report, now, dry_run)
+    _route(searcher, fresh, new_topic, {name for name, _ in topics})
+    _apply(store, fresh, new_topic, report, now, dry_run)
     if not dry_run:
         if not report.written and not report.already_digested:
-            _remember(vault, sha, name, now, 0)  # nothing to write: still digested
+            _remember(store, sha, name, now, 0)  # nothing to write: still digested
         if split and not report.already_digested:
-            report.split = _split_big(vault, {t for t, _ in report.written}, llm)
+            report.split = _split_big(searcher, {t for t, _ in report.written}, llm)
     return report
 
 
-def _drop_duplicates(vault: "Vault", conclusions: list[Conclusion], report: DigestReport) -> list[Conclusion]:
-    from .lexical import tokenize
-
-    existing = {normalise(e.body): e for e in vault.entries()}
+def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: DigestReport) -> list[Conclusion]:
+    existing = {normalise(e.body): e for e in searcher.store.entries()}
     seen: dict[str, Conclusion] = {}
     fresh = []
     for c in conclusions:
@@ -311,7 +310,7 @@ def _drop_duplicates(vault: "Vault", conclusions: list[Conclusion], report: Dige
         if key in seen:
             report.skipped.append((c.text, "repeated in this transcript"))
             continue
-        near = _near_duplicate(vault, c.text, tokenize)
+        near = _near_duplicate(searcher, c.text)
         if near is not None:
             report.skipped.append((c.text, f"near duplicate of {near.id} in {near.topic}: {near.text}"))
             continue
@@ -320,47 +319,44 @@ def _drop_duplicates(vault: "Vault", conclusions: list[Conclusion], report: Dige
     return fresh
 
 
-def _near_duplicate(vault: "Vault", text: str, tokenize: Any) -> Any:
-    hits = vault.search(text, k=3, threshold=None)
-    words = set(tokenize(text))
+def _near_duplicate(searcher: Searcher, text: str) -> Any:
+    hits = searcher.search(text, k=3, threshold=None)
+    words = set(terms(text))
     for h in hits:
-        other = set(tokenize(h.text))
+        other = set(terms(h.text))
         jaccard = len(words & other) / max(1, len(words | other))
         if h.cosine >= NEAR_DUPLICATE_COSINE or jaccard >= NEAR_DUPLICATE_JACCARD:
             return h
     return None
 
 
-def _update_candidates(vault: "Vault", conclusions: list[Conclusion]) -> list[tuple[Conclusion, list[Entry]]]:
-    from .search import default_threshold
-
-    threshold = default_threshold(vault, vault.embedder.dim)
-    by_id = {e.id: e for e in vault.entries()}
+def _update_candidates(searcher: Searcher, conclusions: list[Conclusion]) -> list[tuple[Conclusion, list[Entry]]]:
+    threshold = searcher.threshold()
+    by_id = {e.id: e for e in searcher.store.entries()}
     pairs = []
     for c in conclusions:
-        hits = [h for h in vault.search(c.text, k=UPDATE_CANDIDATES, threshold=None) if h.cosine >= threshold]
+        hits = [h for h in searcher.search(c.text, k=UPDATE_CANDIDATES, threshold=None) if h.cosine >= threshold]
         entries = [by_id[h.id] for h in hits if h.id in by_id]
         if entries:
             pairs.append((c, entries))
     return pairs
 
 
-def _route(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, Any] | None, existing: set[str]) -> None:
-    from .route import detect_topic
-
+def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
+           existing: set[str]) -> None:
     unrouted = []
     for c in conclusions:
         hint = slugify(c.topic_hint or "")
         if hint in existing:
             c.topic = hint
             continue
-        guess = detect_topic(vault, c.text)
+        guess = detect_topic(searcher, c.text)
         if guess is not None:
             c.topic = guess.topic
         else:
             unrouted.append(c)
-    if len(unrouted) >= vault.config.min_conclusions_for_new_topic:
-        name = _new_topic_name(vault, new_topic, unrouted, existing)
+    if len(unrouted) >= searcher.config.min_conclusions_for_new_topic:
+        name = _new_topic_name(new_topic, unrouted, existing)
         for c in unrouted:
             c.topic = name
     else:
@@ -368,15 +364,12 @@ def _route(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
             c.topic = "general"
 
 
-def _new_topic_name(vault: "Vault", proposed: dict[str, Any] | None, conclusions: list[Conclusion],
-                    existing: set[str]) -> str:
+def _new_topic_name(proposed: dict[str, Any] | None, conclusions: list[Conclusion], existing: set[str]) -> str:
     base = slugify(str((proposed or {}).get("name") or (proposed or {}).get("title") or ""))
     if not base or base == "general":
-        from .lexical import tokenize
-
         words: dict[str, int] = {}
         for c in conclusions:
-            for w in tokenize(c.text):
+            for w in terms(c.text):
                 if w.isalpha() and len(w) > 3:
                     words[w] = words.get(w, 0) + 1
         base = slugify("-".join(sorted(words, key=lambda w: (-words[w], w))[:2])) or "notes"
@@ -386,7 +379,7 @@ def _new_topic_name(vault: "Vault", proposed: dict[str, Any] | None, conclusions
     return name
 
 
-def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
+def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
            report: DigestReport, now: datetime, dry_run: bool) -> None:
     if not conclusions:
         return
@@ -395,25 +388,22 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
     for c in conclusions:
         by_topic.setdefault(c.topic or "general", []).append(c)
     proposed = new_topic or {}
-    import contextlib
-
-    with (contextlib.nullcontext() if dry_run else vault.lock()):
-        if not dry_run and report.sha in load_digested(vault):  # another digest of it just finished
+    with (contextlib.nullcontext() if dry_run else store.lock()):
+        if not dry_run and report.sha in load_digested(store):  # another digest of it just finished
             report.already_digested = True
             return
         # exact duplicates written by another writer since we looked (a concurrent digest)
-        present = {normalise(e.body) for e in vault.entries()}
+        present = {normalise(e.body) for e in store.entries()}
         for name in list(by_topic):
             keep = [c for c in by_topic[name] if normalise(c.text) not in present]
             report.skipped += [(c.text, "written meanwhile by another writer") for c in by_topic[name] if c not in keep]
             by_topic[name] = keep
             if not keep:
                 del by_topic[name]
-        texts: dict[str, tuple[Any, str, str]] = {}  # name -> (topic or None, old text, new text)
-        archive_items = []
+        texts: dict[str, tuple[Topic | None, str, str]] = {}  # name -> (topic or None, old text, new text)
+        archive_items: list[ArchiveItem] = []
         for name, items in by_topic.items():
-            path = vault.topic_path(name)
-            current = vault._read_for_write(path)
+            current = store.read_for_write(name)
             if current is None:
                 title = str(proposed.get("title") or name.replace("-", " ").capitalize())
                 summary = " ".join(str(proposed.get("summary") or "").split())[:120] if name not in ("general",) else ""
@@ -429,7 +419,7 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
                 removals.setdefault(e.topic, {}).setdefault(e.hash, (e, c.text))
         for topic_name, wanted in removals.items():
             if topic_name not in texts:
-                current = vault._read_for_write(vault.topic_path(topic_name))
+                current = store.read_for_write(topic_name)
                 if current is None:
                     continue
                 texts[topic_name] = (current, current.raw, current.raw)
@@ -440,7 +430,7 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
             for e in sorted(live, key=lambda e: -e.line):
                 text, _ = remove_lines(text, e.line, e.end_line)
                 by = wanted[e.hash][1]
-                archive_items.append((e, ("- " if e.is_list else "") + e.text, f"superseded by: {by}"))
+                archive_items.append(ArchiveItem(e, ("- " if e.is_list else "") + e.text, f"superseded by: {by}"))
                 report.superseded.append((e.topic, e.text, by))
             texts[topic_name] = (current, old, text)
         for name, items in by_topic.items():
@@ -459,43 +449,32 @@ def _apply(vault: "Vault", conclusions: list[Conclusion], new_topic: dict[str, A
             for name, (_, old, new) in sorted(texts.items()) if old != new
         )
         if archive_items:
-            archive_path = vault.root / "archive.md"
+            archive_path = store.archive_path
             old_lines = len(archive_path.read_text(encoding="utf-8", errors="replace").splitlines()) if archive_path.exists() else 0
             report.diff += (f"--- a/archive.md\n+++ b/archive.md\n"
                             f"@@ -{old_lines},0 +{old_lines + 1},{len(archive_items)} @@\n") + "".join(
-                f"+- {now.date().isoformat()} from {e.topic} ({reason}): {text}\n" for e, text, reason in archive_items)
+                f"+{archive_line(item, now)}\n" for item in archive_items)
         if dry_run:
             return
-        if archive_items:
-            vault.archive(archive_items, now)
-        from .topic import parse_topic_text
-
+        store.archive(archive_items, now)
         for name, (current, old, text) in texts.items():
-            path = vault.topic_path(name)
-            if current is None:
-                current = parse_topic_text("", name, vault.rel(path), path)
-            vault.write_topic_text(current, text)
-            vault._touch_recent(parse_topic_text(text, name, vault.rel(path), path), now)
-        _remember(vault, report.sha, report.transcript, now, len(report.written))
+            store.write_topic(name, text, current=current, now=now)
+        _remember(store, report.sha, report.transcript, now, len(report.written))
 
 
-def _remember(vault: "Vault", sha: str, name: str, now: datetime, added: int) -> None:
-    path = _digested_path(vault)
-    with file_lock(vault.state_dir / "digested.lock"):
-        data = load_digested(vault)
+def _remember(store: Store, sha: str, name: str, now: datetime, added: int) -> None:
+    path = _digested_path(store)
+    with file_lock(store.state_dir / "digested.lock"):
+        data = load_digested(store)
         data[sha] = {"transcript": os.path.basename(name), "at": now.isoformat(), "added": added}
         atomic_write(path, json.dumps(data, indent=1, ensure_ascii=False))
 
 
-def _split_big(vault: "Vault", names: set[str], llm: "LLM | None") -> list[str]:
-    try:
-        from .split import maybe_split
-    except ImportError:  # pragma: no cover
-        return []
+def _split_big(searcher: Searcher, names: set[str], llm: LLM | None) -> list[str]:
     done = []
     for name in sorted(names):
         try:
-            if maybe_split(vault, name, llm=llm) is not None:
+            if maybe_split(searcher, name, llm=llm) is not None:
                 done.append(name)
         except MemkitError as exc:
             log.warning("could not split %s: %s", name, exc)
@@ -511,21 +490,22 @@ class InboxResult:
     error: str | None = None
 
 
-def process_inbox(vault: "Vault", llm: "LLM | None", *, now: datetime | None = None,
+def process_inbox(searcher: Searcher, llm: LLM | None, *, now: datetime | None = None,
                   idle_minutes: float | None = None) -> list[InboxResult]:
     """Digest each transcript in inbox/ idle for ``session_timeout_minutes``; move it to inbox/done/
     on success; on failure leave it and write the error to ``inbox/<name>.error`` (retried when the
     transcript changes)."""
-    inbox = vault.inbox_dir
+    store = searcher.store
+    inbox = store.inbox_dir
     if not inbox.is_dir():
         return []
-    idle = vault.config.session_timeout_minutes if idle_minutes is None else idle_minutes
+    idle = store.config.session_timeout_minutes if idle_minutes is None else idle_minutes
     now_ts = (now or datetime.now()).timestamp()
     results = []
     for path in sorted(inbox.iterdir()):
         if not path.is_file() or path.name.startswith(".") or path.suffix in (".error", ".md") or path.name.endswith("~"):
             continue
-        if path.is_symlink() and not vault.is_inside(path):
+        if path.is_symlink() and not store.is_inside(path):
             continue
         try:
             mtime = path.stat().st_mtime
@@ -537,7 +517,7 @@ def process_inbox(vault: "Vault", llm: "LLM | None", *, now: datetime | None = N
         if error_file.exists() and error_file.stat().st_mtime >= mtime:
             continue  # failed before and unchanged since
         try:
-            report = digest_file(vault, path, llm)
+            report = digest_file(searcher, path, llm)
         except MemkitError as exc:
             atomic_write(error_file, f"{datetime.now().replace(microsecond=0).isoformat()} {exc}\n")
             results.append(InboxResult(path.name, error=str(exc)))

@@ -62,5 +62,9 @@ class LLMError(MemkitError):
     """The configured LLM is unreachable, too slow, or answered something unusable."""
 
 
+class LLMConfigError(ConfigError, LLMError):
+    """The ``llm:`` settings of memkit.yaml cannot work (unknown key, wrong type, incomplete)."""
+
+
 class TranscriptError(MemkitError):
     """A transcript that cannot be read or parsed."""

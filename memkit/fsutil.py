@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -49,6 +51,55 @@ def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
         _fsync_dir(path.parent)
 
 
+def read_regular(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
+    """Read a regular file of at most ``limit`` bytes without ever blocking on open.
+
+    A FIFO, socket or device is refused before anything is read (opened non-blocking, checked
+    with fstat), so a named pipe in a topics folder cannot hang memkit.
+
+    :raises OSError: the file cannot be opened or read (a symlink loop is ``ELOOP``).
+    :raises NotRegularFile: not a regular file, or larger than ``limit`` (the message says which).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"is not a regular file ({file_kind(st.st_mode)}); skipped")
+        if st.st_size > limit:
+            raise NotRegularFile(f"is {st.st_size / 1e6:.0f} MB, over the {limit // 2**20} MB limit")
+        chunks = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise NotRegularFile(f"grew over the {limit // 2**20} MB limit while being read")
+        return data, st
+    finally:
+        os.close(fd)
+
+
+def file_kind(mode: int) -> str:
+    """A word for a file type: ``a FIFO``, ``a socket``, ``a device``, ``a folder``."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a file"
+
+
+class NotRegularFile(MemkitError):
+    """A path that is not a regular file of acceptable size (FIFO, device, folder, too large)."""
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -64,6 +115,51 @@ def _fsync_dir(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+class VaultLock:
+    """An exclusive lock across processes (a lock file) that is re-entrant within a process.
+
+    ``with lock:`` may nest: the first entry takes the file lock, the last exit releases it.
+    Other threads of the same process wait for the owning thread as another process would.
+
+    :param path: the lock file.
+    :param timeout: seconds to wait before raising :class:`VaultLocked`.
+    """
+
+    def __init__(self, path: Path, timeout: float = 30.0) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._rlock = threading.RLock()
+        self._depth = 0
+        self._cm: contextlib.AbstractContextManager[None] | None = None
+
+    def __enter__(self) -> None:
+        if not self._rlock.acquire(timeout=self.timeout):
+            raise VaultLocked(f"{self.path}: still locked by another thread after {self.timeout:.0f} s")
+        try:
+            if self._depth == 0:
+                cm = file_lock(self.path, self.timeout)
+                cm.__enter__()
+                self._cm = cm
+            self._depth += 1
+        except BaseException:
+            self._rlock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._depth -= 1
+            if self._depth == 0 and self._cm is not None:
+                cm, self._cm = self._cm, None
+                cm.__exit__(None, None, None)
+        finally:
+            self._rlock.release()
+
+    @property
+    def held(self) -> bool:
+        """Whether this thread holds the lock now."""
+        return self._depth > 0 and self._rlock._is_owned()  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ import urllib.request
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence
 
+from memkit.config import LLMSettings, describe_value as _describe, check_url as _check_url
 from memkit.errors import LLMError
 
 __all__ = [
@@ -47,116 +48,6 @@ _TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_BODY_BYTES = 64 * 1024 * 1024
 _ERROR_SNIPPET = 300
-
-
-@dataclass
-class LLMSettings:
-    """How to reach the LLM: an OpenAI-compatible endpoint or a shell command.
-
-    :param base_url: endpoint root, e.g. ``http://127.0.0.1:11434/v1``; requests go to
-        ``{base_url}/chat/completions``.
-    :param model: the model name the server knows.
-    :param api_key_env: NAME of an environment variable holding the API key (never the key).
-    :param timeout_s: seconds to wait for the server or command.
-    :param command: shell command reading the prompt on stdin, printing the answer on stdout.
-    :param temperature: sampling temperature sent to the server.
-    :param json_mode: ask the server for a JSON object (``response_format``); dropped
-        automatically if the server rejects it.
-    """
-
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = 60.0
-    command: str | None = None
-    temperature: float = 0.0
-    json_mode: bool = True
-
-    @classmethod
-    def from_config(cls, llm: Mapping[str, Any] | None) -> LLMSettings | None:
-        """Build settings from the ``llm:`` mapping of memkit.yaml.
-
-        :param llm: the mapping; empty (or ``None``) means no LLM is configured.
-        :returns: the settings, or ``None`` when nothing is configured.
-        :raises LLMError: on an unknown key, a value of the wrong type, or an incomplete setup.
-        """
-        if llm is None:
-            return None
-        if not isinstance(llm, Mapping):
-            raise LLMError(
-                f"llm must be a mapping (base_url/model/api_key_env or command), "
-                f"not {type(llm).__name__}"
-            )
-        if not llm:
-            return None
-        allowed = sorted(f.name for f in fields(cls))
-        for key in llm:
-            if key not in allowed:
-                hint = difflib.get_close_matches(str(key), allowed, n=1)
-                did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
-                raise LLMError(
-                    f"llm: unknown key {key!r} ({did_you_mean}allowed: {', '.join(allowed)})"
-                )
-        values: dict[str, Any] = {}
-        for key in ("base_url", "model", "api_key_env", "command"):
-            value = llm.get(key)
-            if value is None:
-                continue
-            if not isinstance(value, str):
-                raise LLMError(f"llm.{key} must be a string, not {_describe(value)}")
-            if value.strip():
-                values[key] = value.strip()
-        for key in ("timeout_s", "temperature"):
-            value = llm.get(key)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise LLMError(f"llm.{key} must be a number, not {_describe(value)}")
-            values[key] = float(value)
-        if "timeout_s" in values and not values["timeout_s"] > 0:
-            raise LLMError(
-                f"llm.timeout_s must be a number of seconds > 0, not {llm['timeout_s']!r}"
-            )
-        if "temperature" in values and not values["temperature"] >= 0:
-            raise LLMError(f"llm.temperature must be >= 0, not {llm['temperature']!r}")
-        json_mode = llm.get("json_mode")
-        if json_mode is not None:
-            if not isinstance(json_mode, bool):
-                raise LLMError(f"llm.json_mode must be true or false, not {_describe(json_mode)}")
-            values["json_mode"] = json_mode
-
-        settings = cls(**values)
-        settings.check()
-        return settings
-
-    def check(self) -> None:
-        """Raise if these settings cannot work: nothing to call, or an unusable URL or key name.
-
-        :raises LLMError: naming the setting to fix.
-        """
-        if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
-            # Never echo the value: a common mistake is to paste the key itself here.
-            raise LLMError(
-                "llm.api_key_env must be the NAME of an environment variable holding the key "
-                "(letters, digits and _), not the key itself"
-            )
-        if self.command:
-            if self.base_url:
-                raise LLMError(
-                    "llm: set either llm.command or llm.base_url (with llm.model), not both"
-                )
-            return
-        if not self.base_url:
-            raise LLMError(
-                "llm: set llm.base_url and llm.model (an OpenAI-compatible server) "
-                "or llm.command (a shell command reading the prompt on stdin)"
-            )
-        _check_url(self.base_url)
-        if not self.model:
-            raise LLMError(
-                "llm.model is missing: with llm.base_url set, also set llm.model "
-                "(the model name the server knows)"
-            )
 
 
 class LLM(Protocol):
@@ -665,17 +556,6 @@ def _match_close(text: str, start: int) -> int | None:
 # ---------------------------------------------------------------------------- helpers
 
 
-def _describe(value: Any) -> str:
-    return f"{value!r} ({type(value).__name__})"
-
-
-def _check_url(url: str) -> None:
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        raise LLMError(
-            f"llm.base_url must be an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1, "
-            f"not {url!r}"
-        )
 
 
 def _is_loopback(host: str) -> bool:

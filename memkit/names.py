@@ -10,6 +10,12 @@ MAX_NAME = 64
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
 
+def is_topic_filename(filename: str) -> bool:
+    """Whether a file name in topics/ names a topic: ``NAME.md``, not hidden (editors' swap and
+    temp files, and memkit's own ``.NAME.md.XXXX.tmp``, start with a dot)."""
+    return filename.endswith(".md") and len(filename) > 3 and not filename.startswith(".")
+
+
 def slugify(text: str, max_len: int = MAX_NAME) -> str:
     """Make any text a safe topic name (``"Home Lab!"`` -> ``home-lab``); may return ''."""
     text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")

@@ -20,8 +20,7 @@ Scoring of a query ``q`` with embedding ``qv`` (every array has one value per en
    rare words ("hAP ax3", "node-3") are never drowned by the vector side.
 5. Person signal: entries written ``Name: text`` (a speaker, optionally after a list marker or
    ``[kind]``) get ``+ speaker_boost`` when the query names that person. General, not tied to
-   any data set: on conversational memory most questions are about someone. (``mention_boost``
-   does the same for entries that mention a capitalised name of the query; off: no gain.)
+   any data set: on conversational memory most questions are about someone.
 6. Neighbour smoothing: ``+ smooth_next * score(next entry)`` (and ``smooth_prev``) within a
    file: an answer follows its question.
 7. File prior: ``+ file_prior * max(score in the entry's file)``: a file holding a very good
@@ -47,13 +46,6 @@ of the results of unrelated queries); for the 64-d tokenlearn-static-model 0.45 
 16 % of unrelated results dropped: a weaker model separates less). The original design's
 0.7 would keep only about half of the evidence with these models.
 
-Persistence: ``Ranker.state()`` returns every array built at load (BM25 postings, IDF, lengths,
-vocabulary, context norms, file segments, speakers, the fast path's prefix copy) as a dict of
-numpy arrays, and ``Ranker.from_state(state, vectors, file_ids, params)`` restores a ranker from
-it without rebuilding anything (arrays may be read-only ``np.load(..., mmap_mode="r")`` maps). A
-fingerprint in the state (state version, build parameters, fast-path layout) makes a state built
-otherwise fail with ValueError; query-time weights (fusion, boosts, smoothing) are free.
-
 Large indexes (``FAST_MIN_N`` entries and more, hybrid mode, no mask): ``_search_fast`` gives
 the same ranking without the full-length passes of steps 2-7. An approximate cosine of every
 entry (from ``PREFIX_MIN_N`` entries: over the first ``PREFIX_DIMS`` dimensions of a contiguous
@@ -76,8 +68,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from memkit.lexical import (_MASK, BM25Index, _check_fingerprint, as_file_ids, _fingerprint_array, _fingerprint_text,
-                            _group_rows, tokenize)
+from .lexical import BM25Index, encode_terms
+from .text import terms as text_terms
 
 __all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "speaker_of"]
 
@@ -113,7 +105,6 @@ class RankParams:
     lex_weight: float = 0.6          # > 0.5: the best lexical match beats any entry with none
     vec_floor: str = "min"           # "min" | "median" | "zero": 0 point of the vector half
     speaker_boost: float = 0.3       # entries spoken by a person the query names
-    mention_boost: float = 0.0       # entries naming a person the query names (no gain measured)
     smooth_prev: float = 0.0         # share of the previous entry's score (context already does it)
     smooth_next: float = 0.1         # share of the next entry's score (an answer follows a question)
     file_prior: float = 0.3          # share of the best score in the entry's file
@@ -131,11 +122,10 @@ class RankParams:
 
 
 _UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĔĖĘĚĜĞĠĢĤĦĨĪĬĮİĲĴĶĹĻĽĿŁŃŅŇŊŌŎŐŒŔŖŘŚŜŞŠŢŤŦŨŪŬŮŰŲŴŶŸŹŻŽΑ-ΩА-Я"
-_NAME = rf"[{_UPPER}][\w'’.-]{{0,30}}(?:[ \t][{_UPPER}][\w'’.-]{{0,30}}){{0,2}}"
+_NAME = rf"[{_UPPER}][\w'’.-]{{1,30}}(?:[ \t][{_UPPER}][\w'’.-]{{0,30}}){{0,2}}"
 # What may stand before the colon of "Name: text": a list marker, a "[kind]", the name.
 _PREFIX_RE = re.compile(rf"[ \t]*(?:[-*+][ \t]+)?(?:\[[^\]\n]{{1,30}}\][ \t]*)?({_NAME})[ \t]*")
 _MAX_PREFIX = 40  # bytes
-_CAP_RE = re.compile(rf"(?<![\w'’])([{_UPPER}][\w'’-]*)")
 
 
 def speaker_of(text: str) -> str | None:
@@ -147,46 +137,38 @@ def speaker_of(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _speakers(texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """Speaker id of every entry (-1: none) and the speaker names, without a Python loop over
-    entries: the text before each entry's first colon is located, grouped and deduplicated in
-    numpy (like the lexical index's chunks), and only distinct prefixes go through the regex."""
+def speaker_of(text: str) -> str | None:
+    """The name in an entry written ``Name: text`` (after an optional list marker or ``[kind]``)."""
+    colon = text.find(":", 0, _MAX_PREFIX + 1)
+    if colon < 1 or (colon + 1 < len(text) and not text[colon + 1].isspace()):
+        return None
+    m = _PREFIX_RE.fullmatch(text[:colon])
+    return m.group(1) if m else None
+
+
+def _speakers(texts: Sequence[str], file_ids: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Speaker id of every entry (-1: none) and the speaker names.
+
+    A ``Name:`` prefix names a speaker only in a file that reads like a conversation: at least
+    half of its entries start with a name, and some name starts two of them or more. So a note
+    like ``Rice: soak it overnight`` or ``TODO: call the plumber`` among ordinary entries is never
+    taken for a person speaking."""
     n = len(texts)
     sp = np.full(n, -1, dtype=np.int32)
     if n == 0:
         return sp, []
-    joined = "\x00".join(texts)
-    if joined.count("\x00") != n - 1:
-        joined = "\x00".join(t.replace("\x00", " ") for t in texts)
-    raw = joined.encode("utf-8", "surrogatepass")
-    size = len(raw)
-    buf = np.zeros(size + _MAX_PREFIX + 16, dtype=np.uint8)
-    buf[:size] = np.frombuffer(raw, dtype=np.uint8)
-    colons = np.flatnonzero(buf[:size] == 58)  # ':'
-    if colons.size == 0:
-        return sp, []
-    seps = np.flatnonzero(buf[:size] == 0)
-    starts = np.concatenate([[0], seps + 1])
-    ends = np.append(seps, size)
-    j = np.searchsorted(colons, starts)
-    cpos = colons[np.minimum(j, colons.size - 1)]
-    plen = cpos - starts
-    cand = (j < colons.size) & (cpos < ends) & (plen >= 1) & (plen <= _MAX_PREFIX) & (buf[cpos + 1] <= 32)
-    idx = np.flatnonzero(cand)
-    if idx.size == 0:
-        return sp, []
-    s, ln = starts[idx], plen[idx]
-    u64 = np.ndarray(shape=(size + _MAX_PREFIX + 9,), dtype="<u8", buffer=buf, strides=(1,))
-    cols = [u64[s + off] & _MASK[np.clip(ln - off, 0, 8)] for off in range(0, _MAX_PREFIX, 8)]
-    gid, first = _group_rows(cols)
+    prefix = [speaker_of(t) for t in texts]
     names: dict[str, int] = {}
-    lut = np.full(first.shape[0], -1, dtype=np.int32)
-    for g in np.argsort(first).tolist():  # in entry order, so ids follow first appearance
-        a = int(s[first[g]])
-        m = _PREFIX_RE.fullmatch(raw[a:a + int(ln[first[g]])].decode("utf-8", "surrogatepass"))
-        if m:
-            lut[g] = names.setdefault(m.group(1), len(names))
-    sp[idx] = lut[gid]
+    starts = np.flatnonzero(np.concatenate([[True], file_ids[1:] != file_ids[:-1]]))
+    ends = np.append(starts[1:], n)
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        named = [p for p in prefix[a:b] if p is not None]
+        if 2 * len(named) < b - a or len(set(named)) == len(named):
+            continue
+        for i in range(a, b):
+            p = prefix[i]
+            if p is not None:
+                sp[i] = names.setdefault(p, len(names))
     return sp, list(names)
 
 
@@ -238,7 +220,11 @@ class Ranker:
         vectors: np.ndarray,
         file_ids: np.ndarray | Sequence[int] | None = None,
         params: RankParams | None = None,
+        *,
+        terms: tuple[np.ndarray, np.ndarray, dict[str, int]] | None = None,
     ) -> None:
+        """:param terms: the texts' search terms already encoded (``(term ids, offsets, vocab)``
+        as :func:`memkit.lexical.encode_terms` gives them); encoded from ``texts`` when None."""
         self.params = p = params or RankParams()
         n = len(texts)
         self.n = n
@@ -247,9 +233,12 @@ class Ranker:
             raise ValueError(f"vectors must be ({n}, d); got {vecs.shape}")
         self.vectors = vecs
         self.dim = vecs.shape[1]
-        files = as_file_ids(file_ids, n)
+        files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids, dtype=np.int64).reshape(-1)
+        if files.shape[0] != n:
+            raise ValueError(f"file_ids has {files.shape[0]} items for {n} entries")
         self.file_ids = files
-        self.lex = BM25Index(texts, k1=p.k1, b=p.b, file_ids=files, context=p.context,
+        term_ids, offsets, vocab = terms if terms is not None else encode_terms(texts)
+        self.lex = BM25Index(term_ids, offsets, vocab, k1=p.k1, b=p.b, file_ids=files, context=p.context,
                              context_weight=p.context_weight)
         # same-file neighbours: prev_ok[i] = entry i-1 is in i's file
         self.prev_ok = np.zeros(n, dtype=bool)
@@ -262,96 +251,6 @@ class Ranker:
         self._prepare_vector_context()
         self._prepare_people(texts)
         self._prepare_fast()
-
-    # -- persistence ----------------------------------------------------------------------------
-    def state(self) -> dict[str, np.ndarray]:
-        """Every array built at ``__init__`` (lexical index under ``lex_*`` keys, context norms,
-        file segments, speakers...), not ``vectors`` nor ``file_ids``. Save each with ``np.save``
-        and restore with ``Ranker.from_state`` (no rebuild; works on ``mmap_mode="r"`` arrays).
-        ``fingerprint`` holds the state version, the build parameters (k1, b, context,
-        context_weight, vec_context_weights) and the fast-path layout (PREFIX_MIN_N,
-        PREFIX_DIMS, FLOOR_SAMPLE); query-time weights are not part of it. The state belongs to
-        the vectors it was built with: only their shape (and the file boundaries) are checked
-        on restore, so key a saved state to the vectors' content."""
-        out = {"lex_" + k: v for k, v in self.lex.state().items()}
-        out.update(
-            fingerprint=_fingerprint_array(self._fingerprint()),
-            shape=np.array([self.n, self.dim], dtype=np.int64),
-            prev_ok=self.prev_ok,
-            seg_starts=self.seg_starts,
-            seg_of=self.seg_of,
-            ctx_ok=np.stack(self._ctx_ok[1:]) if self.n else np.zeros((len(self._ctx_ok) - 1, 0), dtype=bool),
-            ctx_inv=self._ctx_inv,
-            speaker=self.speaker,
-            speaker_names=np.frombuffer("\x00".join(self.speaker_names).encode("utf-8", "surrogatepass"),
-                                        dtype=np.uint8).copy(),
-            floor_rows=self._floor_rows,
-        )
-        if self._prefix is not None:
-            out["vec_prefix"] = self._prefix
-            out["floor_vectors"] = self._floor_vecs
-        return out
-
-    def _fingerprint(self) -> str:
-        p = self.params
-        return _fingerprint_text("ranker", k1=p.k1, b=p.b, context=p.context, context_weight=p.context_weight,
-                                 vec_context_weights=list(p.vec_context_weights), prefix_min_n=PREFIX_MIN_N,
-                                 prefix_dims=PREFIX_DIMS, floor_sample=FLOOR_SAMPLE)
-
-    @classmethod
-    def from_state(cls, state: Mapping[str, np.ndarray], vectors: np.ndarray,
-                   file_ids: np.ndarray | Sequence[int] | None = None,
-                   params: RankParams | None = None) -> "Ranker":
-        """A ranker restored from ``state()`` without rebuilding anything: the arrays are used
-        as given (a read-only memmap stays mapped), and so is ``vectors`` when it is already a
-        float32 matrix (e.g. ``np.load(path, mmap_mode="r")``). ValueError when the state was
-        built with other build parameters (``params``, default ``RankParams()``), by another
-        state version, or does not match ``vectors`` / ``file_ids``."""
-        self = cls.__new__(cls)
-        self.params = p = params or RankParams()
-        _check_fingerprint(state, self._fingerprint(), "ranker")
-        try:
-            n, dim = (int(x) for x in np.asarray(state["shape"]))
-            vecs = vectors if isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 else \
-                np.asarray(vectors, dtype=np.float32)
-            if vecs.ndim != 2 or vecs.shape != (n, dim):
-                raise ValueError(f"vectors must be ({n}, {dim}) for this state; got {vecs.shape}")
-            self.n, self.dim, self.vectors = n, dim, vecs
-            files = as_file_ids(file_ids, n)
-            self.file_ids = files
-            self.prev_ok = state["prev_ok"]
-            if n > 1 and not np.array_equal(self.prev_ok[1:], files[1:] == files[:-1]):
-                raise ValueError("file_ids do not match the state (other file boundaries)")
-            self.seg_starts = state["seg_starts"]
-            self.seg_of = state["seg_of"]
-            ctx_ok = state["ctx_ok"]
-            self._ctx_w = [1.0, *[float(x) for x in p.vec_context_weights]]
-            self._ctx_ok = [np.ones(n, dtype=bool), *[ctx_ok[i] for i in range(ctx_ok.shape[0])]]
-            self._ctx_inv = state["ctx_inv"]
-            self.speaker = state["speaker"]
-            raw = bytes(np.asarray(state["speaker_names"], dtype=np.uint8))
-            self.speaker_names = raw.decode("utf-8", "surrogatepass").split("\x00") if raw else []
-            lex = {k[4:]: v for k, v in state.items() if k.startswith("lex_")}
-            self.lex = BM25Index.from_state(lex, k1=p.k1, b=p.b, context=p.context, context_weight=p.context_weight)
-        except (KeyError, IndexError, UnicodeDecodeError) as e:
-            raise ValueError(f"incomplete ranker state: {e!r}") from None
-        if (self.lex.n_docs != n or self.prev_ok.shape != (n,) or self.seg_of.shape != (n,)
-                or self._ctx_inv.shape != (n,) or self.speaker.shape != (n,)
-                or len(self._ctx_ok) != max(len(self._ctx_w) - 1, 1) + 1
-                or any(o.shape != (n,) for o in self._ctx_ok)):
-            raise ValueError("inconsistent ranker state (array shapes do not match)")
-        self._speaker_terms = [set(tokenize(s)) for s in self.speaker_names]
-        self._floor_pick = _floor_pick(n)
-        try:
-            self._floor_rows = state["floor_rows"]
-            self._prefix = state["vec_prefix"] if self._use_prefix() else None
-            self._floor_vecs = state["floor_vectors"] if self._use_prefix() else None
-        except KeyError as e:
-            raise ValueError(f"incomplete ranker state: {e!r}") from None
-        if self._prefix is not None and (self._prefix.shape != (n, min(PREFIX_DIMS, dim))
-                                         or self._floor_vecs.shape != (self._floor_rows.shape[0], dim)):
-            raise ValueError("inconsistent ranker state (prefix arrays do not match)")
-        return self
 
     # -- load-time preparation ------------------------------------------------------------------
     def _prepare_vector_context(self) -> None:
@@ -411,8 +310,8 @@ class Ranker:
             self._floor_vecs = np.ascontiguousarray(self.vectors[rows])
 
     def _prepare_people(self, texts: Sequence[str]) -> None:
-        self.speaker, self.speaker_names = _speakers(texts)
-        self._speaker_terms = [set(tokenize(s)) for s in self.speaker_names]
+        self.speaker, self.speaker_names = _speakers(texts, self.file_ids)
+        self._speaker_terms = [set(text_terms(s)) for s in self.speaker_names]
 
     # -- query time -----------------------------------------------------------------------------
     def _shift(self, x: np.ndarray, lag: int) -> np.ndarray:
@@ -478,21 +377,10 @@ class Ranker:
             lut = np.zeros(len(self.speaker_names) + 1, dtype=np.float32)  # [-1]: no speaker
             lut[named] = np.float32(p.speaker_boost)
             out = lut[self.speaker]
-        if p.mention_boost:
-            # capitalised words of the query (not its first word) and the speakers it names
-            caps = set(_CAP_RE.findall(query)[1:]) | {self.speaker_names[i] for i in named}
-            ids = {self.lex.vocab.get(t, -1) for c in caps for t in tokenize(c)} - {-1}
-            if ids:
-                m = np.zeros(self.n, dtype=bool)
-                for tid in ids:
-                    s, e = self.lex.indptr[tid], self.lex.indptr[tid + 1]
-                    m[self.lex.docs[s:e][self.lex.own[s:e]]] = True
-                add = m.astype(np.float32) * np.float32(p.mention_boost)
-                out = add if out is None else out + add
         return out
 
     def _cached(self, name: str, key: object, make) -> np.ndarray:
-        """A per-entry array derived at query time from the state and a query-time weight."""
+        """A per-entry array derived at query time from the built arrays and a query-time weight."""
         cache = self.__dict__.setdefault("_derived", {})
         got = cache.get(name)
         if got is None or got[0] != key:
@@ -517,7 +405,7 @@ class Ranker:
         boost = self._people_boost(query, qterms)
         if boost is not None:
             fused += boost
-        top += p.speaker_boost + p.mention_boost
+        top += p.speaker_boost
         if (p.smooth_prev or p.smooth_next) and n > 1:
             sm = fused.copy()
             if p.smooth_prev:
@@ -543,13 +431,13 @@ class Ranker:
         compares: max of cosine and ctx_cosine); ``fused`` is the hybrid score (the BM25 score
         when there is no query vector)."""
         qt = self.lex.query_terms(query)
-        lex = self.lex.scores_for(qt)
-        out: dict[str, np.ndarray] = {"lexical": lex, "coverage": self.lex.coverage_for(qt)}
+        lex = self.lex.scores(qt)
+        out: dict[str, np.ndarray] = {"lexical": lex, "coverage": self.lex.coverage(qt)}
         if query_vec is not None:
             cos, ctx, vec = self.vector_scores(query_vec)
             out.update(cosine=cos, ctx_cosine=ctx, vector=vec, similarity=np.maximum(cos, ctx))
             mask = self._check_mask(mask)
-            out["fused"] = self._fuse(query, {t for _, _, t in qt}, lex, vec, mask)
+            out["fused"] = self._fuse(query, set(text_terms(query)), lex, vec, mask)
         else:
             out["fused"] = lex  # without a query vector the ranking is the lexical one
         return out
@@ -607,14 +495,14 @@ class Ranker:
         else:
             approx = prefix @ q[:prefix.shape[1]]
             exact = None
-        lex = self.lex.scores_for(qt)
+        lex = self.lex.scores(qt)
         a = np.float32(p.lex_weight)
         amax, amin = float(approx.max()), float(approx.min())
         proxy = approx * np.float32((1 - a) / (amax - amin)) if amax > amin else np.zeros(n, dtype=np.float32)
         lmax = float(lex.max())
         if lmax > 0:
             proxy += lex * np.float32(a / lmax)
-        named = self._named_speakers({t for _, _, t in qt}) if self.speaker_names else []
+        named = self._named_speakers(set(text_terms(query))) if self.speaker_names else []
         boosted = None
         if p.speaker_boost and named:
             boosted = np.isin(self.speaker, np.asarray(named, dtype=np.int32))
@@ -670,11 +558,7 @@ class Ranker:
         topv = 1.0
         if boosted is not None:
             fused += boosted[e].astype(np.float32) * np.float32(p.speaker_boost)
-        if p.mention_boost:
-            boost = self._people_boost(query, {t for _, _, t in qt})
-            if boost is not None:
-                fused += boost[e] - (boosted[e] * np.float32(p.speaker_boost) if boosted is not None else 0)
-        topv += p.speaker_boost + p.mention_boost
+        topv += p.speaker_boost
         # neighbour smoothing, where the neighbour is a candidate too (e is sorted, unique)
         m_ = e.shape[0]
         has_next = np.zeros(m_, dtype=bool)
@@ -707,7 +591,7 @@ class Ranker:
         coverage = None
         if threshold is not None:
             keep = np.maximum(cos, ctx) >= np.float32(threshold)
-            coverage = self.lex.coverage_for(qt)
+            coverage = self.lex.coverage(qt)
             keep |= coverage[e] >= np.float32(p.lexical_keep)
             sel &= keep
         cand = e[sel]
@@ -767,7 +651,7 @@ class Ranker:
         allowed = np.ones(self.n, dtype=bool) if mask is None else mask.copy()
         lex = None
         if mode != "vector":
-            lex = self.lex.scores_for(qt)
+            lex = self.lex.scores(qt)
         if query_vec is not None and threshold is None and mode != "lexical":
             vec = self._vector_only(query_vec)  # same as vector_scores' vec, fewer passes
         elif query_vec is not None and (mode != "lexical" or threshold is not None):
@@ -778,7 +662,7 @@ class Ranker:
         elif mode == "vector":
             score = vec
         else:
-            score = self._fuse(query, {t for _, _, t in qt}, lex, vec, mask)
+            score = self._fuse(query, set(text_terms(query)), lex, vec, mask)
         if mask is None and mode != "lexical" and threshold is None:
             cand = _top_candidates(score, min(k, self.n))  # no full-length index arrays
             s = score[cand]
@@ -786,7 +670,7 @@ class Ranker:
             return [(int(cand[i]), float(s[i])) for i in order]
         if threshold is not None and query_vec is not None:
             keep = np.maximum(cos, ctx) >= np.float32(threshold)
-            keep |= self.lex.coverage_for(qt) >= np.float32(self.params.lexical_keep)
+            keep |= self.lex.coverage(qt) >= np.float32(self.params.lexical_keep)
             allowed &= keep
         cand = np.flatnonzero(allowed)
         if cand.size == 0:

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .vault import Vault
+from .search import Hit, Searcher
+from .text import terms
 
 VOTES = 5  #: hits that vote
 MIN_VOTES = 3  #: votes one topic needs
@@ -14,7 +13,7 @@ WORDS_MARGIN = 0.1  #: a hit sharing a word with the text votes from threshold -
 MEANING_MARGIN = 0.2  #: a hit sharing no word votes from threshold + MEANING_MARGIN
 
 
-def is_confident(hit: Any, threshold: float) -> bool:
+def is_confident(hit: Hit, threshold: float) -> bool:
     """Whether a hit is real evidence: it shares a word with the query and comes within
     ``WORDS_MARGIN`` of the threshold, or shares none but beats it by ``MEANING_MARGIN``."""
     return hit.cosine >= (threshold - WORDS_MARGIN if hit.lexical > 0 else threshold + MEANING_MARGIN)
@@ -29,7 +28,7 @@ class TopicGuess:
     cosine: float
 
 
-def detect_topic(vault: "Vault", text: str, threshold: float | None = None) -> TopicGuess | None:
+def detect_topic(searcher: Searcher, text: str, threshold: float | None = None) -> TopicGuess | None:
     """The topic that at least ``MIN_VOTES`` of the ``VOTES`` best hits for ``text`` come from,
     counting hits that share a word with the text and come within ``WORDS_MARGIN`` of the
     similarity threshold, or share none but beat it by ``MEANING_MARGIN`` (static models give small talk like "hi"
@@ -37,21 +36,17 @@ def detect_topic(vault: "Vault", text: str, threshold: float | None = None) -> T
 
     Subtopics vote for themselves (``cooking-rice`` is not ``cooking``).
 
-    :param vault: the vault (its index is refreshed if stale).
+    :param searcher: searches the vault (its index is refreshed if stale).
     :param text: what to place.
     :param threshold: cosine the best hit must reach (default: the vault's search threshold).
     """
-    from .search import default_threshold
-
-    from .lexical import tokenize
-
-    if not tokenize(text):  # nothing but stop words and punctuation: no topic to detect
+    if not terms(text):  # nothing but stop words and punctuation: no topic to detect
         return None
-    hits = vault.search(text, k=VOTES, threshold=None)
+    hits = searcher.search(text, k=VOTES, threshold=None)
     if not hits:
         return None
     if threshold is None:
-        threshold = default_threshold(vault, vault.embedder.dim)
+        threshold = searcher.threshold()
     voters = [h for h in hits if is_confident(h, threshold)]
     if not voters:
         return None

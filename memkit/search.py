@@ -1,24 +1,34 @@
-"""Search: embed the query, fuse lexical and vector scores over the index, filter, top k."""
+"""Search: embed the query, rank the vault's entries (lexical + vector fusion), filter, top k."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import asdict, dataclass
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Union
 
-from .errors import MemkitError
+import numpy as np
 
-if TYPE_CHECKING:
-    import numpy as np
-
-    from .vault import Vault
+from .blas import single_thread
+from .config import Config
+from .errors import InvalidValue, MemkitError
+from .index import Index, IndexView
+from .names import check_topic_name
+from .rank import RECOMMENDED_THRESHOLD, Ranker
+from .store import Store
 
 log = logging.getLogger("memkit")
 
+__all__ = ["Hit", "Searcher", "Threshold", "Mode", "default_threshold", "MODES"]
+
 MAX_QUERY_CHARS = 2000  # a longer query is cut: static embeddings average tokens anyway
 REFRESH_INTERVAL_S = 1.0  # an in-process index re-checks the files at most this often
+REFRESH_WAIT_S = 2.0  # a search waits this long at most for another process's index write
 MODES = ("hybrid", "vector", "lexical")
+Mode = Literal["hybrid", "vector", "lexical"]
+#: a cosine, ``None`` for no threshold, or ``"auto"``: memkit.yaml's value or the model's calibrated one
+Threshold = Union[float, None, Literal["auto"]]
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,19 @@ class Hit:
     cosine: float  #: cosine similarity of the entry to the query
     lexical: float = 0.0  #: BM25 score of the entry for the query (0: no query word in it)
 
+    @classmethod
+    def from_dict(cls, data: Any) -> "Hit | None":
+        """The hit :meth:`to_dict` described, or None when ``data`` is not such a dict."""
+        try:
+            return cls(str(data["id"]), str(data["text"]), str(data["topic"]),
+                       None if data.get("kind") is None else str(data["kind"]),
+                       tuple(str(t) for t in data.get("tags", ())),
+                       None if data.get("date") is None else str(data["date"]), str(data["file"]),
+                       int(data["line"]), float(data["score"]), float(data["cosine"]),
+                       float(data.get("lexical", 0.0)))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["tags"] = list(self.tags)
@@ -46,85 +69,120 @@ class Hit:
         return data
 
 
-def default_threshold(vault: "Vault", dim: int) -> float:
+def default_threshold(config: Config, dim: int) -> float:
     """memkit.yaml's threshold, or for ``auto`` (the default) the value calibrated for this model size."""
-    value = vault.config.embedding_similarity_threshold
+    value = config.embedding_similarity_threshold
     if not isinstance(value, str):
         return float(value)
-    from .rank import RECOMMENDED_THRESHOLD
-
     return RECOMMENDED_THRESHOLD.get(dim, 0.3)
 
 
-def search(vault: "Vault", query: str, k: int | None = None, *, threshold: float | None = -2.0,
-           topic: str | None = None, kind: str | None = None, tag: str | None = None,
-           since: str | date | None = None, mode: str = "hybrid", refresh: bool = True) -> list[Hit]:
-    """Search the vault's memories.
+class Searcher:
+    """Searches one vault: its index kept current with the files, and the ranker over it.
 
-    :param vault: the vault.
-    :param query: what to look for (natural language, names, part numbers…).
-    :param k: how many results at most (default ``max_memories_per_search``).
-    :param threshold: minimum cosine (entries with a strong exact-word match pass anyway); the
-        default is memkit.yaml's value or the model's calibrated one; ``None`` disables it.
-    :param topic: only this topic (and its subtopics ``topic-*``).
-    :param kind: only entries of this ``[kind]``.
-    :param tag: only entries with this ``#tag``.
-    :param since: only entries dated on or after this day (undated entries use their topic's date).
-    :param mode: ``hybrid`` (default), ``vector`` or ``lexical``.
-    :param refresh: index changed files first (a cheap check at most once a second: files created,
-        renamed or deleted are seen at once, an in-place edit within a few seconds).
+    :param store: the vault's files.
+    :param index: its embedding index (with the model).
     """
-    if mode not in MODES:
-        raise MemkitError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
-    query = " ".join(str(query).split())
-    if not query:
-        raise MemkitError("the query is empty: say what to look for")
-    query = query[:MAX_QUERY_CHARS]
-    k = vault.config.max_memories_per_search if k is None else k
-    if k < 1:
-        raise MemkitError(f"k must be at least 1, got {k}")
-    index = vault.index_obj()
-    if refresh and (not index.records or time.monotonic() - index.last_check >= REFRESH_INTERVAL_S):
-        # cheap signals first (generation, topics/ mtime, a slice of the files' stats); a full
-        # stat check at least every few seconds (see Index.needs_refresh)
-        if not index.records or index.needs_refresh():
-            index.refresh()
-    view = index.view()
-    if len(view) == 0:
-        return []
-    if threshold == -2.0:
-        threshold = default_threshold(vault, index.embedder.dim)
-    mask = _mask(view, topic, kind, tag, since)
-    if mask is not None and not mask.any():
-        return []
-    qvec = index.embedder.embed([query])[0] if mode != "lexical" else None
-    ranked = view.ranker.search(query, qvec, k=k, mode=mode, threshold=threshold, mask=mask)
-    if not ranked:
-        return []
-    rows = [i for i, _ in ranked]
-    lexical = view.ranker.lex.scores(query)[rows]
-    cosines = view.vectors[rows] @ qvec if qvec is not None else [0.0] * len(rows)
-    hits = []
-    for (i, score), cosine, lex in zip(ranked, cosines, lexical):
-        fid = int(view.file_ids[i])
-        hits.append(Hit(view.hashes[i][:8], view.texts[i], view.topics[fid], view.kinds[i], tuple(view.tags[i]),
-                        view.own_dates[i], view.files[fid], int(view.lines[i]), float(score), float(cosine),
-                        float(lex)))
-    return hits
+
+    def __init__(self, store: Store, index: Index) -> None:
+        self.store = store
+        self.index = index
+        self._ranked: tuple[IndexView, Ranker] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def config(self) -> Config:
+        return self.store.config
+
+    @property
+    def dim(self) -> int:
+        return self.index.embedder.dim
+
+    def threshold(self) -> float:
+        """The default similarity threshold (see :func:`default_threshold`)."""
+        return default_threshold(self.config, self.dim)
+
+    def refresh(self, force: bool = False) -> None:
+        """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``)."""
+        if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
+            self.index.refresh(wait=REFRESH_WAIT_S)
+
+    def ranker(self) -> tuple[IndexView, Ranker]:
+        """The current view of the index and the ranker built over it (rebuilt when it moved)."""
+        view = self.index.view()
+        with self._lock:
+            if self._ranked is None or self._ranked[0] is not view:
+                with single_thread():
+                    ranker = Ranker(view.texts, view.vectors, view.file_ids,
+                                    terms=(view.term_ids, view.term_offsets, view.vocab))
+                self._ranked = (view, ranker)
+            return self._ranked
+
+    def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
+               kind: str | None = None, tag: str | None = None, since: str | date | None = None,
+               mode: Mode = "hybrid", refresh: bool | None = None) -> list[Hit]:
+        """Search the vault's memories.
+
+        :param query: what to look for (natural language, names, part numbers…).
+        :param k: how many results at most (default ``max_memories_per_search``).
+        :param threshold: minimum similarity (entries with a strong exact-word match pass anyway);
+            ``"auto"``: memkit.yaml's value or the model's calibrated one; ``None``: none.
+        :param topic: only this topic (and its subtopics ``topic-*``).
+        :param kind: only entries of this ``[kind]``.
+        :param tag: only entries with this ``#tag``.
+        :param since: only entries dated on or after this day (undated entries use their topic's date).
+        :param mode: ``hybrid`` (default), ``vector`` or ``lexical``.
+        :param refresh: index changed files first: ``None`` at most once a second, ``True`` now,
+            ``False`` never.
+        """
+        if mode not in MODES:
+            raise MemkitError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
+        query = " ".join(str(query).split())[:MAX_QUERY_CHARS]
+        if not query:
+            raise MemkitError("the query is empty: say what to look for")
+        k = self.config.max_memories_per_search if k is None else k
+        if k < 1:
+            raise MemkitError(f"k must be at least 1, got {k}")
+        if threshold == "auto":
+            threshold = self.threshold()
+        elif threshold is not None and not isinstance(threshold, (int, float)):
+            raise InvalidValue(f"threshold must be a number, None or 'auto', got {threshold!r}")
+        if refresh is not False:
+            self.refresh(force=bool(refresh))
+        view, ranker = self.ranker()
+        if len(view) == 0:
+            return []
+        mask = _mask(view, topic, kind, tag, since)
+        if mask is not None and not mask.any():
+            return []
+        qvec = self.index.embedder.embed([query])[0] if mode != "lexical" else None
+        with single_thread():
+            ranked = ranker.search(query, qvec, k=k, mode=mode, threshold=threshold, mask=mask)
+            if not ranked:
+                return []
+            rows = np.fromiter((i for i, _ in ranked), dtype=np.int64, count=len(ranked))
+            lexical = ranker.lex.scores_at(ranker.lex.query_terms(query), rows)
+            cosines = view.vectors[rows] @ qvec if qvec is not None else np.zeros(len(rows), dtype=np.float32)
+        return [hit_at(view, int(i), score, float(cos), float(lex))
+                for (i, score), cos, lex in zip(ranked, cosines, lexical)]
 
 
-def _mask(view: Any, topic: str | None, kind: str | None, tag: str | None, since: str | date | None) -> "np.ndarray | None":
-    import numpy as np
+def hit_at(view: IndexView, i: int, score: float, cosine: float, lexical: float) -> Hit:
+    """The :class:`Hit` of entry ``i`` of ``view``."""
+    fid = int(view.file_ids[i])
+    return Hit(view.hashes[i][:8], view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], view.own_dates[i],
+               view.files[fid], int(view.lines[i]), float(score), cosine, lexical)
 
-    mask: "np.ndarray | None" = None
 
-    def both(m: "np.ndarray") -> None:
+def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
+          since: str | date | None) -> np.ndarray | None:
+    mask: np.ndarray | None = None
+
+    def both(m: np.ndarray) -> None:
         nonlocal mask
         mask = m if mask is None else mask & m
 
     if topic:
-        from .names import check_topic_name
-
         name = check_topic_name(topic)
         ok = np.array([t == name or t.startswith(name + "-") for t in view.topics], dtype=bool)
         both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))

@@ -41,35 +41,33 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .errors import LLMError, MemkitError, TopicNameError
-from .fsutil import atomic_write, describe_os_error
+from .llm import LLM, ask_json
+from .search import Searcher
+from .store import Store
 from .names import MAX_NAME, check_topic_name, slugify
 from .recent import RecentTopic, render_recent
+from .text import STOP_WORDS, words
 from .topic import (
-    _FENCE_RE,
-    _LIST_RE,
-    _RULE_RE,
     Entry,
     Topic,
     as_datetime,
     newline_of,
+    is_list_line,
     parse_topic_text,
+    scan_blocks,
     split_lines,
     yaml_scalar,
 )
 
-if TYPE_CHECKING:
-    from .llm import LLM
-    from .vault import Vault
 
 __all__ = [
     "SplitPart",
@@ -145,10 +143,10 @@ class SplitPlan:
         now = (now or datetime.now()).replace(microsecond=0)
         return _render(self, now)
 
-    def diff(self, vault: "Vault") -> str:
+    def diff(self, store: Store) -> str:
         """A unified diff of every file the split would write or remove (for ``--dry-run``).
 
-        :param vault: the vault the plan was made for.
+        :param store: the vault the plan was made for.
         """
         now = datetime.now().replace(microsecond=0)
         out: list[str] = []
@@ -156,23 +154,23 @@ class SplitPlan:
         for name, text in _render(self, now).items():
             out += _udiff("", text, "/dev/null", f"topics/{name}.md")
         out += _udiff(self.raw, "", parent_file, "/dev/null")
-        index_path = vault.root / "index.txt"
+        index_path = store.recent_path
         try:
             old_index = index_path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             old_index = ""
-        out += _udiff(old_index, _recent_text(vault, self, now), "index.txt", "index.txt")
+        out += _udiff(old_index, _recent_text(store, self, now), "index.txt", "index.txt")
         return "".join(out)
 
 
 # ---- public API ----------------------------------------------------------------------------------
 
 
-def plan_split(vault: "Vault", topic: str, *, llm: "LLM | None" = None, min_part: int = 5,
+def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_part: int = 5,
                max_parts: int | None = None) -> SplitPlan:
     """Decide how ``topic`` would be split; writes nothing.
 
-    :param vault: the vault.
+    :param searcher: the vault's search (its index has the entries' vectors).
     :param topic: the topic's name.
     :param llm: names the parts when given; without one (or when it fails) the entries' own words do.
     :param min_part: smallest cluster kept as its own part; smaller ones join ``<topic>-general``.
@@ -184,12 +182,13 @@ def plan_split(vault: "Vault", topic: str, *, llm: "LLM | None" = None, min_part
         raise MemkitError(f"min_part must be at least 1, not {min_part}")
     if max_parts is not None and max_parts < 2:
         raise MemkitError(f"max_parts must be at least 2, not {max_parts}")
-    parent = vault.topic(topic)
+    store = searcher.store
+    parent = store.topic(topic)
     entries = parent.entries
     n = len(entries)
     if n < 2 * min_part:
         raise NothingToSplit(f"topic {parent.name} has only {n} entries; nothing to split")
-    vectors = _features(_vectors(vault, parent), _lexical(parent))
+    vectors = _features(_vectors(searcher, parent), _lexical(parent))
     labels, k = _cluster(vectors, min_part, max_parts or MAX_PARTS)
     groups = [[i for i in range(n) if labels[i] == c] for c in range(k)]
     general = [i for i in range(n) if labels[i] < 0]
@@ -197,7 +196,7 @@ def plan_split(vault: "Vault", topic: str, *, llm: "LLM | None" = None, min_part
         raise NothingToSplit(
             f"topic {parent.name}: its {n} entries do not fall into distinct subtopics; nothing to split"
         )
-    taken = {name for name, _ in vault.topic_files()}
+    taken = {tf.name for tf in store.topic_files()}
     words = _distinctive_words(parent, groups, general)
     named_by = "words"
     proposals: list[dict[str, str]] | None = None
@@ -241,12 +240,11 @@ def plan_split(vault: "Vault", topic: str, *, llm: "LLM | None" = None, min_part
     return plan
 
 
-def apply_split(vault: "Vault", plan: SplitPlan) -> list[str]:
+def apply_split(store: Store, plan: SplitPlan) -> list[str]:
     """Write the parts, remove the parent, update index.txt; returns the new topic names.
 
-    Takes the vault lock (do not call it while holding the lock). The parts are all written
-    before the parent is removed, so a crash leaves duplicates, never a lost line; if writing a
-    part fails, the parts already written are removed again and the parent is untouched.
+    Under the vault lock: the parent is re-read (a plan made against an older text is refused)
+    and :meth:`Store.replace_topic` writes every part before removing the parent.
 
     :raises SplitConflict: the parent changed since the plan was made, or a part's name is now taken.
     :raises MemkitError: a part would not hold its entries byte for byte, or a file cannot be written.
@@ -259,63 +257,44 @@ def apply_split(vault: "Vault", plan: SplitPlan) -> list[str]:
     if len(set(plan.names)) != len(plan.parts):
         raise MemkitError(f"the parts of {plan.parent} have duplicate names: {', '.join(plan.names)}")
     now = datetime.now().replace(microsecond=0)
-    with vault.lock():
-        current = vault.topic(plan.parent)
+    with store.lock():
+        current = store.topic(plan.parent)
         if current.raw != plan.raw or current.bom != plan.bom:
             raise SplitConflict(
-                f"{vault.rel(current.path)} changed since the split was planned; nothing was written, run the split again"
+                f"{store.rel(current.path)} changed since the split was planned; nothing was written, run the split again"
             )
         texts = _render(plan, now)
-        paths = {name: vault.topic_path(name) for name in texts}
-        for name, path in paths.items():
+        for name in texts:
+            path = store.topic_path(name)
             if path.exists() or path.is_symlink():
-                raise SplitConflict(f"{vault.rel(path)} exists now; nothing was written, run the split again")
-        written = []
-        try:
-            for name, text in texts.items():
-                atomic_write(paths[name], ("\ufeff" if plan.bom else "") + text)
-                written.append(paths[name])
-        except BaseException as exc:
-            for path in written:  # new files nobody else could have touched: we hold the lock
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-            if isinstance(exc, OSError):
-                raise describe_os_error(exc, f"the parts of {plan.parent}") from exc
-            raise
-        try:
-            os.unlink(current.path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise describe_os_error(exc, f"{vault.rel(current.path)} (its parts are written; remove it by hand)") from exc
-        vault._write_recent(_recent_items(vault, plan, now))
+                raise SplitConflict(f"{store.rel(path)} exists now; nothing was written, run the split again")
+        store.replace_topic(current, texts)
+        store.write_recent(_recent_items(store, plan, now))
     plan.applied = True
     return list(texts)
 
 
-def split_topic(vault: "Vault", topic: str, *, llm: "LLM | None" = None, dry_run: bool = False,
+def split_topic(searcher: Searcher, topic: str, *, llm: LLM | None = None, dry_run: bool = False,
                 min_part: int = 5, max_parts: int | None = None) -> SplitPlan:
     """Plan a split and, unless ``dry_run``, apply it. See :func:`plan_split` and :func:`apply_split`.
 
     :param dry_run: only plan; show the change with :meth:`SplitPlan.diff`.
     """
-    plan = plan_split(vault, topic, llm=llm, min_part=min_part, max_parts=max_parts)
+    plan = plan_split(searcher, topic, llm=llm, min_part=min_part, max_parts=max_parts)
     if not dry_run:
-        apply_split(vault, plan)
+        apply_split(searcher.store, plan)
     return plan
 
 
-def needs_split(vault: "Vault", topic: str) -> bool:
+def needs_split(store: Store, topic: str) -> bool:
     """Whether ``topic`` has more entries than ``topic_split_threshold_lines``.
 
     :raises TopicNotFound: no such topic.
     """
-    return len(vault.topic(topic).entries) > vault.config.topic_split_threshold_lines
+    return len(store.topic(topic).entries) > store.config.topic_split_threshold_lines
 
 
-def maybe_split(vault: "Vault", topic: str, *, llm: "LLM | None" = None) -> SplitPlan | None:
+def maybe_split(searcher: Searcher, topic: str, *, llm: LLM | None = None) -> SplitPlan | None:
     """Split ``topic`` if it is over the threshold (used after ``add`` and ``digest``).
 
     Do not call it while holding the vault lock. A topic whose entries do not separate is left
@@ -323,11 +302,11 @@ def maybe_split(vault: "Vault", topic: str, *, llm: "LLM | None" = None) -> Spli
 
     :returns: the applied plan, or None when nothing was split.
     """
-    if not needs_split(vault, topic):
+    if not needs_split(searcher.store, topic):
         return None
     for attempt in (1, 2):
         try:
-            return split_topic(vault, topic, llm=llm)
+            return split_topic(searcher, topic, llm=llm)
         except NothingToSplit as exc:
             log.info("%s", exc)
             return None
@@ -340,17 +319,12 @@ def maybe_split(vault: "Vault", topic: str, *, llm: "LLM | None" = None) -> Spli
 # ---- embeddings and clustering -------------------------------------------------------------------
 
 
-def _vectors(vault: "Vault", topic: Topic) -> np.ndarray:
-    """Unit rows for the topic's entries: from the index already in memory where it has them."""
-    known: dict[str, np.ndarray] = {}
-    index = getattr(vault, "_index", None)  # only what this process loaded; never load it for this
-    if index is not None:
-        record = index.records.get(vault.rel(topic.path))
-        if record is not None and record.vectors is not None and len(record.vectors) == len(record.hashes):
-            known = {h: record.vectors[i] for i, h in enumerate(record.hashes)}
+def _vectors(searcher: Searcher, topic: Topic) -> np.ndarray:
+    """Unit rows for the topic's entries: the index's vectors where it has them, else embedded now."""
+    known = searcher.index.vectors_for([e.hash for e in topic.entries])
     missing = [e for e in topic.entries if e.hash not in known]
     if missing:
-        rows = np.asarray(vault.embedder.embed([e.body for e in missing]), dtype=np.float32)
+        rows = np.asarray(searcher.index.embedder.embed([e.body for e in missing]), dtype=np.float32)
         for e, row in zip(missing, rows):
             known[e.hash] = row
     X = np.stack([np.asarray(known[e.hash], dtype=np.float32) for e in topic.entries])
@@ -502,37 +476,31 @@ def _silhouette(X: np.ndarray, labels: np.ndarray) -> float:
 
 # ---- naming --------------------------------------------------------------------------------------
 
-_WORD_RE = re.compile(r"[^\W\d_]+", re.UNICODE)
-_STOP = frozenset("""
-a about above after again against all almost also always am among an and another any are aren
-around as at away back be because been before being below best better between both but by came can
-cannot could couldn day days did didn do does doesn doing don done down during each either else even
-ever every few first for from further get gets getting give go goes going good got had hadn has hasn
-have haven having he her here hers herself him himself his how however i if in instead into is isn
-it its itself just keep keeps know last less like likes liked little lot make makes many may me
-might more most much must my myself need needs never new next no nor not now of off often old on
-once one only or other others our ours out over own per prefer prefers preferred quite rather really
-said same say says see seems set she should shouldn since so some something sometimes still such
-take takes than that the their theirs them themselves then there these they thing things think this
-those though through time times to too two under until up upon us use used uses user using usually
-very via want wants was wasn way we well went were weren what when where whether which while who
-whom whose why will with without won would wouldn yes yet you your yours yourself
-january february march april may june july august september october november december
-monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow week weeks month
-months year years
-fact facts preference preferences decision decisions discovery discoveries event events context note notes
+# Words that make poor subtopic names although they are not stop words (time words, kinds,
+# verbs of preference); stop words are dropped by text.words already.
+_POOR_NAMES = frozenset("""
+almost always among another aren around away back best better came cannot couldn day days didn doesn
+don done either else even every first give go goes going good hadn hasn haven however instead isn
+keep keeps know last less like likes liked little lot make makes need needs never new next often old
+one others per prefer prefers preferred quite rather said say says see seems set shouldn since
+something sometimes still take takes thing things think though time times two upon use used uses
+user using usually via want wants wasn way well went weren whether whose without won wouldn january
+february march april june july august september october november december monday tuesday wednesday
+thursday friday saturday sunday today yesterday tomorrow week weeks month months year years fact
+facts preference preferences decision decisions discovery discoveries event events context note
+notes
 """.split())
 
 
 def _tokens(text: str) -> set[str]:
     """The words of a text that can tell subtopics apart: letters only, 3+ long, no stop words."""
-    return {w for w in _WORD_RE.findall(text.casefold()) if len(w) >= 3 and w not in _STOP}
+    return set(words(text)) - _POOR_NAMES
 
 
 def _name_word(word: str) -> str:
     """A word as it can appear in a topic name ("café" -> "cafe"), or "" if it cannot."""
     slug = slugify(word)
-    return slug if len(slug) >= 3 and "-" not in slug and slug not in _STOP else ""
+    return slug if len(slug) >= 3 and "-" not in slug and slug not in _POOR_NAMES and slug not in STOP_WORDS else ""
 
 
 def _distinctive_words(parent: Topic, groups: list[list[int]], general: list[int]) -> list[list[str]]:
@@ -560,10 +528,8 @@ def _distinctive_words(parent: Topic, groups: list[list[int]], general: list[int
     return out
 
 
-def _ask_names(llm: "LLM", parent: Topic, groups: list[list[int]], X: np.ndarray) -> list[dict[str, str]]:
+def _ask_names(llm: LLM, parent: Topic, groups: list[list[int]], X: np.ndarray) -> list[dict[str, str]]:
     """One request: a name, title and summary per cluster. :raises LLMError: unusable reply."""
-    from .llm import ask_json
-
     blocks = []
     for c, members in enumerate(groups):
         idx = np.asarray(members)
@@ -647,56 +613,14 @@ class _Chunk:
     adjacent: bool  #: the entry's first line directly follows the previous entry's last line
 
 
-def _scan(lines: list[str], start: int) -> tuple[dict[int, int], set[int]]:
-    """Decide exactly as topic.parse_topic_text which lines are fences and comments.
-
-    :returns: opening fence line -> its closing line (0-based), and every line that is part of a
-        comment or a fenced block (delimiters included).
-    """
-    n = len(lines)
-    last_close = max((i for i in range(start, n) if "-->" in lines[i]), default=-1)
-    fences = [i for i in range(start, n) if _FENCE_RE.match(lines[i])]
-    pairs: dict[int, int] = {}
-    hidden: set[int] = set()
-    in_fence = in_comment = False
-    opener = -1
-    for i in range(start, n):
-        line = lines[i].rstrip("\r\n")
-        stripped = line.strip()
-        if in_comment:
-            hidden.add(i)
-            if "-->" in line:
-                in_comment = False
-            continue
-        if in_fence:
-            hidden.add(i)
-            if _FENCE_RE.match(line):
-                in_fence = False
-                pairs[opener] = i
-            continue
-        if stripped.startswith("<!--") and ("-->" in stripped or last_close > i):
-            hidden.add(i)
-            if "-->" not in stripped:
-                in_comment = True
-            continue
-        if _FENCE_RE.match(line) and fences and fences[-1] > i:
-            hidden.add(i)
-            in_fence, opener = True, i
-    return pairs, hidden
-
-
 _H1_RE = re.compile(r"^\s{0,3}#(\s|$)")
-
-
-def _is_item_line(line: str) -> bool:
-    bare = line.rstrip("\r\n")
-    return bool(_LIST_RE.match(bare)) and not _RULE_RE.match(bare)
 
 
 def _chunks(topic: Topic) -> tuple[list[_Chunk], _Chunk | None]:
     """Cut the parent's body into one chunk per entry (plus the lines after the last entry)."""
     lines = split_lines(topic.raw)
-    pairs, hidden = _scan(lines, topic.body_start)
+    blocks = scan_blocks(lines, topic.body_start)
+    pairs, hidden = blocks.fences, blocks.hidden
     spans = []
     for e in topic.entries:
         first, last = e.line - 1, e.end_line - 1
@@ -763,7 +687,7 @@ def _frontmatter_extra(topic: Topic) -> list[str]:
 def _frontmatter_dumped(topic: Topic, nl: str) -> list[str]:
     """The parent's other frontmatter keys written anew, for YAML that cannot be copied line by line
     (an alias to an anchor under ``title:``, say)."""
-    import yaml
+    import yaml  # PyYAML, python-frontmatter's own dependency
 
     unknown = {k: v for k, v in topic.meta.items() if k not in _KNOWN_META}
     if not unknown:
@@ -818,7 +742,7 @@ def _render(plan: SplitPlan, now: datetime) -> dict[str, str]:
         # line always starts a new entry); anything else gets a blank line, so that two paragraphs
         # never merge and an indented line never becomes another item's continuation.
         glue = (chunk.adjacent and last_in[p] == chunk.entry - 1) or (
-            last_in[p] >= 0 and parent.entries[last_in[p]].is_list and _is_item_line(chunk.lines[0])
+            last_in[p] >= 0 and parent.entries[last_in[p]].is_list and is_list_line(chunk.lines[0])
         )
         if out and not glue:
             out.append(nl)
@@ -877,15 +801,15 @@ def _check(plan: SplitPlan, parent: Topic, texts: dict[str, str]) -> None:
 # ---- index.txt and diffs -------------------------------------------------------------------------
 
 
-def _recent_items(vault: "Vault", plan: SplitPlan, now: datetime) -> list[RecentTopic]:
+def _recent_items(store: Store, plan: SplitPlan, now: datetime) -> list[RecentTopic]:
     names = set(plan.names)
-    existing = {name for name, _ in vault.topic_files()} | names
-    items = [r for r in vault.recent() if r.topic != plan.parent and r.topic not in names and r.topic in existing]
+    existing = {tf.name for tf in store.topic_files()} | names
+    items = [r for r in store.recent() if r.topic != plan.parent and r.topic not in names and r.topic in existing]
     return items + [RecentTopic(now, p.name, _one_line(p.summary, 300)) for p in plan.parts]
 
 
-def _recent_text(vault: "Vault", plan: SplitPlan, now: datetime) -> str:
-    return render_recent(_recent_items(vault, plan, now), vault.config.index_max_entries)
+def _recent_text(store: Store, plan: SplitPlan, now: datetime) -> str:
+    return render_recent(_recent_items(store, plan, now), store.config.index_max_entries)
 
 
 def _udiff(old: str, new: str, old_name: str, new_name: str) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TopicParseError
+from .fsutil import NotRegularFile, read_regular
 
 MAX_TOPIC_BYTES = 8 * 1024 * 1024  # a topic larger than this is refused, not loaded half
 
@@ -75,6 +76,7 @@ class Topic:
     has_frontmatter: bool
     bom: bool = False
     warnings: list[str] = field(default_factory=list)
+    stamp: tuple[int, int, int] | None = None  #: (size, mtime_ns, inode) when read from disk
 
     @property
     def title(self) -> str:
@@ -167,6 +169,12 @@ def _parse_frontmatter(lines: list[str], path: str) -> tuple[dict[str, Any], int
     return meta, i + 1, True
 
 
+def is_list_line(line: str) -> bool:
+    """Whether ``line`` starts a list item (``- x``, ``* x``, ``1. x``), not a rule (``- - -``)."""
+    bare = _strip_eol(line)
+    return bool(_LIST_RE.match(bare)) and not _RULE_RE.match(bare)
+
+
 def parse_entry_text(text: str) -> tuple[str | None, tuple[str, ...], str | None]:
     """Return (kind, tags, date) found in an entry's text."""
     kind_match = _KIND_RE.match(text)
@@ -174,6 +182,58 @@ def parse_entry_text(text: str) -> tuple[str | None, tuple[str, ...], str | None
     tags = tuple(dict.fromkeys(t.lower() for t in _TAG_RE.findall(text)))
     date_match = _DATE_RE.search(text)
     return kind, tags, date_match.group(1) if date_match else None
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Which body lines (0-based) are structure rather than text: closed HTML comments and
+    fenced blocks. An unclosed comment or fence hides nothing: only a closed one is structure."""
+
+    fences: dict[int, int]  #: opening fence line -> its closing line
+    comments: frozenset[int]  #: every line of a closed comment
+    code: frozenset[int]  #: the lines between a fence pair
+
+    @property
+    def closing(self) -> frozenset[int]:
+        return frozenset(self.fences.values())
+
+    @property
+    def hidden(self) -> frozenset[int]:
+        """Every line of a comment or a fenced block, delimiters included."""
+        return self.comments | self.code | frozenset(self.fences) | self.closing
+
+
+def scan_blocks(lines: list[str], start: int) -> Blocks:
+    """Find the comments and fenced blocks of ``lines`` from line ``start`` (the body)."""
+    n = len(lines)
+    last_close = max((i for i in range(start, n) if "-->" in lines[i]), default=-1)
+    fence_lines = [i for i in range(start, n) if _FENCE_RE.match(lines[i])]
+    fences: dict[int, int] = {}
+    comments: set[int] = set()
+    code: set[int] = set()
+    in_comment = False
+    opener = -1
+    for i in range(start, n):
+        line = _strip_eol(lines[i])
+        if in_comment:
+            comments.add(i)
+            in_comment = "-->" not in line
+            continue
+        if opener >= 0:
+            if _FENCE_RE.match(line):
+                fences[opener] = i
+                opener = -1
+            else:
+                code.add(i)
+            continue
+        stripped = line.strip()
+        if stripped.startswith("<!--") and ("-->" in stripped or last_close > i):
+            comments.add(i)
+            in_comment = "-->" not in stripped
+            continue
+        if _FENCE_RE.match(line) and fence_lines and fence_lines[-1] > i:
+            opener = i
+    return Blocks(fences, frozenset(comments), frozenset(code))
 
 
 def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, bom: bool = False) -> Topic:
@@ -193,8 +253,6 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
     item: list[str] = []
     item_start = 0
     item_indent = 0
-    in_fence = False
-    in_comment = False
 
     def make(parts: list[str], first: int, last: int, is_list: bool) -> None:
         body = " ".join(p.strip() for p in parts if p.strip())
@@ -215,36 +273,23 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
             make(item, item_start, end, True)
             item = []
 
-    # An unclosed comment or fence hides nothing: only a closed one is structure.
-    last_close = max((i for i in range(start, len(lines)) if "-->" in lines[i]), default=-1)
-    fences = [i for i in range(start, len(lines)) if _FENCE_RE.match(lines[i])]
+    blocks = scan_blocks(lines, start)
+    closing = blocks.closing
     last_content = start - 1
     for i in range(start, len(lines)):
         line = _strip_eol(lines[i])
         stripped = line.strip()
-        if in_comment:
-            if "-->" in line:
-                in_comment = False
+        if i in blocks.code:  # the text of a fenced block is one paragraph entry
+            if not para:
+                para_start = i
+            para.append(line)
             continue
-        if in_fence:
-            if _FENCE_RE.match(line):
-                in_fence = False
-                flush_para(i - 1)
-            else:
-                if not para:
-                    para_start = i
-                para.append(line)
-            continue
-        if stripped.startswith("<!--") and ("-->" in stripped or last_close > i):
+        if i in blocks.comments or i in blocks.fences:
             flush_item(last_content)
             flush_para(last_content)
-            if "-->" not in stripped:
-                in_comment = True
             continue
-        if _FENCE_RE.match(line) and fences and fences[-1] > i:
-            flush_item(last_content)
-            flush_para(last_content)
-            in_fence = True
+        if i in closing:
+            flush_para(i - 1)
             continue
         if not stripped:
             flush_item(last_content)
@@ -276,18 +321,25 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
 
 
 def read_topic(path: Path, name: str, file: str) -> Topic:
-    """Read and parse a topic file; raises :class:`TopicParseError` naming the file and line."""
+    """Read and parse a topic file; raises :class:`TopicParseError` naming the file and line.
+
+    Only regular files are read (a FIFO or device is refused without blocking), at most
+    ``MAX_TOPIC_BYTES``; the file's stat is kept in :attr:`Topic.stamp` so a writer can tell
+    whether someone else changed the file since.
+    """
     try:
-        size = path.stat().st_size
-        if size > MAX_TOPIC_BYTES:
-            raise TopicParseError(
-                file, f"is {size / 1e6:.0f} MB, over the {MAX_TOPIC_BYTES // 2**20} MB limit for a topic; split it into smaller topics"
-            )
-        data = path.read_bytes()
+        data, st = read_regular(path, MAX_TOPIC_BYTES)
+    except NotRegularFile as exc:
+        message = str(exc)
+        if "limit" in message:
+            message += " for a topic; split it into smaller topics"
+        raise TopicParseError(file, message) from None
     except OSError as exc:
         raise TopicParseError(file, f"cannot read: {exc.strerror or exc}") from None
     text, bom = decode_topic(data, file)
-    return parse_topic_text(text, name, file, path, bom)
+    topic = parse_topic_text(text, name, file, path, bom)
+    topic.stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+    return topic
 
 
 # ---- byte-preserving edits -------------------------------------------------------------------

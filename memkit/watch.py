@@ -6,9 +6,8 @@ the first one, so a ``git checkout`` of a thousand files still refreshes within 
 then runs the same incremental refresh as ``memkit index`` (a stat of every topic file, re-reading
 only changed ones) and rebuilds index.txt when a topic appeared, vanished or changed.
 
-The watcher holds no lock a reader needs: search in another process reads the per-file records,
-which are replaced atomically, and falls back to its own in-memory refresh while the watcher holds
-the index lock.
+The watcher holds no lock a reader needs: the sidecar is a SQLite database whose refreshes are
+transactions, so a search in another process reads the last committed state meanwhile.
 """
 from __future__ import annotations
 
@@ -19,14 +18,15 @@ import signal
 import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from .errors import MemkitError, TopicParseError
 from .fsutil import describe_os_error
-
-if TYPE_CHECKING:
-    from .index import Index, IndexReport
-    from .vault import Vault
+from .index import Index, IndexReport
+from .names import is_topic_filename
+from .recent import RecentTopic, parse_recent
+from .topic import read_topic
+from .vault import Vault
 
 log = logging.getLogger("memkit")
 
@@ -59,7 +59,7 @@ def is_topic_path(topics_dir: str, path: str | bytes) -> bool:
         return False
     path = os.fsdecode(path)
     folder, name = os.path.split(path)
-    return folder == topics_dir and name.endswith(".md") and not name.startswith(".")
+    return folder == topics_dir and is_topic_filename(name)
 
 
 class _Handler:
@@ -95,8 +95,8 @@ class Watcher:
     Callbacks run on the worker thread; while one runs no refresh happens.
     """
 
-    def __init__(self, vault: "Vault", *, debounce_s: float = 0.3, polling: bool = False,
-                 on_update: Callable[["IndexReport"], None] | None = None,
+    def __init__(self, vault: Vault, *, debounce_s: float = 0.3, polling: bool = False,
+                 on_update: Callable[[IndexReport], None] | None = None,
                  on_error: Callable[[str], None] | None = None,
                  inbox_handler: Callable[[], None] | None = None, inbox_interval_s: float = 30.0) -> None:
         if not debounce_s >= 0 or math.isinf(debounce_s):
@@ -148,15 +148,13 @@ class Watcher:
         """
         if self._worker is not None:
             raise MemkitError("this watcher was already started; create a new Watcher")
-        from .index import Index
-
         try:
             self.vault.topics_dir.mkdir(exist_ok=True)
         except OSError as exc:
             raise describe_os_error(exc, f"{self.vault.rel(self.vault.topics_dir)}/") from exc
-        # Our own Index, not vault.index_obj(): the caller may search the same Vault from another
-        # thread, and an Index is not thread-safe. Both read and write the same records on disk.
-        self._index = Index(self.vault, self.vault.embedder)
+        # Our own Index (its own database connection), not the Vault's: the caller may search the
+        # same Vault from another thread meanwhile.
+        self._index = Index(self.vault.store, self.vault.embedder)
         with self._cond:
             self._pending = True  # the catch-up refresh, due at once
             self._first_event = self._last_event = -math.inf
@@ -243,10 +241,14 @@ class Watcher:
         assert self._index is not None
         try:
             with _QUIET:
-                _, stale, gone = self._index.stale_files()
+                return self._stale_paths() <= self._stuck
         except Exception:
             return False
-        return set(stale + gone) <= self._stuck
+
+    def _stale_paths(self) -> set[str]:
+        assert self._index is not None
+        changed, gone = self._index.stale()
+        return {self.vault.rel(tf.path) for tf in changed} | set(gone)
 
     # ---- events (observer thread) ------------------------------------------------------------
     def _on_event(self, event: Any) -> None:
@@ -331,34 +333,32 @@ class Watcher:
     def _refresh(self, quiet: bool) -> None:
         index = self._index
         assert index is not None
-        before = {rel: r.sha for rel, r in index.records.items()}
         report = None
         try:
-            report = index.refresh(write=True)
+            with _QUIET:  # topic_files() warns about outside symlinks at every call
+                changed, gone = index.stale()
+            known = set(index.indexed_paths())
+            changed_paths = [self.vault.rel(tf.path) for tf in changed]
+            report = index.refresh()
             if report.rebuilt_model:
                 index.prune_other_models()
-            after = {rel: r.sha for rel, r in index.records.items()}
-            if before != after and not self._recent_dirty:
-                changed = [rel for rel in after if rel in before and before[rel] != after[rel]]
+            if (changed_paths or gone) and not self._recent_dirty:
                 # a topic came or went, or its index.txt line is no longer right
-                self._recent_dirty = before.keys() != after.keys() or not self._recent_is_current(changed)
+                self._recent_dirty = bool(gone) or any(p not in known for p in changed_paths) or \
+                    not self._recent_is_current(changed_paths)
             if self._recent_dirty:
                 with _QUIET:
                     self.vault.rebuild_recent()
                 self._recent_dirty = False
         except Exception as exc:
             self._failed(exc)
-            try:
-                index.load()  # what is really on disk: a failed write may have left memory ahead of it
-            except Exception:
-                pass
+            index.close()  # reopened by the next refresh: what is really on disk
         else:
             self._failures = 0
         finally:
             try:
-                with _QUIET:  # topic_files() warns about outside symlinks at every call
-                    _, stale, gone = index.stale_files()
-                stuck = set(stale + gone)
+                with _QUIET:
+                    stuck = self._stale_paths()
             except Exception:
                 stuck = set()
             with self._cond:
@@ -366,7 +366,7 @@ class Watcher:
                 self.refreshes += 1
         if report is None:
             return
-        if not quiet or report.changed_files or report.removed or before.keys() != index.records.keys():
+        if not quiet or report.changed_files or report.removed:
             self._callback(self.on_update, report)
         for problem in report.errors:
             self._report(problem)  # the index has logged it already
@@ -375,12 +375,8 @@ class Watcher:
         """Whether index.txt already holds the right line for each changed topic, so the rebuild,
         which parses every topic of the vault, can be skipped (editing an entry by hand changes
         no ``updated`` and no summary)."""
-        from .recent import RecentTopic, parse_recent
-        from .topic import read_topic
-        from .vault import INDEX_TXT
-
         try:
-            text = (self.vault.root / INDEX_TXT).read_text(encoding="utf-8")
+            text = self.vault.store.recent_path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return False
         lines = set(text.splitlines())
@@ -517,9 +513,9 @@ def _schedule_kwargs(names: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
-def run_watch(vault: "Vault", *, polling: bool = False, debounce_s: float = 0.3,
+def run_watch(vault: Vault, *, polling: bool = False, debounce_s: float = 0.3,
               stop_event: threading.Event | None = None,
-              on_update: Callable[["IndexReport"], None] | None = None,
+              on_update: Callable[[IndexReport], None] | None = None,
               on_error: Callable[[str], None] | None = None,
               inbox_handler: Callable[[], None] | None = None, inbox_interval_s: float = 30.0) -> None:
     """Watch ``vault`` until ``stop_event`` is set, Ctrl-C, or SIGTERM (what ``memkit watch`` runs).

@@ -52,7 +52,7 @@ def make_vault(tmp_path, topics: dict[str, list[str]], summaries: dict[str, str]
 
 
 def state_of(v: Vault, session: str) -> dict:
-    return json.loads(session_path(v, session).read_text(encoding="utf-8"))
+    return json.loads(session_path(v.store, session).read_text(encoding="utf-8"))
 
 
 def section(text: str, title: str) -> str:
@@ -79,7 +79,7 @@ def test_layers_in_order_with_relative_times(spread):
           "2026-02-12T12:00:00|cooking|rice recipes and oven timing\n"
           "2026-02-14T09:00:00|pets|biscuit the dog\n"
           "2026-01-01T08:00:00|finance|\n")
-    ctx = build_context(spread, "bomba rice paella", now=NOW)
+    ctx = build_context(spread.searcher, "bomba rice paella", now=NOW)
     text = ctx.text
     assert text.startswith("# Memory\n\n## Recent topics\n")
     assert text.index("## Recent topics") < text.index("## Relevant memories") < text.index("## Memory instructions")
@@ -99,17 +99,17 @@ def test_layers_in_order_with_relative_times(spread):
 def test_empty_vault_and_empty_message_still_give_a_block(tmp_path):
     v = Vault(Vault.init(tmp_path / "v").root, embedder=FakeEmbedder())
     for message in ("", "   ", "what should I cook tonight?"):
-        ctx = build_context(v, message, now=NOW)
+        ctx = build_context(v.searcher, message, now=NOW)
         assert "## Recent topics\n- none yet\n" in ctx.text
         assert "## Relevant memories\n- none found for this conversation\n" in ctx.text
         assert ctx.text.endswith(INSTRUCTIONS)
         assert ctx.memories == [] and ctx.topic is None
-    ctx = build_context(v, "", session="s1", now=NOW)  # empty message in a session: no error, no turn
+    ctx = build_context(v.searcher, "", session="s1", now=NOW)  # empty message in a session: no error, no turn
     assert state_of(v, "s1")["turns"] == 0 and ctx.session == "s1"
 
 
 def test_no_match_gives_no_memories(spread):
-    ctx = build_context(spread, "zebra quantum xylophone", now=NOW)
+    ctx = build_context(spread.searcher, "zebra quantum xylophone", now=NOW)
     assert ctx.memories == [] and "- none found for this conversation" in ctx.text
 
 
@@ -118,47 +118,47 @@ def test_no_match_gives_no_memories(spread):
 def test_memories_accumulate_without_duplicates(spread):
     messages = ["bomba rice paella", "dog Biscuit vet", "VWCE invests month"]
     for i, message in enumerate(messages):
-        ctx = build_context(spread, message, session="chat-1", now=NOW + timedelta(minutes=i))
+        ctx = build_context(spread.searcher, message, session="chat-1", now=NOW + timedelta(minutes=i))
         assert ctx.topic is None
     # the newest message's hits first
     assert [h.topic for h in ctx.memories] == ["finance", "pets", "cooking"]
     body = section(ctx.text, "Relevant memories")
     assert body.index("VWCE") < body.index("Biscuit") < body.index("bomba")
     # asking again does not duplicate; the memory moves up to the newest turn
-    ctx = build_context(spread, "bomba rice paella", session="chat-1", now=NOW + timedelta(minutes=3))
+    ctx = build_context(spread.searcher, "bomba rice paella", session="chat-1", now=NOW + timedelta(minutes=3))
     assert [h.topic for h in ctx.memories] == ["cooking", "finance", "pets"]
     assert len({h.id for h in ctx.memories}) == len(ctx.memories) == 3
     assert ctx.text.count("bomba") == 1
     state = state_of(spread, "chat-1")
     assert state["turns"] == 4 and state["messages"] == messages[1:] + ["bomba rice paella"]
     # another session, and no session at all, start from nothing
-    assert [h.topic for h in build_context(spread, "dog Biscuit vet", session="chat-2", now=NOW).memories] == ["pets"]
-    assert [h.topic for h in build_context(spread, "dog Biscuit vet", now=NOW).memories] == ["pets"]
+    assert [h.topic for h in build_context(spread.searcher, "dog Biscuit vet", session="chat-2", now=NOW).memories] == ["pets"]
+    assert [h.topic for h in build_context(spread.searcher, "dog Biscuit vet", now=NOW).memories] == ["pets"]
 
 
 def test_forgotten_memory_leaves_the_session(spread):
-    build_context(spread, "bomba rice paella", session="s", now=NOW)
-    build_context(spread, "dog Biscuit vet", session="s", now=NOW)
+    build_context(spread.searcher, "bomba rice paella", session="s", now=NOW)
+    build_context(spread.searcher, "dog Biscuit vet", session="s", now=NOW)
     spread.forget(match="bomba")
-    ctx = build_context(spread, "", session="s", now=NOW)
+    ctx = build_context(spread.searcher, "", session="s", now=NOW)
     assert [h.topic for h in ctx.memories] == ["pets"] and "bomba" not in ctx.text
     assert [m["topic"] for m in state_of(spread, "s")["memories"]] == ["pets"]
 
 
 def test_reset_session(spread):
-    build_context(spread, "bomba rice paella", session="s", now=NOW)
-    reset_session(spread, "s")
-    assert not session_path(spread, "s").exists()
-    reset_session(spread, "never-used")  # no error
-    assert build_context(spread, "dog Biscuit vet", session="s", now=NOW).memories[0].topic == "pets"
-    assert len(build_context(spread, "", session="s", now=NOW).memories) == 1
+    build_context(spread.searcher, "bomba rice paella", session="s", now=NOW)
+    reset_session(spread.store, "s")
+    assert not session_path(spread.store, "s").exists()
+    reset_session(spread.store, "never-used")  # no error
+    assert build_context(spread.searcher, "dog Biscuit vet", session="s", now=NOW).memories[0].topic == "pets"
+    assert len(build_context(spread.searcher, "", session="s", now=NOW).memories) == 1
 
 
 def test_idle_session_starts_afresh(spread):
-    build_context(spread, "bomba rice paella", session="s", now=NOW)
-    ctx = build_context(spread, "dog Biscuit vet", session="s", now=NOW + timedelta(minutes=6))
+    build_context(spread.searcher, "bomba rice paella", session="s", now=NOW)
+    ctx = build_context(spread.searcher, "dog Biscuit vet", session="s", now=NOW + timedelta(minutes=6))
     assert len(ctx.memories) == 2
-    ctx = build_context(spread, "VWCE invests month", session="s", now=NOW + timedelta(minutes=14))
+    ctx = build_context(spread.searcher, "VWCE invests month", session="s", now=NOW + timedelta(minutes=14))
     assert [h.topic for h in ctx.memories] == ["finance"] and state_of(spread, "s")["turns"] == 1
 
 
@@ -166,11 +166,11 @@ def test_idle_session_starts_afresh(spread):
 
 def test_topic_detection_replaces_memories_with_the_topic_file(topical):
     s = "talk"
-    ctx = build_context(topical, "hello there", session=s, now=NOW)
+    ctx = build_context(topical.searcher, "hello there", session=s, now=NOW)
     assert ctx.topic is None and "## Relevant memories" in ctx.text
 
-    ctx = build_context(topical, "paella rice", session=s, now=NOW)
-    assert detect_topic(topical, "hello there paella rice").topic == "cooking"  # the premise
+    ctx = build_context(topical.searcher, "paella rice", session=s, now=NOW)
+    assert detect_topic(topical.searcher, "hello there paella rice").topic == "cooking"  # the premise
     assert ctx.topic == "cooking" and ctx.memories == []
     assert "## Relevant memories" not in ctx.text
     body = section(ctx.text, "Current topic: Cooking")
@@ -181,22 +181,22 @@ def test_topic_detection_replaces_memories_with_the_topic_file(topical):
     assert ctx.text.index("## Recent topics") < ctx.text.index("## Current topic") < ctx.text.index("## Memory instructions")
 
     # a message that detects nothing keeps the topic
-    ctx = build_context(topical, "thanks sounds good", session=s, now=NOW)
-    assert detect_topic(topical, "hello there paella rice thanks sounds good") is None
+    ctx = build_context(topical.searcher, "thanks sounds good", session=s, now=NOW)
+    assert detect_topic(topical.searcher, "hello there paella rice thanks sounds good") is None
     assert ctx.topic == "cooking"
 
     # messages that clearly detect another topic switch to it
-    build_context(topical, "biscuit the dog vet", session=s, now=NOW)
-    ctx = build_context(topical, "biscuit walks", session=s, now=NOW)
+    build_context(topical.searcher, "biscuit the dog vet", session=s, now=NOW)
+    ctx = build_context(topical.searcher, "biscuit walks", session=s, now=NOW)
     assert ctx.topic == "pets" and "## Current topic: Pets" in ctx.text and "paellera" not in ctx.text
     assert state_of(topical, s)["topic"] == "pets"
 
 
 def test_deleted_topic_falls_back_to_memories(topical):
-    build_context(topical, "hello there", session="s", now=NOW)
-    assert build_context(topical, "paella rice", session="s", now=NOW).topic == "cooking"
+    build_context(topical.searcher, "hello there", session="s", now=NOW)
+    assert build_context(topical.searcher, "paella rice", session="s", now=NOW).topic == "cooking"
     (topical.root / "topics" / "cooking.md").unlink()
-    ctx = build_context(topical, "", session="s", now=NOW)
+    ctx = build_context(topical.searcher, "", session="s", now=NOW)
     assert ctx.topic is None and "## Relevant memories" in ctx.text
     assert state_of(topical, "s")["topic"] is None
 
@@ -204,7 +204,7 @@ def test_deleted_topic_falls_back_to_memories(topical):
 def test_topic_file_prose_stays_a_paragraph(topical):
     path = topical.root / "topics" / "cooking.md"
     write(path, path.read_text() + "\nWeeknights are quick: a rice bowl and a salad.\n\n- Bakes on Sundays\n")
-    ctx = build_context(topical, "hello there paella rice", now=NOW)
+    ctx = build_context(topical.searcher, "hello there paella rice", now=NOW)
     assert ctx.topic == "cooking"
     assert "stock cubes\n\nWeeknights are quick: a rice bowl and a salad.\n\n- Bakes on Sundays\n" in ctx.text
 
@@ -222,10 +222,10 @@ def big_topic_vault(tmp_path) -> Vault:
 
 def test_budget_trims_recent_then_topic_entries_never_instructions(tmp_path):
     v = big_topic_vault(tmp_path)
-    full = build_context(v, "paella bomba rice saffron", now=NOW, budget_tokens=100_000)
+    full = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=100_000)
     assert full.topic == "cooking" and len(full.recent) == 12 and "not shown" not in full.text
 
-    ctx = build_context(v, "paella bomba rice saffron", now=NOW, budget_tokens=400)
+    ctx = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=400)
     assert ctx.tokens <= 400 and len(ctx.text) <= 1600
     assert ctx.text.endswith(INSTRUCTIONS)
     assert len(ctx.recent) == 5 and [r.topic for r in ctx.recent] == [f"topic-{i}" for i in range(5)]
@@ -238,10 +238,10 @@ def test_budget_trims_recent_then_topic_entries_never_instructions(tmp_path):
     assert ctx.omitted == {"recent": 7, "memories": 0, "topic_entries": hidden}
 
     # a budget that cannot even hold the instructions: they are kept whole, with a warning
-    tiny = build_context(v, "paella bomba rice saffron", now=NOW, budget_tokens=10)
+    tiny = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=10)
     assert INSTRUCTIONS in tiny.text and tiny.recent == []
     with pytest.raises(MemkitError, match="at least 1"):
-        build_context(v, "x", budget_tokens=0)
+        build_context(v.searcher, "x", budget_tokens=0)
 
 
 def hit(i: int, topic: str = "cooking") -> Hit:
@@ -268,22 +268,22 @@ def test_budget_trims_memories_from_the_bottom():
 
 @pytest.mark.parametrize("session", ["../../x", "/etc/passwd", "..\\..\\x", "a/../../b", "CON", "\x00", "\udcff", "ü" * 300])
 def test_session_ids_stay_inside_the_sessions_folder(spread, tmp_path, session):
-    ctx = build_context(spread, "bomba rice paella", session=session, now=NOW)
-    path = session_path(spread, session)
+    ctx = build_context(spread.searcher, "bomba rice paella", session=session, now=NOW)
+    path = session_path(spread.store, session)
     sessions = spread.state_dir / "sessions"
     assert path.parent == sessions and path.exists() and path.resolve().parent == sessions.resolve()
     assert ctx.session == session and state_of(spread, session)["session"] == session
     assert [p.name for p in tmp_path.iterdir()] == ["v"]  # nothing written beside the vault
     assert sorted(p.suffix for p in sessions.iterdir()) == [".json", ".lock"]
-    assert session_path(spread, session) != session_path(spread, session + " ")
+    assert session_path(spread.store, session) != session_path(spread.store, session + " ")
 
 
 def test_distinct_ids_get_distinct_files(spread):
-    assert session_path(spread, "a/b") != session_path(spread, "a-b") != session_path(spread, "A-B")
+    assert session_path(spread.store, "a/b") != session_path(spread.store, "a-b") != session_path(spread.store, "A-B")
 
 
 def test_blank_session_is_stateless(spread):
-    assert build_context(spread, "bomba rice paella", session="  ", now=NOW).session is None
+    assert build_context(spread.searcher, "bomba rice paella", session="  ", now=NOW).session is None
     assert not (spread.state_dir / "sessions").exists()
 
 
@@ -292,10 +292,10 @@ def test_blank_session_is_stateless(spread):
                                      b' "turns": 1, "messages": [], "topic": null, "memories": [{"id": 3}]}'])
 def test_corrupt_session_file_is_a_new_session(spread, caplog, monkeypatch, content):
     monkeypatch.setattr(logging.getLogger("memkit"), "propagate", True)
-    path = session_path(spread, "s")
+    path = session_path(spread.store, "s")
     write(path, content)
     with caplog.at_level(logging.WARNING, logger="memkit"):
-        ctx = build_context(spread, "dog Biscuit vet", session="s", now=NOW)
+        ctx = build_context(spread.searcher, "dog Biscuit vet", session="s", now=NOW)
     assert "is corrupt" in caplog.text and "starting the session afresh" in caplog.text
     assert [h.topic for h in ctx.memories] == ["pets"]
     assert state_of(spread, "s")["turns"] == 1
@@ -308,7 +308,7 @@ def test_concurrent_builds_on_one_session_lose_nothing(spread):
 
     def run(message: str) -> None:
         try:
-            build_context(spread, message, session="shared", now=NOW)
+            build_context(spread.searcher, message, session="shared", now=NOW)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -327,7 +327,7 @@ def test_concurrent_builds_on_one_session_lose_nothing(spread):
 
 def test_to_dict_shape(spread):
     write(spread.root / "index.txt", "2026-02-12T12:00:00|cooking|rice recipes\n")
-    ctx = build_context(spread, "bomba rice paella", session="s", now=NOW)
+    ctx = build_context(spread.searcher, "bomba rice paella", session="s", now=NOW)
     data = json.loads(json.dumps(ctx.to_dict()))
     assert set(data) == {"text", "tokens", "session", "topic", "recent", "memories", "omitted"}
     assert data["text"] == ctx.text and data["tokens"] == ctx.tokens and data["session"] == "s"
@@ -342,5 +342,5 @@ def test_small_talk_adds_no_memories(tmp_path):
     """Static models give "hi!" a high cosine with anything; a message with no content word adds nothing."""
     vault = make_vault(tmp_path, TOPICAL)
     vault.config.embedding_similarity_threshold = -1.0  # even with a threshold that keeps everything
-    ctx = build_context(vault, "hi!", session="s", now=NOW)
+    ctx = build_context(vault.searcher, "hi!", session="s", now=NOW)
     assert ctx.memories == [] and ctx.topic is None

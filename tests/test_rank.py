@@ -4,8 +4,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memkit.lexical import BM25Index, stem, tokenize
-from memkit.rank import RankParams, Ranker, speaker_of
+from memkit.lexical import encode_terms
+from memkit.lexical import BM25Index as _BM25Index
+from memkit.rank import RankParams, Ranker, _speakers, speaker_of
+from memkit.text import stem
+from memkit.text import terms as tokenize
+
+
+class BM25Index(_BM25Index):
+    """The index built from raw texts, queried with raw queries (as the tests read best)."""
+
+    def __init__(self, docs, **kw):
+        super().__init__(*encode_terms(docs), **kw)
+
+    def scores(self, query):
+        return super().scores(self.query_terms(query))
+
+    def coverage(self, query):
+        return super().coverage(self.query_terms(query))
 
 
 # -- tokeniser ----------------------------------------------------------------------------------
@@ -207,53 +223,36 @@ def test_empty_ranker_and_shape_errors():
     assert len(r.search("camping", VECS[4], k=50)) == 5
 
 
-def test_speaker_detection_vectorised_matches_regex():
-    from memkit.rank import _speakers
-
-    texts = ["Caroline: hi", "- [fact] John Smith: tea", "note: x", "plain text", "Émile: salut",
-             "Time: 10:30", "Caroline:", "Caroline:x", "a\x00b: c", "Note 10:30: hi", "  * Bob : yo",
-             "Very Long Name With Many Words Here Indeed: x", ""]
-    ids, names = _speakers(texts)
-    got = [names[i] if i >= 0 else None for i in ids]
-    assert got == [speaker_of(t.replace("\x00", " ")) for t in texts]
-    assert got[:2] == ["Caroline", "John Smith"] and got[10] == "Bob"
-
-
-def test_group_rows_exact_even_on_hash_collisions(monkeypatch):
-    import memkit.lexical as lx
-
-    rng = np.random.default_rng(0)
-    a = rng.integers(0, 5, size=200).astype(np.uint64)
-    b = rng.integers(0, 3, size=200).astype(np.uint64)
-    expected = {}
-    for x, y in zip(a.tolist(), b.tolist()):
-        expected.setdefault((x, y), len(expected))
-    for zero_hash in (False, True):
-        if zero_hash:  # every row hashes alike: the exact fallback must still group right
-            monkeypatch.setattr(lx, "_K1", np.uint64(0))
-            monkeypatch.setattr(lx, "_K2", np.uint64(0))
-        gid, first = lx._group_rows([a, b])
-        assert len(first) == len(expected)
-        for i in range(200):
-            j = first[gid[i]]
-            assert (a[j], b[j]) == (a[i], b[i])
-            assert first[gid[i]] <= i
-
-
-def test_params_validation_and_mention_boost():
+def test_params_validation():
     with pytest.raises(ValueError):
         RankParams(lex_weight=1.5)
     with pytest.raises(ValueError):
         RankParams(vec_floor="max")
-    texts = ["Ann: we met Bob at the lake", "Ann: nice weather", "Cy: Bob left"]
-    vecs = _unit([[1, 0], [1, 0.1], [1, 0.2]])
-    gaps = []
-    for mention in (0.0, 0.5):
-        p = RankParams(speaker_boost=0.0, mention_boost=mention, file_prior=0.0, smooth_next=0.0)
-        r = Ranker(texts, vecs, np.zeros(3, dtype=np.int32), p)
-        f = r.component_scores("weather with Bob", vecs[1])["fused"]
-        gaps.append(f[0] - f[1])
-    assert gaps[1] > gaps[0]  # entry 0 mentions Bob, entry 1 does not
+
+
+@pytest.mark.parametrize("texts", [
+    ["Rice: soak it overnight", "Prefers bomba rice for paella", "Uses a cast iron pan", "Salt the water"],
+    ["TODO: call the plumber", "TODO: renew the passport", "Boiler serviced in March", "Fuse box in the hall",
+     "Plumber is Anna", "Water meter under the sink"],
+    ["Note: the router resets at night", "Rice", "Paella", "## Cooking"],
+    ["Rice: soak it overnight"],
+])
+def test_ordinary_notes_have_no_speakers(texts):
+    ids, names = _speakers(texts, np.zeros(len(texts), dtype=np.int64))
+    assert names == [] and (ids == -1).all()
+    r = Ranker(texts, _unit(np.ones((len(texts), 3))), np.zeros(len(texts), dtype=np.int32))
+    rice = r.component_scores("how long do I soak rice", np.ones(3, dtype=np.float32))["fused"]
+    assert rice.max() <= 1.0 and r.speaker_names == []
+
+
+def test_a_conversation_has_speakers_and_a_qa_file_is_one():
+    conv = ["Caroline: I went to a support group", "Melanie: Sounds great", "Caroline: It was",
+            "Melanie: Tell me more"]
+    ids, names = _speakers(conv, np.zeros(4, dtype=np.int64))
+    assert names == ["Caroline", "Melanie"] and ids.tolist() == [0, 1, 0, 1]
+    qa = ["Q: what is the wifi password?", "A: on the fridge", "Q: who fixes the boiler?", "A: Anna"]
+    ids, names = _speakers(qa, np.zeros(4, dtype=np.int64))
+    assert names == [] or all(len(n) > 1 for n in names)  # "Q"/"A" are not names (one capital letter)
 
 
 def test_context_limit_and_unknown_query_words():
@@ -332,103 +331,6 @@ QUERIES = ["Caroline apple", "hAP ax3 router", "what did Melanie paint?", "lake 
            "", "node-3 example.org"]
 
 
-def _same_results(a, b, vecs, rng, files):
-    for q in QUERIES:
-        qv = vecs[rng.integers(0, len(vecs))] + 0.1 * rng.standard_normal(vecs.shape[1]).astype(np.float32)
-        mask = files % 2 == 0
-        for kw in (dict(), dict(mode="vector"), dict(mode="lexical"), dict(threshold=0.2), dict(mask=mask, k=5)):
-            assert a.search(q, qv, **kw) == b.search(q, qv, **kw), (q, kw)
-        ca, cb = a.component_scores(q, qv), b.component_scores(q, qv)
-        for key in ca:
-            assert np.array_equal(ca[key], cb[key]), key
-
-
-def test_ranker_state_round_trip_gives_identical_results():
-    texts, files, vecs, rng = _random_corpus()
-    r = Ranker(texts, vecs, files)
-    st = r.state()
-    assert all(isinstance(v, np.ndarray) for v in st.values())
-    assert "vectors" not in st and "file_ids" not in st
-    assert {"lex_docs", "lex_weights", "lex_idf", "lex_vocab", "ctx_inv", "speaker", "fingerprint"} <= set(st)
-    r2 = Ranker.from_state(st, vecs, files)
-    assert r2.lex.vocab == r.lex.vocab and r2.speaker_names == r.speaker_names
-    _same_results(r, r2, vecs, rng, files)
-
-
-def test_ranker_state_round_trips_through_np_save_and_mmap(tmp_path):
-    texts, files, vecs, rng = _random_corpus(seed=5)
-    p = RankParams(context=1, vec_context_weights=(0.5, 0.25))
-    r = Ranker(texts, vecs, files, p)
-    for key, arr in r.state().items():
-        np.save(tmp_path / f"{key}.npy", arr, allow_pickle=False)
-    np.save(tmp_path / "vectors.npy", vecs)
-    loaded = {f.stem: np.load(f, mmap_mode="r", allow_pickle=False)
-              for f in tmp_path.glob("*.npy") if f.stem != "vectors"}
-    mvecs = np.load(tmp_path / "vectors.npy", mmap_mode="r")
-    assert isinstance(mvecs, np.memmap) and not mvecs.flags.writeable
-    r2 = Ranker.from_state(loaded, mvecs, files, p)
-    assert isinstance(r2.lex.docs, np.memmap)  # not copied
-    _same_results(r, r2, vecs, rng, files)
-
-
-def test_ranker_state_rejects_other_params_and_mismatches():
-    texts, files, vecs, _ = _random_corpus(n=50)
-    st = Ranker(texts, vecs, files).state()
-    for other in (RankParams(k1=1.5), RankParams(b=0.7), RankParams(context=1), RankParams(context_weight=0.3),
-                  RankParams(vec_context_weights=(0.4,))):
-        with pytest.raises(ValueError):
-            Ranker.from_state(st, vecs, files, other)
-    Ranker.from_state(st, vecs, files, RankParams(lex_weight=0.7, file_prior=0.1))  # query-time only: fine
-    with pytest.raises(ValueError):
-        Ranker.from_state(st, vecs[:-1], files[:-1])
-    with pytest.raises(ValueError):
-        Ranker.from_state(st, vecs[:, :8], files)
-    with pytest.raises(ValueError):
-        Ranker.from_state(st, vecs, np.zeros(50, dtype=np.int32))  # other file boundaries
-    bad = dict(st)
-    bad["fingerprint"] = bad["fingerprint"].copy()
-    bad["fingerprint"][-2] ^= 1
-    with pytest.raises(ValueError):
-        Ranker.from_state(bad, vecs, files)
-    with pytest.raises(ValueError):
-        Ranker.from_state({k: v for k, v in st.items() if k != "lex_docs"}, vecs, files)
-
-
-def test_bm25_and_empty_ranker_state_round_trip():
-    ix = BM25Index(DOCS, context=1, context_weight=0.25, k1=1.1)
-    ix2 = BM25Index.from_state(ix.state(), context=1, context_weight=0.25, k1=1.1)
-    for q in ("rice", "hAP ax3 router", "nothing"):
-        assert np.array_equal(ix.scores(q), ix2.scores(q)) and np.array_equal(ix.coverage(q), ix2.coverage(q))
-    with pytest.raises(ValueError):
-        BM25Index.from_state(ix.state(), context=2)
-    empty = Ranker([], np.zeros((0, 4), dtype=np.float32))
-    e2 = Ranker.from_state(empty.state(), np.zeros((0, 4), dtype=np.float32))
-    assert e2.search("x", np.ones(4, dtype=np.float32)) == [] and e2.lex.vocab == {}
-
-
-def test_bm25_chunked_build_is_identical(monkeypatch):
-    import memkit.lexical as lexical
-
-    texts, files, _, rng = _random_corpus(n=200, seed=7)
-    for kw in (dict(context=2, context_weight=0.5), dict(context=0), dict(context=3, context_weight=[0.5, 0.0, 0.2])):
-        whole = BM25Index(texts, file_ids=files, **kw)
-        for chunk in (1, 2, 3, 17):
-            monkeypatch.setattr(lexical, "_BUILD_CHUNK", chunk)
-            part = BM25Index(texts, file_ids=files, **kw)
-            assert set(part.vocab) == set(whole.vocab) and part.avgdl == whole.avgdl
-            assert np.array_equal(part.doc_len, whole.doc_len) and part.docs.size == whole.docs.size
-            for t, i in whole.vocab.items():  # term ids may differ; each term's postings may not
-                j = part.vocab[t]
-                s, e, s2, e2 = whole.indptr[i], whole.indptr[i + 1], part.indptr[j], part.indptr[j + 1]
-                assert np.array_equal(whole.docs[s:e], part.docs[s2:e2])
-                assert np.array_equal(whole.own[s:e], part.own[s2:e2])
-                assert np.array_equal(whole.weights[s:e], part.weights[s2:e2]), t
-            for q in QUERIES + ["apple pear plum lime fig"]:
-                assert np.array_equal(part.scores(q), whole.scores(q)), (chunk, kw, q)
-                assert np.array_equal(part.coverage(q), whole.coverage(q)), (chunk, kw, q)
-            monkeypatch.undo()
-
-
 # -- fast path (large indexes: approximate scan, fusion on candidates) ---------------------------
 
 def _fast(monkeypatch, **consts):
@@ -453,7 +355,7 @@ def _exact(rank, fn):
 
 @pytest.mark.parametrize("params", [RankParams(), RankParams(smooth_prev=0.2, vec_context_weights=(0.5, 0.25)),
                                     RankParams(vec_floor="median"), RankParams(vec_floor="zero", file_prior=0.0),
-                                    RankParams(mention_boost=0.1, smooth_next=0.0)])
+                                    RankParams(smooth_next=0.0)])
 def test_fast_path_with_every_candidate_equals_exact_path(monkeypatch, params):
     texts, files, vecs, rng = _random_corpus(n=400, dim=128, seed=11)
     rank = _fast(monkeypatch, CANDIDATES=400, FLOOR_SAMPLE=400)
@@ -490,24 +392,6 @@ def test_fast_path_with_few_candidates_agrees_on_most_results(monkeypatch):
         assert r.search("zzz", qv, k=10, threshold=0.5) == _exact(rank, lambda: r.search("zzz", qv, k=10, threshold=0.5))
     assert np.mean(overlaps) >= 0.9, np.mean(overlaps)
     assert len(r.search("apple", vecs[0], k=30)) == 30  # k above CANDIDATES // 4: exact path
-
-
-def test_fast_path_state_round_trip_and_fingerprint(monkeypatch, tmp_path):
-    texts, files, vecs, rng = _random_corpus(n=300, dim=128, seed=13)
-    rank = _fast(monkeypatch, CANDIDATES=50)
-    r = Ranker(texts, vecs, files)
-    st = r.state()
-    assert st["vec_prefix"].shape == (300, 64) and st["vec_prefix"].flags.c_contiguous
-    for key, arr in st.items():
-        np.save(tmp_path / f"{key}.npy", arr)
-    loaded = {f.stem: np.load(f, mmap_mode="r") for f in tmp_path.glob("*.npy")}
-    r2 = Ranker.from_state(loaded, vecs, files)
-    _same_results(r, r2, vecs, rng, files)
-    with pytest.raises(ValueError):
-        Ranker.from_state({k: v for k, v in st.items() if k != "vec_prefix"}, vecs, files)
-    monkeypatch.setattr(rank, "PREFIX_DIMS", 96)
-    with pytest.raises(ValueError):  # built with another prefix width
-        Ranker.from_state(st, vecs, files)
 
 
 def test_fast_path_answers_a_threshold_that_leaves_few_results(monkeypatch):

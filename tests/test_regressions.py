@@ -35,7 +35,7 @@ def test_two_conclusions_outdating_one_entry_remove_only_it(tmp_path):
         return json.dumps({"conclusions": conclusions})
 
     with FakeLLM(answer) as fake:
-        digest_file(v, write(tmp_path / "t.txt", "A: moved\n"), llm(fake), split=False)
+        digest_file(v.searcher, write(tmp_path / "t.txt", "A: moved\n"), llm(fake), split=False)
     text = (v.topics_dir / "home.md").read_text()
     assert "spare key under the blue flowerpot" in text and "Wife's birthday" in text
     assert "Lives in Portland Oregon\n" not in text
@@ -55,7 +55,7 @@ def test_same_transcript_digested_twice_at_once_writes_once(tmp_path):
     reply = Reply(delay=0.4, content=json.dumps({"conclusions": [{"kind": "fact", "text": "Cat Miso eats salmon kibble", "topic": "pets"}]}))
     path = write(tmp_path / "t.txt", "A: cat\n")
     with FakeLLM([reply]) as fake:
-        threads = [threading.Thread(target=digest_file, args=(Vault(v.root, embedder=FakeEmbedder()), path, llm(fake)),
+        threads = [threading.Thread(target=digest_file, args=(Vault(v.root, embedder=FakeEmbedder()).searcher, path, llm(fake)),
                                     kwargs={"split": False}) for _ in range(2)]
         for t in threads:
             t.start()
@@ -104,7 +104,7 @@ def test_same_line_in_two_topics_can_be_forgotten_with_topic(tmp_path):
 
 
 def test_new_topic_name_never_reuses_an_existing_topic():
-    assert _new_topic_name(None, {"name": "cooking"}, [], {"cooking", "general"}) == "cooking-2"
+    assert _new_topic_name({"name": "cooking"}, [], {"cooking", "general"}) == "cooking-2"
 
 
 def test_transcript_null_and_string_parts():
@@ -119,7 +119,7 @@ def test_split_keeps_a_custom_heading_and_the_summary(tmp_path):
     lines = [f"- {words} note {i} {theme}\n" for theme, words in themes.items() for i in range(8)]
     head = "---\ntitle: Cooking\nsummary: recipes from grandma\n---\n# Cooking — recipes from grandma Rosa, do not share\n\n"
     v = make(tmp_path, {"cooking": head + "".join(lines)})
-    plan = split_topic(v, "cooking", min_part=3)
+    plan = split_topic(v.searcher, "cooking", min_part=3)
     texts = "".join((v.topics_dir / f"{n}.md").read_text() for n in plan.names)
     assert texts.count("# Cooking — recipes from grandma Rosa, do not share") == 1
     assert "parent_summary: recipes from grandma" in texts

@@ -76,7 +76,7 @@ def test_empty_vault(tmp_path):
 def test_new_entry_searchable_in_same_process(v):
     v.search("rice", threshold=None)
     v.add("Keeps spare Zigbee dongle in the drawer", topic="home-lab")
-    v.index_obj().last_check = 0  # the in-process index re-checks files at most once a second
+    v.searcher.index.last_check = 0  # the in-process index re-checks files at most once a second
     assert v.search("Zigbee dongle", k=1)[0].text.startswith("Keeps spare Zigbee dongle")
 
 

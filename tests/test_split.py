@@ -173,19 +173,19 @@ def test_every_entry_survives_exactly_once_on_random_topics(tmp_path, monkeypatc
         min_part = rng.randint(2, 5)
         if n < 2 * min_part:
             with pytest.raises(NothingToSplit, match=f"topic mixed has only {n} entries; nothing to split"):
-                plan_split(vault, "mixed", min_part=min_part)
+                plan_split(vault.searcher, "mixed", min_part=min_part)
             refused += 1
             continue
         before = tree(vault.root)
         try:
-            plan = plan_split(vault, "mixed", min_part=min_part)
+            plan = plan_split(vault.searcher, "mixed", min_part=min_part)
         except NothingToSplit as exc:  # e.g. too few entries with words for two parts
             assert "do not fall into distinct subtopics" in str(exc)
             assert tree(vault.root) == before
             refused += 1
             continue
         assert tree(vault.root) == before, "planning writes nothing"
-        names = apply_split(vault, plan)
+        names = apply_split(vault.store, plan)
         split_count += 1
         assert not parent.exists()
         assert len(names) == len(set(names)) >= 2
@@ -227,7 +227,7 @@ def test_every_entry_survives_exactly_once_on_random_topics(tmp_path, monkeypatc
 def test_word_names_from_a_three_theme_topic(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
-    plan = split_topic(vault, "cooking")
+    plan = split_topic(vault.searcher, "cooking")
     assert plan.named_by == "words"
     assert sorted(plan.names) == ["cooking-bread", "cooking-kimchi", "cooking-rice"]
     for part in plan.parts:
@@ -245,8 +245,8 @@ def test_word_names_from_a_three_theme_topic(tmp_path):
 def test_plans_are_deterministic(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines(seed=5) + ["- tea with lemon", "- tea"]))
-    one = plan_split(vault, "cooking")
-    two = plan_split(vault, "cooking")
+    one = plan_split(vault.searcher, "cooking")
+    two = plan_split(vault.searcher, "cooking")
     assert [(p.name, [e.line for e in p.entries]) for p in one.parts] == \
            [(p.name, [e.line for e in p.entries]) for p in two.parts]
 
@@ -255,7 +255,7 @@ def test_small_clusters_and_wordless_entries_go_to_general(tmp_path):
     vault = make_vault(tmp_path)
     lines = themed_lines(per_theme=12)[:24] + ["- Visited Lisbon in spring", "- ...", "- !!!"]
     write(vault.topics_dir / "cooking.md", cooking_text(lines))
-    plan = plan_split(vault, "cooking", min_part=6)
+    plan = plan_split(vault.searcher, "cooking", min_part=6)
     general = plan.parts[-1]
     assert general.name == "cooking-general" and general.title == "Cooking: general"
     assert {"- ...", "- !!!"} <= {f"- {e.text}" for e in general.entries}
@@ -280,7 +280,7 @@ def test_llm_names_the_parts(tmp_path, no_thread_leaks):
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
     names = {"rice": "Rice Dishes", "bread": "cooking-baking", "kimchi": "fermenting"}
     with FakeLLM(lambda req: names_reply(req, names)) as fake:
-        plan = split_topic(vault, "cooking", llm=llm_for(fake))
+        plan = split_topic(vault.searcher, "cooking", llm=llm_for(fake))
     assert plan.named_by == "llm"
     assert len(fake.requests) == 1
     prompt = last_user_message(fake.requests[0])
@@ -304,7 +304,7 @@ def test_llm_failure_falls_back_to_word_names(tmp_path, replies, no_thread_leaks
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
     with FakeLLM(replies) as fake:
-        plan = split_topic(vault, "cooking", llm=llm_for(fake))
+        plan = split_topic(vault.searcher, "cooking", llm=llm_for(fake))
     assert plan.named_by == "words"
     assert sorted(plan.names) == ["cooking-bread", "cooking-kimchi", "cooking-rice"]
     assert "naming them from their own words" in caplog.text
@@ -315,7 +315,7 @@ def test_unsafe_llm_names_are_made_safe(tmp_path, no_thread_leaks):
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
     names = {"rice": "../x", "bread": "../../etc/passwd", "kimchi": "CON"}
     with FakeLLM(lambda req: names_reply(req, names)) as fake:
-        plan = split_topic(vault, "cooking", llm=llm_for(fake))
+        plan = split_topic(vault.searcher, "cooking", llm=llm_for(fake))
     assert sorted(plan.names) == ["cooking-con", "cooking-etc-passwd", "cooking-x"]
     for name in plan.names:
         assert check_topic_name(name) == name
@@ -329,7 +329,7 @@ def test_same_or_general_llm_names_stay_unique(tmp_path, no_thread_leaks):
     write(vault.topics_dir / "cooking.md", cooking_text(lines))
     names = {"rice": "food", "bread": "food", "kimchi": "general"}
     with FakeLLM(lambda req: names_reply(req, names)) as fake:
-        plan = plan_split(vault, "cooking", llm=llm_for(fake))
+        plan = plan_split(vault.searcher, "cooking", llm=llm_for(fake))
     by_theme = {theme_of(p.entries[0].text): p.name for p in plan.parts if p.name != "cooking-general"}
     assert sorted([by_theme["rice"], by_theme["bread"]]) == ["cooking-food", "cooking-food-2"]
     assert by_theme["kimchi"] == "cooking-kimchi"  # "general" is the catch-all's: words name it
@@ -342,7 +342,7 @@ def test_names_never_collide_with_existing_topics(tmp_path):
     vault.add("Another one", topic="cooking-rice-2")
     before = (vault.topics_dir / "cooking-rice.md").read_bytes()
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
-    plan = split_topic(vault, "cooking")
+    plan = split_topic(vault.searcher, "cooking")
     assert sorted(plan.names) == ["cooking-bread", "cooking-kimchi", "cooking-rice-3"]
     assert (vault.topics_dir / "cooking-rice.md").read_bytes() == before
 
@@ -351,7 +351,7 @@ def test_words_without_a_safe_spelling(tmp_path):
     vault = make_vault(tmp_path)
     lines = [f"- 고춧가루 배추김치 {i}번" for i in range(8)] + [f"- Café crème brûlée numéro {i}" for i in range(8)]
     write(vault.topics_dir / "notes.md", "\n".join(lines) + "\n")
-    plan = split_topic(vault, "notes", min_part=3)
+    plan = split_topic(vault.searcher, "notes", min_part=3)
     by_name = {p.name: p for p in plan.parts}
     assert set(by_name) == {"notes-part-1", "notes-brulee"}
     assert by_name["notes-brulee"].title == "Notes: brûlée"
@@ -362,7 +362,7 @@ def test_long_parent_names_give_valid_part_names(tmp_path):
     vault = make_vault(tmp_path)
     parent = "a-very-long-topic-name-that-goes-on-and-on-about-food-and-kitchens"[:64].rstrip("-")
     write(vault.topics_dir / f"{parent}.md", cooking_text(themed_lines(per_theme=8)))
-    plan = split_topic(vault, parent, min_part=4)
+    plan = split_topic(vault.searcher, parent, min_part=4)
     assert len(plan.names) >= 2
     for name in plan.names:
         assert check_topic_name(name) == name and len(name) <= 64
@@ -406,7 +406,7 @@ def test_non_entry_lines_frontmatter_and_fences_are_kept(tmp_path):
         "<!-- the end -->",
     ]) + "\n"
     write(vault.topics_dir / "cooking.md", text)
-    plan = split_topic(vault, "cooking", min_part=3)
+    plan = split_topic(vault.searcher, "cooking", min_part=3)
     files = {name: (vault.topics_dir / f"{name}.md").read_text() for name in plan.names}
     rice_name = next(n for n in plan.names if "rice" in n)
     bread_name = next(n for n in plan.names if "bread" in n)
@@ -430,7 +430,7 @@ def test_title_heading_is_replaced_but_a_heading_in_a_comment_is_kept(tmp_path):
     vault = make_vault(tmp_path)
     head = "<!--\n# not the title\n-->\n<!-- x -->\n# Cooking\n\n"
     write(vault.topics_dir / "cooking.md", head + "\n".join(themed_lines()) + "\n")
-    plan = split_topic(vault, "cooking")
+    plan = split_topic(vault.searcher, "cooking")
     texts = "".join((vault.topics_dir / f"{n}.md").read_text() for n in plan.names)
     assert texts.count("<!--\n# not the title\n-->\n<!-- x -->\n\n- Likes") == 1
     assert "# Cooking\n" not in texts
@@ -440,7 +440,7 @@ def test_frontmatter_that_cannot_be_copied_line_by_line_is_written_anew(tmp_path
     vault = make_vault(tmp_path)
     fm = "---\ntitle: &t Cooking\nsummary: food\naliases: [*t, kitchen]\nrating: 5\n---\n"
     write(vault.topics_dir / "cooking.md", fm + "\n".join(themed_lines()) + "\n")
-    plan = split_topic(vault, "cooking")
+    plan = split_topic(vault.searcher, "cooking")
     for name in plan.names:
         part = read_topic(vault.topics_dir / f"{name}.md", name, "x")
         assert part.meta["aliases"] == ["Cooking", "kitchen"] and part.meta["rating"] == 5
@@ -449,7 +449,7 @@ def test_frontmatter_that_cannot_be_copied_line_by_line_is_written_anew(tmp_path
 def test_splitting_general_names_the_catch_all_other(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "general.md", "\n".join(themed_lines()[:40] + ["- Visited Lisbon", "- !!!"]) + "\n")
-    plan = plan_split(vault, "general")
+    plan = plan_split(vault.searcher, "general")
     assert plan.names[-1] == "general-other"
     assert all(name.startswith("general-") for name in plan.names)
 
@@ -457,7 +457,7 @@ def test_splitting_general_names_the_catch_all_other(tmp_path):
 def test_crlf_topic_stays_crlf(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines(), nl="\r\n").rstrip("\r\n"))
-    plan = split_topic(vault, "cooking")
+    plan = split_topic(vault.searcher, "cooking")
     for name in plan.names:
         data = (vault.topics_dir / f"{name}.md").read_bytes()
         assert data.count(b"\n") == data.count(b"\r\n") > 20
@@ -470,7 +470,7 @@ def test_index_txt_is_updated(tmp_path):
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
     vault.rebuild_recent()
     assert {r.topic for r in vault.recent()} == {"travel", "cooking"}
-    plan = split_topic(vault, "cooking")
+    plan = split_topic(vault.searcher, "cooking")
     recent = vault.recent()
     assert {r.topic for r in recent} == {"travel", *plan.names}
     summaries = {r.topic: r.summary for r in recent}
@@ -482,10 +482,10 @@ def test_dry_run_writes_nothing_and_shows_a_diff(tmp_path):
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
     vault.rebuild_recent()
     before = tree(vault.root)
-    plan = split_topic(vault, "cooking", dry_run=True)
+    plan = split_topic(vault.searcher, "cooking", dry_run=True)
     assert tree(vault.root) == before
     assert not plan.applied
-    diff = plan.diff(vault)
+    diff = plan.diff(vault.store)
     assert tree(vault.root) == before
     for name in plan.names:
         assert f"--- /dev/null\n+++ topics/{name}.md\n" in diff
@@ -493,10 +493,10 @@ def test_dry_run_writes_nothing_and_shows_a_diff(tmp_path):
     assert "-- Likes rice with" in diff and "+- Likes rice with" in diff
     assert "+parent: cooking\n" in diff
     assert "--- index.txt\n+++ index.txt\n" in diff and "|cooking|food and recipes" in diff
-    names = apply_split(vault, plan)  # the dry-run plan can still be applied
+    names = apply_split(vault.store, plan)  # the dry-run plan can still be applied
     assert names == plan.names and plan.applied
     with pytest.raises(MemkitError, match="already applied"):
-        apply_split(vault, plan)
+        apply_split(vault.store, plan)
 
 
 # ---- refusals and failures ------------------------------------------------------------------------
@@ -506,41 +506,41 @@ def test_too_few_entries(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()[:9]))
     with pytest.raises(MemkitError, match="^topic cooking has only 9 entries; nothing to split$"):
-        plan_split(vault, "cooking")
-    plan = plan_split(vault, "cooking", min_part=3)
+        plan_split(vault.searcher, "cooking")
+    plan = plan_split(vault.searcher, "cooking", min_part=3)
     assert len(plan.parts) >= 2
 
 
 def test_parent_changed_since_planning(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
-    plan = plan_split(vault, "cooking")
+    plan = plan_split(vault.searcher, "cooking")
     vault.add("Toasts the rice first", topic="cooking", split=False)
     before = tree(vault.root)
     with pytest.raises(SplitConflict, match="topics/cooking.md changed since the split was planned"):
-        apply_split(vault, plan)
+        apply_split(vault.store, plan)
     assert tree(vault.root) == before
 
 
 def test_part_name_taken_since_planning(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
-    plan = plan_split(vault, "cooking")
+    plan = plan_split(vault.searcher, "cooking")
     vault.add("Someone else's note", topic="cooking-rice")
     before = tree(vault.root)
     with pytest.raises(SplitConflict, match="topics/cooking-rice.md exists now"):
-        apply_split(vault, plan)
+        apply_split(vault.store, plan)
     assert tree(vault.root) == before
 
 
 def test_a_failed_write_leaves_the_parent_and_no_parts(tmp_path, monkeypatch):
-    import memkit.split as split_mod
+    import memkit.store as store_mod
 
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
     before = tree(vault.root)
     calls = []
-    real = split_mod.atomic_write
+    real = store_mod.atomic_write
 
     def failing(path, data):
         calls.append(path)
@@ -548,23 +548,23 @@ def test_a_failed_write_leaves_the_parent_and_no_parts(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         real(path, data)
 
-    monkeypatch.setattr(split_mod, "atomic_write", failing)
+    monkeypatch.setattr(store_mod, "atomic_write", failing)
     with pytest.raises(MemkitError, match="No space left on device"):
-        split_topic(vault, "cooking")
+        split_topic(vault.searcher, "cooking")
     assert tree(vault.root) == before
 
 
 def test_edited_plans_are_checked(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
-    plan = plan_split(vault, "cooking")
+    plan = plan_split(vault.searcher, "cooking")
     plan.parts[0].entries.pop()
     with pytest.raises(MemkitError, match="leaves out entries"):
-        apply_split(vault, plan)
-    plan = plan_split(vault, "cooking")
+        apply_split(vault.store, plan)
+    plan = plan_split(vault.searcher, "cooking")
     plan.parts[0].name = "../evil"
     with pytest.raises(MemkitError, match="invalid"):
-        apply_split(vault, plan)
+        apply_split(vault.store, plan)
     assert (vault.topics_dir / "cooking.md").exists()
 
 
@@ -574,23 +574,23 @@ def test_edited_plans_are_checked(tmp_path):
 def test_needs_split_and_maybe_split(tmp_path):
     vault = make_vault(tmp_path, topic_split_threshold_lines=50)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines(per_theme=16)))  # 48 entries
-    assert not needs_split(vault, "cooking")
-    assert maybe_split(vault, "cooking") is None
+    assert not needs_split(vault.store, "cooking")
+    assert maybe_split(vault.searcher, "cooking") is None
     assert (vault.topics_dir / "cooking.md").exists()
     for theme in ("rice", "bread", "kimchi"):
         vault.add(f"Likes {theme} with {' and '.join(THEMES[theme][:3])}", topic="cooking", split=False)
-    assert needs_split(vault, "cooking")
-    plan = maybe_split(vault, "cooking")
+    assert needs_split(vault.store, "cooking")
+    plan = maybe_split(vault.searcher, "cooking")
     assert plan is not None and plan.applied
     assert sorted(plan.names) == ["cooking-bread", "cooking-kimchi", "cooking-rice"]
-    assert not any(needs_split(vault, name) for name in plan.names)
+    assert not any(needs_split(vault.store, name) for name in plan.names)
 
 
 def test_maybe_split_leaves_a_topic_that_does_not_separate(tmp_path):
     vault = make_vault(tmp_path, topic_split_threshold_lines=10)
     write(vault.topics_dir / "same.md", "\n".join(["- !!!"] * 12) + "\n")
-    assert needs_split(vault, "same")
-    assert maybe_split(vault, "same") is None
+    assert needs_split(vault.store, "same")
+    assert maybe_split(vault.searcher, "same") is None
     assert (vault.topics_dir / "same.md").exists()
 
 

@@ -80,15 +80,13 @@ def wait_until(predicate: Callable[[], object], timeout: float = DEADLINE_S) -> 
 
 def disk_texts(root: Path) -> set[str]:
     """Entry texts in the sidecar on disk, as a new process reads it before refreshing anything."""
-    index = Index(Vault(root, embedder=FakeEmbedder()), FakeEmbedder())
-    index.load()
-    return {t for record in index.records.values() for t in record.texts}
+    index = Index(Vault(root, embedder=FakeEmbedder()).store, FakeEmbedder())
+    return set(index.view().texts)
 
 
 def disk_files(root: Path) -> set[str]:
-    index = Index(Vault(root, embedder=FakeEmbedder()), FakeEmbedder())
-    index.load()
-    return set(index.records)
+    index = Index(Vault(root, embedder=FakeEmbedder()).store, FakeEmbedder())
+    return set(index.indexed_paths())
 
 
 def indexed(root: Path, word: str) -> bool:
@@ -405,12 +403,9 @@ def test_stop_during_a_refresh_leaves_a_readable_sidecar(tmp_path, no_thread_lea
     assert time.monotonic() - t0 < 5
     assert rec.updates and rec.updates[-1].changed_files > 0  # the in-flight refresh finished
     assert not watcher.running
-    index_dir = next((root / ".memkit" / "index").iterdir())
-    leftovers = [p.name for p in index_dir.rglob("*") if p.name.endswith(".tmp")]
-    assert leftovers == []
-    index = Index(Vault(root, embedder=FakeEmbedder()), FakeEmbedder())
-    index.load()
-    assert len(index.records) == len(list((index_dir / "files").glob("*.json")))  # every record reads
+    index = Index(Vault(root, embedder=FakeEmbedder()).store, FakeEmbedder())
+    view = index.view()  # the sidecar reads: the last committed refresh, whole
+    assert set(view.files) == set(index.indexed_paths())
     report = Vault(root, embedder=FakeEmbedder()).index()  # and what was not refreshed catches up
     assert report.entries == 50 and report.errors == []
 

@@ -1,0 +1,522 @@
+"""The vault's files: where they are, how they are read, and the only code that writes them.
+
+:class:`Store` owns ``topics/*.md``, ``archive.md`` and ``index.txt``. Every write holds the
+vault's write lock (a lock file under ``.memkit/``, re-entrant within a process) and replaces
+files atomically. Services (digest, split, context…) never write these files themselves: they
+call the typed methods here. Derived data under ``.memkit/`` (the index, session state) is
+written by its owner with :mod:`memkit.fsutil`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import stat
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from .config import CONFIG_NAME, DEFAULT_CONFIG_TEXT, Config, load_config
+from .errors import EntryNotFound, InvalidValue, MemkitError, TopicNotFound, TopicParseError, VaultExists, VaultNotFound
+from .fsutil import VaultLock, atomic_write, describe_os_error, file_kind
+from .names import check_topic_name, is_topic_filename
+from .recent import RecentTopic, parse_recent, render_recent
+from .topic import (
+    Entry,
+    Topic,
+    append_line,
+    format_entry,
+    new_topic_text,
+    parse_topic_text,
+    read_topic,
+    remove_lines,
+    set_frontmatter,
+)
+
+log = logging.getLogger("memkit")
+
+__all__ = ["Store", "TopicInfo", "TopicFile", "ArchiveItem", "find_vault"]
+
+TOPICS_DIR = "topics"
+INBOX_DIR = "inbox"
+STATE_DIR = ".memkit"
+INDEX_TXT = "index.txt"
+ARCHIVE = "archive.md"
+ARCHIVE_HEADER = (
+    "# Archive\n\nEntries removed by `memkit forget` or superseded by a digest. "
+    "Move a line back to its topic to undo.\n\n"
+)
+LOCK_TIMEOUT_S = 30.0
+
+
+def find_vault(explicit: str | os.PathLike[str] | None = None, env: str | None = None,
+               cwd: str | os.PathLike[str] | None = None) -> Path:
+    """Locate a vault: ``explicit`` path, then ``env`` (MEMKIT_VAULT), then the nearest parent of
+    ``cwd`` holding memkit.yaml (as git finds .git).
+
+    :raises VaultNotFound: saying what was tried and how to create one.
+    """
+    for given, source in ((explicit, "--vault"), (env, "MEMKIT_VAULT")):
+        if given:
+            path = Path(given).expanduser()
+            if not path.is_dir():
+                raise VaultNotFound(f"vault {path} ({source}) does not exist: create it with `memkit init {path}`")
+            if not (path / CONFIG_NAME).is_file() and not (path / TOPICS_DIR).is_dir():
+                raise VaultNotFound(f"{path} ({source}) is not a memkit vault (no {CONFIG_NAME}): run `memkit init {path}`")
+            return path.resolve()
+    here = Path(cwd or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    raise VaultNotFound(
+        f"no vault found in {here} or its parents: pass --vault PATH, set MEMKIT_VAULT, or run `memkit init`"
+    )
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """A topic's listing line: name, entries, updated, summary."""
+
+    name: str
+    entries: int
+    updated: datetime
+    summary: str
+    file: str
+
+
+@dataclass(frozen=True)
+class TopicFile:
+    """A topic file found in topics/, with the stat of the file it is (a symlink's target)."""
+
+    name: str
+    path: Path
+    stat: os.stat_result
+
+    @property
+    def stamp(self) -> tuple[int, int, int]:
+        """(size, mtime_ns, inode): changes when the file is edited or replaced."""
+        return (self.stat.st_size, self.stat.st_mtime_ns, self.stat.st_ino)
+
+
+@dataclass(frozen=True)
+class ArchiveItem:
+    """A line leaving a topic for archive.md: the entry, its original text, and why."""
+
+    entry: Entry
+    original: str
+    reason: str
+
+
+class Store:
+    """The files of one vault (see the module docstring).
+
+    :param root: the vault folder (must exist).
+    :param config: its settings (default: read memkit.yaml).
+    """
+
+    def __init__(self, root: str | os.PathLike[str], config: Config | None = None) -> None:
+        path = Path(root).expanduser()
+        if not path.is_dir():
+            raise VaultNotFound(f"vault {path} does not exist: create it with `memkit init {path}`")
+        self.root = path.resolve()
+        self.config = config if config is not None else load_config(self.root)
+        self._lock = VaultLock(self.root / STATE_DIR / "write.lock", LOCK_TIMEOUT_S)
+        self._warned: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.root)!r})"
+
+    # ---- paths ---------------------------------------------------------------------------------
+    @property
+    def topics_dir(self) -> Path:
+        return self.root / TOPICS_DIR
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def inbox_dir(self) -> Path:
+        return self.root / INBOX_DIR
+
+    @property
+    def archive_path(self) -> Path:
+        return self.root / ARCHIVE
+
+    @property
+    def recent_path(self) -> Path:
+        return self.root / INDEX_TXT
+
+    def topic_path(self, name: str) -> Path:
+        """The file of topic ``name`` (validated; can never leave topics/). A file a person named
+        differently (``My Notes.md``) is found by its exact stem."""
+        canonical = check_topic_name(name)
+        raw = name.strip()[:-3] if name.strip().endswith(".md") else name.strip()
+        if raw != canonical and (self.topics_dir / f"{raw}.md").is_file():
+            return self.topics_dir / f"{raw}.md"
+        return self.topics_dir / f"{canonical}.md"
+
+    def rel(self, path: Path) -> str:
+        """A path relative to the vault, with '/' separators, for messages and the index."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def is_inside(self, path: Path) -> bool:
+        """Whether ``path`` (after resolving symlinks) lies inside the vault."""
+        try:
+            path.resolve().relative_to(self.root)
+            return True
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+            return False
+
+    def topics_dir_inside(self) -> bool:
+        """False when topics/ itself is a symlink leading out of the vault (then it is not used)."""
+        if not self.topics_dir.is_symlink():
+            return True
+        if self.is_inside(self.topics_dir):
+            return True
+        self.warn_once(f"{TOPICS_DIR}/ is a symlink to a folder outside the vault; not followed")
+        return False
+
+    # ---- creating ------------------------------------------------------------------------------
+    @classmethod
+    def init(cls, path: str | os.PathLike[str]) -> "Store":
+        """Create a vault: memkit.yaml (commented defaults), topics/, inbox/, index.txt, .gitignore.
+
+        :raises VaultExists: if ``path`` already holds a vault.
+        """
+        root = Path(path).expanduser()
+        if (root / CONFIG_NAME).exists():
+            raise VaultExists(f"{root} already holds a vault ({CONFIG_NAME} exists); nothing changed")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            (root / TOPICS_DIR).mkdir(exist_ok=True)
+            (root / INBOX_DIR).mkdir(exist_ok=True)
+            if not (root / INDEX_TXT).exists():
+                atomic_write(root / INDEX_TXT, b"")
+            gitignore = root / ".gitignore"
+            if not gitignore.exists():
+                atomic_write(gitignore, f"{STATE_DIR}/\n")
+            elif f"{STATE_DIR}/" not in gitignore.read_text(encoding="utf-8", errors="replace").split():
+                atomic_write(gitignore, gitignore.read_bytes().rstrip(b"\n") + f"\n{STATE_DIR}/\n".encode())
+            atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT)
+        except OSError as exc:
+            raise describe_os_error(exc, f"the vault at {root}") from exc
+        return cls(root)
+
+    # ---- locking -------------------------------------------------------------------------------
+    def lock(self) -> VaultLock:
+        """The vault's write lock (``with store.lock():``): every read-modify-write of a topic file,
+        index.txt or archive.md holds it, across processes (CLI, watcher, MCP server). Re-entrant
+        within a process, so a service may hold it around several store calls."""
+        try:
+            self.state_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise describe_os_error(exc, f"{self.rel(self.state_dir)}/") from exc
+        return self._lock
+
+    def warn_once(self, message: str) -> None:
+        """Log a warning once per Store (a malformed file is reported, not on every read)."""
+        if message not in self._warned:
+            self._warned.add(message)
+            log.warning("%s", message)
+
+    # ---- reading -------------------------------------------------------------------------------
+    def topic_files(self) -> list[TopicFile]:
+        """Every topic file in topics/, sorted by name, with its stat. Symlinks leading out of the
+        vault, symlink loops, dangling links and anything that is not a regular file (a FIFO, a
+        folder) are skipped with one warning each."""
+        if not self.topics_dir_inside():
+            return []
+        try:
+            items = sorted(os.scandir(self.topics_dir), key=lambda d: d.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            self.warn_once(f"{TOPICS_DIR}/ cannot be listed: {exc.strerror or exc}")
+            return []
+        out = []
+        for item in items:
+            if not is_topic_filename(item.name):
+                continue
+            path = Path(item.path)
+            rel = f"{TOPICS_DIR}/{item.name}"
+            try:
+                link = item.is_symlink()
+                st = item.stat()  # follows a symlink
+            except OSError as exc:
+                self.warn_once(f"{rel}: {'broken or looping symlink' if item.is_symlink() else 'cannot be read'} "
+                               f"({exc.strerror or exc}); skipped")
+                continue
+            if link and not self.is_inside(path):
+                self.warn_once(f"{rel}: symlink to a file outside the vault; skipped")
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                if not stat.S_ISDIR(st.st_mode):
+                    self.warn_once(f"{rel}: is {file_kind(st.st_mode)}, not a topic file; skipped")
+                continue
+            out.append(TopicFile(path.stem, path, st))
+        return out
+
+    def iter_topics(self) -> Iterator[Topic]:
+        """Parse every topic; a malformed one is skipped with a warning naming file and line."""
+        for tf in self.topic_files():
+            try:
+                yield read_topic(tf.path, tf.name, self.rel(tf.path))
+            except TopicParseError as exc:
+                self.warn_once(f"{exc}; skipped")
+
+    def topic(self, name: str) -> Topic:
+        """Parse one topic. :raises TopicNotFound: if there is no such topic."""
+        path = self.topic_path(name)
+        if not path.is_file():
+            raise TopicNotFound(f"no topic {path.stem!r} in {self.rel(self.topics_dir)}/ (see `memkit topics`)")
+        if path.is_symlink() and not self.is_inside(path):
+            raise TopicNotFound(f"{self.rel(path)} is a symlink to a file outside the vault; not followed")
+        return read_topic(path, path.stem, self.rel(path))
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic with its entry count, updated time and summary."""
+        return [TopicInfo(t.name, len(t.entries), t.updated(), t.summary, self.rel(t.path))
+                for t in self.iter_topics()]
+
+    def entries(self, topic: str | None = None) -> list[Entry]:
+        """Every entry of the vault, or of one topic."""
+        if topic is not None:
+            return list(self.topic(topic).entries)
+        return [e for t in self.iter_topics() for e in t.entries]
+
+    def find(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> Entry:
+        """The one entry whose id starts with ``ref`` or whose text contains ``match``.
+
+        :raises EntryNotFound: when none or several match (the message lists them).
+        """
+        if not ref and not match:
+            raise EntryNotFound("give an entry id or a text to match")
+        entries = self.entries(topic)
+        if ref:
+            ref = ref.strip().lower()
+            if len(ref) < 4:
+                raise EntryNotFound(f"entry id {ref!r} is too short: give at least 4 characters")
+            found = [e for e in entries if e.hash.startswith(ref)]
+            what = f"id {ref!r}"
+        else:
+            needle = " ".join(str(match).split()).casefold()
+            found = [e for e in entries if needle in " ".join(e.text.split()).casefold()]
+            what = f"text matching {match!r}"
+        if not found:
+            raise EntryNotFound(f"no entry with {what} (see `memkit show TOPIC` for ids)")
+        if len({(e.file, e.line) for e in found}) > 1:
+            listing = "; ".join(f"{e.id} {e.topic}: {_short(e.text)}" for e in found[:8])
+            raise EntryNotFound(f"{len(found)} entries with {what}, be more specific (or give --topic): {listing}")
+        return found[0]
+
+    # ---- writing topics ------------------------------------------------------------------------
+    def read_for_write(self, name: str) -> Topic | None:
+        """Topic ``name`` as it is now, for a change the caller makes under :meth:`lock`; None when
+        it does not exist yet.
+
+        :raises MemkitError: when the file may not be written (a symlink out of the vault).
+        """
+        path = self.topic_path(name)
+        if not self.topics_dir_inside():
+            raise MemkitError(f"{TOPICS_DIR}/ is a symlink to a folder outside the vault; refusing to write through it")
+        if not path.exists() and not path.is_symlink():
+            return None
+        if path.is_symlink() and not self.is_inside(path):
+            raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
+        return read_topic(path, path.stem, self.rel(path))
+
+    def write_topic(self, name: str, text: str, *, current: Topic | None, now: datetime,
+                    touch_recent: bool = True) -> Topic:
+        """Replace (or create) topic ``name`` with ``text``, atomically; the caller holds the lock
+        and read ``current`` under it (its BOM, if it had one, is kept). Puts the topic at the
+        top of index.txt unless ``touch_recent`` is False. Returns the topic as written."""
+        path = current.path if current is not None else self.topic_path(name)
+        data = ("\ufeff" if current is not None and current.bom else "") + text
+        target = path.resolve() if path.is_symlink() and self.is_inside(path) else path  # keep a person's link
+        try:
+            self.topics_dir.mkdir(exist_ok=True)
+            atomic_write(target, data)
+        except OSError as exc:
+            raise describe_os_error(exc, self.rel(path)) from exc
+        written = parse_topic_text(text, path.stem, self.rel(path), path)
+        if touch_recent:
+            self.touch_recent(written.name, written.summary, now)
+        return written
+
+    def remove_topic(self, name: str) -> None:
+        """Delete topic ``name``'s file (the caller holds the lock; a split removes its parent)."""
+        path = self.topic_path(name)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise describe_os_error(exc, self.rel(path)) from exc
+
+    def replace_topic(self, parent: Topic, parts: dict[str, str]) -> None:
+        """Replace topic ``parent`` by new topics ``parts`` (name -> text), as a split does; the
+        caller holds the lock and checked ``parent`` is current. Every part is written before the
+        parent is removed, so a crash leaves duplicates, never a lost line; if writing a part
+        fails, the parts already written are removed again and the parent is untouched."""
+        written: list[Path] = []
+        try:
+            for name, text in parts.items():
+                path = self.topic_path(name)
+                atomic_write(path, ("\ufeff" if parent.bom else "") + text)
+                written.append(path)
+        except BaseException as exc:
+            for path in written:  # new files nobody else could have touched: we hold the lock
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+            if isinstance(exc, OSError):
+                raise describe_os_error(exc, f"the parts of {parent.name}") from exc
+            raise
+        try:
+            os.unlink(parent.path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise describe_os_error(exc, f"{self.rel(parent.path)} (its parts are written; remove it by hand)") from exc
+
+    def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
+            when: datetime | None = None) -> tuple[Entry, int]:
+        """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
+        if needed; bumps ``updated`` and index.txt. Returns the new entry and how many entries
+        its topic now has.
+
+        :raises MemkitError: for empty text or a bad kind/tag; TopicNameError for a bad topic.
+        """
+        text = " ".join(text.split())
+        if not text:
+            raise MemkitError("nothing to add: the text is empty")
+        if kind is not None:
+            kind = check_word(kind, "kind")
+        tags = [check_word(t.lstrip("#"), "tag") for t in tags]
+        name = self.topic_path(topic or "general").stem
+        now = (when or datetime.now()).replace(microsecond=0)
+        line = format_entry(text, kind, tags, now.date().isoformat())
+        with self.lock():
+            current = self.read_for_write(name)
+            if current is None:
+                title = name.replace("-", " ").capitalize()
+                new_text = new_topic_text(title, "", now) + line + "\n"
+            else:
+                new_text = set_frontmatter(append_line(current.raw, line), {"updated": now})
+            written = self.write_topic(name, new_text, current=current, now=now)
+        last = _last_line(new_text)
+        entry = next(e for e in reversed(written.entries) if e.line == last)
+        return entry, len(written.entries)
+
+    def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
+               reason: str = "forgotten") -> Entry:
+        """Remove one entry from its topic and append it to archive.md (tracked, so git keeps it).
+
+        The archive is written before the topic, so a crash in between duplicates, never loses.
+        """
+        target = self.find(ref, match=match, topic=topic)
+        now = datetime.now().replace(microsecond=0)
+        with self.lock():
+            current = self.read_for_write(target.topic)  # re-read under the lock: lines may have moved
+            entry = next((e for e in current.entries if e.hash == target.hash), None) if current else None
+            if current is None or entry is None:
+                raise EntryNotFound(f"entry {target.id} changed while forgetting it; try again")
+            new_text, removed = remove_lines(current.raw, entry.line, entry.end_line)
+            self.archive([ArchiveItem(entry, " ".join(removed.split()), reason)], now)
+            self.write_topic(current.name, set_frontmatter(new_text, {"updated": now}), current=current, now=now)
+        return entry
+
+    # ---- archive.md ----------------------------------------------------------------------------
+    def archive(self, items: Sequence[ArchiveItem], now: datetime) -> None:
+        """Append ``- DATE from TOPIC (REASON): ORIGINAL LINE`` lines to archive.md (the caller
+        holds the lock, and calls this before removing the lines from their topics)."""
+        if not items:
+            return
+        path = self.archive_path
+        with self.lock():
+            try:
+                old = path.read_bytes().decode("utf-8", errors="surrogateescape") if path.exists() else ARCHIVE_HEADER
+            except OSError as exc:
+                raise describe_os_error(exc, ARCHIVE) from exc
+            text = old
+            for item in items:
+                text = append_line(text, archive_line(item, now))
+            try:
+                atomic_write(path, text.encode("utf-8", errors="surrogateescape"))
+            except OSError as exc:
+                raise describe_os_error(exc, ARCHIVE) from exc
+
+    # ---- index.txt -----------------------------------------------------------------------------
+    def recent(self) -> list[RecentTopic]:
+        """The lines of index.txt, newest first."""
+        try:
+            text = self.recent_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        return sorted(parse_recent(text), key=lambda r: r.updated, reverse=True)
+
+    def rebuild_recent(self) -> list[RecentTopic]:
+        """Regenerate index.txt from the topic files' ``updated`` (mtime if absent) and summaries."""
+        with self.lock():
+            self.write_recent([RecentTopic(t.updated(), t.name, t.summary) for t in self.iter_topics()])
+        return self.recent()
+
+    def touch_recent(self, topic: str, summary: str, now: datetime) -> None:
+        """Put ``topic`` at the top of index.txt; topics that vanished drop out."""
+        with self.lock():
+            items = [r for r in self.recent() if r.topic != topic and self._is_topic(r.topic)]
+            if self._is_topic(topic):
+                items.append(RecentTopic(now, topic, summary))
+            self.write_recent(items)
+
+    def write_recent(self, items: Sequence[RecentTopic]) -> None:
+        """Write index.txt: one line per topic, newest first, at most ``index_max_entries``."""
+        text = render_recent(items, self.config.index_max_entries)
+        path = self.recent_path
+        with self.lock():
+            try:
+                if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
+                    return
+                atomic_write(path, text)
+            except OSError as exc:
+                raise describe_os_error(exc, INDEX_TXT) from exc
+
+    def _is_topic(self, name: str) -> bool:
+        """What :meth:`topic_files` would list, checked for one name (no listing of topics/)."""
+        if "/" in name or "\\" in name or "\0" in name or not is_topic_filename(f"{name}.md"):
+            return False
+        path = self.topics_dir / f"{name}.md"
+        try:
+            if path.is_symlink() and not self.is_inside(path):
+                return False
+            return path.is_file()
+        except (OSError, ValueError):
+            return False
+
+
+def archive_line(item: ArchiveItem, now: datetime) -> str:
+    """The archive.md line of an item: ``- 2026-02-12 from cooking (forgotten): - the line``."""
+    return f"- {now.date().isoformat()} from {item.entry.topic} ({item.reason}): {item.original}"
+
+
+def check_word(value: str, what: str) -> str:
+    """A kind or tag as stored (lower-cased). :raises InvalidValue: not one word."""
+    value = value.strip()
+    if not re.fullmatch(r"[^\W\d_][\w-]{0,39}", value):
+        raise InvalidValue(f"invalid {what} {value!r}: use one word of letters, digits, '-' or '_'")
+    return value.lower()
+
+
+def _last_line(text: str) -> int:
+    """The 1-based number of the last non-empty line of ``text`` (where an append landed)."""
+    return len(text.rstrip("\r\n").split("\n"))
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"

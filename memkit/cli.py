@@ -454,17 +454,19 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
       memkit watch --polling
     """
     vault = get_vault(ctx)
-    inbox_handler = None
+    inbox_handler: Callable[[], None] | None = None
     if vault.config.llm:
         llm = vault.llm()
 
-        def inbox_handler() -> None:
+        def digest_inbox() -> None:
             for result in vault.process_inbox(llm=llm):
                 if result.error:
                     click.echo(f"inbox/{result.file}: {result.error}", err=True)
                 elif result.report is not None:
                     summary = result.report.summary().split(": ", 1)[-1]
                     click.echo(f"inbox/{result.file}: {summary} (moved to inbox/done/)")
+
+        inbox_handler = digest_inbox
 
     def on_update(report: Any) -> None:
         if report.new or report.removed or report.changed_files:

@@ -202,15 +202,16 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         raise ConfigError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
     known = {f.name for f in fields(Config) if f.name != "explicit"}
     values: dict[str, Any] = {}
-    for key, value in data.items():
+    for key, given in data.items():
         if key not in known:
             raise ConfigError(
                 f"{source}: unknown key {key!r}; allowed keys: {', '.join(sorted(known))}"
             )
         types = _TYPES[key]
-        if isinstance(value, bool) or not isinstance(value, types):
+        if isinstance(given, bool) or not isinstance(given, types):
             want = " or ".join(t.__name__ for t in types if t is not type(None))
-            raise ConfigError(f"{source}: {key} must be {want}, got {value!r}")
+            raise ConfigError(f"{source}: {key} must be {want}, got {given!r}")
+        value: Any = given
         if key == "llm":
             try:
                 values[key] = LLMSettings.from_config(value)

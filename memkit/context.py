@@ -293,14 +293,14 @@ def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
     searcher.refresh(force=True)  # a stat per topic file; search alone re-checks at most once a second
     view = searcher.index.view()
     where: dict[str, int] = {}
-    for i, full in enumerate(view.hashes):
-        where.setdefault(full[:8], i)
+    for i, entry_id in enumerate(view.ids.tolist()):
+        where.setdefault(entry_id.decode("ascii"), i)
     out = []
     for hit in memories:
-        i = where.get(hit.id)
-        if i is None:
+        found = where.get(hit.id)
+        if found is None:
             continue
-        out.append(hit_at(view, i, hit.score, hit.cosine, hit.lexical))
+        out.append(hit_at(view, found, hit.score, hit.cosine, hit.lexical))
     return out
 
 

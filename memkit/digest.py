@@ -182,7 +182,9 @@ def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[
 
 
 def _chunks(messages: Sequence[Message]) -> list[str]:
-    chunks, current, size = [], [], 0
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
     for m in messages:
         line = f"{m.role}: {m.content}"[:MAX_PROMPT_CHARS]
         if current and size + len(line) > MAX_PROMPT_CHARS:

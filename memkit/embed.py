@@ -108,11 +108,11 @@ class StaticEmbedder:
                 buckets.setdefault(len(ids), []).append(i)
         for length, members in buckets.items():
             # sentences of equal length form one (n, length) id matrix: one gather, one mean
-            ids = np.array([id_lists[i] for i in members], dtype=np.int64).reshape(len(members), length)
-            rows = self.mapping[ids] if self.mapping is not None else ids
+            matrix = np.array([id_lists[i] for i in members], dtype=np.int64).reshape(len(members), length)
+            rows = self.mapping[matrix] if self.mapping is not None else matrix
             vectors = self.embeddings[rows]
             if self.weights is not None:
-                vectors = vectors * self.weights[ids][..., None]
+                vectors = vectors * self.weights[matrix][..., None]
             out[members] = vectors.mean(axis=1, dtype=np.float32)
         nonempty = [i for ids in buckets.values() for i in ids]
         if not nonempty:

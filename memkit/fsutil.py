@@ -156,10 +156,6 @@ class VaultLock:
         finally:
             self._rlock.release()
 
-    @property
-    def held(self) -> bool:
-        """Whether this thread holds the lock now."""
-        return self._depth > 0 and self._rlock._is_owned()  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
@@ -204,13 +200,13 @@ if os.name == "posix":
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 else:  # pragma: no cover - Windows
-    import msvcrt
+    import msvcrt  # type: ignore[import-not-found,unused-ignore]
 
     def _acquire(fd: int, path: Path, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined,unused-ignore]
                 return
             except OSError:
                 if time.monotonic() > deadline:
@@ -219,7 +215,7 @@ else:  # pragma: no cover - Windows
 
     def _release(fd: int) -> None:
         os.lseek(fd, 0, 0)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined,unused-ignore]
 
 
 def describe_os_error(exc: OSError, what: str) -> MemkitError:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+from array import array
 import re
 import shutil
 import sqlite3
@@ -107,7 +108,7 @@ class IndexView:
     topics: list[str]  #: topic name per file id
     file_ids: np.ndarray  #: int32, per entry
     lines: np.ndarray  #: int32, first line per entry
-    hashes: list[str]
+    ids: np.ndarray  #: bytes ``S8``: each entry's id (the first 8 hex digits of its hash)
     texts: list[str]
     kinds: list[str | None]
     tags: list[tuple[str, ...]]
@@ -480,51 +481,49 @@ class Index:
             updated = [u for _, _, _, u in frows]
             file_ids = np.empty(n, dtype=np.int32)
             lines = np.empty(n, dtype=np.int32)
-            vec16 = np.zeros((n, dim), dtype=np.float16)
-            hashes: list[str] = []
+            vectors = np.zeros((n, dim), dtype=np.float32)
+            ids = np.empty(n, dtype="S8")
             texts: list[str] = []
             kinds: list[str | None] = []
             tags: list[tuple[str, ...]] = []
             own: list[str | None] = []
             vocab: dict[str, int] = {}
-            ids: list[int] = []
+            term_ids = array("i")
             offsets = np.zeros(n + 1, dtype=np.int64)
+            same: dict[str | None, str | None] = {None: None}  # one object per distinct kind or date
             cur = con.execute(
                 "SELECT e.file_id, e.line, e.hash, e.kind, e.tags, e.date, e.text, e.terms, v.vec "
                 "FROM entries e LEFT JOIN vectors v ON v.hash = e.hash ORDER BY e.file_id, e.pos")
             i = 0
             setdefault = vocab.setdefault
             no_tags: tuple[str, ...] = ()
-            while True:
+            width = 2 * dim
+            while i < n:
                 rows = cur.fetchmany(4096)
                 if not rows:
                     break
-                for fid, line, h, kind, tag, day, text, terms, vec in rows:
-                    if i >= n:
-                        break
+                for fid, line, h, kind, tag, day, text, terms, vec in rows[:n - i]:
                     file_ids[i] = fid_of[fid]
                     lines[i] = line
-                    hashes.append(h)
+                    ids[i] = h[:8].encode("ascii")
                     texts.append(text)
-                    kinds.append(kind)
+                    kinds.append(same.setdefault(kind, kind))
                     tags.append(tuple(tag.split("\x1f")) if tag else no_tags)
-                    own.append(day)
-                    if vec is not None and len(vec) == 2 * dim:
-                        vec16[i] = np.frombuffer(vec, dtype=np.float16)
-                    for t in terms.split():
-                        ids.append(setdefault(t, len(vocab)))
+                    own.append(same.setdefault(day, day))
+                    if vec is not None and len(vec) == width:
+                        vectors[i] = np.frombuffer(vec, dtype=np.float16)
+                    term_ids.extend(setdefault(t, len(vocab)) for t in terms.split())
                     i += 1
-                    offsets[i] = len(ids)
+                    offsets[i] = len(term_ids)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
         n = i
-        vectors = vec16[:n].astype(np.float32)
-        del vec16
         dates = np.array([d or updated[f] for d, f in zip(own, file_ids[:n].tolist())], dtype="U10")
         return IndexView(gen, [p for _, p, _, _ in frows], [t for _, _, t, _ in frows], file_ids[:n], lines[:n],
-                         hashes, texts, kinds, tags, own, dates, vectors, np.asarray(ids, dtype=np.int32),
+                         ids[:n], texts, kinds, tags, own, dates, vectors[:n],
+                         np.frombuffer(term_ids, dtype=np.int32).copy() if n else np.zeros(0, np.int32),
                          offsets[:n + 1], vocab)
 
     def vectors_for(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:

@@ -54,46 +54,47 @@ class BM25Index:
         self.k1, self.b = float(k1), float(b)
         files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids, dtype=np.int64)
         lengths = np.diff(offsets)
-        doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        # own postings: (term, doc) -> count
-        key, tf = np.unique(term_ids.astype(np.int64) * n + doc, return_counts=True) if n else (
-            np.zeros(0, np.int64), np.zeros(0, np.int64))
-        df = np.bincount(key // max(n, 1), minlength=v)
-        keys, weights, owns = [key], [tf.astype(np.float32)], [np.ones(key.shape[0], dtype=bool)]
+        # Every posting is one int64: (term * n + doc) << 8 | source << 6 | min(tf, 63), source 0
+        # for the document's own text and c for the c-th previous document (context); one
+        # in-place sort then groups the postings of a (term, doc) with its own one first.
+        span = max(n, 1)
+        key = term_ids.astype(np.int64) * span + np.repeat(np.arange(n, dtype=np.int64), lengths)
+        key.sort()
+        first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if key.size else key
+        tf = np.diff(np.append(first, key.shape[0]))
+        key = key[first]
+        df = np.bincount(key // span, minlength=v)
+        packed = [(key << 8) | np.minimum(tf, 63)]
         dl = lengths.astype(np.float32)
-        w = np.float32(context_weight)
         for c in range(1, context + 1):
             if n <= c:
                 break
             same = np.zeros(n, dtype=bool)
             same[c:] = files[c:] == files[:-c]  # document d + c holds document d as context
-            d = key % n
+            d = key % span
             ok = (d + c < n) & same[np.minimum(d + c, n - 1)]
-            keys.append(key[ok] + c)
-            weights.append(tf[ok].astype(np.float32) * w)
-            owns.append(np.zeros(int(ok.sum()), dtype=bool))
-            dl[c:] += np.where(same[c:], w * lengths[:-c].astype(np.float32), np.float32(0))
-        allk = np.concatenate(keys)
-        order = np.argsort(allk, kind="stable")  # own postings sort first within a (term, doc)
-        allk = allk[order]
-        start = np.empty(allk.shape[0], dtype=bool)
-        if allk.size:
-            start[0] = True
-            np.not_equal(allk[1:], allk[:-1], out=start[1:])
-        first = np.flatnonzero(start)
-        tfs = np.add.reduceat(np.concatenate(weights)[order], first) if first.size else np.zeros(0, np.float32)
-        own = np.concatenate(owns)[order][first]
-        ukey = allk[first]
-        term = ukey // max(n, 1)
-        self.docs = (ukey % max(n, 1)).astype(np.int32)
+            packed.append(((key[ok] + c) << 8) | (c << 6) | np.minimum(tf[ok], 63))
+            dl[c:] += np.where(same[c:], np.float32(context_weight) * lengths[:-c].astype(np.float32), np.float32(0))
+        del key, tf
+        allp = np.concatenate(packed)
+        del packed
+        allp.sort()
+        start = np.flatnonzero(np.concatenate([[True], (allp[1:] >> 8) != (allp[:-1] >> 8)])) if allp.size else allp
+        weight = np.array([1.0] + [context_weight] * 3, dtype=np.float32)
+        tfs = (allp & 63).astype(np.float32) * weight[(allp >> 6) & 3]
+        tfs = np.add.reduceat(tfs, start) if start.size else np.zeros(0, np.float32)
+        self.own = ((allp[start] >> 6) & 3) == 0 if start.size else np.zeros(0, dtype=bool)
+        ukey = allp[start] >> 8
+        del allp
+        term = ukey // span
+        self.docs = (ukey % span).astype(np.int32)
+        del ukey
         self.indptr = np.zeros(v + 1, dtype=np.int64)
         np.cumsum(np.bincount(term, minlength=v), out=self.indptr[1:])
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
         avgdl = float(dl.mean()) if n else 1.0
         norm = (self.k1 * (1.0 - self.b + self.b * dl / (avgdl if avgdl > 0 else 1.0))).astype(np.float32)
-        tfs = tfs.astype(np.float32)
         self.weights = self.idf[term] * tfs * np.float32(self.k1 + 1) / (tfs + norm[self.docs])
-        self.own = own
 
     def __len__(self) -> int:
         return self.n_docs

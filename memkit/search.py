@@ -170,7 +170,7 @@ class Searcher:
 def hit_at(view: IndexView, i: int, score: float, cosine: float, lexical: float) -> Hit:
     """The :class:`Hit` of entry ``i`` of ``view``."""
     fid = int(view.file_ids[i])
-    return Hit(view.hashes[i][:8], view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], view.own_dates[i],
+    return Hit(view.ids[i].decode("ascii"), view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], view.own_dates[i],
                view.files[fid], int(view.lines[i]), float(score), cosine, lexical)
 
 

@@ -397,8 +397,8 @@ def _kmeans(X: np.ndarray, k: int) -> np.ndarray:
         C = _centroids(sample, _kmeans(sample, k), k)
         assign = np.argmax(X @ C.T, axis=1)
         counts = np.bincount(assign, minlength=k)
-        for c in np.flatnonzero(counts == 0):  # keep k clusters: an empty one takes its closest row
-            assign[int(np.argmax(X @ C[c]))] = c
+        for empty in np.flatnonzero(counts == 0).tolist():  # keep k clusters: an empty one takes its closest row
+            assign[int(np.argmax(X @ C[empty]))] = empty
         return assign
     best_assign: np.ndarray | None = None
     best_score = -math.inf
@@ -408,7 +408,7 @@ def _kmeans(X: np.ndarray, k: int) -> np.ndarray:
         assign = np.full(len(X), -1, dtype=np.int64)
         for _ in range(_MAX_ITER):
             sims = X @ C.T
-            new = np.argmax(sims, axis=1)
+            new = np.argmax(sims, axis=1).astype(np.int64)
             for c in range(k):  # an emptied cluster takes the point its centroid fits worst
                 if not np.any(new == c):
                     fit = sims[np.arange(len(X)), new]
@@ -509,7 +509,7 @@ def _distinctive_words(parent: Topic, groups: list[list[int]], general: list[int
     docs = [_tokens(e.body) - skip for e in parent.entries]
     n = len(docs)
     total: Counter[str] = Counter(w for d in docs for w in d)
-    out = []
+    out: list[list[str]] = []
     for members in [*groups, general]:
         if not members:
             out.append([])

@@ -58,10 +58,10 @@ def parse_transcript(data: bytes, name: str = "transcript") -> list[Message]:
             raise TranscriptError(f"{name} line {exc.lineno}: looks like JSON but is not valid: {exc.msg}") from None
     if stripped.startswith("{"):
         objects = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
+        for number, raw in enumerate(text.splitlines(), 1):
+            if raw.strip():
                 try:
-                    objects.append(json.loads(line))
+                    objects.append(json.loads(raw))
                 except json.JSONDecodeError as exc:
                     raise TranscriptError(f"{name} line {number}: not valid JSON Lines: {exc.msg}") from None
         return _from_objects(objects, name)

@@ -69,7 +69,7 @@ class _Handler:
         self._watcher = watcher
 
     def dispatch(self, event: Any) -> None:
-        self._watcher._on_event(event)
+        self._watcher.on_event(event)
 
 
 class Watcher:
@@ -251,7 +251,9 @@ class Watcher:
         return {self.vault.rel(tf.path) for tf in changed} | set(gone)
 
     # ---- events (observer thread) ------------------------------------------------------------
-    def _on_event(self, event: Any) -> None:
+    def on_event(self, event: Any) -> None:
+        """Take one watchdog event (called on the observer's thread): note it if it can change a
+        topic file; the worker thread does the rest."""
         if event.event_type not in _CHANGE_TYPES:
             return
         paths = (event.src_path, getattr(event, "dest_path", "") or "")

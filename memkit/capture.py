@@ -263,7 +263,7 @@ def _from_stdin(data: bytes, session: str | None) -> _Source:
     if session:
         return _Source(messages, fmt, "stdin", session, session, session)
     sid = "stdin-" + hashlib.sha256(data).hexdigest()[:16]  # the same text lands on the same file
-    return _Source(messages, fmt, "stdin", "stdin", sid, sid)
+    return _Source(messages, fmt, "stdin", sid, sid, sid)
 
 
 def _from_hook(payload: dict[str, Any], session: str | None) -> _Source:

@@ -314,12 +314,22 @@ class Memory:
 
     def add_memory(self, text: str, topic: str | None, kind: str | None, tags: list[str]) -> Outcome:
         entry = entry_dict(self.vault.add(text, topic=topic, kind=kind, tags=tags))
+        self.reindex()
         return Outcome(_as_json(entry), entry)
 
     def forget_memory(self, id: str) -> Outcome:  # noqa: A002 - the tool's argument name
         entry = entry_dict(self.vault.forget(id))
         entry["archive"] = "archive.md"
+        self.reindex()
         return Outcome(_as_json(entry), entry)
+
+    def reindex(self) -> None:
+        """After a write: index it now, so the next search sees it (a search re-checks the files at
+        most once a second by itself). A failure here is not the write's failure."""
+        try:
+            self.vault.index()
+        except MemkitError as exc:
+            log.warning("%s", exc)
 
     def get_context(self, message: str, session: str | None, budget_tokens: int) -> Outcome:
         ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens)
@@ -447,6 +457,8 @@ def build_server(memory: Memory) -> Any:
 
         try:
             outcome = await run(work, digest=name == "digest_transcript")
+            if name == "digest_transcript" and not (arguments or {}).get("dry_run"):
+                await run(memory.reindex)  # the served Vault sees the digest's entries at once
         except Exception as exc:  # every failure is a tool error the model can read; the server goes on
             if isinstance(exc, MemkitError):
                 log.info("%s: %s", name, exc)

@@ -274,10 +274,13 @@ def _from_hook(payload: dict[str, Any], session: str | None) -> _Source:
         raise MemkitError(f"the {event or 'hook'} payload on stdin has no transcript_path: nothing to capture")
     sid = payload.get("session_id")
     sid = session or (sid if isinstance(sid, str) and sid.strip() else None)
+    cwd = payload.get("cwd")
+    cwd = cwd if isinstance(cwd, str) and cwd else None
+    if cwd and not Path(path).expanduser().is_absolute():
+        path = str(Path(cwd) / path)  # relative to the assistant's folder, not ours
     src = _from_file(path, sid)
     src.event = event
-    cwd = payload.get("cwd")
-    src.cwd = cwd if isinstance(cwd, str) else None
+    src.cwd = cwd
     return src
 
 

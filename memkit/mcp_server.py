@@ -470,7 +470,10 @@ def build_server(memory: Memory) -> Any:
                                     structured_content=outcome.structured)
 
     async def list_resources(ctx: Any, params: Any) -> Any:
-        infos = await run(memory.vault.topics)
+        try:
+            infos = await run(memory.vault.topics)
+        except MemkitError as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         return types.ListResourcesResult(resources=[
             types.Resource(uri=TOPIC_URI + quote(t.name, safe=""), name=t.name, title=f"memkit topic {t.name}",
                            description=f"{t.summary + ' — ' if t.summary else ''}{t.entries} entries ({t.file})",

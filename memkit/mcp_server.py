@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -35,7 +36,6 @@ from memkit.transcript import MAX_TRANSCRIPT_BYTES, parse_transcript
 log = logging.getLogger("memkit")
 
 INSTALL_HINT = "pip install 'memkit[mcp]'"
-DEBUG_ENV = "MEMKIT_DEBUG"
 TOPIC_URI = "memkit://topics/"
 
 MAX_QUERY_CHARS = 2000  #: what search looks at (the library cuts longer queries; here they are refused)
@@ -365,7 +365,7 @@ class Memory:
             try:
                 report = self.digest_vault.digest(path, dry_run=dry_run)
             except MemkitError as exc:
-                raise type(exc)(str(exc).replace(str(path), "transcript")) from exc
+                raise MemkitError(str(exc).replace(str(path), "transcript")) from exc  # not our temp path
         result = report.to_dict()
         result["transcript"] = "transcript"
         return Outcome(_as_json(result), result)
@@ -388,7 +388,7 @@ def error_message(exc: BaseException) -> str:
     """The one-line message the CLI prints for ``exc`` (without click's 'Error: ' prefix)."""
     if isinstance(exc, MemkitError):
         return str(exc)
-    return f"unexpected error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)"
+    return f"unexpected error: {type(exc).__name__}: {exc} (the traceback is in the server's stderr log)"
 
 
 # ---- the server ------------------------------------------------------------------------------
@@ -463,7 +463,8 @@ def build_server(memory: Memory) -> Any:
             if isinstance(exc, MemkitError):
                 log.info("%s: %s", name, exc)
             else:
-                log.error("%s failed", name, exc_info=exc)
+                trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+                log.error("%s failed:\n%s", name, trace)
             return types.CallToolResult(content=[types.TextContent(type="text", text=error_message(exc))],
                                         is_error=True)
         return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)],

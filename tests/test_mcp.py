@@ -21,10 +21,10 @@ from fake_llm import FakeLLM  # noqa: E402
 from memkit import Vault  # noqa: E402
 from memkit.cli import main  # noqa: E402
 from memkit.embed import offline_model_folder  # noqa: E402
-from util import write  # noqa: E402
+from util import FakeEmbedder, vault_with, write  # noqa: E402
 
-pytestmark = pytest.mark.skipif(offline_model_folder() is None,
-                                reason="memkit[offline] not installed (its wheel is x86_64 only)")
+needs_offline = pytest.mark.skipif(offline_model_folder() is None,
+                                   reason="memkit[offline] not installed (its wheel is x86_64 only)")
 
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nsummary: rice and bread\nupdated: 2026-01-03T10:00:00\n---\n# Cooking\n\n"
@@ -114,6 +114,7 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
 ]
 
 
+@needs_offline
 def test_tools_resources_and_errors_over_stdio(tmp_path):
     stderr_path = tmp_path / "stderr.txt"
 
@@ -226,6 +227,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
     assert "Traceback" not in log and "memkit mcp: serving" in log
 
 
+@needs_offline
 def test_concurrent_clients_and_cli_writers_lose_nothing(tmp_path):
     """4 MCP clients (4 server processes) x 25 concurrent add_memory calls, while 25 `memkit add`
     processes write to the same topic: every line ends up in the file exactly once."""
@@ -277,6 +279,7 @@ def test_concurrent_clients_and_cli_writers_lose_nothing(tmp_path):
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
 
 
+@needs_offline
 def test_stdout_carries_only_protocol(tmp_path):
     """Raw JSON-RPC over the pipes: every stdout line is a JSON-RPC message, even while the model
     falls back with a warning (the vault names a model that is not cached) and calls fail."""
@@ -326,6 +329,7 @@ def test_stdout_carries_only_protocol(tmp_path):
     assert "using the offline model" in stderr and "Traceback" not in stderr
 
 
+@needs_offline
 def test_missing_sdk_is_one_line_and_exit_1(tmp_path):
     vault = make_vault(tmp_path)
     blocker = tmp_path / "block"
@@ -336,3 +340,34 @@ def test_missing_sdk_is_one_line_and_exit_1(tmp_path):
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         "Error: memkit mcp needs the MCP Python SDK, which is not installed: pip install 'memkit[mcp]'"]
+
+
+def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, monkeypatch):
+    """The SDK's in-memory Client on the same Server object (no model download: a fake embedder):
+    a crash inside a tool is a tool error naming it, logged with its traceback; the next call works."""
+    from mcp import Client
+
+    from memkit.mcp_server import Memory, build_server
+
+    memory = Memory.open(vault_with(tmp_path, TOPICS, FakeEmbedder()))
+    server = build_server(memory)
+
+    def broken() -> None:
+        raise RuntimeError("disk on fire")
+
+    async def scenario() -> None:
+        async with Client(server) as client:
+            memory.list_topics = broken  # type: ignore[method-assign]
+            result = await client.call_tool("list_topics", {})
+            assert result.is_error
+            assert result.content[0].text == ("unexpected error: RuntimeError: disk on fire "
+                                              "(the traceback is in the server's stderr log)")
+            result = await client.call_tool("search_memories", {"query": "bomba rice", "k": 1})
+            assert not result.is_error and result.structured_content["hits"][0]["topic"] == "cooking"
+
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("memkit"), "propagate", True)  # the CLI's tests turn it off
+    with caplog.at_level("INFO", logger="memkit"):
+        anyio.run(scenario)
+    assert "Traceback" in caplog.text and "disk on fire" in caplog.text

@@ -97,7 +97,8 @@ async def demo(vault: str, bench: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("vault", nargs="?", default=os.environ.get("MEMKIT_VAULT"), help="the vault (default: $MEMKIT_VAULT)")
+    parser.add_argument("vault", nargs="?", default=os.environ.get("MEMKIT_VAULT"),
+                        help="the vault (default: $MEMKIT_VAULT)")
     parser.add_argument("--bench", type=int, default=0, metavar="N", help="also time N searches")
     args = parser.parse_args()
     if not args.vault:

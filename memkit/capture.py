@@ -45,6 +45,9 @@ MAX_PLAIN_BYTES = 16_000_000
 
 #: Claude Code's entry types that carry a conversation turn
 _CC_TURNS = ("user", "assistant")
+#: entries that are not a turn of the conversation: system notes, subagents, compaction summaries,
+#: API error notices
+_CC_SKIP = ("isMeta", "isSidechain", "isCompactSummary", "isVisibleInTranscriptOnly", "isApiErrorMessage")
 #: keys only a Claude Code transcript entry has
 _CC_KEYS = ("parentUuid", "sessionId", "leafUuid", "isSidechain", "userType")
 #: user "messages" that are Claude Code's own bookkeeping, not something the user said
@@ -183,8 +186,7 @@ def claude_code_messages(lines: Iterable[bytes]) -> tuple[list[Message], str | N
             continue
         if session is None and isinstance(obj.get("sessionId"), str):
             session = obj["sessionId"]
-        if obj.get("type") not in _CC_TURNS or obj.get("isMeta") or obj.get("isSidechain") \
-                or obj.get("isCompactSummary") or obj.get("isVisibleInTranscriptOnly"):
+        if obj.get("type") not in _CC_TURNS or any(obj.get(flag) for flag in _CC_SKIP):
             continue
         message = obj.get("message")
         if not isinstance(message, dict):

@@ -46,6 +46,7 @@ def cc_transcript(path, extra_turns=()):
         cc_entry("user", "<command-name>/model</command-name>\n<command-args></command-args>"),
         cc_entry("user", "<local-command-stdout>COMMAND-OUTPUT</local-command-stdout>"),
         cc_entry("assistant", [{"type": "text", "text": "SIDECHAIN subagent text"}], isSidechain=True),
+        cc_entry("assistant", [{"type": "text", "text": "API-ERROR 529 overloaded"}], isApiErrorMessage=True),
         cc_entry("user", [{"type": "text", "text": "I prefer bouldering <system-reminder>REMINDER</system-reminder>"}]),
         *extra_turns,
     ]
@@ -85,7 +86,7 @@ def test_claude_code_hook_queues_one_transcript_per_session(tmp_path):
     ]
     text = queued.read_text()
     for hidden in ("SECRET-THOUGHT", "TOOL-INPUT", "TOOL-OUTPUT", "META-ENTRY", "COMMAND-OUTPUT", "/model",
-                   "SIDECHAIN", "REMINDER", "Moving to Porto"):
+                   "SIDECHAIN", "API-ERROR", "REMINDER", "Moving to Porto"):
         assert hidden not in text, hidden
 
     # the Stop hook fires after every turn: the same session never adds a second file

@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE ?= 1
 install:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,offline]'
+	$(BIN)/pip install -q -e '.[test,offline,mcp]'
 
 test:
 	$(BIN)/python -m pytest

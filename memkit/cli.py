@@ -516,3 +516,66 @@ def split(ctx: click.Context, topic: str, dry_run: bool, min_part: int, max_part
         click.echo(f"split {plan.parent} into {len(plan.parts)} topics:")
         for p in plan.parts:
             click.echo(f"  {p.name} ({len(p.entries)} entries): {p.summary}")
+
+
+# ---- assistants: the MCP server and the conversation capture hook (issue 9) --------------------
+
+@main.command("mcp")
+@click.pass_context
+def mcp_cmd(ctx: click.Context) -> None:
+    """Serve the vault to an assistant as an MCP server over stdio.
+
+    Tools: search_memories, add_memory, forget_memory, get_context, list_topics, read_topic,
+    recent_topics, and digest_transcript when memkit.yaml configures an LLM; topic files are
+    resources (memkit://topics/NAME). The model loads once and stays warm; writes take the vault's
+    lock like the CLI. Stdout carries only the protocol; messages go to stderr. Needs the MCP SDK:
+    pip install 'memkit[mcp]'.
+
+    \b
+    Examples:
+      memkit --vault ~/memory mcp
+      claude mcp add memkit -- memkit --vault ~/memory mcp
+    """
+    from .mcp_server import require_sdk, serve
+
+    require_sdk()
+    serve(get_vault(ctx))
+
+
+@main.command()
+@click.argument("transcript", required=False, metavar="[TRANSCRIPT]")
+@click.option("--session", "-s", metavar="ID",
+              help="Name the queued file after this id (default: the hook's session_id, the transcript's own, "
+                   "the file path, or the content). The same id replaces the same file.")
+@click.option("--now", "now", is_flag=True, help="Digest at once with the configured LLM instead of queueing.")
+@json_option
+@click.pass_context
+def capture(ctx: click.Context, transcript: str | None, session: str | None, now: bool, json_: bool) -> None:
+    """Queue a finished conversation in inbox/ for `memkit watch` to digest.
+
+    Reads TRANSCRIPT, or stdin: a Claude Code Stop/SessionEnd hook payload (its JSONL transcript
+    is read: user and assistant text only, no tool calls, tool results or thinking), JSON
+    messages, or `Speaker: text` lines. Capturing the same session again replaces its queued
+    file. A TRANSCRIPT that is not a regular file (a FIFO, a device) is refused. Its errors exit
+    with 1, not 2 (which a Claude Code Stop hook reads as "do not stop").
+
+    \b
+    Examples:
+      memkit --vault ~/memory capture          # as a Claude Code Stop / SessionEnd hook
+      memkit capture chat.txt --session chat-42
+      echo '[{"role": "user", "content": "I moved to Porto"}]' | memkit capture --json
+      memkit capture ~/.claude/projects/p/3f1c.jsonl --now
+    """
+    from .capture import capture as capture_conversation, read_stream
+
+    vault = get_vault(ctx)
+    if transcript in (None, "-"):
+        if transcript is None and sys.stdin.isatty():
+            raise click.ClickException("give a TRANSCRIPT path, or pipe a conversation or a hook payload on stdin")
+        result = capture_conversation(vault, stdin=read_stream(sys.stdin.buffer), session=session, digest_now=now)
+    else:
+        result = capture_conversation(vault, path=transcript, session=session, digest_now=now)
+    if json_:
+        echo_json(result.to_dict())
+    else:
+        click.echo(result.summary())

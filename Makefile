@@ -11,6 +11,7 @@ install:
 	$(BIN)/pip install -q -e '.[test,offline,mcp]'
 
 test:
+	$(BIN)/python -m mypy memkit
 	$(BIN)/python -m pytest
 
 demo:

@@ -225,16 +225,13 @@ def _top_overlap(a: list, b: list) -> float:
     return len({i for i, _ in a} & ib) / len(ib) if ib else 1.0
 
 
-def _exact_path(fn):
-    """Run ``fn`` with the ranker's fast path disabled."""
-    import memkit.rank as rank
-
-    saved = rank.FAST_MIN_N
-    rank.FAST_MIN_N = 1 << 62
+def _exact_path(r: Ranker, fn):
+    """Run ``fn`` with ranker ``r``'s fast path disabled."""
+    saved, r.prefix = r.prefix, None
     try:
         return fn()
     finally:
-        rank.FAST_MIN_N = saved
+        r.prefix = saved
 
 
 def fast_report(convs: list[Conversation], rankers: list[Ranker], params: RankParams, candidates: int) -> int:
@@ -242,25 +239,24 @@ def fast_report(convs: list[Conversation], rankers: list[Ranker], params: RankPa
     dimensions) next to the exact path's, and how often their top 10 agree."""
     import memkit.rank as rank
 
-    saved = {k: getattr(rank, k) for k in ("FAST_MIN_N", "PREFIX_MIN_N", "CANDIDATES", "LOW_CANDIDATES")}
+    saved = {k: getattr(rank, k) for k in ("FAST_MIN_N", "CANDIDATES", "LOW_CANDIDATES")}
     exact = evaluate(convs, params, modes=("lexical", "hybrid"), rankers=rankers)
     try:
-        rank.FAST_MIN_N, rank.PREFIX_MIN_N = 0, 0
+        rank.FAST_MIN_N = 0
         rank.CANDIDATES, rank.LOW_CANDIDATES = candidates, max(4, candidates // 6)
         fast_rankers = [Ranker(c.texts, c.vectors, c.file_ids, params) for c in convs]
-        if any(r._prefix is None for r in fast_rankers):
+        if any(r.prefix is None for r in fast_rankers):
             print(f"note: the fast path needs >= 128 dimensions (this model: {convs[0].vectors.shape[1]}); "
-                  "it is forced on anyway below, with the exact scan")
+                  "it is forced on anyway below, over the first dimensions")
             for r in fast_rankers:
-                r._prefix = np.ascontiguousarray(r.vectors)  # full "prefix": exact approximate scan
-                r._floor_vecs = np.ascontiguousarray(r.vectors[r._floor_rows])
+                r.prefix = np.ascontiguousarray(r.vectors[:, :rank.PREFIX_DIMS])
         fast = evaluate(convs, params, modes=("lexical", "hybrid"), rankers=fast_rankers)
         agree = []
         for c, r in zip(convs, fast_rankers):
             for (q, _, _), qv in zip(c.questions, c.query_vectors):
                 for thr in (None, 0.4):
                     agree.append(_top_overlap(r.search(q, qv, k=10, threshold=thr),
-                                              _exact_path(lambda: r.search(q, qv, k=10, threshold=thr))))
+                                              _exact_path(r, lambda: r.search(q, qv, k=10, threshold=thr))))
     finally:
         for k, v in saved.items():
             setattr(rank, k, v)
@@ -297,7 +293,7 @@ def synth_fast_report(size: str, model_spec: str | None, n_queries: int = 200) -
     fast_on = len(texts) >= rank.FAST_MIN_N
     print(f"synthetic vault {size}: {len(texts)} entries, {vecs.shape[1]}-d ({model_path}); embed {t_embed:.1f} s, "
           f"ranker build {t_build:.2f} s; fast path {'on' if fast_on else 'OFF (fewer than FAST_MIN_N entries)'}"
-          f" (FAST_MIN_N={rank.FAST_MIN_N}, prefix scan: {r._prefix is not None}, PREFIX_DIMS={rank.PREFIX_DIMS}, "
+          f" (FAST_MIN_N={rank.FAST_MIN_N}, prefix scan: {r.prefix is not None}, PREFIX_DIMS={rank.PREFIX_DIMS}, "
           f"CANDIDATES={rank.CANDIDATES}); {len(queries)} queries, k=10, BLAS threads: "
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
     print(f"{'mode / threshold':<22} {'recall@10 fast vs exact':>24} {'identical lists':>16} "
@@ -305,7 +301,7 @@ def synth_fast_report(size: str, model_spec: str | None, n_queries: int = 200) -
     for mode, thr in (("hybrid", None), ("hybrid", 0.4), ("vector", None)):
         res, times = {}, {}
         for name in ("exact", "fast"):
-            run = (lambda f: _exact_path(f)) if name == "exact" else (lambda f: f())
+            run = (lambda f: _exact_path(r, f)) if name == "exact" else (lambda f: f())
             out, ts = [], []
             for rep in range(2):  # the second pass is timed warm
                 for q, qv in zip(queries, qvecs):

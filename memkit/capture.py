@@ -27,7 +27,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
@@ -191,7 +190,7 @@ def claude_code_messages(lines: Iterable[bytes]) -> tuple[list[Message], str | N
         message = obj.get("message")
         if not isinstance(message, dict):
             continue
-        role = message.get("role") if message.get("role") in _CC_TURNS else obj["type"]
+        role = str(message.get("role") if message.get("role") in _CC_TURNS else obj["type"])
         parts = []
         for text in _block_texts(message.get("content")):
             if role == "user" and _CC_NOISE.match(text):
@@ -316,34 +315,6 @@ def render_jsonl(messages: list[Message], limit: int = MAX_TRANSCRIPT_BYTES) -> 
     return b"".join(lines[len(lines) - keep:]), len(lines) - keep
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (a hidden temp file in the same folder, fsync, rename,
-    fsync of the folder): a reader (the watcher) sees the old file or the new one, never half."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-
-
 def _same_bytes(path: Path, data: bytes) -> bool:
     try:
         return path.is_file() and not path.is_symlink() and path.stat().st_size == len(data) \
@@ -380,12 +351,6 @@ def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: 
     src = _from_file(path, session) if path is not None else _from_stdin(stdin or b"", session)
     data, dropped = render_jsonl(src.messages)
     inbox = vault.inbox_dir
-    if inbox.is_symlink() and not vault.is_inside(inbox):
-        raise MemkitError("inbox/ is a symlink to a folder outside the vault; refusing to write through it")
-    try:
-        inbox.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise MemkitError(f"cannot create {vault.rel(inbox)}/: {exc.strerror or exc}") from None
     name = inbox_name(src.slug, src.key)
     target = inbox / name
     result = Captured("queued", vault.rel(target), src.session, src.source, src.format,
@@ -400,24 +365,20 @@ def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: 
         if target.is_symlink() or (target.exists() and not target.is_file()):
             raise MemkitError(f"{vault.rel(target)} exists and is not a regular file; not replaced")
         result.status = "replaced" if target.exists() else "queued"
-        try:
-            write_atomic(target, data)
-        except OSError as exc:
-            raise MemkitError(f"cannot write {vault.rel(target)}: {exc.strerror or exc}") from None
+        vault.queue_transcript(name, data)
     if not digest_now:
         return result
+    read = target.stat()
     try:
         report = vault.digest(target, llm=llm)
     except MemkitError as exc:
         raise MemkitError(f"{exc} (the transcript stays queued in {vault.rel(target)} for `memkit watch`)") from exc
-    done = inbox / "done"
-    done.mkdir(exist_ok=True)
-    os.replace(target, done / name)
+    vault.inbox_done(target, read)
     result.status = "digested"
-    result.file = vault.rel(done / name)
+    result.file = vault.rel(inbox / "done" / name)
     result.report = report.to_dict()
     return result
 
 
 __all__ = ["Captured", "capture", "claude_code_messages", "inbox_name", "is_hook_payload", "open_regular",
-           "read_stream", "render_jsonl", "write_atomic"]
+           "read_stream", "render_jsonl"]

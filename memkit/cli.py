@@ -10,8 +10,10 @@ from typing import Any, Callable
 
 import click
 
+from .capture import capture as capture_conversation
+from .capture import read_stream
 from .errors import InvalidValue, MemkitError, TopicNameError
-from .names import check_topic_name
+from .mcp_server import require_sdk, serve
 from .recent import relative_time
 from .search import Threshold
 from .vault import Vault, find_vault
@@ -137,24 +139,9 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
     vault = get_vault(ctx)
     entry = vault.add(text, topic=topic, kind=kind, tags=tags)
     if json_:
-        echo_json(entry_dict(entry))
+        echo_json(entry.to_dict())
     else:
         click.echo(f"added {entry.id} to {entry.topic}: {entry.text}")
-
-
-def entry_dict(entry: Any, **extra: Any) -> dict[str, Any]:
-    data = {
-        "id": entry.id,
-        "text": entry.text,
-        "topic": entry.topic,
-        "kind": entry.kind,
-        "tags": list(entry.tags),
-        "date": entry.date,
-        "file": entry.file,
-        "line": entry.line,
-    }
-    data.update(extra)
-    return data
 
 
 @main.command()
@@ -169,8 +156,7 @@ def topics(ctx: click.Context, json_: bool) -> None:
     """
     infos = sorted(get_vault(ctx).topics(), key=lambda t: t.updated, reverse=True)
     if json_:
-        echo_json([{"name": t.name, "entries": t.entries, "updated": t.updated.isoformat(),
-                    "summary": t.summary, "file": t.file} for t in infos])
+        echo_json([t.to_dict() for t in infos])
         return
     if not infos:
         click.echo("no topics yet: add one with `memkit add TEXT --topic NAME`")
@@ -194,8 +180,7 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
     """
     t = get_vault(ctx).topic(topic)
     if json_:
-        echo_json({"name": t.name, "title": t.title, "summary": t.summary, "file": get_vault(ctx).rel(t.path),
-                   "entries": [entry_dict(e) for e in t.entries]})
+        echo_json(dict(t.to_dict(), file=get_vault(ctx).rel(t.path)))
         return
     click.echo(f"{t.title} ({t.name}, {len(t.entries)} entries){' — ' + t.summary if t.summary else ''}")
     for e in t.entries:
@@ -220,7 +205,7 @@ def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: s
         raise click.UsageError("give either an entry ID or --match TEXT")
     entry = get_vault(ctx).forget(entry_id, match=match, topic=topic)
     if json_:
-        echo_json(entry_dict(entry))
+        echo_json(entry.to_dict())
     else:
         click.echo(f"forgot {entry.id} from {entry.topic}: {entry.text}")
         click.echo("(moved to archive.md; put the line back in its topic to undo)")
@@ -241,7 +226,7 @@ def recent(ctx: click.Context, rebuild: bool, json_: bool) -> None:
     vault = get_vault(ctx)
     items = vault.rebuild_recent() if rebuild else vault.recent()
     if json_:
-        echo_json([{"updated": r.updated.isoformat(), "topic": r.topic, "summary": r.summary} for r in items])
+        echo_json([r.to_dict() for r in items])
         return
     if rebuild:
         click.echo(f"rebuilt index.txt: {len(items)} topics", err=True)
@@ -329,10 +314,6 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "vet" --kind event --since 2026-01-01 -k 10
     """
     vault = get_vault(ctx)
-    if topic:
-        name = check_topic_name(topic)
-        if not any(tf.name == name or tf.name.startswith(name + "-") for tf in vault.topic_files()):
-            raise click.ClickException(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
                         mode=mode)  # type: ignore[arg-type]  # click.Choice checked the mode
@@ -536,8 +517,6 @@ def mcp_cmd(ctx: click.Context) -> None:
       memkit --vault ~/memory mcp
       claude mcp add memkit -- memkit --vault ~/memory mcp
     """
-    from .mcp_server import require_sdk, serve
-
     require_sdk()
     serve(get_vault(ctx))
 
@@ -566,8 +545,6 @@ def capture(ctx: click.Context, transcript: str | None, session: str | None, now
       echo '[{"role": "user", "content": "I moved to Porto"}]' | memkit capture --json
       memkit capture ~/.claude/projects/p/3f1c.jsonl --now
     """
-    from .capture import capture as capture_conversation, read_stream
-
     vault = get_vault(ctx)
     if transcript in (None, "-"):
         if transcript is None and sys.stdin.isatty():

@@ -22,7 +22,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -510,29 +509,21 @@ def process_inbox(searcher: Searcher, llm: LLM | None, *, now: datetime | None =
         if path.is_symlink() and not store.is_inside(path):
             continue
         try:
-            mtime = path.stat().st_mtime
+            before = path.stat()
         except OSError:
             continue
-        if now_ts - mtime < idle * 60:
+        if now_ts - before.st_mtime < idle * 60:
             continue
         error_file = path.with_name(path.name + ".error")
-        if error_file.exists() and error_file.stat().st_mtime >= mtime:
+        if error_file.exists() and error_file.stat().st_mtime >= before.st_mtime:
             continue  # failed before and unchanged since
         try:
             report = digest_file(searcher, path, llm)
         except MemkitError as exc:
-            atomic_write(error_file, f"{datetime.now().replace(microsecond=0).isoformat()} {exc}\n")
+            store.inbox_error(path, f"{datetime.now().replace(microsecond=0).isoformat()} {exc}")
             results.append(InboxResult(path.name, error=str(exc)))
             continue
-        done = inbox / "done"
-        done.mkdir(exist_ok=True)
-        target = done / path.name
-        n = 2
-        while target.exists():
-            target = done / f"{path.stem}-{n}{path.suffix}"
-            n += 1
-        shutil.move(str(path), str(target))
-        if error_file.exists():
-            error_file.unlink()
+        if not store.inbox_done(path, before):  # replaced while it was digested: digest it again later
+            continue
         results.append(InboxResult(path.name, report=report))
     return results

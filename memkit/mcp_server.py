@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 import traceback
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote, unquote
 
-from memkit import MemkitError, TopicNotFound, Vault, __version__
-from memkit.transcript import MAX_TRANSCRIPT_BYTES, parse_transcript
+from memkit import MemkitError, Vault, __version__
+from memkit.transcript import MAX_TRANSCRIPT_BYTES
 
 log = logging.getLogger("memkit")
 
@@ -101,7 +99,7 @@ def check_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> dict[s
             raise ArgumentError(f"{tool}: missing required argument {name!r}")
     out: dict[str, Any] = {}
     for name, spec in props.items():
-        value = arguments.get(name)
+        value: Any = arguments.get(name)
         if value is None:
             out[name] = spec.get("default")
             continue
@@ -256,12 +254,6 @@ TOOLS: dict[str, dict[str, Any]] = {
 }
 
 
-def entry_dict(entry: Any) -> dict[str, Any]:
-    """An entry as JSON: the fields of ``memkit add --json`` / ``memkit show --json``."""
-    return {"id": entry.id, "text": entry.text, "topic": entry.topic, "kind": entry.kind,
-            "tags": list(entry.tags), "date": entry.date, "file": entry.file, "line": entry.line}
-
-
 @dataclass
 class Outcome:
     """A tool's answer: the text the model reads and the structured result for the client."""
@@ -304,32 +296,18 @@ class Memory:
     # each method runs in a worker thread, one at a time (see serve())
     def search_memories(self, query: str, k: int, topic: str | None, kind: str | None, tag: str | None,
                         since: str | None) -> Outcome:
-        vault = self.vault
-        if topic:
-            name = vault.topic_path(topic).stem  # validates the name (TopicNameError)
-            if not any(n == name or n.startswith(name + "-") for n, _ in vault.topic_files()):
-                raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
-        hits = [h.to_dict() for h in vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since)]
+        hits = [h.to_dict() for h in self.vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since,
+                                                        refresh=True)]
         return Outcome(_as_json(hits), {"hits": hits})
 
     def add_memory(self, text: str, topic: str | None, kind: str | None, tags: list[str]) -> Outcome:
-        entry = entry_dict(self.vault.add(text, topic=topic, kind=kind, tags=tags))
-        self.reindex()
+        entry = self.vault.add(text, topic=topic, kind=kind, tags=tags).to_dict()
         return Outcome(_as_json(entry), entry)
 
     def forget_memory(self, id: str) -> Outcome:  # noqa: A002 - the tool's argument name
-        entry = entry_dict(self.vault.forget(id))
+        entry = self.vault.forget(id).to_dict()
         entry["archive"] = "archive.md"
-        self.reindex()
         return Outcome(_as_json(entry), entry)
-
-    def reindex(self) -> None:
-        """After a write: index it now, so the next search sees it (a search re-checks the files at
-        most once a second by itself). A failure here is not the write's failure."""
-        try:
-            self.vault.index()
-        except MemkitError as exc:
-            log.warning("%s", exc)
 
     def get_context(self, message: str, session: str | None, budget_tokens: int) -> Outcome:
         ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens)
@@ -337,19 +315,16 @@ class Memory:
 
     def list_topics(self) -> Outcome:
         infos = sorted(self.vault.topics(), key=lambda t: t.updated, reverse=True)
-        topics = [{"name": t.name, "entries": t.entries, "updated": t.updated.isoformat(), "summary": t.summary,
-                   "file": t.file} for t in infos]
+        topics = [t.to_dict() for t in infos]
         return Outcome(_as_json(topics), {"topics": topics})
 
     def read_topic(self, name: str) -> Outcome:
         t = self.vault.topic(name)
-        data = {"name": t.name, "title": t.title, "summary": t.summary, "file": self.vault.rel(t.path),
-                "entries": [entry_dict(e) for e in t.entries]}
+        data = dict(t.to_dict(), file=self.vault.rel(t.path))
         return Outcome(_as_json(data), data)
 
     def recent_topics(self) -> Outcome:
-        items = [{"updated": r.updated.isoformat(), "topic": r.topic, "summary": r.summary}
-                 for r in self.vault.recent()]
+        items = [r.to_dict() for r in self.vault.recent()]
         return Outcome(_as_json(items), {"recent": items})
 
     def digest_transcript(self, text: str, dry_run: bool) -> Outcome:
@@ -358,16 +333,8 @@ class Memory:
         if len(data) > MAX_TRANSCRIPT_BYTES:
             raise MemkitError(f"transcript is {len(data) / 1e6:.1f} MB; memkit digests at most "
                               f"{MAX_TRANSCRIPT_BYTES / 1e6:.0f} MB at once: split it into smaller parts")
-        parse_transcript(data, "transcript")  # a clear error before anything else
-        with tempfile.TemporaryDirectory(prefix="memkit-mcp-") as folder:
-            path = Path(folder) / "transcript.txt"
-            path.write_bytes(data)
-            try:
-                report = self.digest_vault.digest(path, dry_run=dry_run)
-            except MemkitError as exc:
-                raise MemkitError(str(exc).replace(str(path), "transcript")) from exc  # not our temp path
+        report = self.digest_vault.digest_text(text, name="transcript", dry_run=dry_run)
         result = report.to_dict()
-        result["transcript"] = "transcript"
         return Outcome(_as_json(result), result)
 
     def read_topic_file(self, name: str) -> tuple[str, str]:
@@ -458,7 +425,7 @@ def build_server(memory: Memory) -> Any:
         try:
             outcome = await run(work, digest=name == "digest_transcript")
             if name == "digest_transcript" and not (arguments or {}).get("dry_run"):
-                await run(memory.reindex)  # the served Vault sees the digest's entries at once
+                memory.vault.searcher.changed()  # the served Vault sees the digest's entries at once
         except Exception as exc:  # every failure is a tool error the model can read; the server goes on
             if isinstance(exc, MemkitError):
                 log.info("%s: %s", name, exc)

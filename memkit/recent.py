@@ -16,6 +16,10 @@ class RecentTopic:
     topic: str
     summary: str
 
+    def to_dict(self) -> dict[str, str]:
+        """``{"updated", "topic", "summary"}`` as ``memkit recent --json`` prints it."""
+        return {"updated": self.updated.isoformat(), "topic": self.topic, "summary": self.summary}
+
     def line(self) -> str:
         summary = " ".join(self.summary.replace("|", "/").split())
         return f"{self.updated.strftime(TIME_FORMAT)}|{self.topic}|{summary}"

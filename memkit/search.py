@@ -12,7 +12,7 @@ import numpy as np
 
 from .blas import single_thread
 from .config import Config
-from .errors import InvalidValue, MemkitError
+from .errors import InvalidValue, MemkitError, TopicNotFound
 from .index import Index, IndexView
 from .names import check_topic_name
 from .rank import RECOMMENDED_THRESHOLD, Ranker
@@ -102,6 +102,10 @@ class Searcher:
         """The default similarity threshold (see :func:`default_threshold`)."""
         return default_threshold(self.config, self.dim)
 
+    def changed(self) -> None:
+        """Say the files just changed (this process wrote them): the next search re-checks them."""
+        self.index.last_check = 0.0
+
     def refresh(self, force: bool = False) -> None:
         """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``)."""
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
@@ -150,6 +154,10 @@ class Searcher:
         if refresh is not False:
             self.refresh(force=bool(refresh))
         view, ranker = self.ranker()
+        if topic:
+            name = check_topic_name(topic)
+            if not any(tf.name == name or tf.name.startswith(name + "-") for tf in self.store.topic_files()):
+                raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
         if len(view) == 0:
             return []
         mask = _mask(view, topic, kind, tag, since)

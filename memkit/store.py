@@ -48,6 +48,7 @@ ARCHIVE_HEADER = (
     "Move a line back to its topic to undo.\n\n"
 )
 LOCK_TIMEOUT_S = 30.0
+MAX_ENTRY_CHARS = 4000  #: one memory is a sentence or a paragraph, not a document
 
 
 def find_vault(explicit: str | os.PathLike[str] | None = None, env: str | None = None,
@@ -83,6 +84,11 @@ class TopicInfo:
     updated: datetime
     summary: str
     file: str
+
+    def to_dict(self) -> dict[str, object]:
+        """As ``memkit topics --json`` prints it."""
+        return {"name": self.name, "entries": self.entries, "updated": self.updated.isoformat(),
+                "summary": self.summary, "file": self.file}
 
 
 @dataclass(frozen=True)
@@ -396,6 +402,9 @@ class Store:
         text = " ".join(text.split())
         if not text:
             raise MemkitError("nothing to add: the text is empty")
+        if len(text) > MAX_ENTRY_CHARS:
+            raise InvalidValue(f"the text is {len(text):,} characters long; one memory is at most "
+                               f"{MAX_ENTRY_CHARS:,} (split it, or keep the document elsewhere and remember where)")
         if kind is not None:
             kind = check_word(kind, "kind")
         tags = [check_word(t.lstrip("#"), "tag") for t in tags]
@@ -431,6 +440,60 @@ class Store:
             self.archive([ArchiveItem(entry, " ".join(removed.split()), reason)], now)
             self.write_topic(current.name, set_frontmatter(new_text, {"updated": now}), current=current, now=now)
         return entry
+
+    # ---- inbox/ ---------------------------------------------------------------------------------
+    def queue_transcript(self, name: str, data: bytes) -> Path:
+        """Write a transcript to ``inbox/NAME`` atomically (replacing one of that name), for the
+        watcher's digest; returns its path.
+
+        :raises MemkitError: a name that is not a plain file name, or inbox/ leading out of the vault.
+        """
+        if not name or name != os.path.basename(name) or name.startswith(".") or "\0" in name or "\\" in name:
+            raise InvalidValue(f"invalid inbox file name {name!r}: use a plain file name")
+        inbox = self.inbox_dir
+        if inbox.is_symlink() and not self.is_inside(inbox):
+            raise MemkitError(f"{INBOX_DIR}/ is a symlink to a folder outside the vault; refusing to write through it")
+        target = inbox / name
+        if target.is_symlink():
+            raise MemkitError(f"{self.rel(target)} is a symlink; refusing to write through it")
+        try:
+            inbox.mkdir(exist_ok=True)
+            atomic_write(target, data)
+        except OSError as exc:
+            raise describe_os_error(exc, self.rel(target)) from exc
+        return target
+
+    def inbox_done(self, path: Path, read: os.stat_result) -> bool:
+        """Move a digested transcript to ``inbox/done/`` (a free name, never replacing one), unless
+        it changed since it was read (``read``: its stat then); returns whether it moved. Its
+        ``.error`` file, if any, goes."""
+        with self.lock():
+            try:
+                now = path.stat()
+            except FileNotFoundError:
+                return False
+            if (now.st_ino, now.st_size, now.st_mtime_ns) != (read.st_ino, read.st_size, read.st_mtime_ns):
+                return False
+            done = self.inbox_dir / "done"
+            target = done / path.name
+            n = 2
+            while target.exists():
+                target = done / f"{path.stem}-{n}{path.suffix}"
+                n += 1
+            try:
+                done.mkdir(exist_ok=True)
+                os.replace(path, target)
+                Path(str(path) + ".error").unlink(missing_ok=True)
+            except OSError as exc:
+                raise describe_os_error(exc, f"{self.rel(path)} (moving it to {INBOX_DIR}/done/)") from exc
+        return True
+
+    def inbox_error(self, path: Path, message: str) -> None:
+        """Write ``inbox/NAME.error`` beside a transcript that could not be digested."""
+        try:
+            atomic_write(Path(str(path) + ".error"), message.rstrip("\n") + "\n")
+        except OSError as exc:
+            raise describe_os_error(exc, self.rel(Path(str(path) + ".error"))) from exc
 
     # ---- archive.md ----------------------------------------------------------------------------
     def archive(self, items: Sequence[ArchiveItem], now: datetime) -> None:

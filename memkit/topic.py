@@ -56,6 +56,11 @@ class Entry:
         """Short stable id (like a git short hash); never written into topic files."""
         return self.hash[:8]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as ``memkit show --json`` prints it (id, text, topic, kind, tags, date, file, line)."""
+        return {"id": self.id, "text": self.text, "topic": self.topic, "kind": self.kind, "tags": list(self.tags),
+                "date": self.date, "file": self.file, "line": self.line}
+
     @property
     def body(self) -> str:
         """The text without the ``[kind]`` prefix and the trailing date."""
@@ -87,6 +92,12 @@ class Topic:
     def summary(self) -> str:
         summary = self.meta.get("summary")
         return " ".join(str(summary).split()) if summary else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The topic as ``memkit show --json`` prints it: name, title, summary, file, entries."""
+        return {"name": self.name, "title": self.title, "summary": self.summary,
+                "file": self.entries[0].file if self.entries else f"topics/{self.path.name}",
+                "entries": [e.to_dict() for e in self.entries]}
 
     def updated(self) -> datetime:
         """``updated`` from the frontmatter, else ``created``, else the file's mtime."""

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from .config import Config, load_config, resolve_model
 from .context import Context, build_context, reset_session
-from .digest import DigestReport, InboxResult, digest_file, process_inbox
+from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
 from .embed import Embedder, load_embedder
 from .errors import MemkitError
 from .fsutil import VaultLock
@@ -26,6 +26,7 @@ from .search import Hit, Mode, Searcher, Threshold
 from .split import SplitPlan, maybe_split, split_topic
 from .store import Store, TopicFile, TopicInfo, find_vault
 from .topic import Entry, Topic
+from .transcript import parse_transcript
 
 log = logging.getLogger("memkit")
 
@@ -135,6 +136,7 @@ class Vault:
         :raises MemkitError: empty text, a bad kind or tag; TopicNameError: a bad topic name.
         """
         entry, count = self.store.add(text, topic=topic, kind=kind, tags=tags, when=when)
+        self._changed()
         if split and count > self.config.topic_split_threshold_lines:
             plan = self._maybe_split(entry.topic)
             if plan is not None:  # the entry now lives in one of the subtopics: return where
@@ -149,7 +151,23 @@ class Vault:
     def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
                reason: str = "forgotten") -> Entry:
         """Remove one entry (by id prefix or text) and keep it in archive.md; returns it."""
-        return self.store.forget(ref, match=match, topic=topic, reason=reason)
+        entry = self.store.forget(ref, match=match, topic=topic, reason=reason)
+        self._changed()
+        return entry
+
+    def queue_transcript(self, name: str, data: bytes) -> Path:
+        """Put a transcript in inbox/ (atomically; a file of that name is replaced) for
+        :meth:`process_inbox` / ``memkit watch`` to digest once it is idle."""
+        return self.store.queue_transcript(name, data)
+
+    def inbox_done(self, path: Path, read: os.stat_result) -> bool:
+        """Move a digested inbox transcript to inbox/done/ unless it changed since ``read``."""
+        return self.store.inbox_done(path, read)
+
+    def _changed(self) -> None:
+        """This object wrote the files: its next search must see it (not wait for the 1 s re-check)."""
+        if self._searcher is not None:
+            self._searcher.changed()
 
     def _maybe_split(self, topic: str, llm: LLM | None = None) -> SplitPlan | None:
         """Split ``topic`` if it grew past the threshold; a failure is a warning, never a failure
@@ -234,13 +252,33 @@ class Vault:
         :param llm: an LLM client (default: the one configured in memkit.yaml).
         :param dry_run: only compute the change (``report.diff``).
         """
-        return digest_file(self.searcher, transcript, llm if llm is not None else self.llm(), dry_run=dry_run)
+        try:
+            return digest_file(self.searcher, transcript, llm if llm is not None else self.llm(), dry_run=dry_run)
+        finally:
+            self._changed()
+
+    def digest_text(self, text: str, *, name: str = "transcript", llm: LLM | None = None,
+                    dry_run: bool = False) -> DigestReport:
+        """Digest a conversation given as text (any format :meth:`digest` reads); ``name`` is how
+        reports and errors call it."""
+        data = text.encode("utf-8", errors="surrogatepass")
+        messages = parse_transcript(data, name)
+        try:
+            return digest_messages(self.searcher, messages, llm if llm is not None else self.llm(), name=name,
+                                   sha=transcript_sha(data), dry_run=dry_run)
+        finally:
+            self._changed()
 
     def process_inbox(self, *, llm: LLM | None = None) -> list[InboxResult]:
         """Digest the transcripts in inbox/ that have been idle for ``session_timeout_minutes``."""
-        return process_inbox(self.searcher, llm if llm is not None else self.llm())
+        try:
+            return process_inbox(self.searcher, llm if llm is not None else self.llm())
+        finally:
+            self._changed()
 
     def split(self, topic: str, *, llm: LLM | None = None, dry_run: bool = False, min_part: int = 5,
               max_parts: int | None = None) -> SplitPlan:
         """Split ``topic`` into subtopics (see :mod:`memkit.split`); ``dry_run`` only plans it."""
-        return split_topic(self.searcher, topic, llm=llm, dry_run=dry_run, min_part=min_part, max_parts=max_parts)
+        plan = split_topic(self.searcher, topic, llm=llm, dry_run=dry_run, min_part=min_part, max_parts=max_parts)
+        self._changed()
+        return plan

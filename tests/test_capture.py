@@ -189,7 +189,7 @@ def test_queued_file_is_digested_by_the_inbox_and_now(tmp_path):
                  else json.dumps({"updates": []})) as fake:
         queued = capture(vault, stdin=hook_payload(transcript).encode())
         assert queued.status == "queued"
-        results = process_inbox(vault, loopback_llm(fake), idle_minutes=0)
+        results = process_inbox(vault.searcher, loopback_llm(fake), idle_minutes=0)
         assert [r.error for r in results] == [None]
         assert "Lives in Porto since last month" in vault.topic("general").raw
         assert (vault.inbox_dir / "done" / queued.file.split("/")[-1]).is_file()

@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from memkit import MemkitError, Vault
+from memkit import MemkitError, TopicNotFound, Vault
 from memkit.cli import main
 
 from util import FakeEmbedder, vault_with, write
@@ -46,7 +46,8 @@ def test_filters(v):
     assert [h.tags for h in v.search("rice", k=10, threshold=None, tag="#rice")] == [("rice",)]
     since = v.search("rice broth sourdough", k=10, threshold=None, since="2026-01-01", topic="cooking")
     assert sorted(h.date for h in since) == ["2026-02-01", "2026-02-12"]
-    assert v.search("rice", topic="nothing-here", threshold=None) == []
+    with pytest.raises(TopicNotFound, match="no topic 'nothing-here'"):
+        v.search("rice", topic="nothing-here", threshold=None)
 
 
 def test_threshold(v):

@@ -96,7 +96,9 @@ def main(ctx: click.Context, vault: str | None, model: str | None) -> None:
       memkit search "what rice do I use"
     """
     _setup_logging()
-    ctx.obj = {"vault": vault, "model": model}
+    # An ``obj`` given by the caller is kept: a test (or a program embedding the CLI) may pass
+    # ``{"vault_obj": Vault(...)}`` to run the commands on a vault it built.
+    ctx.ensure_object(dict).update(vault=vault, model=model)
 
 
 @main.command()

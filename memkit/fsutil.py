@@ -8,7 +8,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .errors import MemkitError, VaultLocked
 
@@ -51,6 +51,134 @@ def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
         _fsync_dir(path.parent)
 
 
+Stamp = tuple[int, int, int]  #: (size, mtime_ns, inode): changes when a file is edited or replaced
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+class FileChanged(MemkitError):
+    """A file changed on disk while memkit was rewriting it; memkit wrote nothing and kept the change."""
+
+
+def append_bytes(path: Path, data: bytes | Callable[[bytes], bytes], *, durable: bool = True) -> None:
+    """Append to an existing regular file with one ``O_APPEND`` write, then fsync.
+
+    Appends made at the same time by anyone else (an editor, ``>>`` in a shell, another memkit)
+    are never lost: the kernel serialises ``O_APPEND`` writes. ``data`` may be a function of the
+    file's last byte (``b""`` for an empty file), called just before the write, so a line can be
+    prefixed with a newline when the file does not end with one.
+
+    :raises NotRegularFile: the path is a FIFO, a device or a folder (checked without blocking).
+    :raises OSError: the file cannot be opened or written.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"is not a regular file ({file_kind(st.st_mode)})")
+        if callable(data):
+            data = data(os.pread(fd, 1, st.st_size - 1) if st.st_size else b"")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None, *, attempts: int = 5) -> None:
+    """Replace ``path`` with ``data`` atomically, unless it changed since it was read as ``base``.
+
+    The caller read the file (``base``, whose stat was ``stamp``; ``None``: it did not exist) and
+    computed ``data`` from it, holding the vault's write lock, so only someone outside memkit (an
+    editor, a shell) can have changed it since. Immediately before the rename the file's stat is
+    compared with ``stamp``:
+
+    - unchanged: renamed into place; bytes appended to the old file by a writer that still had it
+      open during the rename are then appended to the new file (nothing appended is lost);
+    - only appended to since (``base`` is a prefix of it): the appended tail is carried over to
+      ``data`` and the check runs again;
+    - changed otherwise: :class:`FileChanged` is raised and nothing is written.
+
+    The window that remains is the time between the last check and the rename (microseconds).
+    """
+    for _ in range(attempts):
+        tmp = _write_temp(path, data)
+        renamed = False
+        try:
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+            except FileNotFoundError:
+                if stamp is not None:
+                    raise FileChanged(f"{path.name} was deleted while memkit was rewriting it; nothing was written")
+                fd = -1
+            try:
+                if fd >= 0:
+                    st = os.fstat(fd)
+                    if not stat.S_ISREG(st.st_mode):
+                        raise NotRegularFile(f"is not a regular file ({file_kind(st.st_mode)})")
+                    if stamp is None or stamp_of(st) != stamp:
+                        now = _read_fd(fd)
+                        if stamp is None or not now.startswith(base) or st.st_ino != stamp[2]:
+                            raise FileChanged(f"{path.name} was changed by someone else while memkit was rewriting "
+                                              f"it; nothing was written (their change is kept): try again")
+                        tail = now[len(base):]
+                        data = data + (b"" if not data or data.endswith(b"\n") or tail.startswith((b"\n", b"\r"))
+                                       else b"\n") + tail
+                        base, stamp = now, stamp_of(st)
+                        continue  # write the temp file again with their lines
+                os.replace(tmp, path)
+                renamed = True
+                if fd >= 0:  # a writer that had the old file open may have appended to it meanwhile
+                    late = os.pread(fd, 1 << 24, len(base))
+                    if late:
+                        append_bytes(path, late)
+            finally:
+                if fd >= 0:
+                    os.close(fd)
+        finally:
+            if not renamed:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        _fsync_dir(path.parent)
+        return
+    raise FileChanged(f"{path.name} kept changing while memkit was rewriting it; nothing was written: try again")
+
+
+def _read_fd(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _write_temp(path: Path, data: bytes) -> str:
+    """A fsynced temp file beside ``path`` holding ``data``, with ``path``'s permission bits."""
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o644 & ~_umask()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
 def read_regular(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
     """Read a regular file of at most ``limit`` bytes without ever blocking on open.
 
@@ -79,6 +207,18 @@ def read_regular(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
         if len(data) > limit:
             raise NotRegularFile(f"grew over the {limit // 2**20} MB limit while being read")
         return data, st
+    finally:
+        os.close(fd)
+
+
+def read_head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file (never blocking on a FIFO)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"is not a regular file ({file_kind(st.st_mode)})")
+        return os.pread(fd, size, 0)
     finally:
         os.close(fd)
 

@@ -19,19 +19,32 @@ from typing import Iterator, Sequence
 
 from .config import CONFIG_NAME, DEFAULT_CONFIG_TEXT, Config, load_config
 from .errors import EntryNotFound, InvalidValue, MemkitError, TopicNotFound, TopicParseError, VaultExists, VaultNotFound
-from .fsutil import VaultLock, atomic_write, describe_os_error, file_kind
+from .fsutil import (
+    FileChanged,
+    NotRegularFile,
+    VaultLock,
+    append_bytes,
+    atomic_write,
+    describe_os_error,
+    file_kind,
+    read_head,
+    read_regular,
+    replace_checked,
+    stamp_of,
+)
 from .names import check_topic_name, is_topic_filename
 from .recent import RecentTopic, parse_recent, render_recent
 from .topic import (
     Entry,
     Topic,
-    append_line,
+    encode_topic,
     format_entry,
     new_topic_text,
+    newline_of,
     parse_topic_text,
     read_topic,
     remove_lines,
-    set_frontmatter,
+    text_hash,
 )
 
 log = logging.getLogger("memkit")
@@ -48,6 +61,7 @@ ARCHIVE_HEADER = (
     "Move a line back to its topic to undo.\n\n"
 )
 LOCK_TIMEOUT_S = 30.0
+MAX_RECENT_BYTES = 1 << 20  #: index.txt holds a few dozen lines
 MAX_ENTRY_CHARS = 4000  #: one memory is a sentence or a paragraph, not a document
 
 
@@ -338,21 +352,36 @@ class Store:
 
     def write_topic(self, name: str, text: str, *, current: Topic | None, now: datetime,
                     touch_recent: bool = True) -> Topic:
-        """Replace (or create) topic ``name`` with ``text``, atomically; the caller holds the lock
-        and read ``current`` under it (its BOM, if it had one, is kept). Puts the topic at the
-        top of index.txt unless ``touch_recent`` is False. Returns the topic as written."""
+        """Replace (or create) topic ``name`` with ``text``; the caller holds the lock and read
+        ``current`` under it. The file is replaced atomically and only if nobody changed it since
+        ``current`` was read (:func:`memkit.fsutil.replace_checked`: lines appended meanwhile by an
+        editor are kept; any other change raises :class:`FileChanged` and nothing is written). Its
+        BOM and line endings are kept. Puts the topic at the top of index.txt unless
+        ``touch_recent`` is False. Returns the topic as written."""
         path = current.path if current is not None else self.topic_path(name)
-        data = ("\ufeff" if current is not None and current.bom else "") + text
-        target = path.resolve() if path.is_symlink() and self.is_inside(path) else path  # keep a person's link
+        target = self.write_target(path)
+        data = current.data(text) if current is not None else encode_topic(text)
         try:
             self.topics_dir.mkdir(exist_ok=True)
-            atomic_write(target, data)
+            replace_checked(target, data, current.data() if current is not None else b"",
+                            current.stamp if current is not None else None)
+        except FileChanged as exc:
+            raise FileChanged(f"{self.rel(path)}: {exc}") from None
         except OSError as exc:
             raise describe_os_error(exc, self.rel(path)) from exc
         written = parse_topic_text(text, path.stem, self.rel(path), path)
         if touch_recent:
             self.touch_recent(written.name, written.summary, now)
         return written
+
+    def write_target(self, path: Path) -> Path:
+        """The file to write for ``path``: a symlink inside the vault is written through (a person's
+        link is kept); one leading out of the vault is refused."""
+        if not path.is_symlink():
+            return path
+        if not self.is_inside(path):
+            raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
+        return path.resolve()
 
     def remove_topic(self, name: str) -> None:
         """Delete topic ``name``'s file (the caller holds the lock; a split removes its parent)."""
@@ -415,12 +444,30 @@ class Store:
             current = self.read_for_write(name)
             if current is None:
                 title = name.replace("-", " ").capitalize()
-                new_text = new_topic_text(title, "", now) + line + "\n"
+                written = self.write_topic(name, new_topic_text(title, "", now) + line + "\n", current=None, now=now)
             else:
-                new_text = set_frontmatter(append_line(current.raw, line), {"updated": now})
-            written = self.write_topic(name, new_text, current=current, now=now)
-        last = _last_line(new_text)
-        entry = next(e for e in reversed(written.entries) if e.line == last)
+                # A plain append (no frontmatter rewrite): lines an editor appends at the same time
+                # cannot be lost, and two clones that both add merge in git without a conflict.
+                suffix = encode_topic(current.append_suffix(line), cr=current.cr)
+                newline = encode_topic(newline_of(current.raw), cr=current.cr)
+
+                def fit(last: bytes) -> bytes:
+                    """The suffix, with a leading newline exactly when the file (as it is now) lacks one."""
+                    ends = last in (b"", b"\n", b"\r")
+                    if ends and suffix.startswith(newline):
+                        return suffix[len(newline):]
+                    return suffix if ends or suffix.startswith(newline) else newline + suffix
+
+                try:
+                    append_bytes(self.write_target(current.path), fit)
+                except NotRegularFile as exc:
+                    raise MemkitError(f"{self.rel(current.path)} {exc}; memkit will not write to it") from None
+                except OSError as exc:
+                    raise describe_os_error(exc, self.rel(current.path)) from exc
+                written = self.topic(name)
+                self.touch_recent(written.name, written.summary, now)
+        wanted = text_hash(line[2:])
+        entry = next(e for e in reversed(written.entries) if e.hash == wanted)
         return entry, len(written.entries)
 
     def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
@@ -438,7 +485,7 @@ class Store:
                 raise EntryNotFound(f"entry {target.id} changed while forgetting it; try again")
             new_text, removed = remove_lines(current.raw, entry.line, entry.end_line)
             self.archive([ArchiveItem(entry, " ".join(removed.split()), reason)], now)
-            self.write_topic(current.name, set_frontmatter(new_text, {"updated": now}), current=current, now=now)
+            self.write_topic(current.name, new_text, current=current, now=now)
         return entry
 
     # ---- inbox/ ---------------------------------------------------------------------------------
@@ -498,20 +545,25 @@ class Store:
     # ---- archive.md ----------------------------------------------------------------------------
     def archive(self, items: Sequence[ArchiveItem], now: datetime) -> None:
         """Append ``- DATE from TOPIC (REASON): ORIGINAL LINE`` lines to archive.md (the caller
-        holds the lock, and calls this before removing the lines from their topics)."""
+        holds the lock, and calls this before removing the lines from their topics). A plain
+        append: nothing anyone else appends at the same time is lost."""
         if not items:
             return
         path = self.archive_path
         with self.lock():
             try:
-                old = path.read_bytes().decode("utf-8", errors="surrogateescape") if path.exists() else ARCHIVE_HEADER
-            except OSError as exc:
-                raise describe_os_error(exc, ARCHIVE) from exc
-            text = old
-            for item in items:
-                text = append_line(text, archive_line(item, now))
-            try:
-                atomic_write(path, text.encode("utf-8", errors="surrogateescape"))
+                target = self.write_target(path)
+                if not target.exists():
+                    text = ARCHIVE_HEADER + "".join(archive_line(item, now) + "\n" for item in items)
+                    replace_checked(target, text.encode("utf-8", errors="surrogateescape"), b"", None)
+                    return
+                nl = "\r\n" if b"\r\n" in read_head(target, 4096) else "\n"
+                data = "".join(archive_line(item, now) + nl for item in items).encode("utf-8", errors="surrogateescape")
+                append_bytes(target, lambda last: data if last in (b"", b"\n") else nl.encode() + data)
+            except FileChanged as exc:
+                raise FileChanged(f"{ARCHIVE}: {exc}") from None
+            except NotRegularFile as exc:
+                raise MemkitError(f"{ARCHIVE} {exc}; memkit will not write to it") from None
             except OSError as exc:
                 raise describe_os_error(exc, ARCHIVE) from exc
 
@@ -519,8 +571,11 @@ class Store:
     def recent(self) -> list[RecentTopic]:
         """The lines of index.txt, newest first."""
         try:
-            text = self.recent_path.read_text(encoding="utf-8", errors="replace")
+            text = read_regular(self.recent_path, MAX_RECENT_BYTES)[0].decode("utf-8", errors="replace")
         except FileNotFoundError:
+            return []
+        except (OSError, NotRegularFile) as exc:  # a FIFO, a folder, too large: rebuilt from the topics
+            self.warn_once(f"{INDEX_TXT}: {exc}; ignored (`memkit recent --rebuild` rewrites it)")
             return []
         return sorted(parse_recent(text), key=lambda r: r.updated, reverse=True)
 
@@ -540,13 +595,22 @@ class Store:
 
     def write_recent(self, items: Sequence[RecentTopic]) -> None:
         """Write index.txt: one line per topic, newest first, at most ``index_max_entries``."""
-        text = render_recent(items, self.config.index_max_entries)
+        text = render_recent(items, self.config.index_max_entries).encode("utf-8")
         path = self.recent_path
         with self.lock():
             try:
-                if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
+                target = self.write_target(path)
+                try:
+                    old, st = read_regular(target, MAX_RECENT_BYTES)
+                except FileNotFoundError:
+                    old, st = b"", None
+                if old == text:
                     return
-                atomic_write(path, text)
+                replace_checked(target, text, old, stamp_of(st) if st is not None else None)
+            except FileChanged as exc:
+                raise FileChanged(f"{INDEX_TXT}: {exc}") from None
+            except NotRegularFile as exc:
+                raise MemkitError(f"{INDEX_TXT} {exc}; memkit will not write to it") from None
             except OSError as exc:
                 raise describe_os_error(exc, INDEX_TXT) from exc
 

@@ -20,7 +20,8 @@ MAX_TOPIC_BYTES = 8 * 1024 * 1024  # a topic larger than this is refused, not lo
 _LIST_RE = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])[ \t]+(\S.*?)\s*$")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _RULE_RE = re.compile(r"^\s{0,3}([-*_=])(\s*\1){2,}\s*$")
-_FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
+_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
 _TAG_RE = re.compile(r"(?:^|(?<=\s))#([^\W\d_][\w/-]*)", re.UNICODE)
 _DATE_RE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
@@ -82,6 +83,22 @@ class Topic:
     bom: bool = False
     warnings: list[str] = field(default_factory=list)
     stamp: tuple[int, int, int] | None = None  #: (size, mtime_ns, inode) when read from disk
+    cr: bool = False  #: the file ends its lines with a bare CR (old Mac style); :attr:`raw` holds LF
+
+    def append_suffix(self, line: str) -> str:
+        """What appending ``line`` adds at the end of :attr:`raw`: a newline if the file has none at
+        its end, a closing fence if a code fence was left open (so the line never lands inside it),
+        the line, and a newline; in the file's own line-ending style."""
+        nl = newline_of(self.raw)
+        prefix = "" if not self.raw or self.raw.endswith("\n") else nl
+        fence = scan_blocks(split_lines(self.raw), self.body_start).unclosed_fence
+        if fence is not None:
+            prefix += fence + nl
+        return prefix + line + nl
+
+    def data(self, text: str | None = None) -> bytes:
+        """``text`` (default: :attr:`raw`) as this file's bytes: its BOM and line endings kept."""
+        return encode_topic(self.raw if text is None else text, self.bom, self.cr)
 
     @property
     def title(self) -> str:
@@ -100,11 +117,17 @@ class Topic:
                 "entries": [e.to_dict() for e in self.entries]}
 
     def updated(self) -> datetime:
-        """``updated`` from the frontmatter, else ``created``, else the file's mtime."""
-        for key in ("updated", "created"):
-            value = as_datetime(self.meta.get(key))
-            if value is not None:
-                return value
+        """When the topic last changed: the newest of its frontmatter ``updated`` (or ``created``)
+        and its entries' dates (an add only appends a dated line; it does not rewrite the
+        frontmatter). The file's mtime when it has neither."""
+        stamps = [d for d in (as_datetime(self.meta.get("updated")) or as_datetime(self.meta.get("created")),) if d]
+        days = [e.date for e in self.entries if e.date]
+        if days:
+            newest = as_datetime(max(days))
+            if newest is not None:
+                stamps.append(newest)
+        if stamps:
+            return max(stamps)
         try:
             return datetime.fromtimestamp(self.path.stat().st_mtime).replace(microsecond=0)
         except OSError:
@@ -138,8 +161,23 @@ def _strip_eol(line: str) -> str:
     return line.rstrip("\r\n")
 
 
+def encode_topic(text: str, bom: bool = False, cr: bool = False) -> bytes:
+    """The bytes of a topic file whose decoded text is ``text`` (see :func:`decode_topic`)."""
+    if cr:
+        text = text.replace("\n", "\r")
+    return (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8", errors="surrogateescape")
+
+
+def is_cr_only(text: str) -> bool:
+    """Whether ``text`` ends its lines with bare CRs only (no LF anywhere)."""
+    return "\r" in text and "\n" not in text
+
+
 def decode_topic(data: bytes, path: str) -> tuple[str, bool]:
-    """Decode a topic file's bytes; returns (text, had_bom). Raises TopicParseError naming the line."""
+    """Decode a topic file's bytes; returns (text, had_bom). Raises TopicParseError naming the line.
+
+    A file with bare-CR line endings is returned with LF endings (see :func:`is_cr_only`);
+    :func:`encode_topic` with ``cr=True`` turns it back into the same bytes."""
     bom = data.startswith(b"\xef\xbb\xbf")
     if bom:
         data = data[3:]
@@ -148,6 +186,8 @@ def decode_topic(data: bytes, path: str) -> tuple[str, bool]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise TopicParseError(path, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save it as UTF-8", line) from None
+    if is_cr_only(text):
+        text = text.replace("\r", "\n")
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise TopicParseError(path, "contains NUL bytes: this looks like a binary file, not markdown", line)
@@ -203,6 +243,7 @@ class Blocks:
     fences: dict[int, int]  #: opening fence line -> its closing line
     comments: frozenset[int]  #: every line of a closed comment
     code: frozenset[int]  #: the lines between a fence pair
+    unclosed_fence: str | None = None  #: the line that would close a fence left open (``"```"``)
 
     @property
     def closing(self) -> frozenset[int]:
@@ -214,37 +255,58 @@ class Blocks:
         return self.comments | self.code | frozenset(self.fences) | self.closing
 
 
+def fence_opener(line: str) -> str | None:
+    """The fence (e.g. ``"````"``) that ``line`` opens per CommonMark: 0-3 spaces, 3+ backticks or
+    tildes, an info string without backticks for a backtick fence; None when it opens none."""
+    m = _FENCE_OPEN_RE.match(line)
+    if not m or (m.group(1)[0] == "`" and "`" in m.group(2)):
+        return None
+    return m.group(1)
+
+
+def closes_fence(line: str, fence: str) -> bool:
+    """Whether ``line`` closes a block opened by ``fence``: the same character, at least as many."""
+    m = _FENCE_CLOSE_RE.match(line)
+    return m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+
+
 def scan_blocks(lines: list[str], start: int) -> Blocks:
     """Find the comments and fenced blocks of ``lines`` from line ``start`` (the body)."""
     n = len(lines)
     last_close = max((i for i in range(start, n) if "-->" in lines[i]), default=-1)
-    fence_lines = [i for i in range(start, n) if _FENCE_RE.match(lines[i])]
     fences: dict[int, int] = {}
     comments: set[int] = set()
     code: set[int] = set()
+    unclosed: str | None = None
+    never_closed: dict[str, int] = {}  # fence char -> shortest length found with no closer after it
     in_comment = False
-    opener = -1
-    for i in range(start, n):
+    i = start
+    while i < n:
         line = _strip_eol(lines[i])
         if in_comment:
             comments.add(i)
             in_comment = "-->" not in line
-            continue
-        if opener >= 0:
-            if _FENCE_RE.match(line):
-                fences[opener] = i
-                opener = -1
-            else:
-                code.add(i)
+            i += 1
             continue
         stripped = line.strip()
         if stripped.startswith("<!--") and ("-->" in stripped or last_close > i):
             comments.add(i)
             in_comment = "-->" not in stripped
+            i += 1
             continue
-        if _FENCE_RE.match(line) and fence_lines and fence_lines[-1] > i:
-            opener = i
-    return Blocks(fences, frozenset(comments), frozenset(code))
+        fence = fence_opener(line)
+        if fence is not None and len(fence) < never_closed.get(fence[0], 1 << 30):
+            end = next((j for j in range(i + 1, n) if closes_fence(_strip_eol(lines[j]), fence)), None)
+            if end is not None:
+                fences[i] = end
+                code.update(range(i + 1, end))
+                i = end + 1
+                continue
+            never_closed[fence[0]] = len(fence)  # a longer fence of this character finds none either
+        if fence is not None and unclosed is None:
+            unclosed = fence
+        i += 1
+    return Blocks(fences, frozenset(comments), frozenset(code), unclosed)
 
 
 def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, bom: bool = False) -> Topic:
@@ -349,6 +411,7 @@ def read_topic(path: Path, name: str, file: str) -> Topic:
         raise TopicParseError(file, f"cannot read: {exc.strerror or exc}") from None
     text, bom = decode_topic(data, file)
     topic = parse_topic_text(text, name, file, path, bom)
+    topic.cr = is_cr_only(data.decode("utf-8", errors="replace"))
     topic.stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
     return topic
 

@@ -1,0 +1,175 @@
+"""Hardening: a person's edits are never overwritten, and odd files, links and formats are handled.
+
+Every case here runs on real files; the concurrent ones on real processes.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from memkit import MemkitError, Vault
+from memkit.fsutil import FileChanged, replace_checked, stamp_of
+from memkit.topic import parse_topic_text, read_topic
+
+from util import write
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def test_hand_appends_are_never_lost_while_memkit_adds_and_forgets(tmp_path: Path) -> None:
+    """Processes: 3 memkit writers (adds, and forgets that rewrite the file) and a shell appending
+    with ``>>`` to the same topic file at the same time; every line is there at the end."""
+    vault = Vault.init(tmp_path / "v")
+    seeded = [f"seed line {i:02d}x" for i in range(15)]
+    for text in seeded:
+        vault.add(text, topic="cooking")
+    path = vault.topics_dir / "cooking.md"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    adder = """
+        import sys
+        from memkit import Vault
+        from memkit.config import Config
+        v = Vault(sys.argv[1], config=Config(topic_split_threshold_lines=100000))
+        for i in range(40):
+            v.add(f"added by {sys.argv[2]} number {i}", topic="cooking", split=False)
+    """
+    forgetter = """
+        import sys
+        from memkit import Vault
+        v = Vault(sys.argv[1])
+        for i in range(15):
+            v.forget(match=f"seed line {i:02d}x", topic="cooking")
+    """
+    # the shell appends until the memkit writers are done (a few ms apart, like an editor saving)
+    hand = (f"i=0; while [ ! -e '{tmp_path}/stop' ] || [ $i -lt 150 ]; do i=$((i+1)); "
+            f"echo \"- hand line $i\" >> '{path}'; sleep 0.002; done; echo $i > '{tmp_path}/count'")
+    shell = subprocess.Popen(["bash", "-c", hand])
+    procs = [subprocess.Popen([*_python(adder), str(vault.root), f"w{n}"], env=env) for n in range(2)]
+    procs.append(subprocess.Popen([*_python(forgetter), str(vault.root)], env=env))
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    (tmp_path / "stop").touch()
+    assert shell.wait(timeout=60) == 0
+    hand_lines = int((tmp_path / "count").read_text())
+    lines = path.read_text().splitlines()
+    for n in range(2):
+        for i in range(40):
+            assert lines.count(f"- added by w{n} number {i} ({datetime.now().date().isoformat()})") == 1
+    lost = [i for i in range(1, hand_lines + 1) if lines.count(f"- hand line {i}") != 1]
+    assert not lost, f"{len(lost)} of {hand_lines} hand-appended lines lost: {lost[:10]}"
+    archive = (vault.root / "archive.md").read_text()
+    for text in seeded:
+        assert not any(text == line.split(" (")[0][2:] for line in lines)
+        assert archive.count(f"): - {text} (") == 1
+
+
+def test_replace_checked_keeps_an_append_made_meanwhile(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.md", "- a\n- b\n")
+    base, stamp = path.read_bytes(), stamp_of(path.stat())
+    with open(path, "ab") as fh:  # an editor appends after memkit read the file
+        fh.write(b"- typed by hand\n")
+    replace_checked(path, b"- a\n", base, stamp)  # memkit removes "- b"
+    assert path.read_bytes() == b"- a\n- typed by hand\n"
+
+
+def test_replace_checked_refuses_other_changes(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.md", "- a\n- b\n")
+    base, stamp = path.read_bytes(), stamp_of(path.stat())
+    path.write_bytes(b"- a edited\n- b\n")  # rewritten in place by an editor
+    with pytest.raises(FileChanged, match="changed by someone else"):
+        replace_checked(path, b"- a\n", base, stamp)
+    assert path.read_bytes() == b"- a edited\n- b\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.md"]  # no temp file left
+
+
+def test_replace_checked_refuses_a_file_created_meanwhile(tmp_path: Path) -> None:
+    path = tmp_path / "new.md"
+    write(path, "- someone was first\n")
+    with pytest.raises(FileChanged):
+        replace_checked(path, b"- mine\n", b"", None)
+    assert path.read_text() == "- someone was first\n"
+
+
+def test_forget_refuses_when_the_topic_changed_under_it(tmp_path: Path, monkeypatch) -> None:
+    vault = Vault.init(tmp_path / "v")
+    e = vault.add("keep me safe", topic="t")
+    vault.add("forget me", topic="t")
+    path = vault.topics_dir / "t.md"
+    real = vault.store.read_for_write
+
+    def read_then_edit(name):  # an editor rewrites the file between memkit's read and its rename
+        topic = real(name)
+        path.write_text(path.read_text().replace("keep me safe", "keep me safe, edited"))
+        return topic
+
+    monkeypatch.setattr(vault.store, "read_for_write", read_then_edit)
+    with pytest.raises(MemkitError, match="topics/t.md.*changed by someone else"):
+        vault.forget(match="forget me")
+    text = path.read_text()
+    assert "keep me safe, edited" in text and "forget me" in text
+    assert e.id  # the entry object is still usable
+
+
+# ---- format edges ------------------------------------------------------------------------------
+
+def test_cr_only_file_is_read_and_appended_with_its_line_ending(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "v")
+    original = b"---\rtitle: Old Mac\r---\r# Old Mac\r\r- first entry\r- second entry\r"
+    path = write(vault.topics_dir / "oldmac.md", original)
+    topic = vault.topic("oldmac")
+    assert [e.text for e in topic.entries] == ["first entry", "second entry"]
+    assert topic.title == "Old Mac"
+    vault.add("third entry", topic="oldmac", when=datetime(2026, 3, 1))
+    assert path.read_bytes() == original + b"- third entry (2026-03-01)\r"
+    vault.forget(match="first entry")
+    assert path.read_bytes() == b"---\rtitle: Old Mac\r---\r# Old Mac\r\r- second entry\r- third entry (2026-03-01)\r"
+
+
+@pytest.mark.parametrize("fence", ["```", "~~~", "````"])
+def test_lines_in_a_fenced_block_are_not_list_entries(fence: str) -> None:
+    text = f"# T\n\n- real entry\n{fence}python\n- not an entry\n* nor this\n{fence}\n- another real one\n"
+    topic = parse_topic_text(text, "t", "topics/t.md")
+    listed = [e.text for e in topic.entries if e.is_list]
+    assert listed == ["real entry", "another real one"]
+    code = [e for e in topic.entries if not e.is_list]
+    assert len(code) == 1 and "not an entry" in code[0].text  # the block's text stays searchable, as one
+
+
+def test_a_fence_closes_only_with_the_same_character_and_length() -> None:
+    text = "````\n- in code\n```\n- still code\n~~~\n````\n- outside\n"
+    topic = parse_topic_text(text, "t", "topics/t.md")
+    assert [e.text for e in topic.entries if e.is_list] == ["outside"]
+
+
+def test_add_after_an_unclosed_fence_lands_outside_it(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "v")
+    path = write(vault.topics_dir / "notes.md", "- before\n~~~\nsome code the person never closed\n")
+    entry = vault.add("after the code", topic="notes", when=datetime(2026, 3, 1))
+    assert path.read_text() == ("- before\n~~~\nsome code the person never closed\n~~~\n"
+                                "- after the code (2026-03-01)\n")
+    again = read_topic(path, "notes", "topics/notes.md")
+    assert [e.text for e in again.entries if e.is_list] == ["before", "after the code (2026-03-01)"]
+    assert entry.line == 5
+
+
+def test_add_to_a_file_without_final_newline(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "v")
+    path = write(vault.topics_dir / "t.md", "- no newline at the end")
+    vault.add("next", topic="t", when=datetime(2026, 3, 1))
+    assert path.read_text() == "- no newline at the end\n- next (2026-03-01)\n"
+
+
+def test_many_unclosed_fences_parse_in_linear_time() -> None:
+    text = "````\n```\n" * 20000  # no fence of four ever closes; a naive scan is quadratic
+    topic = parse_topic_text(text, "t", "topics/t.md")
+    assert topic.entries is not None

@@ -23,13 +23,22 @@ log = logging.getLogger("memkit")
 
 DEFAULT_MODEL = "minishlab/potion-base-8M"
 OFFLINE_MODEL = "tokenlearn-static-model"
+#: how to install the offline model: memkit's PyPI name is not ``memkit`` (taken by another project)
+OFFLINE_INSTALL = "pip install tokenlearn-static-model"
 
 
 class Embedder(Protocol):
     """Anything that turns texts into L2-normalised float32 rows."""
 
-    name: str  #: what made the vectors; stamped on the sidecar
-    dim: int
+    @property
+    def name(self) -> str:
+        """What made the vectors; stamped on the sidecar."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The vectors' dimension."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` into an ``(len(texts), dim)`` float32 array of unit rows (zero rows for
@@ -209,33 +218,43 @@ def load_embedder(spec: str | None = None, *, allow_fallback: bool = True) -> St
     :param allow_fallback: use the offline package model when ``spec`` cannot be had.
     :raises ModelError: saying how to fix it.
     """
-    spec = spec or DEFAULT_MODEL
+    folder, name = locate_model(spec, allow_fallback=allow_fallback)
+    return _load_folder(folder, name)
+
+
+def _load_folder(folder: Path, name: str) -> StaticEmbedder:
+    key = f"{name}\0{folder}"
     with _CACHE_LOCK:
-        if spec in _CACHE:
-            return _CACHE[spec]
-        embedder = _load(spec, allow_fallback)
-        _CACHE[spec] = embedder
-        return embedder
+        if key not in _CACHE:
+            _CACHE[key] = StaticEmbedder(folder, name=name)
+        return _CACHE[key]
 
 
-def _load(spec: str, allow_fallback: bool) -> StaticEmbedder:
+def locate_model(spec: str | None = None, *, allow_fallback: bool = True) -> tuple[Path, str]:
+    """The folder of model ``spec`` and the name its vectors are stamped with, without loading it:
+    a local folder, the offline package model, a cached hub snapshot, a download (when the hub is
+    reachable), or the offline model as a fallback (with one warning).
+
+    :raises ModelError: saying how to fix it.
+    """
+    spec = spec or DEFAULT_MODEL
     path = Path(spec).expanduser()
     if path.is_dir():
-        return StaticEmbedder(path, name=spec)
+        return path, spec
     if spec == OFFLINE_MODEL:
         folder = offline_model_folder()
         if folder is None:
-            raise ModelError(f"{OFFLINE_MODEL} is not installed: pip install 'memkit[offline]' (x86_64 only)")
-        return StaticEmbedder(folder, name=OFFLINE_MODEL)
+            raise ModelError(f"{OFFLINE_MODEL} is not installed: {OFFLINE_INSTALL} (x86_64 only)")
+        return folder, OFFLINE_MODEL
     if spec.startswith((".", "/", "~")) or spec.count("/") != 1:
         raise ModelError(f"model {spec!r} is neither a folder nor a model id like 'minishlab/potion-base-8M'")
     folder = cached_hub_folder(spec)
     if folder is not None:
-        return StaticEmbedder(folder, name=spec)
+        return folder, spec
     problem = "the Hugging Face hub is unreachable (or HF_HUB_OFFLINE is set)"
     if _hub_reachable():
         try:
-            return StaticEmbedder(_download(spec), name=spec)
+            return _download(spec), spec
         except Exception as exc:  # huggingface_hub raises many types
             problem = f"downloading it failed: {type(exc).__name__}: {exc}"
     fallback = offline_model_folder() if allow_fallback else None
@@ -243,9 +262,72 @@ def _load(spec: str, allow_fallback: bool) -> StaticEmbedder:
         log.warning("model %s is not available (%s); using the offline model %s (64-d). "
                     "To use it without this warning set `model: %s` in memkit.yaml (or MEMKIT_MODEL)",
                     spec, problem, OFFLINE_MODEL, OFFLINE_MODEL)
-        return StaticEmbedder(fallback, name=OFFLINE_MODEL)
+        return fallback, OFFLINE_MODEL
     raise ModelError(
         f"model {spec!r} is not available: {problem}. Fix: run once with network access to cache it, "
         f"set `model:` in memkit.yaml (or MEMKIT_MODEL / --model) to a local model2vec folder, "
-        f"or install the offline model with pip install 'memkit[offline]'"
+        f"or install the offline model: {OFFLINE_INSTALL}"
     )
+
+
+def model_dim(folder: Path) -> int:
+    """The dimension of a model2vec folder's embeddings, read from the safetensors header alone
+    (a few kB), so a sidecar can be found without loading the model."""
+    path = folder / "model.safetensors"
+    try:
+        with open(path, "rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            if not 0 < size <= 1 << 24:
+                raise ValueError("bad header size")
+            header = json.loads(fh.read(size))
+        return int(header["embeddings"]["shape"][1])
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ModelError(f"cannot read the model in {folder}: {path.name} is not a model2vec safetensors file "
+                         f"({exc})") from None
+
+
+class LazyEmbedder:
+    """A model located at once (its name and dimension, from its files) and loaded on its first
+    :meth:`embed`: commands that need no vectors (lexical search, show, add…) never pay the
+    model's load time (1–2 s and ~450 MB for the offline model's tokenizer).
+
+    :param spec: model id or folder (see :func:`locate_model`).
+    """
+
+    def __init__(self, spec: str | None = None) -> None:
+        self.spec = spec or DEFAULT_MODEL
+        self._where: tuple[Path, str] | None = None
+        self._dim: int | None = None
+        self._model: StaticEmbedder | None = None
+
+    def __repr__(self) -> str:
+        return f"LazyEmbedder({self.spec!r}{', loaded' if self._model else ''})"
+
+    def _locate(self) -> tuple[Path, str]:
+        if self._where is None:
+            self._where = locate_model(self.spec)
+        return self._where
+
+    @property
+    def name(self) -> str:
+        return self._locate()[1]
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = self._model.dim if self._model is not None else model_dim(self._locate()[0])
+        return self._dim
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model itself has been loaded."""
+        return self._model is not None
+
+    def model(self) -> StaticEmbedder:
+        """The loaded model (loads it on first use)."""
+        if self._model is None:
+            self._model = _load_folder(*self._locate())
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.model().embed(texts)

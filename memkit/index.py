@@ -314,13 +314,16 @@ class Index:
 
     # ---- refreshing -----------------------------------------------------------------------------
     def refresh(self, *, full: bool = False, progress: Progress | None = None,
-                wait: float = WRITE_WAIT_S) -> IndexReport:
+                wait: float = WRITE_WAIT_S, embed: bool = True) -> IndexReport:
         """Bring the sidecar up to date with the topic files.
 
         :param full: parse every file again and re-embed every entry.
         :param progress: called with (done, total) while embedding.
         :param wait: seconds to wait for another process's write to finish; after that the
             refresh gives up (``report.busy``) and the sidecar stays as it is.
+        :param embed: embed new entries. ``False`` (a lexical search) records the entries and
+            their search terms without loading the model; their vectors are made by the next
+            refresh that embeds.
         """
         started = time.perf_counter()
         report = IndexReport()
@@ -335,22 +338,57 @@ class Index:
             else:
                 changed, gone = self.stale(files)
             self.last_check = time.monotonic()
-            if changed or gone:
-                try:
-                    self._apply(changed, gone, report, progress, wait, full)
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) and "busy" not in str(exc):
-                        raise
-                    log.debug("index %s busy (%s): left for the next refresh", self.path, exc)
-                    report.busy = True
+            try:
+                if changed or gone:
+                    self._apply(changed, gone, report, progress, wait, full, embed)
+                if embed and self._meta("pending") == "1":
+                    self._embed_pending(report, progress, wait)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                log.debug("index %s busy (%s): left for the next refresh", self.path, exc)
+                report.busy = True
             con = self._connect()
             report.files = len(files)
             report.entries = con.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
         report.seconds = time.perf_counter() - started
         return report
 
+    def _meta(self, key: str) -> str | None:
+        row = self._connect().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _begin(self, wait: float) -> sqlite3.Connection:
+        """Start a write transaction, waiting at most ``wait`` seconds for another writer."""
+        con = self._connect()
+        con.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+        try:
+            con.execute("BEGIN IMMEDIATE")
+        finally:
+            con.execute("PRAGMA busy_timeout = 30000")
+        return con
+
+    def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
+        """Embed the entries a refresh without embedding left without a vector."""
+        con = self._connect()
+        rows = con.execute("SELECT e.hash, MIN(e.text) FROM entries e LEFT JOIN vectors v ON v.hash = e.hash "
+                           "WHERE v.hash IS NULL GROUP BY e.hash").fetchall()
+        entries = [Entry(text, "", "", 0, 0, hash=h) for h, text in rows]
+        vectors = self._embed(entries, progress)
+        con = self._begin(wait)
+        try:
+            con.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                            [(e.hash, vectors[i].astype(np.float16).tobytes()) for i, e in enumerate(entries)])
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('pending', '0')")
+            con.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        report.new += len(entries)
+
     def _apply(self, changed: list[TopicFile], gone: list[str], report: IndexReport,
-               progress: Progress | None, wait: float, full: bool) -> None:
+               progress: Progress | None, wait: float, full: bool, embed: bool = True) -> None:
         store = self.store
         parsed: list[tuple[TopicFile, Topic | None, str | None]] = []
         for tf in changed:
@@ -366,16 +404,15 @@ class Index:
             for e in topic.entries if topic else ():
                 wanted.setdefault(e.hash, e)
         known = set() if full else self._known_hashes(wanted)
-        missing = [e for h, e in wanted.items() if h not in known]
+        unembedded = [e for h, e in wanted.items() if h not in known]
+        missing = unembedded if embed else []
         vectors = self._embed(missing, progress)
         report.new = len(missing)
         paths = [store.rel(tf.path) for tf, _, _ in parsed] + gone
-        con.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+        con = self._begin(wait)
         try:
-            con.execute("BEGIN IMMEDIATE")
-        finally:
-            con.execute("PRAGMA busy_timeout = 30000")
-        try:
+            if len(unembedded) > len(missing):
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('pending', '1')")
             if full:
                 con.execute("DELETE FROM vectors")
             old = self._hash_counts(paths)
@@ -401,7 +438,7 @@ class Index:
                     new[e.hash] = new.get(e.hash, 0) + 1
             con.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                             [(e.hash, vectors[i].astype(np.float16).tobytes()) for i, e in enumerate(missing)])
-            report.reused = sum(new.values()) - len(missing)
+            report.reused = sum(new.values()) - len(unembedded)
             # a text no entry holds any more is removed, and so is its vector
             orphans = [h for h in old if h not in new and
                        con.execute("SELECT 1 FROM entries WHERE hash = ? LIMIT 1", (h,)).fetchone() is None]

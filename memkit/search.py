@@ -106,10 +106,11 @@ class Searcher:
         """Say the files just changed (this process wrote them): the next search re-checks them."""
         self.index.last_check = 0.0
 
-    def refresh(self, force: bool = False) -> None:
-        """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``)."""
+    def refresh(self, force: bool = False, *, embed: bool = True) -> None:
+        """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``);
+        ``embed=False`` records them without loading the model (see :meth:`Index.refresh`)."""
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
-            self.index.refresh(wait=REFRESH_WAIT_S)
+            self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
 
     def ranker(self) -> tuple[IndexView, Ranker]:
         """The current view of the index and the ranker built over it (rebuilt when it moved)."""
@@ -152,7 +153,7 @@ class Searcher:
         elif threshold is not None and not isinstance(threshold, (int, float)):
             raise InvalidValue(f"threshold must be a number, None or 'auto', got {threshold!r}")
         if refresh is not False:
-            self.refresh(force=bool(refresh))
+            self.refresh(force=bool(refresh), embed=mode != "lexical")
         view, ranker = self.ranker()
         if topic:
             name = check_topic_name(topic)

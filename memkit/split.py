@@ -84,6 +84,7 @@ __all__ = [
 log = logging.getLogger("memkit")
 
 MAX_PARTS = 6  #: at most this many clustered parts (plus ``-general``)
+MIN_PART = 5  #: the smallest cluster that becomes a part of its own
 GENERAL = "general"
 SEED = 20260212  #: k-means seed: a split is reproducible
 _N_INIT = 4  #: k-means restarts per k
@@ -166,7 +167,7 @@ class SplitPlan:
 # ---- public API ----------------------------------------------------------------------------------
 
 
-def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_part: int = 5,
+def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_part: int = MIN_PART,
                max_parts: int | None = None) -> SplitPlan:
     """Decide how ``topic`` would be split; writes nothing.
 
@@ -286,12 +287,14 @@ def split_topic(searcher: Searcher, topic: str, *, llm: LLM | None = None, dry_r
     return plan
 
 
-def needs_split(store: Store, topic: str) -> bool:
-    """Whether ``topic`` has more entries than ``topic_split_threshold_lines``.
+def needs_split(store: Store, topic: str, min_part: int = MIN_PART) -> bool:
+    """Whether ``topic`` has more entries than ``topic_split_threshold_lines`` and enough to form
+    two parts (checked from the file alone: no model is loaded when it cannot split).
 
     :raises TopicNotFound: no such topic.
     """
-    return len(store.topic(topic).entries) > store.config.topic_split_threshold_lines
+    n = len(store.topic(topic).entries)
+    return n > store.config.topic_split_threshold_lines and n >= 2 * min_part
 
 
 def maybe_split(searcher: Searcher, topic: str, *, llm: LLM | None = None) -> SplitPlan | None:

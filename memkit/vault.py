@@ -16,7 +16,7 @@ from typing import Sequence
 from .config import Config, load_config, resolve_model
 from .context import Context, build_context, reset_session
 from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
-from .embed import Embedder, load_embedder
+from .embed import Embedder, LazyEmbedder
 from .errors import MemkitError
 from .fsutil import VaultLock
 from .index import Index, IndexReport, Progress
@@ -46,7 +46,8 @@ class Vault:
     def __init__(self, path: str | os.PathLike[str], *, config: Config | None = None, model: str | None = None,
                  embedder: Embedder | None = None) -> None:
         self.store = Store(path, config if config is not None else load_config(Path(path).expanduser()))
-        self.model = resolve_model(model, self.config)  #: the model id or folder in use
+        #: the model id or folder in use (the injected embedder's name, if one was given)
+        self.model = embedder.name if embedder is not None else resolve_model(model, self.config)
         self._embedder = embedder
         self._searcher: Searcher | None = None
 
@@ -181,9 +182,10 @@ class Vault:
     # ---- index and search -----------------------------------------------------------------------------
     @property
     def embedder(self) -> Embedder:
-        """The embedding model, loaded once (see :func:`memkit.embed.load_embedder`)."""
+        """The embedding model: located at once, loaded on its first use (:class:`LazyEmbedder`),
+        so what needs no vectors (lexical search, show, add…) never loads it."""
         if self._embedder is None:
-            self._embedder = load_embedder(self.model)
+            self._embedder = LazyEmbedder(self.model)
         return self._embedder
 
     @property

@@ -78,7 +78,7 @@ def test_no_model_at_all_says_how_to_fix(monkeypatch):
     monkeypatch.setattr(embed_mod, "_CACHE", {})
     monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent-cache")
     monkeypatch.setattr(embed_mod, "offline_model_folder", lambda: None)
-    with pytest.raises(ModelError, match=r"not available.*memkit\[offline\]"):
+    with pytest.raises(ModelError, match=r"not available.*pip install tokenlearn-static-model"):
         load_embedder("minishlab/potion-base-8M")
 
 

@@ -1,0 +1,68 @@
+"""The model is loaded only when vectors are needed: lexical search, show, add… never load it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memkit import Vault
+from memkit.embed import OFFLINE_MODEL, LazyEmbedder, model_dim, offline_model_folder
+
+from util import write
+
+needs_offline = pytest.mark.skipif(offline_model_folder() is None,
+                                   reason="tokenlearn-static-model is not installed (it has x86_64 wheels only)")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _vault(tmp_path: Path) -> Path:
+    root = Vault.init(tmp_path / "v").root
+    write(root / "topics" / "cooking.md", "- Prefers bomba rice for paella\n- Bakes sourdough with rye\n")
+    write(root / "topics" / "home.md", "- Router is a MikroTik hAP ax3\n")
+    return root
+
+
+@needs_offline
+def test_lexical_search_never_loads_the_model_and_vectors_follow_later(tmp_path: Path) -> None:
+    vault = Vault(_vault(tmp_path), model=OFFLINE_MODEL)
+    embedder = vault.embedder
+    assert isinstance(embedder, LazyEmbedder)
+    hits = vault.search("hAP ax3", mode="lexical", threshold=None)
+    assert [h.topic for h in hits] == ["home"]
+    assert not embedder.loaded  # name and dimension came from the files; the tokenizer never loaded
+    assert embedder.dim == 64 and embedder.name == OFFLINE_MODEL
+    assert vault.index().new == 3 and embedder.loaded  # the pending vectors are made by the next embedding refresh
+    top = vault.search("paella rice", threshold=None)[0]
+    assert top.text.startswith("Prefers bomba rice") and top.cosine > 0
+
+
+@needs_offline
+def test_cli_commands_that_need_no_vectors_do_not_import_the_tokenizer(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    (root / "memkit.yaml").write_text(f"model: {OFFLINE_MODEL}\n")
+    code = ("import sys, json; from memkit.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(json.dumps({'code': code, 'loaded': 'tokenizers' in sys.modules}), file=sys.stderr)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    for args in (["search", "hAP", "--mode", "lexical"], ["topics"], ["show", "cooking"], ["recent"],
+                 ["add", "Soaks rice overnight", "--topic", "cooking"], ["forget", "--match", "overnight"]):
+        out = subprocess.run([sys.executable, "-c", code, "--vault", str(root), *args], env=env,
+                             capture_output=True, text=True, timeout=60)
+        status = json.loads(out.stderr.strip().splitlines()[-1])
+        assert status == {"code": 0, "loaded": False}, (args, out.stdout, out.stderr)
+
+
+def test_model_dim_reads_only_the_safetensors_header(tmp_path: Path) -> None:
+    header = json.dumps({"embeddings": {"dtype": "F32", "shape": [10, 48], "data_offsets": [0, 1920]}}).encode()
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + np.zeros(480, "f4").tobytes())
+    assert model_dim(folder) == 48
+    (folder / "model.safetensors").write_bytes(b"not a model")
+    with pytest.raises(Exception, match="not a model2vec safetensors file"):
+        model_dim(folder)

@@ -216,8 +216,19 @@ NOTES_FILES = {
     "note": ["Note: the oven runs hot", "Note: rice needs more water at altitude", "Note: soak beans"],
     "rice": ["Rice: soak it overnight", "Rice: rinse it three times", "Beans: soak for 12 hours"],
     "one": ["Rice: soak it overnight"],
+    # from an independent review: each of these fired before the turn-taking and label checks
+    "pantry": ["Rice: bought in March", "Rice: 2 kg left", "Water: six bottles", "Water: check the filter",
+               "Paella needs a wide pan"],
+    "recipe": ["Ingredients:", "Method:", "Ingredients:", "Method:", "Focaccia ingredients: flour, water, oil"],
+    "journal": ["Monday: ran 5 km", "Tuesday: rest day", "Monday: ran 6 km", "Tuesday: swim"],
+    "meeting": ["Decision: move to Postgres", "Action: Tom writes the plan", "Decision: keep the cron job",
+                "Action: review on Friday"],
+    "ideas": ["Todo: renew the passport", "Idea: a rice cooker", "Todo: book the vet", "Idea: garden beds"],
+    "tips": ["[tip] Rice: rinse it first", "[tip] Beans: soak overnight", "[tip] Rice: salt the water",
+             "[tip] Beans: no salt until soft"],
 }
 NOTES_QUERIES = ["how long should I soak rice", "rice", "Rice", "call the plumber TODO", "todo", "note",
+                 "rice for paella", "focaccia ingredients", "what did I do on Monday", "decision", "Beans",
                  "What did Rice say?", "ingredients", "what did Q answer", "A", "beans", "NOTE oven"]
 
 

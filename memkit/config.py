@@ -9,7 +9,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import ConfigError, LLMConfigError
+from .errors import ConfigError, LLMConfigError, MemkitError
+from .fsutil import read_regular
+from .safeyaml import MAX_YAML_BYTES, YamlError, load_yaml
 
 CONFIG_NAME = "memkit.yaml"
 DEFAULT_MODEL = "minishlab/potion-base-8M"
@@ -237,22 +239,19 @@ def load_config(root: Path) -> Config:
 
     :param root: the vault folder.
     """
-    import yaml  # PyYAML, python-frontmatter's own dependency
-
     path = root / CONFIG_NAME
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        raw, _ = read_regular(path, MAX_YAML_BYTES)
+        text = raw.decode("utf-8-sig")
     except FileNotFoundError:
         return Config()
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, MemkitError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}{line}: not valid YAML: {problem}") from exc
+        data = load_yaml(text)
+    except YamlError as exc:
+        line = f" line {exc.line}" if exc.line else ""
+        raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem}") from None
     return parse_config(data, str(path))
 
 

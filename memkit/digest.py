@@ -36,7 +36,7 @@ from .search import Searcher
 from .split import maybe_split
 from .store import ArchiveItem, Store, archive_line
 from .text import terms
-from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines, set_frontmatter
+from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines
 from .transcript import Message, read_transcript, render
 
 log = logging.getLogger("memkit")
@@ -441,9 +441,6 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
                 text = append_line(text, line)
                 report.written.append((name, line))
             texts[name] = (current, old, text)
-        for name in texts:
-            current, old, text = texts[name]
-            texts[name] = (current, old, set_frontmatter(text, {"updated": now}))
         report.diff = "".join(
             "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
                                          f"a/topics/{name}.md" if old else "/dev/null", f"b/topics/{name}.md"))

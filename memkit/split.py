@@ -55,6 +55,7 @@ from .search import Searcher
 from .store import Store
 from .names import MAX_NAME, check_topic_name, slugify
 from .recent import RecentTopic, render_recent
+from .safeyaml import dump_yaml
 from .text import STOP_WORDS, words
 from .topic import (
     Entry,
@@ -655,7 +656,11 @@ def _chunks(topic: Topic) -> tuple[list[_Chunk], _Chunk | None]:
         if lead:  # the blank lines between the structure and the entry stay as they were
             gap_start = max(i for i in range(prev_end, first) if lines[i].strip() and i != title_line) + 1
             lead += [lines[i] for i in range(gap_start, first) if i != title_line]
-        chunks.append(_Chunk(idx, lead + lines[first:last + 1], adjacent))
+        own = lines[first:last + 1]
+        if last >= len(lines) and blocks.unclosed_fence:  # a fence never closed: closed in its part
+            nl = newline_of(topic.raw)
+            own = own[:-1] + [own[-1] if own[-1].endswith("\n") else own[-1] + nl, blocks.unclosed_fence + nl]
+        chunks.append(_Chunk(idx, lead + own, adjacent))
         prev_end = last + 1
     tail = structure(prev_end, len(lines))
     return chunks, (_Chunk(-1, tail, False) if tail else None)
@@ -690,12 +695,10 @@ def _frontmatter_extra(topic: Topic) -> list[str]:
 def _frontmatter_dumped(topic: Topic, nl: str) -> list[str]:
     """The parent's other frontmatter keys written anew, for YAML that cannot be copied line by line
     (an alias to an anchor under ``title:``, say)."""
-    import yaml  # PyYAML, python-frontmatter's own dependency
-
     unknown = {k: v for k, v in topic.meta.items() if k not in _KNOWN_META}
     if not unknown:
         return []
-    text = yaml.safe_dump(unknown, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    text = dump_yaml(unknown)
     return [line + nl for line in text.splitlines()]
 
 

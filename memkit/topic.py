@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import TopicParseError
 from .fsutil import NotRegularFile, read_regular
+from .safeyaml import YamlError, load_yaml
 
 MAX_TOPIC_BYTES = 8 * 1024 * 1024  # a topic larger than this is refused, not loaded half
 
@@ -22,6 +23,8 @@ _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _RULE_RE = re.compile(r"^\s{0,3}([-*_=])(\s*\1){2,}\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+_KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s|$)")
+_COMMENT_RE = re.compile(r"\s+#.*$")
 _KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
 _TAG_RE = re.compile(r"(?:^|(?<=\s))#([^\W\d_][\w/-]*)", re.UNICODE)
 _DATE_RE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
@@ -86,15 +89,8 @@ class Topic:
     cr: bool = False  #: the file ends its lines with a bare CR (old Mac style); :attr:`raw` holds LF
 
     def append_suffix(self, line: str) -> str:
-        """What appending ``line`` adds at the end of :attr:`raw`: a newline if the file has none at
-        its end, a closing fence if a code fence was left open (so the line never lands inside it),
-        the line, and a newline; in the file's own line-ending style."""
-        nl = newline_of(self.raw)
-        prefix = "" if not self.raw or self.raw.endswith("\n") else nl
-        fence = scan_blocks(split_lines(self.raw), self.body_start).unclosed_fence
-        if fence is not None:
-            prefix += fence + nl
-        return prefix + line + nl
+        """What :func:`append_line` adds at the end of :attr:`raw` to append ``line``."""
+        return append_line(self.raw, line)[len(self.raw):]
 
     def data(self, text: str | None = None) -> bytes:
         """``text`` (default: :attr:`raw`) as this file's bytes: its BOM and line endings kept."""
@@ -202,17 +198,12 @@ def _parse_frontmatter(lines: list[str], path: str) -> tuple[dict[str, Any], int
             break
     else:
         raise TopicParseError(path, "frontmatter opened with '---' is never closed", 1)
-    from frontmatter.default_handlers import YAMLHandler
-    import yaml
-
     block = "".join(lines[1:i])
     try:
-        meta = YAMLHandler().load(block)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise TopicParseError(path, f"frontmatter is not valid YAML: {problem}", line) from None
+        meta = load_yaml(block)
+    except YamlError as exc:
+        raise TopicParseError(path, f"frontmatter is not valid YAML: {exc.problem}",
+                              exc.line + 1 if exc.line else 1) from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
@@ -237,10 +228,12 @@ def parse_entry_text(text: str) -> tuple[str | None, tuple[str, ...], str | None
 
 @dataclass(frozen=True)
 class Blocks:
-    """Which body lines (0-based) are structure rather than text: closed HTML comments and
-    fenced blocks. An unclosed comment or fence hides nothing: only a closed one is structure."""
+    """Which body lines (0-based) are structure rather than text: closed HTML comments and fenced
+    blocks. A fence never closed runs to the end of the file, as CommonMark (and every markdown
+    viewer) has it; its text stays searchable as one code paragraph. A comment never closed hides
+    nothing: only a closed comment is structure."""
 
-    fences: dict[int, int]  #: opening fence line -> its closing line
+    fences: dict[int, int]  #: opening fence line -> its closing line (the line count if never closed)
     comments: frozenset[int]  #: every line of a closed comment
     code: frozenset[int]  #: the lines between a fence pair
     unclosed_fence: str | None = None  #: the line that would close a fence left open (``"```"``)
@@ -277,8 +270,7 @@ def scan_blocks(lines: list[str], start: int) -> Blocks:
     fences: dict[int, int] = {}
     comments: set[int] = set()
     code: set[int] = set()
-    unclosed: str | None = None
-    never_closed: dict[str, int] = {}  # fence char -> shortest length found with no closer after it
+    never_closed: dict[str, int] = {}
     in_comment = False
     i = start
     while i < n:
@@ -295,18 +287,21 @@ def scan_blocks(lines: list[str], start: int) -> Blocks:
             i += 1
             continue
         fence = fence_opener(line)
-        if fence is not None and len(fence) < never_closed.get(fence[0], 1 << 30):
-            end = next((j for j in range(i + 1, n) if closes_fence(_strip_eol(lines[j]), fence)), None)
-            if end is not None:
-                fences[i] = end
-                code.update(range(i + 1, end))
-                i = end + 1
-                continue
-            never_closed[fence[0]] = len(fence)  # a longer fence of this character finds none either
-        if fence is not None and unclosed is None:
-            unclosed = fence
+        if fence is not None:
+            end = None
+            if len(fence) < never_closed.get(fence[0], 1 << 30):
+                end = next((j for j in range(i + 1, n) if closes_fence(_strip_eol(lines[j]), fence)), None)
+            if end is None:  # CommonMark: a fence never closed runs to the end of the file
+                never_closed[fence[0]] = len(fence)
+                fences[i] = n
+                code.update(range(i + 1, n))
+                return Blocks(fences, frozenset(comments), frozenset(code), fence)
+            fences[i] = end
+            code.update(range(i + 1, end))
+            i = end + 1
+            continue
         i += 1
-    return Blocks(fences, frozenset(comments), frozenset(code), unclosed)
+    return Blocks(fences, frozenset(comments), frozenset(code), None)
 
 
 def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, bom: bool = False) -> Topic:
@@ -356,6 +351,7 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
             if not para:
                 para_start = i
             para.append(line)
+            last_content = i
             continue
         if i in blocks.comments or i in blocks.fences:
             flush_item(last_content)
@@ -425,16 +421,27 @@ def newline_of(text: str) -> str:
 
 
 def append_line(text: str, line: str) -> str:
-    """Append one line at the end, in the file's own newline style; nothing else changes.
+    """Append one line at the end, in the file's own newline style; nothing before it changes.
 
-    A file without a final newline keeps having none.
-    """
+    A file without a final newline gets one before the line; a code fence left open is closed
+    first, so the line is never inside it (memkit's :meth:`Store.add` writes exactly this suffix
+    with one append)."""
     nl = newline_of(text)
-    if not text:
-        return line + nl
-    if text.endswith("\n"):
-        return text + line + nl
-    return text + nl + line
+    prefix = "" if not text or text.endswith("\n") else nl
+    lines = split_lines(text)
+    fence = scan_blocks(lines, _body_start(lines)).unclosed_fence
+    if fence is not None:
+        prefix += fence + nl
+    return text + prefix + line + nl
+
+
+def _body_start(lines: list[str]) -> int:
+    """The first body line: after a closed ``---`` frontmatter block, else 0 (no YAML parsed)."""
+    if lines and _strip_eol(lines[0]).rstrip() == "---":
+        for i in range(1, len(lines)):
+            if _strip_eol(lines[i]).rstrip() in ("---", "..."):
+                return i + 1
+    return 0
 
 
 def remove_lines(text: str, first: int, last: int) -> tuple[str, str]:
@@ -464,11 +471,18 @@ def yaml_scalar(value: Any) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def frontmatter_key(line: str) -> str | None:
+    """The top-level key a frontmatter line sets (``updated`` for ``updated: …``), else None."""
+    m = _KEY_RE.match(line)
+    return m.group(1) if m else None
+
+
 def set_frontmatter(text: str, values: dict[str, Any]) -> str:
     """Set top-level frontmatter keys by editing their own lines; every other byte stays.
 
-    A key that is missing is added before the closing ``---``. A file without frontmatter gets
-    none added (memkit does not restructure a file a person wrote that way).
+    A key that is missing is added before the closing ``---``; a key written twice (a union merge
+    can leave that) has every occurrence set; a ``# comment`` after the value stays. A file
+    without frontmatter gets none added (memkit does not restructure a file a person wrote that way).
     """
     bom = text.startswith("\ufeff")
     lines = split_lines(text[1:] if bom else text)
@@ -478,13 +492,17 @@ def set_frontmatter(text: str, values: dict[str, Any]) -> str:
     end = next((i for i in range(1, len(lines)) if _strip_eol(lines[i]).rstrip() in ("---", "...")), None)
     if end is None:
         return text
-    pending = dict(values)
+    found: set[str] = set()
     for i in range(1, end):
-        key = re.match(r"^([A-Za-z_][\w-]*)\s*:", lines[i])
-        if key and key.group(1) in pending:
-            ending = lines[i][len(_strip_eol(lines[i])):]
-            lines[i] = f"{key.group(1)}: {yaml_scalar(pending.pop(key.group(1)))}{ending}"
-    insert = [f"{k}: {yaml_scalar(v)}{nl}" for k, v in pending.items()]
+        key = frontmatter_key(lines[i])
+        if key is not None and key in values:  # every occurrence: YAML reads the last one
+            bare = _strip_eol(lines[i])
+            value = bare.split(":", 1)[1].strip()
+            comment = _COMMENT_RE.search(bare) if value[:1] not in ("'", '"') else None
+            lines[i] = (f"{key}: {yaml_scalar(values[key])}{comment.group(0) if comment else ''}"
+                        f"{lines[i][len(bare):]}")
+            found.add(key)
+    insert = [f"{k}: {yaml_scalar(v)}{nl}" for k, v in values.items() if k not in found]
     lines[end:end] = insert
     return ("\ufeff" if bom else "") + "".join(lines)
 

@@ -94,7 +94,8 @@ def test_routes_to_hinted_detected_new_and_general(tmp_path, vault):
     text = (vault.topics_dir / "cooking.md").read_text()
     assert text.endswith("- [preference] Prefers bomba rice over carnaroli for paella rice dishes (2026-11-21)\n"
                          "- [decision] Bakes sourdough bread with rye flour on sundays now (2026-11-21)\n")
-    assert "updated: 2026-11-21T18:00:00" in text
+    assert "updated: 2026-01-01T00:00:00" in text  # appends only: the frontmatter is left as the person wrote it
+    assert vault.topic("cooking").updated().date().isoformat() == "2026-11-21"  # the newest entry's date counts
     assert (vault.topics_dir / "general.md").read_text().endswith("- [fact] Owns a kayak named Blue Heron (2026-11-21)\n")
     assert [r.topic for r in vault.recent()][:2] in (["cooking", "general"], ["general", "cooking"])
     assert "wrote 3 entries" in report.summary()

@@ -5,6 +5,7 @@ Every case here runs on real files; the concurrent ones on real processes.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -173,3 +174,56 @@ def test_many_unclosed_fences_parse_in_linear_time() -> None:
     text = "````\n```\n" * 20000  # no fence of four ever closes; a naive scan is quadratic
     topic = parse_topic_text(text, "t", "topics/t.md")
     assert topic.entries is not None
+
+
+# ---- hostile YAML ------------------------------------------------------------------------------
+
+ALIAS_BOMB = ('a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+              + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+                        for p, c in zip("abcdefgh", "bcdefghi"))
+              + "title: *i\n")
+
+
+@pytest.mark.parametrize("frontmatter, problem", [
+    (ALIAS_BOMB, "aliases .*name. expand to more than"),
+    ("title: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than 64 levels"),
+    ("title: x\nnote: '" + "y" * 300_000 + "'\n", "over the 256 kB limit"),
+])
+def test_hostile_frontmatter_is_skipped_with_a_warning_and_the_vault_goes_on(tmp_path: Path, caplog,
+                                                                             frontmatter: str, problem: str) -> None:
+    vault = Vault.init(tmp_path / "v")
+    write(vault.topics_dir / "bomb.md", f"---\n{frontmatter}---\n- inside the bomb\n")
+    vault.add("a normal memory", topic="fine")
+    assert [t.name for t in vault.topics()] == ["fine"]  # returns at once, the bad file skipped
+    assert any("topics/bomb.md" in r.getMessage() and re.search(problem, r.getMessage()) for r in caplog.records)
+    with pytest.raises(MemkitError, match=problem):
+        vault.add("more", topic="bomb")
+
+
+def test_alias_bomb_in_memkit_yaml_is_a_config_error(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v").root
+    (root / "memkit.yaml").write_text(ALIAS_BOMB.replace("title", "model"))
+    with pytest.raises(MemkitError, match=r"memkit.yaml line 2: not valid YAML: its aliases"):
+        Vault(root)
+
+
+def test_closing_an_open_fence_on_add_changes_no_existing_entry(tmp_path: Path) -> None:
+    """An unclosed fence runs to the end of the file (CommonMark): what follows it is code both
+    before and after the add closes it, so every existing entry keeps its id, text and lines."""
+    vault = Vault.init(tmp_path / "v")
+    write(vault.topics_dir / "notes.md", "- before\n~~~\n- [decision] Switched to fish shell #shell (2026-01-05)\n")
+    before = [(e.id, e.text, e.line, e.end_line) for e in vault.topic("notes").entries]
+    vault.add("after", topic="notes", when=datetime(2026, 3, 1))
+    after = [(e.id, e.text, e.line, e.end_line) for e in vault.topic("notes").entries]
+    assert after[:-1] == before and after[-1][1] == "after (2026-03-01)"
+
+
+def test_set_frontmatter_sets_every_copy_of_a_key_and_keeps_comments() -> None:
+    from memkit.topic import set_frontmatter
+
+    text = ("---\ntitle: T\nupdated: 2026-01-01T00:00:00  # bumped by hand\n"
+            "updated: 2026-01-02T00:00:00\n---\n- a\n")
+    new = set_frontmatter(text, {"updated": datetime(2026, 3, 1, 8)})
+    assert new == ("---\ntitle: T\nupdated: 2026-03-01T08:00:00  # bumped by hand\n"
+                   "updated: 2026-03-01T08:00:00\n---\n- a\n")
+    assert parse_topic_text(new, "t", "topics/t.md").meta["updated"] == datetime(2026, 3, 1, 8)

@@ -1,0 +1,105 @@
+"""YAML for frontmatter and memkit.yaml: safe, bounded, and with line numbers in its errors.
+
+Frontmatter is a handful of ``key: value`` lines. YAML aliases (``*name``) let 400 bytes stand
+for gigabytes once written out (the "billion laughs" bomb): PyYAML shares the aliased objects, so
+loading is cheap, but anything that then prints or walks the value is not. memkit therefore
+counts the values a document holds with every alias written out and refuses more than
+``MAX_EXPANDED``, bounds the nesting depth before parsing (libyaml crashes on ~100k nested
+brackets) and the input size.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+__all__ = ["YamlError", "load_yaml", "dump_yaml", "MAX_YAML_BYTES"]
+
+MAX_YAML_BYTES = 256 * 1024  #: a frontmatter block or memkit.yaml larger than this is refused
+MAX_EXPANDED = 10_000  #: values a document may hold with its aliases written out
+MAX_DEPTH = 64  #: deeper nesting is refused before parsing (libyaml's loader crashes on ~100k levels)
+
+
+class YamlError(ValueError):
+    """YAML that memkit will not read: invalid, too large, or using aliases.
+
+    :ivar line: 1-based line of the problem within the text given, when known.
+    :ivar problem: what is wrong, in a few words.
+    """
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {problem}" if line else problem)
+        self.problem = problem
+        self.line = line
+
+
+_FastLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _expanded(obj: Any, memo: dict[int, int]) -> int:
+    """How many values ``obj`` holds once every alias is written out (shared objects counted at
+    each use, each computed once)."""
+    key = id(obj)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # a recursive alias counts once
+    if isinstance(obj, dict):
+        size = 1 + sum(_expanded(k, memo) + _expanded(v, memo) for k, v in obj.items())
+    elif isinstance(obj, (list, tuple, set)):
+        size = 1 + sum(_expanded(v, memo) for v in obj)
+    else:
+        size = 1
+    memo[key] = size
+    return size
+
+
+def load_yaml(text: str) -> Any:
+    """Parse ``text`` as YAML (safe types only, no aliases, at most ``MAX_YAML_BYTES``).
+
+    :raises YamlError: naming the line (1-based, within ``text``) and the problem.
+    """
+    if len(text) > MAX_YAML_BYTES:
+        raise YamlError(f"is {len(text) / 1024:.0f} kB, over the {MAX_YAML_BYTES // 1024} kB limit")
+    depth, line = _nesting(text)
+    if depth > MAX_DEPTH:
+        raise YamlError(f"nested more than {MAX_DEPTH} levels deep", line)
+    try:
+        data = yaml.load(text, Loader=_FastLoader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlError(str(problem), mark.line + 1 if mark is not None else None) from None
+    except RecursionError:
+        raise YamlError("nested too deeply") from None
+    if "*" in text and _expanded(data, {}) > MAX_EXPANDED:
+        raise YamlError(f"its aliases (*name) expand to more than {MAX_EXPANDED:,} values", _first_alias(text))
+    return data
+
+
+def _first_alias(text: str) -> int | None:
+    for n, line in enumerate(text.split("\n"), 1):
+        if "*" in line:
+            return n
+    return None
+
+
+def _nesting(text: str) -> tuple[int, int]:
+    """An upper bound of the nesting depth of ``text`` (flow brackets, and block indentation, both
+    counted generously) and the line where it is reached."""
+    deepest, where, depth = 0, 1, 0
+    for n, line in enumerate(text.split("\n"), 1):
+        level = (len(line) - len(line.lstrip(" "))) // 2
+        for ch in line:
+            if ch in "[{":
+                depth += 1
+                level = max(level, depth)
+            elif ch in "]}":
+                depth = max(0, depth - 1)
+        if level > deepest:
+            deepest, where = level, n
+    return deepest, where
+
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    """``data`` as block-style YAML, keys in their order (for frontmatter memkit writes anew)."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)

@@ -41,4 +41,6 @@ step memkit search "rye starter" -k 3
 echo; echo "--- context: what an assistant puts in its system prompt ---"
 step memkit context "hi!" --session demo --budget 400
 step memkit context "I'm planning my training for the half marathon" --session demo --budget 600
+echo; echo "--- MCP: an assistant (here the SDK's own stdio client) talks to \`memkit mcp\` ---"
+step python bench/demo_mcp.py "$work/vault"
 echo; echo "demo done (the copy in $work is removed on exit)"

@@ -15,6 +15,8 @@ import ctypes
 import threading
 from typing import Callable, Iterator
 
+import numpy  # noqa: F401  (loads numpy's BLAS, which _find looks for among the loaded libraries)
+
 __all__ = ["single_thread"]
 
 _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
@@ -28,8 +30,6 @@ _looked = False
 
 def _find() -> tuple[Callable[[], int], Callable[[int], None]] | None:
     """The get/set thread-count functions of the OpenBLAS numpy loaded (Linux: from /proc/self/maps)."""
-    import numpy  # noqa: F401  (numpy's BLAS must be loaded to be found)
-
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
             paths = {line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line}

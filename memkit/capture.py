@@ -16,8 +16,8 @@ Code's ``Stop`` hook fires after every turn) replaces its queued transcript inst
 another one. ``memkit watch`` digests it once it has been idle for ``session_timeout_minutes``;
 ``digest_now=True`` digests it at once.
 
-An interface-layer module: it uses only memkit's public API, :mod:`memkit.errors` and
-:mod:`memkit.transcript`.
+An interface-layer module: it uses memkit's public API, :mod:`memkit.errors`,
+:mod:`memkit.transcript` and the format layer's helpers (:mod:`memkit.fsutil`, :mod:`memkit.names`).
 """
 from __future__ import annotations
 
@@ -26,13 +26,15 @@ import itertools
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator, Literal
 
 from memkit import MemkitError, Vault
 from memkit.errors import TranscriptError
+from memkit.fsutil import NotRegularFile, open_regular
+from memkit.llm import LLM
+from memkit.names import session_file_name
 from memkit.transcript import MAX_TRANSCRIPT_BYTES, Message, parse_transcript
 
 #: the most read from stdin (a hook payload is a few hundred bytes; a pasted conversation more)
@@ -112,32 +114,19 @@ def read_stream(stream: IO[bytes], limit: int = MAX_STDIN_BYTES) -> bytes:
     return data
 
 
-def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
-    """Open ``path`` for reading only if it is a regular file: a FIFO, device or folder is refused
-    at once (opened non-blocking, then checked), so a hook never hangs on one."""
+def open_transcript(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open a transcript file for reading only if it is a regular file of at most
+    :data:`MAX_SOURCE_BYTES`: a FIFO, device or folder is refused at once (never blocking on it,
+    see :func:`memkit.fsutil.open_regular`), so a hook never hangs on one."""
     p = Path(path).expanduser()
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        fd = os.open(p, flags)
+        return open_regular(p, MAX_SOURCE_BYTES)
     except FileNotFoundError:
         raise MemkitError(f"{p}: no such transcript file") from None
+    except NotRegularFile as exc:
+        raise MemkitError(f"{p} {exc}: give a transcript file") from None
     except OSError as exc:
         raise MemkitError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else \
-                "a socket" if stat.S_ISSOCK(info.st_mode) else "a device"
-            raise MemkitError(f"{p} is {kind}, not a regular file: give a transcript file")
-        if info.st_size > MAX_SOURCE_BYTES:
-            raise MemkitError(f"{p} is {info.st_size / 1e6:.0f} MB; memkit capture reads at most "
-                              f"{MAX_SOURCE_BYTES / 1e6:.0f} MB")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _json_object(line: bytes) -> Any:
@@ -223,7 +212,7 @@ class _Source:
 def _from_file(path: str | os.PathLike[str], session: str | None, what: str | None = None) -> _Source:
     p = Path(path).expanduser()
     shown = what or str(p)
-    with open_regular(p) as fh:
+    with open_transcript(p) as fh:
         lines: Iterator[bytes] = iter(fh)
         head = list(itertools.islice(lines, 20))
         if any(is_claude_code_entry(_json_object(line)) for line in head if line.lstrip().startswith(b"{")):
@@ -287,12 +276,10 @@ def _from_hook(payload: dict[str, Any], session: str | None) -> _Source:
 
 # ---- writing the inbox file --------------------------------------------------------------------
 
-def inbox_name(slug_source: str, key: str) -> str:
+def inbox_name(session: str, key: str) -> str:
     """``<slug>-<hash>.jsonl``: readable, never hidden, no path separator; the hash of ``key``
     keeps distinct sessions apart (and makes the same session land on the same file)."""
-    digest = hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
-    slug = re.sub(r"[^a-z0-9]+", "-", slug_source.lower()).strip("-")[:40].strip("-")
-    return f"{slug or 'session'}-{digest}.jsonl"
+    return session_file_name(session, key, ".jsonl")
 
 
 def render_jsonl(messages: list[Message], limit: int = MAX_TRANSCRIPT_BYTES) -> tuple[bytes, int]:
@@ -324,7 +311,8 @@ def _same_bytes(path: Path, data: bytes) -> bool:
 
 
 def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: bytes | None = None,
-            session: str | None = None, digest_now: bool = False, llm: Any = None) -> Captured:
+            session: str | None = None, digest_now: bool = False,
+            llm: LLM | None | Literal["auto"] = "auto") -> Captured:
     """Queue a conversation in ``vault``'s inbox/ (see the module docstring).
 
     :param path: a transcript file (Claude Code JSONL, or any format ``memkit digest`` reads).
@@ -333,7 +321,8 @@ def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: 
         transcript's own session id, the file's path, or the content's hash).
     :param digest_now: digest at once (needs an LLM) and move the file to ``inbox/done/``; when the
         digest fails the transcript stays queued and the error is raised.
-    :param llm: the LLM for ``digest_now`` (default: the one configured in memkit.yaml).
+    :param llm: the LLM for ``digest_now``: ``"auto"`` (the default) the one configured in
+        memkit.yaml, None none (``digest_now`` then fails).
     :raises MemkitError: for unreadable input, a path that is not a regular file, no LLM for
         ``digest_now``, or a failed digest.
     """
@@ -343,8 +332,8 @@ def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: 
         session = session.strip()
         if not session:
             raise MemkitError("the session id is empty")
-    if digest_now and llm is None:
-        llm = vault.llm()
+    if digest_now:
+        llm = vault.llm() if isinstance(llm, str) else llm
         if llm is None:
             raise MemkitError("--now needs an LLM: set `llm:` in memkit.yaml, or capture without --now "
                               "and let `memkit watch` digest the inbox")
@@ -380,5 +369,5 @@ def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: 
     return result
 
 
-__all__ = ["Captured", "capture", "claude_code_messages", "inbox_name", "is_hook_payload", "open_regular",
+__all__ = ["Captured", "capture", "claude_code_messages", "inbox_name", "is_hook_payload", "open_transcript",
            "read_stream", "render_jsonl"]

@@ -279,10 +279,7 @@ def index(ctx: click.Context, full: bool, json_: bool) -> None:
     finally:
         progress.close()
     if json_:
-        echo_json({"entries": report.entries, "files": report.files, "changed_files": report.changed_files,
-                   "new": report.new, "reused": report.reused, "removed": report.removed,
-                   "seconds": round(report.seconds, 3), "errors": report.errors,
-                   "model": vault.embedder.name, "dim": vault.embedder.dim})
+        echo_json(report.to_dict())
     else:
         click.echo(report.summary())
         if report.errors:
@@ -487,14 +484,12 @@ def split(ctx: click.Context, topic: str, dry_run: bool, min_part: int, max_part
       memkit split cooking
     """
     vault = get_vault(ctx)
-    plan = vault.split(topic, llm=None if no_llm else vault.llm(), dry_run=dry_run, min_part=min_part,
+    plan = vault.split(topic, llm=None if no_llm else "auto", dry_run=dry_run, min_part=min_part,
                        max_parts=max_parts)
     if json_:
-        echo_json({"parent": plan.parent, "applied": plan.applied, "named_by": plan.named_by,
-                   "parts": [{"name": p.name, "title": p.title, "summary": p.summary, "entries": len(p.entries)}
-                             for p in plan.parts]})
+        echo_json(plan.to_dict())
     elif dry_run:
-        click.echo(plan.diff(vault.store), nl=False)
+        click.echo(vault.split_diff(plan), nl=False)
     else:
         click.echo(f"split {plan.parent} into {len(plan.parts)} topics:")
         for p in plan.parts:

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import urllib.parse
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -14,7 +13,7 @@ from .fsutil import read_regular
 from .safeyaml import MAX_YAML_BYTES, YamlError, load_yaml
 
 CONFIG_NAME = "memkit.yaml"
-DEFAULT_MODEL = "minishlab/potion-base-8M"
+DEFAULT_MODEL = "minishlab/potion-base-8M"  #: the embedding model when nothing names one
 MODEL_ENV = "MEMKIT_MODEL"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -176,9 +175,6 @@ class Config:
     model: str = DEFAULT_MODEL
     llm: LLMSettings | None = None  #: None: no LLM configured
 
-    #: keys a person did not set, so a model-specific default may apply
-    explicit: frozenset[str] = frozenset()
-
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "session_timeout_minutes": (int, float),
@@ -188,7 +184,6 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "max_memories_per_search": (int,),
     "index_max_entries": (int,),
     "model": (str,),
-    "llm": (dict, type(None)),
 }
 
 
@@ -202,24 +197,24 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
-    known = {f.name for f in fields(Config) if f.name != "explicit"}
+    known = {f.name for f in fields(Config)}
     values: dict[str, Any] = {}
     for key, given in data.items():
         if key not in known:
             raise ConfigError(
                 f"{source}: unknown key {key!r}; allowed keys: {', '.join(sorted(known))}"
             )
-        types = _TYPES[key]
-        if isinstance(given, bool) or not isinstance(given, types):
-            want = " or ".join(t.__name__ for t in types if t is not type(None))
-            raise ConfigError(f"{source}: {key} must be {want}, got {given!r}")
-        value: Any = given
-        if key == "llm":
+        if key == "llm":  # LLMSettings.from_config checks the whole section, its type included
             try:
-                values[key] = LLMSettings.from_config(value)
+                values[key] = LLMSettings.from_config(given)
             except LLMConfigError as exc:
                 raise LLMConfigError(f"{source}: {exc}") from None
             continue
+        types = _TYPES[key]
+        if isinstance(given, bool) or not isinstance(given, types):
+            want = " or ".join(t.__name__ for t in types)
+            raise ConfigError(f"{source}: {key} must be {want}, got {given!r}")
+        value: Any = given
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
                    "min_conclusions_for_new_topic") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
@@ -231,7 +226,7 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             if not isinstance(value, str) and not -1.0 <= value <= 1.0:
                 raise ConfigError(f"{source}: {key} must be between -1 and 1, got {value}")
         values[key] = value
-    return Config(**values, explicit=frozenset(values))
+    return Config(**values)
 
 
 def load_config(root: Path) -> Config:
@@ -255,14 +250,13 @@ def load_config(root: Path) -> Config:
     return parse_config(data, str(path))
 
 
-def resolve_model(explicit: str | None, config: Config, env: Mapping[str, str] | None = None) -> str:
+def resolve_model(explicit: str | None, config: Config, env: Mapping[str, str]) -> str:
     """The embedding model to use: ``explicit`` (``--model``), then ``MEMKIT_MODEL``, then memkit.yaml.
 
     :param explicit: a model given by the caller, or None.
     :param config: the vault's settings.
-    :param env: the environment (default ``os.environ``).
+    :param env: the environment to read ``MEMKIT_MODEL`` from (the caller passes it: see :class:`memkit.Vault`).
     """
-    env = os.environ if env is None else env
     return explicit or env.get(MODEL_ENV) or config.model
 
 

@@ -24,7 +24,6 @@ says ``(N more not shown)``.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from .errors import MemkitError, TopicNotFound, TopicParseError
 from .fsutil import atomic_write, describe_os_error, file_lock
-from .names import slugify
+from .names import session_file_name
 from .recent import TIME_FORMAT, RecentTopic, relative_time
 from .route import detect_topic, is_confident
 from .search import Hit, Searcher, hit_at
@@ -85,7 +84,7 @@ class Context:
             "tokens": self.tokens,
             "session": self.session,
             "topic": self.topic,
-            "recent": [{"updated": r.updated.isoformat(), "topic": r.topic, "summary": r.summary} for r in self.recent],
+            "recent": [r.to_dict() for r in self.recent],
             "memories": [h.to_dict() for h in self.memories],
             "omitted": dict(self.omitted),
         }
@@ -100,11 +99,10 @@ def session_path(store: Store, session: str) -> Path:
     """The state file of ``session``: ``.memkit/sessions/<slug>-<hash>.json``.
 
     Any id is accepted: the slug keeps it readable, the hash keeps distinct ids apart, and
-    neither can contain a path separator, so the file never leaves ``.memkit/sessions/``.
+    neither can contain a path separator, so the file never leaves ``.memkit/sessions/``
+    (:func:`memkit.names.session_file_name`, which names ``memkit capture``'s inbox files too).
     """
-    digest = hashlib.sha1(session.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
-    slug = slugify(session, max_len=40)
-    return store.state_dir / SESSIONS_DIR / (f"{slug}-{digest}.json" if slug else f"{digest}.json")
+    return store.state_dir / SESSIONS_DIR / session_file_name(session, session, ".json")
 
 
 def reset_session(store: Store, session: str) -> None:

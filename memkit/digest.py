@@ -17,7 +17,6 @@ nothing is deleted).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import hashlib
 import json
 import logging
@@ -30,13 +29,13 @@ from typing import Any, Sequence
 from .errors import LLMError, MemkitError, TranscriptError
 from .fsutil import atomic_write, file_lock
 from .llm import LLM, ask_json
-from .names import slugify
+from .names import slugify, topic_relpath
 from .route import detect_topic
-from .search import Searcher
+from .search import Hit, Searcher
 from .split import maybe_split
 from .store import ArchiveItem, Store, archive_line
 from .text import terms
-from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines
+from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines, unified_diff
 from .transcript import Message, read_transcript, render
 
 log = logging.getLogger("memkit")
@@ -320,7 +319,7 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
     return fresh
 
 
-def _near_duplicate(searcher: Searcher, text: str) -> Any:
+def _near_duplicate(searcher: Searcher, text: str) -> Hit | None:
     hits = searcher.search(text, k=3, threshold=None)
     words = set(terms(text))
     for h in hits:
@@ -442,9 +441,8 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
                 report.written.append((name, line))
             texts[name] = (current, old, text)
         report.diff = "".join(
-            "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                         f"a/topics/{name}.md" if old else "/dev/null", f"b/topics/{name}.md"))
-            for name, (_, old, new) in sorted(texts.items()) if old != new
+            unified_diff(old if current is not None else None, new, topic_relpath(name))
+            for name, (current, old, new) in sorted(texts.items())
         )
         if archive_items:
             archive_path = store.archive_path

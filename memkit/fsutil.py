@@ -8,12 +8,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from .errors import MemkitError, VaultLocked
 
 
-def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
+def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new file, never half.
 
     Writes a temp file in the same folder, fsyncs it, renames it over ``path`` and fsyncs the folder.
@@ -21,8 +21,6 @@ def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
 
     :param path: the file to write.
     :param data: bytes, or text written as UTF-8 exactly as given (no newline translation).
-    :param durable: fsync the file and its folder. Derived data that can be rebuilt passes False:
-        the rename is still atomic, and a file left empty by a power cut is detected and rebuilt.
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -35,9 +33,8 @@ def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
+            fh.flush()
+            os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         else:
@@ -47,8 +44,7 @@ def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if durable:
-        _fsync_dir(path.parent)
+    _fsync_dir(path.parent)
 
 
 Stamp = tuple[int, int, int]  #: (size, mtime_ns, inode): changes when a file is edited or replaced
@@ -62,7 +58,7 @@ class FileChanged(MemkitError):
     """A file changed on disk while memkit was rewriting it; memkit wrote nothing and kept the change."""
 
 
-def append_bytes(path: Path, data: bytes | Callable[[bytes], bytes], *, durable: bool = True) -> None:
+def append_bytes(path: Path, data: bytes | Callable[[bytes], bytes]) -> None:
     """Append to an existing regular file with one ``O_APPEND`` write, then fsync.
 
     Appends made at the same time by anyone else (an editor, ``>>`` in a shell, another memkit)
@@ -77,14 +73,13 @@ def append_bytes(path: Path, data: bytes | Callable[[bytes], bytes], *, durable:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(f"is not a regular file ({file_kind(st.st_mode)})")
+            raise NotRegularFile(f"is {file_kind(st.st_mode)}, not a regular file")
         if callable(data):
             data = data(os.pread(fd, 1, st.st_size - 1) if st.st_size else b"")
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        if durable:
-            os.fsync(fd)
+        os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -119,7 +114,7 @@ def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None, *
                 if fd >= 0:
                     st = os.fstat(fd)
                     if not stat.S_ISREG(st.st_mode):
-                        raise NotRegularFile(f"is not a regular file ({file_kind(st.st_mode)})")
+                        raise NotRegularFile(f"is {file_kind(st.st_mode)}, not a regular file")
                     if stamp is None or stamp_of(st) != stamp:
                         now = _read_fd(fd)
                         if stamp is None or not now.startswith(base) or st.st_ino != stamp[2]:
@@ -179,6 +174,41 @@ def _write_temp(path: Path, data: bytes) -> str:
     return tmp
 
 
+def _open_regular_fd(path: Path, limit: int) -> tuple[int, os.stat_result]:
+    """Open ``path`` read-only without blocking and check it is a regular file of at most ``limit``
+    bytes; returns the open descriptor and its stat."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"is {file_kind(st.st_mode)}, not a regular file")
+        if st.st_size > limit:
+            raise NotRegularFile(f"is {st.st_size / 1e6:.0f} MB, over the {limit / 1e6:.0f} MB limit")
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular(path: Path, limit: int) -> BinaryIO:
+    """Open a regular file of at most ``limit`` bytes for reading (binary), never blocking on open:
+    a FIFO, socket, device or folder is refused before anything is read (see :func:`read_regular`).
+    For a file read piece by piece; the caller closes it.
+
+    :raises OSError: the file cannot be opened.
+    :raises NotRegularFile: not a regular file, or larger than ``limit`` (the message says which).
+    """
+    fd, _ = _open_regular_fd(path, limit)
+    try:
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_regular(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
     """Read a regular file of at most ``limit`` bytes without ever blocking on open.
 
@@ -188,13 +218,8 @@ def read_regular(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
     :raises OSError: the file cannot be opened or read (a symlink loop is ``ELOOP``).
     :raises NotRegularFile: not a regular file, or larger than ``limit`` (the message says which).
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    fd, st = _open_regular_fd(path, limit)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(f"is not a regular file ({file_kind(st.st_mode)}); skipped")
-        if st.st_size > limit:
-            raise NotRegularFile(f"is {st.st_size / 1e6:.0f} MB, over the {limit // 2**20} MB limit")
         chunks = []
         remaining = limit + 1
         while remaining > 0:
@@ -205,7 +230,7 @@ def read_regular(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
             remaining -= len(chunk)
         data = b"".join(chunks)
         if len(data) > limit:
-            raise NotRegularFile(f"grew over the {limit // 2**20} MB limit while being read")
+            raise NotRegularFile(f"grew over the {limit / 1e6:.0f} MB limit while being read")
         return data, st
     finally:
         os.close(fd)
@@ -217,7 +242,7 @@ def read_head(path: Path, size: int) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(f"is not a regular file ({file_kind(st.st_mode)})")
+            raise NotRegularFile(f"is {file_kind(st.st_mode)}, not a regular file")
         return os.pread(fd, size, 0)
     finally:
         os.close(fd)
@@ -233,7 +258,7 @@ def file_kind(mode: int) -> str:
         return "a device"
     if stat.S_ISDIR(mode):
         return "a folder"
-    return "not a file"
+    return "a special file"
 
 
 class NotRegularFile(MemkitError):

@@ -19,7 +19,8 @@ the previous state, a reader never sees half a refresh, and concurrent writers q
 own lock. A reader knows whether its in-memory view is current from the ``generation`` counter.
 
 **Never trusted.** A file that is not a readable memkit index of this schema, model and dimension
-(damaged, foreign, another version, a folder in its place…) is moved aside and rebuilt. A vault
+(damaged, foreign, another version, a folder in its place…) is deleted, with its journal files,
+and rebuilt: it is derived data. A vault
 where nothing can be written (a read-only mount) is indexed in memory instead.
 
 **The view.** :meth:`Index.view` loads every entry into arrays (float32 unit vectors in file
@@ -89,6 +90,15 @@ class IndexReport:
     errors: list[str] = field(default_factory=list)
     rebuilt_model: bool = False  #: no index existed for this model yet
     busy: bool = False  #: another process was writing the sidecar for longer than the refresh would wait
+    model: str = ""  #: the name of the model the vectors are from
+    dim: int = 0  #: their dimension
+
+    def to_dict(self) -> dict[str, object]:
+        """As ``memkit index --json`` prints it."""
+        return {"entries": self.entries, "files": self.files, "changed_files": self.changed_files,
+                "new": self.new, "reused": self.reused, "removed": self.removed,
+                "seconds": round(self.seconds, 3), "errors": list(self.errors),
+                "model": self.model, "dim": self.dim}
 
     def summary(self) -> str:
         text = (f"indexed {self.entries:,} entries in {self.seconds:.1f} s: "
@@ -326,7 +336,7 @@ class Index:
             refresh that embeds.
         """
         started = time.perf_counter()
-        report = IndexReport()
+        report = IndexReport(model=self.embedder.name, dim=self.embedder.dim)
         files = self.store.topic_files()
         with self._mutex:
             self._connect()
@@ -481,21 +491,28 @@ class Index:
         return out
 
     def prune_other_models(self) -> list[str]:
-        """Delete the sidecars of other models (after a model change); returns their names."""
+        """Delete the sidecars of other models (after a model change), with their ``-wal``/``-shm``
+        journal files; returns the names of the files deleted."""
         removed = []
         try:
             items = list(self.dir.iterdir())
         except OSError:
             return []
         for path in items:
-            if path.name.startswith(self.path.name) or not path.name.split("-")[-1].split(".")[0].isdigit():
+            name = path.name
+            for journal in ("-wal", "-shm", "-journal"):
+                if name.endswith(journal):
+                    name = name[:-len(journal)]
+                    break
+            # <model-slug>-<dim>.sqlite3, and not this model's
+            if name == self.path.name or not name.endswith(".sqlite3") or \
+                    not name[:-len(".sqlite3")].rsplit("-", 1)[-1].isdigit():
                 continue
-            if path.suffix in (".sqlite3",) or path.name.endswith((".sqlite3-wal", ".sqlite3-shm")):
-                try:
-                    path.unlink()
-                    removed.append(path.name)
-                except OSError:
-                    pass
+            try:
+                path.unlink()
+                removed.append(path.name)
+            except OSError:
+                pass
         return removed
 
     # ---- the view ---------------------------------------------------------------------------------

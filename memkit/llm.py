@@ -13,7 +13,6 @@ fences and prose, and :func:`ask_json` sends one repair request before giving up
 from __future__ import annotations
 
 import ast
-import difflib
 import http.client
 import ipaddress
 import json
@@ -25,10 +24,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence
 
-from memkit.config import LLMSettings, describe_value as _describe, check_url as _check_url
+from memkit.config import LLMSettings, check_url
 from memkit.errors import LLMError
 
 __all__ = [
@@ -45,7 +43,6 @@ Messages = Sequence[Mapping[str, str]]
 
 # Status codes worth one more try: rate limiting and a server or proxy having a bad moment.
 _TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_BODY_BYTES = 64 * 1024 * 1024
 _ERROR_SNIPPET = 300
 
@@ -84,7 +81,7 @@ class HTTPChatLLM:
         """
         if not settings.base_url or not settings.model:
             raise LLMError("llm.base_url and llm.model are both needed to reach an LLM server")
-        _check_url(settings.base_url)
+        check_url(settings.base_url)
         self.settings = settings
         self.url = settings.base_url.rstrip("/") + "/chat/completions"
         self.json_mode = settings.json_mode

@@ -16,19 +16,24 @@ memkit's log goes to stderr.
 The ``mcp`` package is imported only by :func:`serve`, so ``memkit --help`` stays fast and memkit
 works without it (``pip install 'memkit[mcp]'`` adds it).
 
-An interface-layer module: it uses only memkit's public API, :mod:`memkit.errors` and
-:mod:`memkit.transcript`.
+An interface-layer module: it uses memkit's public API, and the library's own limits on a query
+(:mod:`memkit.search`), an entry (:mod:`memkit.store`) and a transcript (:mod:`memkit.transcript`)
+for its input schemas.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import traceback
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import quote, unquote
 
 from memkit import MemkitError, Vault, __version__
+from memkit.search import MAX_QUERY_CHARS
+from memkit.store import MAX_ENTRY_CHARS
 from memkit.transcript import MAX_TRANSCRIPT_BYTES
 
 log = logging.getLogger("memkit")
@@ -36,8 +41,8 @@ log = logging.getLogger("memkit")
 INSTALL_HINT = "pip install 'memkit[mcp]'"
 TOPIC_URI = "memkit://topics/"
 
-MAX_QUERY_CHARS = 2000  #: what search looks at (the library cuts longer queries; here they are refused)
-MAX_ENTRY_CHARS = 2000  #: one memory is one sentence or a short paragraph
+# The query and entry limits are the library's own (MAX_QUERY_CHARS, MAX_ENTRY_CHARS): search cuts
+# a longer query and Vault.add refuses a longer entry; here both are refused by the schema.
 MAX_MESSAGE_CHARS = 20_000  #: get_context's message
 MAX_ID_CHARS = 200
 
@@ -364,8 +369,6 @@ def require_sdk() -> None:
     """Raise a one-line :class:`MemkitError` naming the install command when the MCP SDK (2.x)
     is missing or too old."""
     try:
-        import importlib.metadata
-
         version = importlib.metadata.version("mcp")
         import mcp.server  # noqa: F401
     except ImportError:
@@ -379,8 +382,6 @@ def require_sdk() -> None:
 
 def build_server(memory: Memory) -> Any:
     """The low-level MCP ``Server`` for ``memory`` (hand-written schemas, tool errors as results)."""
-    from contextlib import asynccontextmanager
-
     import anyio
     import anyio.to_thread
     import mcp.types as types
@@ -425,7 +426,7 @@ def build_server(memory: Memory) -> Any:
         try:
             outcome = await run(work, digest=name == "digest_transcript")
             if name == "digest_transcript" and not (arguments or {}).get("dry_run"):
-                memory.vault.searcher.changed()  # the served Vault sees the digest's entries at once
+                memory.vault.changed()  # the served Vault sees the digest's entries at once
         except Exception as exc:  # every failure is a tool error the model can read; the server goes on
             if isinstance(exc, MemkitError):
                 log.info("%s: %s", name, exc)

@@ -31,8 +31,10 @@ match. ``RECOMMENDED_THRESHOLD`` is the default per model dimension: the highest
 0.05) keeping ≥ 95 % of the evidence the hybrid top 10 finds on the LoCoMo dev conversations
 (``make eval``): 0.40 at 256-d, 0.45 at 64-d.
 
-Every feature above earns its place on that data with both models (``bench/ablate.py``); the
-speaker guard is what lets the person signal hold on ordinary notes too.
+Every feature above earns its place on that data with both models: each was kept only if
+turning it off alone lowered recall there (``python bench/eval.py --set smooth_next=0``, the
+script behind ``make eval``; ``--set`` overrides one :class:`RankParams` weight). The speaker
+guard is what lets the person signal hold on ordinary notes too.
 
 **Large vaults** (``FAST_MIN_N`` entries and more, hybrid mode, no filter): an approximate cosine
 over the first ``PREFIX_DIMS`` dimensions of a contiguous copy (model2vec dimensions are

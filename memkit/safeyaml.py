@@ -21,7 +21,8 @@ MAX_DEPTH = 64  #: deeper nesting is refused before parsing (libyaml's loader cr
 
 
 class YamlError(ValueError):
-    """YAML that memkit will not read: invalid, too large, or using aliases.
+    """YAML that memkit will not read: invalid, too large or too deeply nested, or holding too many
+    values once its aliases are written out.
 
     :ivar line: 1-based line of the problem within the text given, when known.
     :ivar problem: what is wrong, in a few words.

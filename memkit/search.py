@@ -14,7 +14,7 @@ from .blas import single_thread
 from .config import Config
 from .errors import InvalidValue, MemkitError, TopicNotFound
 from .index import Index, IndexView
-from .names import check_topic_name
+from .names import check_topic_name, in_topic
 from .rank import RECOMMENDED_THRESHOLD, Ranker
 from .store import Store
 
@@ -157,7 +157,7 @@ class Searcher:
         view, ranker = self.ranker()
         if topic:
             name = check_topic_name(topic)
-            if not any(tf.name == name or tf.name.startswith(name + "-") for tf in self.store.topic_files()):
+            if not any(in_topic(tf.name, name) for tf in self.store.topic_files()):
                 raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
         if len(view) == 0:
             return []
@@ -193,7 +193,7 @@ def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
 
     if topic:
         name = check_topic_name(topic)
-        ok = np.array([t == name or t.startswith(name + "-") for t in view.topics], dtype=bool)
+        ok = np.array([in_topic(t, name) for t in view.topics], dtype=bool)
         both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))
     if kind:
         want = kind.strip().lower()

@@ -38,7 +38,6 @@ dropped or duplicated. A fenced code block is an entry and moves with its fence 
 """
 from __future__ import annotations
 
-import difflib
 import logging
 import math
 import re
@@ -53,7 +52,7 @@ from .errors import LLMError, MemkitError, TopicNameError
 from .llm import LLM, ask_json
 from .search import Searcher
 from .store import Store
-from .names import MAX_NAME, check_topic_name, slugify
+from .names import MAX_NAME, check_topic_name, slugify, topic_relpath
 from .recent import RecentTopic, render_recent
 from .safeyaml import dump_yaml
 from .text import STOP_WORDS, words
@@ -66,6 +65,7 @@ from .topic import (
     parse_topic_text,
     scan_blocks,
     split_lines,
+    unified_diff,
     yaml_scalar,
 )
 
@@ -136,6 +136,13 @@ class SplitPlan:
     def names(self) -> list[str]:
         return [p.name for p in self.parts]
 
+    def to_dict(self) -> dict[str, Any]:
+        """As ``memkit split --json`` prints it: parent, applied, named_by, and each part's name,
+        title, summary and number of entries."""
+        return {"parent": self.parent, "applied": self.applied, "named_by": self.named_by,
+                "parts": [{"name": p.name, "title": p.title, "summary": p.summary, "entries": len(p.entries)}
+                          for p in self.parts]}
+
     def texts(self, now: datetime | None = None) -> dict[str, str]:
         """The text of each part's file (without BOM), checked to hold exactly the parent's entries.
 
@@ -151,17 +158,13 @@ class SplitPlan:
         :param store: the vault the plan was made for.
         """
         now = datetime.now().replace(microsecond=0)
-        out: list[str] = []
-        parent_file = f"topics/{self.parent}.md"
-        for name, text in _render(self, now).items():
-            out += _udiff("", text, "/dev/null", f"topics/{name}.md")
-        out += _udiff(self.raw, "", parent_file, "/dev/null")
-        index_path = store.recent_path
+        out = [unified_diff(None, text, topic_relpath(name)) for name, text in _render(self, now).items()]
+        out.append(unified_diff(self.raw, None, topic_relpath(self.parent)))
         try:
-            old_index = index_path.read_text(encoding="utf-8", errors="replace")
+            old_index: str | None = store.recent_path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
-            old_index = ""
-        out += _udiff(old_index, _recent_text(store, self, now), "index.txt", "index.txt")
+            old_index = None
+        out.append(unified_diff(old_index, _recent_text(store, self, now), store.rel(store.recent_path)))
         return "".join(out)
 
 
@@ -724,7 +727,7 @@ def _header(plan: SplitPlan, parent: Topic, part: SplitPart, nl: str, now: datet
 
 def _render(plan: SplitPlan, now: datetime) -> dict[str, str]:
     """name -> file text for every part; checks that the parts hold exactly the parent's entries."""
-    parent = parse_topic_text(plan.raw, plan.parent, f"topics/{plan.parent}.md", bom=plan.bom)
+    parent = parse_topic_text(plan.raw, plan.parent, topic_relpath(plan.parent), bom=plan.bom)
     nl = newline_of(plan.raw)
     by_line = {e.line: i for i, e in enumerate(parent.entries)}
     owner: dict[int, int] = {}
@@ -779,11 +782,11 @@ def _check(plan: SplitPlan, parent: Topic, texts: dict[str, str]) -> None:
     if parent_lines and not parent_lines[-1].endswith("\n"):
         parent_lines[-1] += newline_of(parent.raw)  # the one line a part may end differently
     unknown = {k: v for k, v in parent.meta.items() if k not in _KNOWN_META}
-    where = f"topics/{plan.parent}.md"
+    where = topic_relpath(plan.parent)
     for part in plan.parts:
         text = texts[part.name]
         try:
-            got = parse_topic_text(text, part.name, f"topics/{part.name}.md")
+            got = parse_topic_text(text, part.name, topic_relpath(part.name))
         except MemkitError as exc:
             raise _FrontmatterMismatch(
                 f"{where}: its frontmatter cannot be copied into {part.name} ({exc}); nothing was written"
@@ -816,8 +819,3 @@ def _recent_items(store: Store, plan: SplitPlan, now: datetime) -> list[RecentTo
 
 def _recent_text(store: Store, plan: SplitPlan, now: datetime) -> str:
     return render_recent(_recent_items(store, plan, now), store.config.index_max_entries)
-
-
-def _udiff(old: str, new: str, old_name: str, new_name: str) -> list[str]:
-    lines = list(difflib.unified_diff(split_lines(old), split_lines(new), old_name, new_name))
-    return [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]

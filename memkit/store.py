@@ -32,7 +32,7 @@ from .fsutil import (
     replace_checked,
     stamp_of,
 )
-from .names import check_topic_name, is_topic_filename
+from .names import TOPICS_DIR, check_topic_name, is_topic_filename, topic_relpath, topic_stem
 from .recent import RecentTopic, parse_recent, render_recent
 from .topic import (
     Entry,
@@ -49,9 +49,8 @@ from .topic import (
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Store", "TopicInfo", "TopicFile", "ArchiveItem", "find_vault"]
+__all__ = ["Store", "TopicInfo", "TopicFile", "ArchiveItem", "find_vault", "TOPICS_DIR"]
 
-TOPICS_DIR = "topics"
 INBOX_DIR = "inbox"
 STATE_DIR = ".memkit"
 INDEX_TXT = "index.txt"
@@ -172,7 +171,7 @@ class Store:
         """The file of topic ``name`` (validated; can never leave topics/). A file a person named
         differently (``My Notes.md``) is found by its exact stem."""
         canonical = check_topic_name(name)
-        raw = name.strip()[:-3] if name.strip().endswith(".md") else name.strip()
+        raw = topic_stem(name)
         if raw != canonical and (self.topics_dir / f"{raw}.md").is_file():
             return self.topics_dir / f"{raw}.md"
         return self.topics_dir / f"{canonical}.md"
@@ -200,6 +199,17 @@ class Store:
             return True
         self.warn_once(f"{TOPICS_DIR}/ is a symlink to a folder outside the vault; not followed")
         return False
+
+    def ensure_topics_dir(self) -> Path:
+        """Create topics/ if it is missing (as the first write would); returns it.
+
+        :raises MemkitError: it cannot be created (saying why).
+        """
+        try:
+            self.topics_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise describe_os_error(exc, f"{TOPICS_DIR}/") from exc
+        return self.topics_dir
 
     # ---- creating ------------------------------------------------------------------------------
     @classmethod
@@ -260,26 +270,34 @@ class Store:
             return []
         out = []
         for item in items:
-            if not is_topic_filename(item.name):
-                continue
-            path = Path(item.path)
-            rel = f"{TOPICS_DIR}/{item.name}"
-            try:
-                link = item.is_symlink()
-                st = item.stat()  # follows a symlink
-            except OSError as exc:
-                self.warn_once(f"{rel}: {'broken or looping symlink' if item.is_symlink() else 'cannot be read'} "
-                               f"({exc.strerror or exc}); skipped")
-                continue
-            if link and not self.is_inside(path):
-                self.warn_once(f"{rel}: symlink to a file outside the vault; skipped")
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                if not stat.S_ISDIR(st.st_mode):
-                    self.warn_once(f"{rel}: is {file_kind(st.st_mode)}, not a topic file; skipped")
-                continue
-            out.append(TopicFile(path.stem, path, st))
+            found = self._topic_file(Path(item.path), item)
+            if isinstance(found, TopicFile):
+                out.append(found)
+            elif found is not None:
+                self.warn_once(f"{TOPICS_DIR}/{item.name}: {found}; skipped")
         return out
+
+    def _topic_file(self, path: Path, item: os.DirEntry[str] | Path | None = None) -> TopicFile | str | None:
+        """What is a topic file, decided in one place (for :meth:`topic_files`, :meth:`topic` and
+        index.txt's upkeep): ``path`` in topics/ (``item``: its directory entry, when listing) as a
+        :class:`TopicFile`; else why memkit does not read it (a symlink leading out of the vault, a
+        FIFO…), or None when there is no file to speak of (none, or a folder)."""
+        if not is_topic_filename(path.name):
+            return None
+        entry = item if item is not None else path
+        link = False
+        try:
+            link = entry.is_symlink()
+            st = entry.stat()  # follows a symlink
+        except FileNotFoundError:
+            return "broken symlink" if link else None
+        except OSError as exc:
+            return f"{'broken or looping symlink' if link else 'cannot be read'} ({exc.strerror or exc})"
+        if link and not self.is_inside(path):
+            return "symlink to a file outside the vault"
+        if not stat.S_ISREG(st.st_mode):
+            return None if stat.S_ISDIR(st.st_mode) else f"is {file_kind(st.st_mode)}, not a topic file"
+        return TopicFile(path.stem, path, st)
 
     def iter_topics(self) -> Iterator[Topic]:
         """Parse every topic; a malformed one is skipped with a warning naming file and line."""
@@ -290,13 +308,14 @@ class Store:
                 self.warn_once(f"{exc}; skipped")
 
     def topic(self, name: str) -> Topic:
-        """Parse one topic. :raises TopicNotFound: if there is no such topic."""
+        """Parse one topic. :raises TopicNotFound: if there is no such topic (or memkit does not read its file)."""
         path = self.topic_path(name)
-        if not path.is_file():
-            raise TopicNotFound(f"no topic {path.stem!r} in {self.rel(self.topics_dir)}/ (see `memkit topics`)")
-        if path.is_symlink() and not self.is_inside(path):
-            raise TopicNotFound(f"{self.rel(path)} is a symlink to a file outside the vault; not followed")
-        return read_topic(path, path.stem, self.rel(path))
+        found = self._topic_file(path) if self.topics_dir_inside() else None
+        if found is None:
+            raise TopicNotFound(f"no topic {path.stem!r} in {TOPICS_DIR}/ (see `memkit topics`)")
+        if not isinstance(found, TopicFile):
+            raise TopicNotFound(f"{topic_relpath(path.stem)}: {found}; not read")
+        return read_topic(found.path, found.name, self.rel(found.path))
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, updated time and summary."""
@@ -382,16 +401,6 @@ class Store:
         if not self.is_inside(path):
             raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
         return path.resolve()
-
-    def remove_topic(self, name: str) -> None:
-        """Delete topic ``name``'s file (the caller holds the lock; a split removes its parent)."""
-        path = self.topic_path(name)
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise describe_os_error(exc, self.rel(path)) from exc
 
     def replace_topic(self, parent: Topic, parts: dict[str, str]) -> None:
         """Replace topic ``parent`` by new topics ``parts`` (name -> text), as a split does; the
@@ -615,16 +624,10 @@ class Store:
                 raise describe_os_error(exc, INDEX_TXT) from exc
 
     def _is_topic(self, name: str) -> bool:
-        """What :meth:`topic_files` would list, checked for one name (no listing of topics/)."""
-        if "/" in name or "\\" in name or "\0" in name or not is_topic_filename(f"{name}.md"):
+        """Whether ``name`` (a line of index.txt) is the stem of a file :meth:`topic_files` lists."""
+        if "/" in name or "\\" in name or "\0" in name or not self.topics_dir_inside():
             return False
-        path = self.topics_dir / f"{name}.md"
-        try:
-            if path.is_symlink() and not self.is_inside(path):
-                return False
-            return path.is_file()
-        except (OSError, ValueError):
-            return False
+        return isinstance(self._topic_file(self.topics_dir / f"{name}.md"), TopicFile)
 
 
 def archive_line(item: ArchiveItem, now: datetime) -> str:

@@ -5,7 +5,9 @@ every prose paragraph a person writes. Headings, HTML comments, fences and rules
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -14,6 +16,7 @@ from typing import Any
 
 from .errors import TopicParseError
 from .fsutil import NotRegularFile, read_regular
+from .names import topic_relpath
 from .safeyaml import YamlError, load_yaml
 
 MAX_TOPIC_BYTES = 8 * 1024 * 1024  # a topic larger than this is refused, not loaded half
@@ -109,7 +112,7 @@ class Topic:
     def to_dict(self) -> dict[str, Any]:
         """The topic as ``memkit show --json`` prints it: name, title, summary, file, entries."""
         return {"name": self.name, "title": self.title, "summary": self.summary,
-                "file": self.entries[0].file if self.entries else f"topics/{self.path.name}",
+                "file": self.entries[0].file if self.entries else topic_relpath(self.path.stem),
                 "entries": [e.to_dict() for e in self.entries]}
 
     def updated(self) -> datetime:
@@ -466,9 +469,24 @@ def yaml_scalar(value: Any) -> str:
     text = str(value)
     if _YAML_PLAIN_SAFE.match(text) and ": " not in text and not text.endswith(":") and text.lower() not in ("yes", "no", "true", "false", "null", "on", "off", "~"):
         return text
-    import json
-
     return json.dumps(text, ensure_ascii=False)
+
+
+def unified_diff(old: str | None, new: str | None, path: str) -> str:
+    """A unified diff of one file, as git prints it: ``--- a/PATH`` / ``+++ b/PATH`` headers
+    (``/dev/null`` for the side where the file does not exist) and ``\\ No newline at end of
+    file`` after a last line that has none. Empty when nothing changed.
+
+    :param old: the file's text before, or None when it did not exist.
+    :param new: its text after, or None when it is removed.
+    :param path: the file, relative to the vault (``topics/cooking.md``).
+    """
+    if old == new:
+        return ""
+    lines = difflib.unified_diff(split_lines(old or ""), split_lines(new or ""),
+                                 "/dev/null" if old is None else f"a/{path}",
+                                 "/dev/null" if new is None else f"b/{path}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def frontmatter_key(line: str) -> str | None:

@@ -11,7 +11,7 @@ import logging
 import os
 from datetime import date, datetime
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Mapping, Sequence, Union
 
 from .config import Config, load_config, resolve_model
 from .context import Context, build_context, reset_session
@@ -30,7 +30,11 @@ from .transcript import parse_transcript
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Vault", "find_vault"]
+__all__ = ["Vault", "find_vault", "LLMChoice"]
+
+#: which LLM a flow uses: ``"auto"`` the one memkit.yaml configures (none if it configures none),
+#: None no LLM, or an LLM client
+LLMChoice = Union[LLM, None, Literal["auto"]]
 
 
 class Vault:
@@ -41,13 +45,17 @@ class Vault:
     :param model: the embedding model (a model2vec id or folder); default ``MEMKIT_MODEL``, then
         memkit.yaml's ``model``.
     :param embedder: an object with ``name``, ``dim`` and ``embed(texts)`` to use instead of a model.
+    :param env: the environment ``MEMKIT_MODEL`` is read from (default ``os.environ``).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, config: Config | None = None, model: str | None = None,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | None = None, env: Mapping[str, str] | None = None) -> None:
         self.store = Store(path, config if config is not None else load_config(Path(path).expanduser()))
+        # The one place the library reads memkit's own environment: the README promises that
+        # MEMKIT_MODEL wins over memkit.yaml for library users too, not only on the command line.
+        env = os.environ if env is None else env
         #: the model id or folder in use (the injected embedder's name, if one was given)
-        self.model = embedder.name if embedder is not None else resolve_model(model, self.config)
+        self.model = embedder.name if embedder is not None else resolve_model(model, self.config, env)
         self._embedder = embedder
         self._searcher: Searcher | None = None
 
@@ -83,6 +91,11 @@ class Vault:
     def inbox_dir(self) -> Path:
         return self.store.inbox_dir
 
+    @property
+    def recent_path(self) -> Path:
+        """index.txt."""
+        return self.store.recent_path
+
     def topic_path(self, name: str) -> Path:
         """The file of topic ``name`` (validated: it can never leave topics/)."""
         return self.store.topic_path(name)
@@ -94,6 +107,10 @@ class Vault:
     def lock(self) -> VaultLock:
         """The vault's write lock (``with vault.lock():``), re-entrant within a process."""
         return self.store.lock()
+
+    def ensure_topics_dir(self) -> Path:
+        """Create topics/ if it is missing; returns it. :raises MemkitError: it cannot be created."""
+        return self.store.ensure_topics_dir()
 
     # ---- reading -----------------------------------------------------------------------------------
     def topic_files(self) -> list[TopicFile]:
@@ -132,12 +149,13 @@ class Vault:
             when: datetime | None = None, split: bool = True) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; updates index.txt. A topic pushed past ``topic_split_threshold_lines`` is
-        split at once (``split=False`` leaves it); the entry returned is then the one in its subtopic.
+        split at once, its parts named from their own words (``split=False`` leaves it); the entry
+        returned is then the one in its subtopic.
 
         :raises MemkitError: empty text, a bad kind or tag; TopicNameError: a bad topic name.
         """
         entry, count = self.store.add(text, topic=topic, kind=kind, tags=tags, when=when)
-        self._changed()
+        self.changed()
         if split and count > self.config.topic_split_threshold_lines:
             plan = self._maybe_split(entry.topic)
             if plan is not None:  # the entry now lives in one of the subtopics: return where
@@ -153,7 +171,7 @@ class Vault:
                reason: str = "forgotten") -> Entry:
         """Remove one entry (by id prefix or text) and keep it in archive.md; returns it."""
         entry = self.store.forget(ref, match=match, topic=topic, reason=reason)
-        self._changed()
+        self.changed()
         return entry
 
     def queue_transcript(self, name: str, data: bytes) -> Path:
@@ -165,16 +183,19 @@ class Vault:
         """Move a digested inbox transcript to inbox/done/ unless it changed since ``read``."""
         return self.store.inbox_done(path, read)
 
-    def _changed(self) -> None:
-        """This object wrote the files: its next search must see it (not wait for the 1 s re-check)."""
+    def changed(self) -> None:
+        """Say the files were just written (by this object, or by another one in this process,
+        such as a second Vault that digested): the next search re-checks them at once instead
+        of up to 1 s later."""
         if self._searcher is not None:
             self._searcher.changed()
 
-    def _maybe_split(self, topic: str, llm: LLM | None = None) -> SplitPlan | None:
-        """Split ``topic`` if it grew past the threshold; a failure is a warning, never a failure
-        of the write that triggered it."""
+    def _maybe_split(self, topic: str) -> SplitPlan | None:
+        """Split ``topic`` if it grew past the threshold, naming the parts from their own words (an
+        add never waits for an LLM); a failure is a warning, never a failure of the write that
+        triggered it."""
         try:
-            return maybe_split(self.searcher, topic, llm=llm)
+            return maybe_split(self.searcher, topic, llm=None)
         except MemkitError as exc:
             log.warning("could not split %s: %s", topic, exc)
             return None
@@ -195,6 +216,11 @@ class Vault:
             self._searcher = Searcher(self.store, Index(self.store, self.embedder))
         return self._searcher
 
+    def open_index(self) -> Index:
+        """A new :class:`memkit.index.Index` of this vault and model, with its own database
+        connection: for a thread that refreshes while another searches this Vault (the watcher)."""
+        return Index(self.store, self.embedder)
+
     def index(self, *, full: bool = False, progress: Progress | None = None) -> IndexReport:
         """Bring the embedding sidecar up to date with the topic files.
 
@@ -210,7 +236,7 @@ class Vault:
             index.prune_other_models()
         return report
 
-    def search(self, query: str, k: int | None = None, *, threshold: Threshold = "auto", topic: str | None = None,
+    def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None) -> list[Hit]:
         """Hybrid lexical + vector search (see :meth:`memkit.search.Searcher.search`).
@@ -231,6 +257,9 @@ class Vault:
         """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm`)."""
         return make_llm(self.config.llm)
 
+    def _llm(self, choice: LLMChoice) -> LLM | None:
+        return self.llm() if isinstance(choice, str) else choice
+
     def context(self, message: str, *, session: str | None = None, budget_tokens: int = 2000,
                 now: datetime | None = None) -> Context:
         """The memory block for an assistant's system prompt, for the user's ``message``.
@@ -246,41 +275,54 @@ class Vault:
         """Forget a context session's accumulated memories and topic."""
         reset_session(self.store, session)
 
-    def digest(self, transcript: str | os.PathLike[str], *, llm: LLM | None = None,
+    def digest(self, transcript: str | os.PathLike[str], *, llm: LLMChoice = "auto",
                dry_run: bool = False) -> DigestReport:
         """Digest a transcript file into memory entries (see :mod:`memkit.digest`).
 
         :param transcript: ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL.
-        :param llm: an LLM client (default: the one configured in memkit.yaml).
+        :param llm: ``"auto"``: the LLM configured in memkit.yaml; or an LLM client (None fails:
+            a digest needs one).
         :param dry_run: only compute the change (``report.diff``).
         """
         try:
-            return digest_file(self.searcher, transcript, llm if llm is not None else self.llm(), dry_run=dry_run)
+            return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run)
         finally:
-            self._changed()
+            self.changed()
 
-    def digest_text(self, text: str, *, name: str = "transcript", llm: LLM | None = None,
+    def digest_text(self, text: str, *, name: str = "transcript", llm: LLMChoice = "auto",
                     dry_run: bool = False) -> DigestReport:
         """Digest a conversation given as text (any format :meth:`digest` reads); ``name`` is how
         reports and errors call it."""
         data = text.encode("utf-8", errors="surrogatepass")
         messages = parse_transcript(data, name)
         try:
-            return digest_messages(self.searcher, messages, llm if llm is not None else self.llm(), name=name,
+            return digest_messages(self.searcher, messages, self._llm(llm), name=name,
                                    sha=transcript_sha(data), dry_run=dry_run)
         finally:
-            self._changed()
+            self.changed()
 
-    def process_inbox(self, *, llm: LLM | None = None) -> list[InboxResult]:
-        """Digest the transcripts in inbox/ that have been idle for ``session_timeout_minutes``."""
+    def process_inbox(self, *, llm: LLMChoice = "auto") -> list[InboxResult]:
+        """Digest the transcripts in inbox/ that have been idle for ``session_timeout_minutes``
+        (``llm`` as for :meth:`digest`)."""
         try:
-            return process_inbox(self.searcher, llm if llm is not None else self.llm())
+            return process_inbox(self.searcher, self._llm(llm))
         finally:
-            self._changed()
+            self.changed()
 
-    def split(self, topic: str, *, llm: LLM | None = None, dry_run: bool = False, min_part: int = 5,
+    def split(self, topic: str, *, llm: LLMChoice = "auto", dry_run: bool = False, min_part: int = 5,
               max_parts: int | None = None) -> SplitPlan:
-        """Split ``topic`` into subtopics (see :mod:`memkit.split`); ``dry_run`` only plans it."""
-        plan = split_topic(self.searcher, topic, llm=llm, dry_run=dry_run, min_part=min_part, max_parts=max_parts)
-        self._changed()
+        """Split ``topic`` into subtopics (see :mod:`memkit.split`); ``dry_run`` only plans it
+        (:meth:`split_diff` shows it).
+
+        :param llm: names the parts: ``"auto"`` the LLM configured in memkit.yaml, None none (the
+            parts are named from their own words), or an LLM client.
+        """
+        plan = split_topic(self.searcher, topic, llm=self._llm(llm), dry_run=dry_run, min_part=min_part,
+                           max_parts=max_parts)
+        self.changed()
         return plan
+
+    def split_diff(self, plan: SplitPlan) -> str:
+        """A unified diff of every file ``plan`` writes or removes (index.txt included), as
+        ``memkit split --dry-run`` prints it."""
+        return plan.diff(self.store)

@@ -11,6 +11,7 @@ transactions, so a search in another process reads the last committed state mean
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
@@ -21,7 +22,6 @@ from types import TracebackType
 from typing import Any, Callable
 
 from .errors import MemkitError, TopicParseError
-from .fsutil import describe_os_error
 from .index import Index, IndexReport
 from .names import is_topic_filename
 from .recent import RecentTopic, parse_recent
@@ -148,13 +148,10 @@ class Watcher:
         """
         if self._worker is not None:
             raise MemkitError("this watcher was already started; create a new Watcher")
-        try:
-            self.vault.topics_dir.mkdir(exist_ok=True)
-        except OSError as exc:
-            raise describe_os_error(exc, f"{self.vault.rel(self.vault.topics_dir)}/") from exc
+        self.vault.ensure_topics_dir()
         # Our own Index (its own database connection), not the Vault's: the caller may search the
         # same Vault from another thread meanwhile.
-        self._index = Index(self.vault.store, self.vault.embedder)
+        self._index = self.vault.open_index()
         with self._cond:
             self._pending = True  # the catch-up refresh, due at once
             self._first_event = self._last_event = -math.inf
@@ -378,7 +375,7 @@ class Watcher:
         which parses every topic of the vault, can be skipped (editing an entry by hand changes
         no ``updated`` and no summary)."""
         try:
-            text = self.vault.store.recent_path.read_text(encoding="utf-8")
+            text = self.vault.recent_path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return False
         lines = set(text.splitlines())
@@ -501,8 +498,6 @@ def _schedule_kwargs(names: tuple[str, ...]) -> dict[str, Any]:
     events. Following a symlink matters only for topics/ itself being one: without it inotify
     would watch the link, not the folder.
     """
-    import inspect
-
     from watchdog import events
     from watchdog.observers.api import BaseObserver
 

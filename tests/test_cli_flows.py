@@ -232,10 +232,10 @@ def test_split_dry_run_json_and_real(tmp_path):
 
     # --dry-run: a diff creating the parts and removing the parent; nothing written
     diff = ok(cli(vault, "split", "cooking", "--dry-run")).stdout
-    created = re.findall(r"^--- /dev/null\n\+\+\+ topics/(cooking-[a-z0-9-]+)\.md$", diff, re.M)
+    created = re.findall(r"^--- /dev/null\n\+\+\+ b/topics/(cooking-[a-z0-9-]+)\.md$", diff, re.M)
     assert sorted(created) == ["cooking-bread", "cooking-kimchi", "cooking-rice"]
-    assert "--- topics/cooking.md\n+++ /dev/null\n" in diff
-    assert "--- index.txt\n+++ index.txt\n" in diff
+    assert "--- a/topics/cooking.md\n+++ /dev/null\n" in diff
+    assert "--- a/index.txt\n+++ b/index.txt\n" in diff
     for line in entry_lines:  # every entry is added once and removed once
         assert diff.count(f"\n+{line}") == 1 and diff.count(f"\n-{line}") == 1
     assert files(vault.root) == before

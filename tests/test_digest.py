@@ -167,6 +167,25 @@ def test_dry_run_writes_nothing_and_shows_a_diff(tmp_path, vault):
     assert "would write 1 entry" in report.summary()
 
 
+def test_dry_run_diff_of_a_file_without_a_final_newline(tmp_path):
+    vault = vault_with(tmp_path, {"home": "- Lives in Portland Oregon with partner (2025-05-01)"})
+    with FakeLLM(responder([{"kind": "fact", "text": "Has a cat named Miso", "topic": "home"}])) as fake:
+        report = digest_file(vault.searcher, transcript(tmp_path), llm_for(fake), now=NOW, dry_run=True)
+    assert report.diff == (  # as git prints it: the old last line is removed, then added back with a newline
+        "--- a/topics/home.md\n+++ b/topics/home.md\n@@ -1 +1,2 @@\n"
+        "-- Lives in Portland Oregon with partner (2025-05-01)\n\\ No newline at end of file\n"
+        "+- Lives in Portland Oregon with partner (2025-05-01)\n+- [fact] Has a cat named Miso (2026-11-21)\n")
+
+
+def test_dry_run_diff_of_a_new_topic(tmp_path, vault):
+    conclusions = [{"kind": "fact", "text": f"Plays the {w} on weekends", "topic": None}
+                   for w in ("violin", "cello", "viola")]
+    with FakeLLM(responder(conclusions, new_topic={"name": "music", "title": "Music"})) as fake:
+        report = digest_file(vault.searcher, transcript(tmp_path), llm_for(fake), now=NOW, dry_run=True)
+    assert report.new_topics == ["music"]
+    assert report.diff.startswith("--- /dev/null\n+++ b/topics/music.md\n@@ -0,0 +1,")
+
+
 # ---- an LLM that misbehaves ----------------------------------------------------------------
 
 def snapshot(vault):

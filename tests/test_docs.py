@@ -24,8 +24,7 @@ def test_readme_config_keys_match_the_defaults():
     from memkit.config import Config
 
     for f in fields(Config):
-        if f.name != "explicit":
-            assert f"`{f.name}`" in README, f.name
+        assert f"`{f.name}`" in README, f.name
 
 
 def test_readme_setup_commands():

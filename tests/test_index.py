@@ -140,6 +140,26 @@ def test_other_model_gets_its_own_sidecar_then_old_is_pruned(tmp_path, fake, cap
     assert [p.name for p in (v.state_dir / "index").glob("*.sqlite3")] == ["other-model-16.sqlite3"]
 
 
+def test_pruning_removes_other_models_journal_files_too(tmp_path, fake):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
+    v.index()
+    folder = v.state_dir / "index"
+    ours = sorted(p.name for p in folder.iterdir())
+    others = ["gone-model-32.sqlite3", "gone-model-32.sqlite3-shm", "gone-model-32.sqlite3-wal"]
+    for name in [*others, "notes.txt", "gone-model.sqlite3"]:
+        write(folder / name, "x")
+    assert sorted(v.searcher.index.prune_other_models()) == others
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*ours, "notes.txt", "gone-model.sqlite3"])
+
+
+def test_index_report_as_json(tmp_path, fake):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n- apple tart\n"})
+    data = v.index().to_dict()
+    assert list(data) == ["entries", "files", "changed_files", "new", "reused", "removed", "seconds", "errors",
+                          "model", "dim"]
+    assert (data["entries"], data["new"], data["model"], data["dim"]) == (2, 2, fake.name, fake.dim)
+
+
 def test_search_does_not_wait_long_for_another_writer(tmp_path, fake, monkeypatch):
     from memkit import search as search_mod
 

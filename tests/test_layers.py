@@ -41,19 +41,50 @@ def test_no_private_names_of_other_objects(path):
     assert not found, f"{path.name}: " + "; ".join(f"line {n} {what}" for n, what in found)
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
-def test_memkit_modules_are_imported_at_the_top(path):
-    """A function-level import is for a heavy optional library, never to dodge an import cycle."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    late = []
+#: the only libraries a function may import (for what it alone needs), by top-level package
+LAZY_IMPORTS = {
+    "safetensors", "tokenizers", "huggingface_hub",  # loading the model: on its first use only
+    "mcp", "anyio",  # the optional memkit[mcp] extra
+    "watchdog",  # the observers (threads, platform backends): `memkit watch` alone needs them
+    "fcntl", "msvcrt",  # one platform's file locking
+}
+
+
+def _late_imports(tree: ast.AST):
+    """(line, module) of every import inside a function, nested functions included (once each)."""
+    seen = set()
     for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for node in ast.walk(fn):
-                if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("memkit")):
-                    late.append(node.lineno)
-                elif isinstance(node, ast.Import) and any(a.name.startswith("memkit") for a in node.names):
-                    late.append(node.lineno)
-    assert not late, f"{path.name}: memkit imported inside a function at line(s) {late}"
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in seen:
+                continue
+            seen.add(node.lineno)
+            if isinstance(node, ast.ImportFrom):
+                yield node.lineno, "." * node.level + (node.module or "")
+            else:
+                for alias in node.names:
+                    yield node.lineno, alias.name
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+def test_imports_are_at_the_top(path):
+    """A function-level import is for a heavy or optional library (LAZY_IMPORTS), never to dodge an
+    import cycle and never for a module that is cheap anyway (json, inspect, numpy…)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    late = [(line, module) for line, module in _late_imports(tree)
+            if module.startswith(".") or module.split(".")[0] not in LAZY_IMPORTS]
+    assert not late, f"{path.name}: imported inside a function: " + ", ".join(f"{m} (line {n})" for n, m in late)
+
+
+def test_the_late_import_check_catches_them():
+    code = ("import json\n"
+            "def f():\n    import inspect\n    from . import store\n    from memkit import vault\n"
+            "    import watchdog.observers\n"
+            "    def g():\n        import numpy as np\n")
+    found = [(n, m) for n, m in _late_imports(ast.parse(code))
+             if m.startswith(".") or m.split(".")[0] not in LAZY_IMPORTS]
+    assert found == [(3, "inspect"), (4, "."), (5, "memkit"), (8, "numpy")]
 
 
 def test_importing_memkit_has_no_side_effects(monkeypatch):

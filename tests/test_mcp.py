@@ -99,7 +99,7 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
      ["add", "x", "--topic", "../../etc/passwd"]),
     ("add_memory", {"text": "x", "topic": "CON"}, "reserved device name", ["add", "x", "--topic", "CON"]),
     ("add_memory", {"text": "x", "kind": "two words"}, "invalid kind 'two words'", ["add", "x", "--kind", "two words"]),
-    ("add_memory", {"text": "x" * 1_000_000}, "invalid value for text: 1,000,000 characters, the limit is 2,000",
+    ("add_memory", {"text": "x" * 1_000_000}, "invalid value for text: 1,000,000 characters, the limit is 4,000",
      None),
     ("add_memory", {"text": 5}, "invalid value for text: expected a string, got 5", None),
     ("add_memory", {"text": "x", "tags": "rice"}, "invalid value for tags: expected a list of strings", None),
@@ -371,3 +371,12 @@ def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, mo
     with caplog.at_level("INFO", logger="memkit"):
         anyio.run(scenario)
     assert "Traceback" in caplog.text and "disk on fire" in caplog.text
+
+
+def test_the_schemas_use_the_librarys_own_limits():
+    from memkit.mcp_server import TOOLS
+    from memkit.search import MAX_QUERY_CHARS
+    from memkit.store import MAX_ENTRY_CHARS
+
+    assert TOOLS["add_memory"]["schema"]["properties"]["text"]["maxLength"] == MAX_ENTRY_CHARS
+    assert TOOLS["search_memories"]["schema"]["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS

@@ -125,8 +125,8 @@ def test_split_keeps_a_custom_heading_and_the_summary(tmp_path):
     assert "parent_summary: recipes from grandma" in texts
 
 
-def test_topic_files_whose_names_slug_alike_keep_separate_records(tmp_path):
+def test_topic_files_whose_names_slug_alike_keep_separate_rows(tmp_path):
     v = make(tmp_path, {"my notes": "- first\n", "my_notes": "- second\n"})
     assert v.index().entries == 2
     fresh = Vault(v.root, embedder=FakeEmbedder())
-    assert fresh.index().new == 0  # nothing re-embedded: each file has its own record
+    assert fresh.index().new == 0  # nothing re-embedded: each file has its own row in the index

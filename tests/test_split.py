@@ -280,6 +280,19 @@ def names_reply(request: dict, names: dict[str, str]) -> str:
     return json.dumps({"parts": parts})
 
 
+def test_vault_split_uses_the_configured_llm_unless_told_none(tmp_path, no_thread_leaks):
+    names = {"rice": "rice", "bread": "baking", "kimchi": "fermenting"}
+    with FakeLLM(lambda req: names_reply(req, names)) as fake:
+        vault = make_vault(tmp_path, llm=LLMSettings(base_url=fake.base_url, model="m", timeout_s=5))
+        write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
+        assert vault.split("cooking", dry_run=True).named_by == "llm"  # llm="auto": memkit.yaml's
+        assert len(fake.requests) == 1
+        assert vault.split("cooking", llm=None, dry_run=True).named_by == "words"
+        vault.add("Likes rice with bomba and saffron", topic="cooking")  # past the threshold: split at once
+        assert not (vault.topics_dir / "cooking.md").exists()
+        assert len(fake.requests) == 1  # an add names the parts from their words: it never waits for an LLM
+
+
 def test_llm_names_the_parts(tmp_path, no_thread_leaks):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
@@ -493,11 +506,11 @@ def test_dry_run_writes_nothing_and_shows_a_diff(tmp_path):
     diff = plan.diff(vault.store)
     assert tree(vault.root) == before
     for name in plan.names:
-        assert f"--- /dev/null\n+++ topics/{name}.md\n" in diff
-    assert "--- topics/cooking.md\n+++ /dev/null\n" in diff
+        assert f"--- /dev/null\n+++ b/topics/{name}.md\n" in diff
+    assert "--- a/topics/cooking.md\n+++ /dev/null\n" in diff
     assert "-- Likes rice with" in diff and "+- Likes rice with" in diff
     assert "+parent: cooking\n" in diff
-    assert "--- index.txt\n+++ index.txt\n" in diff and "|cooking|food and recipes" in diff
+    assert "--- a/index.txt\n+++ b/index.txt\n" in diff and "|cooking|food and recipes" in diff
     names = apply_split(vault.store, plan)  # the dry-run plan can still be applied
     assert names == plan.names and plan.applied
     with pytest.raises(MemkitError, match="already applied"):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import string
+from pathlib import Path
 from datetime import datetime
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from memkit.errors import TopicParseError
 from memkit.topic import (
+    read_topic,
     append_line,
     decode_topic,
     format_entry,
@@ -226,3 +228,17 @@ def test_set_frontmatter_touches_one_line(text):
     else:  # the key was added just before the closing ---
         assert len(new_lines) == len(old_lines) + 1
         assert parse(new).meta["updated"] == when
+
+
+def test_frontmatter_agrees_with_python_frontmatter_on_the_sample_vault():
+    """memkit reads frontmatter itself (byte-preserving edits, a bounded YAML loader); on ordinary
+    files it must read the same metadata as python-frontmatter, the format's reference reader."""
+    import frontmatter
+
+    files = sorted((Path(__file__).resolve().parent.parent / "vault" / "topics").glob("*.md"))
+    assert len(files) >= 10
+    for path in files:
+        ours = read_topic(path, path.stem, f"topics/{path.name}")
+        theirs = frontmatter.loads(path.read_text(encoding="utf-8-sig"))
+        assert ours.meta == theirs.metadata, path.name
+        assert theirs.content.strip() in ours.raw

@@ -60,7 +60,7 @@ def test_discovery_order(tmp_path):
         ("index_max_entries: true\n", "index_max_entries must be int"),
         ("embedding_similarity_threshold: 3\n", "between -1 and 1"),
         ("embedding_similarity_threshold: high\n", "or 'auto'"),
-        ("llm: [a]\n", "llm must be dict"),
+        ("llm: [a]\n", "llm must be a mapping"),
         ("model: [\nx: 1\n", "line 3: not valid YAML"),
         ("- a\n", "expected a mapping"),
     ],
@@ -75,7 +75,16 @@ def test_config_values(tmp_path):
     write(tmp_path / "memkit.yaml", "index_max_entries: 3\nembedding_similarity_threshold: 0.5\n")
     v = Vault(tmp_path)
     assert v.config.index_max_entries == 3 and v.config.embedding_similarity_threshold == 0.5
-    assert v.config.explicit == {"index_max_entries", "embedding_similarity_threshold"}
+
+
+def test_model_precedence_flag_then_env_then_yaml(tmp_path, monkeypatch):
+    root = Vault.init(tmp_path / "v").root
+    write(root / "memkit.yaml", "model: from/yaml\n")
+    assert Vault(root, env={}).model == "from/yaml"
+    assert Vault(root, env={"MEMKIT_MODEL": "from/env"}).model == "from/env"
+    assert Vault(root, model="from/flag", env={"MEMKIT_MODEL": "from/env"}).model == "from/flag"
+    monkeypatch.setenv("MEMKIT_MODEL", "from/environ")
+    assert Vault(root).model == "from/environ"  # the README: the environment wins for library users too
 
 
 def test_add_creates_topic_then_appends(vault):
@@ -174,6 +183,20 @@ def test_symlink_outside_vault_not_followed(vault, tmp_path, caplog):
     with pytest.raises(MemkitError, match="outside the vault"):
         vault.add("x", topic="leak")
     assert secret.read_text() == "- secret entry\n"
+
+
+def test_a_fifo_in_topics_is_no_topic(vault, caplog):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    vault.add("a real entry", topic="real")
+    os.mkfifo(vault.topics_dir / "pipe.md")  # reading it the usual way would block
+    with caplog.at_level(logging.WARNING, logger="memkit"):
+        assert [t.name for t in vault.topics()] == ["real"]
+    assert "topics/pipe.md: is a FIFO, not a topic file; skipped" in caplog.text
+    with pytest.raises(TopicNotFound, match="topics/pipe.md: is a FIFO, not a topic file"):
+        vault.topic("pipe")
+    vault.add("another entry", topic="real")  # index.txt's upkeep skips it too
+    assert [r.topic for r in vault.recent()] == ["real"]
 
 
 def test_forget_archives_and_removes(vault):

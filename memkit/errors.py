@@ -36,6 +36,10 @@ class TopicParseError(MemkitError):
         super().__init__(f"{where}: {message}")
 
 
+class TopicNotWritable(MemkitError):
+    """A topic file memkit will not write into until a person fixes it (merge conflict, bad frontmatter)."""
+
+
 class TopicNotFound(MemkitError, KeyError):
     """No topic of that name in the vault."""
 

@@ -84,68 +84,61 @@ def append_bytes(path: Path, data: bytes | Callable[[bytes], bytes]) -> None:
         os.close(fd)
 
 
-def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None, *, attempts: int = 5) -> None:
+def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None) -> None:
     """Replace ``path`` with ``data`` atomically, unless it changed since it was read as ``base``.
 
     The caller read the file (``base``, whose stat was ``stamp``; ``None``: it did not exist) and
     computed ``data`` from it, holding the vault's write lock, so only someone outside memkit (an
-    editor, a shell) can have changed it since. Immediately before the rename the file's stat is
-    compared with ``stamp``:
+    editor, a shell) can have changed it since. ``data`` is written to a temp file and fsynced;
+    then, immediately before the rename, the file is compared with what was read:
 
-    - unchanged: renamed into place; bytes appended to the old file by a writer that still had it
-      open during the rename are then appended to the new file (nothing appended is lost);
-    - only appended to since (``base`` is a prefix of it): the appended tail is carried over to
-      ``data`` and the check runs again;
-    - changed otherwise: :class:`FileChanged` is raised and nothing is written.
+    - unchanged, or only appended to (``base`` is a prefix of it, same inode): the temp file is
+      renamed into place, and every byte appended to the old file beyond ``base`` — before the
+      rename or by a writer that still had it open during it — is appended to the new file
+      (nothing appended is ever lost);
+    - changed otherwise (rewritten, truncated, replaced, deleted, created): :class:`FileChanged`
+      is raised and nothing is written.
 
-    The window that remains is the time between the last check and the rename (microseconds).
+    The window that remains: a rewrite (not an append) in the microseconds between that check and
+    the rename is overwritten.
     """
-    for _ in range(attempts):
-        tmp = _write_temp(path, data)
-        renamed = False
+    tmp = _write_temp(path, data)
+    renamed = False
+    try:
         try:
-            try:
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-            except FileNotFoundError:
-                if stamp is not None:
-                    raise FileChanged(f"{path.name} was deleted while memkit was rewriting it; nothing was written")
-                fd = -1
-            try:
-                if fd >= 0:
-                    st = os.fstat(fd)
-                    if not stat.S_ISREG(st.st_mode):
-                        raise NotRegularFile(f"is {file_kind(st.st_mode)}, not a regular file")
-                    if stamp is None or stamp_of(st) != stamp:
-                        now = _read_fd(fd)
-                        if stamp is None or not now.startswith(base) or st.st_ino != stamp[2]:
-                            raise FileChanged(f"{path.name} was changed by someone else while memkit was rewriting "
-                                              f"it; nothing was written (their change is kept): try again")
-                        tail = now[len(base):]
-                        data = data + (b"" if not data or data.endswith(b"\n") or tail.startswith((b"\n", b"\r"))
-                                       else b"\n") + tail
-                        base, stamp = now, stamp_of(st)
-                        continue  # write the temp file again with their lines
-                os.replace(tmp, path)
-                renamed = True
-                if fd >= 0:  # a writer that had the old file open may have appended to it meanwhile
-                    late = os.pread(fd, 1 << 24, len(base))
-                    if late:
-                        append_bytes(path, late)
-            finally:
-                if fd >= 0:
-                    os.close(fd)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
+            if stamp is not None:
+                raise FileChanged(f"{path.name} was deleted while memkit was rewriting it; nothing was written")
+            fd = -1
+        try:
+            if fd >= 0:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise NotRegularFile(f"is {file_kind(st.st_mode)}, not a regular file")
+                if stamp is None or (stamp_of(st) != stamp and (
+                        st.st_ino != stamp[2] or st.st_size < len(base) or os.pread(fd, len(base), 0) != base)):
+                    raise FileChanged(f"{path.name} was changed by someone else while memkit was rewriting it; "
+                                      f"nothing was written (their change is kept): try again")
+            os.replace(tmp, path)
+            renamed = True
+            if fd >= 0:  # what was appended to the old file since it was read goes to the new one
+                late = _read_fd(fd, len(base))
+                if late:
+                    join = b"" if not data or data.endswith((b"\n", b"\r")) or late.startswith((b"\n", b"\r")) else b"\n"
+                    append_bytes(path, join + late)
         finally:
-            if not renamed:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-        _fsync_dir(path.parent)
-        return
-    raise FileChanged(f"{path.name} kept changing while memkit was rewriting it; nothing was written: try again")
+            if fd >= 0:
+                os.close(fd)
+    finally:
+        if not renamed:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    _fsync_dir(path.parent)
 
 
-def _read_fd(fd: int) -> bytes:
+def _read_fd(fd: int, offset: int = 0) -> bytes:
     chunks: list[bytes] = []
-    offset = 0
     while True:
         chunk = os.pread(fd, 1 << 20, offset)
         if not chunk:

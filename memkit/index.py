@@ -403,7 +403,11 @@ class Index:
         parsed: list[tuple[TopicFile, Topic | None, str | None]] = []
         for tf in changed:
             try:
-                parsed.append((tf, read_topic(tf.path, tf.name, store.rel(tf.path)), None))
+                found = read_topic(tf.path, tf.name, store.rel(tf.path))
+                problems = [p.message for p in found.problems if p.blocks_writes]  # read anyway: reported
+                store.warn_problems(found)
+                report.errors += problems
+                parsed.append((tf, found, "; ".join(problems) or None))
             except TopicParseError as exc:
                 store.warn_once(f"{exc}; skipped")
                 report.errors.append(str(exc))

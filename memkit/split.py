@@ -813,7 +813,7 @@ def _check(plan: SplitPlan, parent: Topic, texts: dict[str, str]) -> None:
 def _recent_items(store: Store, plan: SplitPlan, now: datetime) -> list[RecentTopic]:
     names = set(plan.names)
     existing = {tf.name for tf in store.topic_files()} | names
-    items = [r for r in store.recent() if r.topic != plan.parent and r.topic not in names and r.topic in existing]
+    items = [r for r in store.recent(write=False) if r.topic != plan.parent and r.topic not in names and r.topic in existing]
     return items + [RecentTopic(now, p.name, _one_line(p.summary, 300)) for p in plan.parts]
 
 

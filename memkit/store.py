@@ -8,6 +8,7 @@ written by its owner with :mod:`memkit.fsutil`.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -18,7 +19,16 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .config import CONFIG_NAME, DEFAULT_CONFIG_TEXT, Config, load_config
-from .errors import EntryNotFound, InvalidValue, MemkitError, TopicNotFound, TopicParseError, VaultExists, VaultNotFound
+from .errors import (
+    EntryNotFound,
+    InvalidValue,
+    MemkitError,
+    TopicNotFound,
+    TopicNotWritable,
+    TopicParseError,
+    VaultExists,
+    VaultNotFound,
+)
 from .fsutil import (
     FileChanged,
     NotRegularFile,
@@ -60,6 +70,8 @@ ARCHIVE_HEADER = (
     "Move a line back to its topic to undo.\n\n"
 )
 LOCK_TIMEOUT_S = 30.0
+SEEN_FILE = "recent-seen.json"  #: under .memkit/: topic file mtimes when index.txt was last reconciled
+HAND_EDIT_SLACK_S = 2.0  #: a file this much newer than its index.txt time was changed outside memkit
 MAX_RECENT_BYTES = 1 << 20  #: index.txt holds a few dozen lines
 MAX_ENTRY_CHARS = 4000  #: one memory is a sentence or a paragraph, not a document
 
@@ -227,15 +239,25 @@ class Store:
             (root / INBOX_DIR).mkdir(exist_ok=True)
             if not (root / INDEX_TXT).exists():
                 atomic_write(root / INDEX_TXT, b"")
-            gitignore = root / ".gitignore"
-            if not gitignore.exists():
-                atomic_write(gitignore, f"{STATE_DIR}/\n")
-            elif f"{STATE_DIR}/" not in gitignore.read_text(encoding="utf-8", errors="replace").split():
-                atomic_write(gitignore, gitignore.read_bytes().rstrip(b"\n") + f"\n{STATE_DIR}/\n".encode())
+            _add_lines(root / ".gitignore", GITIGNORE_LINES)
+            _add_lines(root / ".gitattributes", GITATTRIBUTES_LINES)
             atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT)
         except OSError as exc:
             raise describe_os_error(exc, f"the vault at {root}") from exc
         return cls(root)
+
+    def ensure_git_files(self) -> list[str]:
+        """Add memkit's lines to the vault's ``.gitignore`` and ``.gitattributes`` where missing
+        (idempotent; every other line is kept); returns the files changed."""
+        changed = []
+        with self.lock():
+            for name, lines in ((".gitignore", GITIGNORE_LINES), (".gitattributes", GITATTRIBUTES_LINES)):
+                try:
+                    if _add_lines(self.write_target(self.root / name), lines):
+                        changed.append(name)
+                except OSError as exc:
+                    raise describe_os_error(exc, name) from exc
+        return changed
 
     # ---- locking -------------------------------------------------------------------------------
     def lock(self) -> VaultLock:
@@ -303,9 +325,18 @@ class Store:
         """Parse every topic; a malformed one is skipped with a warning naming file and line."""
         for tf in self.topic_files():
             try:
-                yield read_topic(tf.path, tf.name, self.rel(tf.path))
+                topic = read_topic(tf.path, tf.name, self.rel(tf.path))
             except TopicParseError as exc:
                 self.warn_once(f"{exc}; skipped")
+                continue
+            self.warn_problems(topic)
+            yield topic
+
+    def warn_problems(self, topic: Topic) -> None:
+        """Warn (once per Store) about what in ``topic`` needs a person: a merge conflict, bad frontmatter."""
+        for problem in topic.problems:
+            if problem.blocks_writes:
+                self.warn_once(problem.message)
 
     def topic(self, name: str) -> Topic:
         """Parse one topic. :raises TopicNotFound: if there is no such topic (or memkit does not read its file)."""
@@ -315,7 +346,23 @@ class Store:
             raise TopicNotFound(f"no topic {path.stem!r} in {TOPICS_DIR}/ (see `memkit topics`)")
         if not isinstance(found, TopicFile):
             raise TopicNotFound(f"{topic_relpath(path.stem)}: {found}; not read")
-        return read_topic(found.path, found.name, self.rel(found.path))
+        topic = read_topic(found.path, found.name, self.rel(found.path))
+        self.warn_problems(topic)
+        return topic
+
+    def subtopics(self, parent: str) -> list[str]:
+        """The topics a split made of ``parent`` (``parent: NAME`` in their frontmatter), by name."""
+        stem = check_topic_name(parent)
+        out = []
+        for tf in self.topic_files():
+            if not tf.name.startswith(stem + "-"):
+                continue
+            try:
+                if str(read_topic(tf.path, tf.name, self.rel(tf.path)).meta.get("parent", "")) == stem:
+                    out.append(tf.name)
+            except TopicParseError:
+                continue
+        return out
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, updated time and summary."""
@@ -346,12 +393,23 @@ class Store:
             needle = " ".join(str(match).split()).casefold()
             found = [e for e in entries if needle in " ".join(e.text.split()).casefold()]
             what = f"text matching {match!r}"
+        return self._one(found, what)[-1]
+
+    def find_all(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> list[Entry]:
+        """Every occurrence of the entry :meth:`find` finds (the same text written more than once,
+        e.g. after a merge that kept both sides), in file order."""
+        found = self.find(ref, match=match, topic=topic)
+        return [e for e in self.entries(found.topic) if e.hash == found.hash]
+
+    def _one(self, found: list[Entry], what: str) -> list[Entry]:
+        """``found`` when it is one entry, possibly written several times (identical text, one
+        topic); :raises EntryNotFound: none, or several different entries (listed)."""
         if not found:
             raise EntryNotFound(f"no entry with {what} (see `memkit show TOPIC` for ids)")
-        if len({(e.file, e.line) for e in found}) > 1:
+        if len({(e.hash, e.topic) for e in found}) > 1:
             listing = "; ".join(f"{e.id} {e.topic}: {_short(e.text)}" for e in found[:8])
             raise EntryNotFound(f"{len(found)} entries with {what}, be more specific (or give --topic): {listing}")
-        return found[0]
+        return found
 
     # ---- writing topics ------------------------------------------------------------------------
     def read_for_write(self, name: str) -> Topic | None:
@@ -367,7 +425,11 @@ class Store:
             return None
         if path.is_symlink() and not self.is_inside(path):
             raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
-        return read_topic(path, path.stem, self.rel(path))
+        topic = read_topic(path, path.stem, self.rel(path))
+        problem = topic.write_problem()
+        if problem is not None:
+            raise TopicNotWritable(f"{problem.message}. Nothing was written")
+        return topic
 
     def write_topic(self, name: str, text: str, *, current: Topic | None, now: datetime,
                     touch_recent: bool = True) -> Topic:
@@ -438,6 +500,11 @@ class Store:
         :raises MemkitError: for empty text or a bad kind/tag; TopicNameError for a bad topic.
         """
         text = " ".join(text.split())
+        pasted = _PASTED_ITEM_RE.match(text)  # "- [decision] Chose oak (2026-02-01)" pasted from a topic
+        if pasted:
+            text = text[pasted.end():]
+        if kind is not None and _KIND_PREFIX_RE.match(text):
+            text = _KIND_PREFIX_RE.sub("", text, count=1)  # --kind wins over a [kind] in the text
         if not text:
             raise MemkitError("nothing to add: the text is empty")
         if len(text) > MAX_ENTRY_CHARS:
@@ -480,8 +547,10 @@ class Store:
         return entry, len(written.entries)
 
     def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
-               reason: str = "forgotten") -> Entry:
-        """Remove one entry from its topic and append it to archive.md (tracked, so git keeps it).
+               reason: str = "forgotten", every: bool = False) -> list[Entry]:
+        """Remove an entry from its topic and append it to archive.md (tracked, so git keeps it).
+        An entry written more than once (a merge can leave that) loses its last occurrence, or
+        every one with ``every``. Returns the entries removed (with the lines they had).
 
         The archive is written before the topic, so a crash in between duplicates, never loses.
         """
@@ -489,13 +558,18 @@ class Store:
         now = datetime.now().replace(microsecond=0)
         with self.lock():
             current = self.read_for_write(target.topic)  # re-read under the lock: lines may have moved
-            entry = next((e for e in current.entries if e.hash == target.hash), None) if current else None
-            if current is None or entry is None:
+            same = [e for e in current.entries if e.hash == target.hash] if current else []
+            if current is None or not same:
                 raise EntryNotFound(f"entry {target.id} changed while forgetting it; try again")
-            new_text, removed = remove_lines(current.raw, entry.line, entry.end_line)
-            self.archive([ArchiveItem(entry, " ".join(removed.split()), reason)], now)
-            self.write_topic(current.name, new_text, current=current, now=now)
-        return entry
+            gone = same if every else same[-1:]
+            text = current.raw
+            for entry in sorted(gone, key=lambda e: -e.line):  # bottom up: line numbers stay valid
+                text, _ = remove_lines(text, entry.line, entry.end_line)
+            lines = current.raw.split("\n")
+            self.archive([ArchiveItem(e, " ".join("\n".join(lines[e.line - 1:e.end_line]).split()), reason)
+                          for e in gone], now)
+            self.write_topic(current.name, text, current=current, now=now)
+        return gone
 
     # ---- inbox/ ---------------------------------------------------------------------------------
     def queue_transcript(self, name: str, data: bytes) -> Path:
@@ -577,8 +651,60 @@ class Store:
                 raise describe_os_error(exc, ARCHIVE) from exc
 
     # ---- index.txt -----------------------------------------------------------------------------
-    def recent(self) -> list[RecentTopic]:
-        """The lines of index.txt, newest first."""
+    def recent(self, *, write: bool = True) -> list[RecentTopic]:
+        """The recent topics, newest first, one per topic: index.txt, repaired and kept in step
+        with the files (``write=False``: computed but not written, for a dry run).
+
+        - What a union merge of index.txt leaves (a topic twice, out of order, too many lines,
+          conflict markers) is read as one line per topic, the newest; topics whose file is gone
+          drop out.
+        - A topic file that index.txt does not list (created by hand) is added at its own date
+          (its frontmatter and entries, else the file's time).
+        - A topic file changed since memkit last looked, and later than its index.txt time, was
+          edited outside memkit (an editor, a ``git pull``): it counts as updated then.
+
+        index.txt is rewritten when any of this changed it (not in a read-only vault).
+        """
+        items = self._read_recent()
+        files = {tf.name: tf for tf in self.topic_files()}
+        seen = self._load_seen()
+        best: dict[str, RecentTopic] = {}
+        for item in items:
+            if item.topic in files and (item.topic not in best or item.updated > best[item.topic].updated):
+                best[item.topic] = item
+        for name, tf in files.items():
+            listed = best.get(name)
+            changed = seen is not None and seen.get(name) != tf.stat.st_mtime_ns
+            if listed is not None and not changed:
+                continue
+            mtime = datetime.fromtimestamp(tf.stat.st_mtime).replace(microsecond=0)
+            try:
+                topic = read_topic(tf.path, tf.name, self.rel(tf.path))
+                when, summary = topic.updated(), topic.summary
+            except TopicParseError:
+                when, summary = mtime, ""
+            if listed is not None:  # listed, and changed since memkit last looked
+                when = max(when, listed.updated)
+                if (mtime - listed.updated).total_seconds() > HAND_EDIT_SLACK_S:
+                    when = max(when, mtime)  # written outside memkit (an editor, a git pull): now
+            elif seen is not None:
+                when = max(when, mtime)  # a topic file that appeared since memkit last looked
+            best[name] = RecentTopic(when, name, summary)
+        result = sorted(best.values(), key=lambda r: (r.updated, r.topic), reverse=True)
+        result = result[: self.config.index_max_entries]
+        if not write:
+            return result
+        self._save_seen({name: tf.stat.st_mtime_ns for name, tf in files.items()})
+        if render_recent(result, self.config.index_max_entries) != render_recent(items, 1 << 30) or \
+                len(items) != len(result):
+            try:
+                self.write_recent(result)
+            except MemkitError as exc:  # a read-only vault: the repair is shown, not written
+                log.debug("index.txt not repaired: %s", exc)
+        return result
+
+    def _read_recent(self) -> list[RecentTopic]:
+        """index.txt's lines as they are (see :meth:`recent` for the repaired list)."""
         try:
             text = read_regular(self.recent_path, MAX_RECENT_BYTES)[0].decode("utf-8", errors="replace")
         except FileNotFoundError:
@@ -586,18 +712,37 @@ class Store:
         except (OSError, NotRegularFile) as exc:  # a FIFO, a folder, too large: rebuilt from the topics
             self.warn_once(f"{INDEX_TXT}: {exc}; ignored (`memkit recent --rebuild` rewrites it)")
             return []
-        return sorted(parse_recent(text), key=lambda r: r.updated, reverse=True)
+        return parse_recent(text)
+
+    def _load_seen(self) -> dict[str, int] | None:
+        """Each topic file's mtime when :meth:`recent` last looked (None: never looked)."""
+        try:
+            data = json.loads(read_regular(self.state_dir / SEEN_FILE, 1 << 24)[0])
+        except (OSError, MemkitError, ValueError):
+            return None
+        return {str(k): v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else None
+
+    def _save_seen(self, seen: dict[str, int]) -> None:
+        if seen == self._load_seen():
+            return
+        try:
+            self.state_dir.mkdir(exist_ok=True)
+            atomic_write(self.state_dir / SEEN_FILE, json.dumps(seen, sort_keys=True))
+        except OSError:
+            pass  # derived data: a read-only vault just looks again next time
 
     def rebuild_recent(self) -> list[RecentTopic]:
-        """Regenerate index.txt from the topic files' ``updated`` (mtime if absent) and summaries."""
+        """Regenerate index.txt from the topic files' dates (:meth:`Topic.updated`) and summaries."""
         with self.lock():
-            self.write_recent([RecentTopic(t.updated(), t.name, t.summary) for t in self.iter_topics()])
-        return self.recent()
+            items = [RecentTopic(t.updated(), t.name, t.summary) for t in self.iter_topics()]
+            self.write_recent(items)
+            self._save_seen({tf.name: tf.stat.st_mtime_ns for tf in self.topic_files()})
+        return self._read_recent()
 
     def touch_recent(self, topic: str, summary: str, now: datetime) -> None:
         """Put ``topic`` at the top of index.txt; topics that vanished drop out."""
         with self.lock():
-            items = [r for r in self.recent() if r.topic != topic and self._is_topic(r.topic)]
+            items = [r for r in self._read_recent() if r.topic != topic and self._is_topic(r.topic)]
             if self._is_topic(topic):
                 items.append(RecentTopic(now, topic, summary))
             self.write_recent(items)
@@ -628,6 +773,32 @@ class Store:
         if "/" in name or "\\" in name or "\0" in name or not self.topics_dir_inside():
             return False
         return isinstance(self._topic_file(self.topics_dir / f"{name}.md"), TopicFile)
+
+
+_PASTED_ITEM_RE = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+(?=\S)")
+_KIND_PREFIX_RE = re.compile(r"^\[[A-Za-z][\w-]{0,30}\]\s*")
+GITIGNORE_LINES = (f"{STATE_DIR}/", f"{INBOX_DIR}/done/", "*.error")
+GITATTRIBUTES_LINES = (
+    "# memkit: merge-friendly vault (`memkit git-setup` registers the memkit merge driver in each clone)",
+    "topics/*.md merge=memkit",
+    "archive.md merge=union",
+    "index.txt merge=union",
+)
+
+
+def _add_lines(path: Path, lines: Sequence[str]) -> bool:
+    """Append the ``lines`` missing from ``path`` (created if absent); True if it changed."""
+    try:
+        old = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        old = ""
+    present = {line.strip() for line in old.splitlines()}
+    missing = [line for line in lines if line.strip() not in present]
+    if not missing:
+        return False
+    text = old + ("" if not old or old.endswith("\n") else "\n") + "".join(line + "\n" for line in missing)
+    atomic_write(path, text.encode("utf-8", errors="surrogateescape"))
+    return True
 
 
 def archive_line(item: ArchiveItem, now: datetime) -> str:

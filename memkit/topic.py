@@ -75,6 +75,20 @@ class Entry:
         return _DATE_RE.sub("", text)
 
 
+@dataclass(frozen=True)
+class Problem:
+    """Something in a topic file that a person should look at (memkit reads around it)."""
+
+    kind: str  #: ``conflict`` (git merge markers), ``frontmatter`` (not valid YAML) or ``duplicate-key``
+    line: int  #: 1-based line in the file
+    message: str  #: one line: what, where, what to do
+
+    @property
+    def blocks_writes(self) -> bool:
+        """Whether memkit refuses to write into the file until a person fixes it."""
+        return self.kind in ("conflict", "frontmatter")
+
+
 @dataclass
 class Topic:
     """A parsed topic file; :attr:`raw` is the exact text so edits can preserve every byte."""
@@ -90,6 +104,11 @@ class Topic:
     warnings: list[str] = field(default_factory=list)
     stamp: tuple[int, int, int] | None = None  #: (size, mtime_ns, inode) when read from disk
     cr: bool = False  #: the file ends its lines with a bare CR (old Mac style); :attr:`raw` holds LF
+    problems: list[Problem] = field(default_factory=list)  #: merge conflicts, invalid frontmatter…
+
+    def write_problem(self) -> Problem | None:
+        """The first problem that makes memkit refuse to write into this file (None: it may)."""
+        return next((p for p in self.problems if p.blocks_writes), None)
 
     def append_suffix(self, line: str) -> str:
         """What :func:`append_line` adds at the end of :attr:`raw` to append ``line``."""
@@ -193,25 +212,97 @@ def decode_topic(data: bytes, path: str) -> tuple[str, bool]:
     return text, bom
 
 
-def _parse_frontmatter(lines: list[str], path: str) -> tuple[dict[str, Any], int, bool]:
+_MARKER_RE = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?:[ \t].*)?$")
+
+
+def conflict_lines(lines: list[str]) -> tuple[list[int], frozenset[int]]:
+    """Unresolved git merge conflicts: (the 0-based line of each ``<<<<<<<``, every line to leave
+    out: the marker lines, and a diff3 base section between ``|||||||`` and ``=======``). Both
+    sides' own lines stay. A marker outside a complete ``<<<<<<< … ======= … >>>>>>>`` is text."""
+    starts: list[int] = []
+    hidden: set[int] = set()
+    i, n = 0, len(lines)
+    while i < n:
+        if not _strip_eol(lines[i]).startswith("<<<<<<<") or not _MARKER_RE.match(_strip_eol(lines[i])):
+            i += 1
+            continue
+        base = mid = end = None
+        for j in range(i + 1, n):
+            bare = _strip_eol(lines[j])
+            if not _MARKER_RE.match(bare):
+                continue
+            if bare.startswith("|||||||") and base is None and mid is None:
+                base = j
+            elif bare.startswith("=======") and mid is None:
+                mid = j
+            elif bare.startswith(">>>>>>>") and mid is not None:
+                end = j
+                break
+            elif bare.startswith("<<<<<<<"):
+                break
+        if mid is None or end is None:
+            i += 1
+            continue
+        starts.append(i)
+        hidden.update((i, mid, end))
+        if base is not None:
+            hidden.update(range(base, mid))
+        i = end + 1
+    return starts, frozenset(hidden)
+
+
+def _parse_frontmatter(lines: list[str], path: str, hidden: frozenset[int],
+                       problems: list[Problem]) -> tuple[dict[str, Any], int, bool]:
+    """(meta, first body line, has frontmatter). Invalid YAML is a problem, not an error: the
+    body is still read. Lines of a merge conflict inside it are left out, so both sides' keys
+    count; a timestamp key written twice keeps the newest ``updated`` and the oldest ``created``."""
     if not lines or _strip_eol(lines[0]).rstrip() != "---":
         return {}, 0, False
     for i in range(1, len(lines)):
-        if _strip_eol(lines[i]).rstrip() in ("---", "..."):
+        if i not in hidden and _strip_eol(lines[i]).rstrip() in ("---", "..."):
             break
     else:
-        raise TopicParseError(path, "frontmatter opened with '---' is never closed", 1)
-    block = "".join(lines[1:i])
+        problems.append(Problem("frontmatter", 1, f"{path} line 1: frontmatter opened with '---' is never closed: "
+                                                   "add a '---' line after it"))
+        return {}, 0, False
+    kept = [k for k in range(1, i) if k not in hidden]
+    block = "".join(lines[k] for k in kept)
     try:
         meta = load_yaml(block)
     except YamlError as exc:
-        raise TopicParseError(path, f"frontmatter is not valid YAML: {exc.problem}",
-                              exc.line + 1 if exc.line else 1) from None
+        # the line of the file: a problem at the end of the block is on its closing '---'
+        line = (kept[exc.line - 1] + 1 if exc.line <= len(kept) else i + 1) if exc.line else 1
+        problems.append(Problem("frontmatter", line, f"{path} line {line}: frontmatter is not valid YAML: "
+                                                      f"{exc.problem} (its entries are still read; fix the "
+                                                      f"frontmatter to let memkit write to the file)"))
+        return {}, i + 1, True
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
-        raise TopicParseError(path, "frontmatter must be a mapping of keys to values", 2)
+        problems.append(Problem("frontmatter", 2, f"{path} line 2: frontmatter must be a mapping of keys to values"))
+        return {}, i + 1, True
+    seen: dict[str, list[int]] = {}
+    for k in kept:
+        key = frontmatter_key(lines[k])
+        if key is not None:
+            seen.setdefault(key, []).append(k)
+    for key, rows in seen.items():
+        if len(rows) < 2:
+            continue
+        problems.append(Problem("duplicate-key", rows[1] + 1, f"{path} line {rows[1] + 1}: frontmatter key "
+                                                               f"{key!r} is written {len(rows)} times (after a merge?); "
+                                                               "`memkit check --fix` keeps one"))
+        if key in ("updated", "created"):
+            stamps = [d for d in (as_datetime(_scalar(lines[r])) for r in rows) if d is not None]
+            if stamps:
+                meta[key] = max(stamps) if key == "updated" else min(stamps)
     return meta, i + 1, True
+
+
+def _scalar(line: str) -> str:
+    """The value of a ``key: value`` frontmatter line, without quotes or a trailing comment."""
+    value = _COMMENT_RE.sub("", _strip_eol(line).split(":", 1)[1]).strip()
+    return value.strip("'\"")
 
 
 def is_list_line(line: str) -> bool:
@@ -317,7 +408,12 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
     :param bom: whether the file started with a UTF-8 BOM (kept when rewriting).
     """
     lines = split_lines(text)
-    meta, start, has_fm = _parse_frontmatter(lines, file)
+    conflicts, markers = conflict_lines(lines)
+    problems = [Problem("conflict", c + 1, f"{file} line {c + 1}: unresolved merge conflict (<<<<<<< … >>>>>>>): "
+                                           f"keep the lines you want, delete the marker lines, then `git add {file}`; "
+                                           "memkit reads both sides and writes nothing into the file until then")
+                for c in conflicts]
+    meta, start, has_fm = _parse_frontmatter(lines, file, markers, problems)
     entries: list[Entry] = []
     para: list[str] = []
     para_start = 0
@@ -350,6 +446,10 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
     for i in range(start, len(lines)):
         line = _strip_eol(lines[i])
         stripped = line.strip()
+        if i in markers:  # a merge conflict's marker line: structure; both sides' lines are read
+            flush_item(last_content)
+            flush_para(last_content)
+            continue
         if i in blocks.code:  # the text of a fenced block is one paragraph entry
             if not para:
                 para_start = i
@@ -389,7 +489,7 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
         last_content = i
     flush_item(last_content)
     flush_para(last_content)
-    return Topic(name, path or Path(file), text, meta, entries, start, has_fm, bom)
+    return Topic(name, path or Path(file), text, meta, entries, start, has_fm, bom, problems=problems)
 
 
 def read_topic(path: Path, name: str, file: str) -> Topic:

@@ -169,10 +169,18 @@ class Vault:
 
     def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
                reason: str = "forgotten") -> Entry:
-        """Remove one entry (by id prefix or text) and keep it in archive.md; returns it."""
-        entry = self.store.forget(ref, match=match, topic=topic, reason=reason)
+        """Remove one entry (by id prefix or text) and keep it in archive.md; returns it (with the
+        line it had). An entry written twice (a merge can leave that) loses its last occurrence."""
+        (entry,) = self.store.forget(ref, match=match, topic=topic, reason=reason)
         self.changed()
         return entry
+
+    def forget_every(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
+                     reason: str = "forgotten") -> list[Entry]:
+        """Like :meth:`forget`, removing every occurrence of the entry; returns them."""
+        entries = self.store.forget(ref, match=match, topic=topic, reason=reason, every=True)
+        self.changed()
+        return entries
 
     def queue_transcript(self, name: str, data: bytes) -> Path:
         """Put a transcript in inbox/ (atomically; a file of that name is replaced) for

@@ -21,11 +21,9 @@ import time
 from types import TracebackType
 from typing import Any, Callable
 
-from .errors import MemkitError, TopicParseError
+from .errors import MemkitError
 from .index import Index, IndexReport
 from .names import is_topic_filename
-from .recent import RecentTopic, parse_recent
-from .topic import read_topic
 from .vault import Vault
 
 log = logging.getLogger("memkit")
@@ -336,18 +334,14 @@ class Watcher:
         try:
             with _QUIET:  # topic_files() warns about outside symlinks at every call
                 changed, gone = index.stale()
-            known = set(index.indexed_paths())
             changed_paths = [self.vault.rel(tf.path) for tf in changed]
             report = index.refresh()
             if report.rebuilt_model:
                 index.prune_other_models()
-            if (changed_paths or gone) and not self._recent_dirty:
-                # a topic came or went, or its index.txt line is no longer right
-                self._recent_dirty = bool(gone) or any(p not in known for p in changed_paths) or \
-                    not self._recent_is_current(changed_paths)
-            if self._recent_dirty:
+            if changed_paths or gone or self._recent_dirty:
+                # a topic came, went or changed: index.txt follows (a hand edit counts as an update)
                 with _QUIET:
-                    self.vault.rebuild_recent()
+                    self.vault.recent()
                 self._recent_dirty = False
         except Exception as exc:
             self._failed(exc)
@@ -369,33 +363,6 @@ class Watcher:
             self._callback(self.on_update, report)
         for problem in report.errors:
             self._report(problem)  # the index has logged it already
-
-    def _recent_is_current(self, changed: list[str]) -> bool:
-        """Whether index.txt already holds the right line for each changed topic, so the rebuild,
-        which parses every topic of the vault, can be skipped (editing an entry by hand changes
-        no ``updated`` and no summary)."""
-        try:
-            text = self.vault.recent_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return False
-        lines = set(text.splitlines())
-        listed = parse_recent(text)
-        full = len(listed) >= self.vault.config.index_max_entries
-        oldest = min(((r.updated, r.topic) for r in listed), default=None)
-        for rel in changed:
-            path = self.vault.root / rel
-            try:
-                topic = read_topic(path, path.stem, rel)
-            except TopicParseError:
-                return False  # the rebuild decides what a malformed topic's line becomes
-            item = RecentTopic(topic.updated(), topic.name, topic.summary)
-            if item.line() in lines:
-                continue
-            if full and oldest is not None and (item.updated, item.topic) < oldest and \
-                    all(r.topic != topic.name for r in listed):
-                continue  # too old to be listed, and not listed
-            return False
-        return True
 
     def _failed(self, exc: Exception) -> None:
         delay = RETRY_S[min(self._failures, len(RETRY_S) - 1)]

@@ -189,15 +189,20 @@ ALIAS_BOMB = ('a: &a ["x","x","x","x","x","x","x","x","x"]\n'
     ("title: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than 64 levels"),
     ("title: x\nnote: '" + "y" * 300_000 + "'\n", "over the 256 kB limit"),
 ])
-def test_hostile_frontmatter_is_skipped_with_a_warning_and_the_vault_goes_on(tmp_path: Path, caplog,
+def test_hostile_frontmatter_is_refused_with_a_warning_and_the_vault_goes_on(tmp_path: Path, caplog,
                                                                              frontmatter: str, problem: str) -> None:
     vault = Vault.init(tmp_path / "v")
     write(vault.topics_dir / "bomb.md", f"---\n{frontmatter}---\n- inside the bomb\n")
     vault.add("a normal memory", topic="fine")
-    assert [t.name for t in vault.topics()] == ["fine"]  # returns at once, the bad file skipped
+    # returns at once: the frontmatter is refused, the body's entries are still read
+    assert [t.name for t in vault.topics()] == ["bomb", "fine"]
+    assert [e.text for e in vault.topic("bomb").entries] == ["inside the bomb"]
     assert any("topics/bomb.md" in r.getMessage() and re.search(problem, r.getMessage()) for r in caplog.records)
+    path = vault.topics_dir / "bomb.md"
+    before = path.read_bytes()
     with pytest.raises(MemkitError, match=problem):
         vault.add("more", topic="bomb")
+    assert path.read_bytes() == before
 
 
 def test_alias_bomb_in_memkit_yaml_is_a_config_error(tmp_path: Path) -> None:

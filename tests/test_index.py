@@ -203,7 +203,7 @@ def test_malformed_file_is_reported_and_others_indexed(tmp_path, fake, caplog):
     write(v.topics_dir / "bin.md", b"\x00\x01\x02\xff")
     with caplog.at_level(logging.WARNING, logger="memkit"):
         report = v.index()
-    assert report.entries == 1
+    assert report.entries == 2  # bad.md's frontmatter is refused, its entries are still indexed
     assert sorted(e.split(":")[0] for e in report.errors) == ["topics/bad.md line 3", "topics/bin.md line 1"]
     assert "topics/bad.md line 3: frontmatter is not valid YAML" in caplog.text
 

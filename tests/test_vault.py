@@ -141,14 +141,14 @@ def test_topic_names_made_canonical(vault):
     assert vault.add("x", topic="Home Lab").topic == "home-lab"
 
 
-def test_malformed_topic_is_skipped_with_warning(vault, caplog):
+def test_malformed_topic_is_reported_with_warning(vault, caplog):
     write(vault.topics_dir / "good.md", "- fine\n")
     write(vault.topics_dir / "bad.md", "---\ntitle: [oops\n---\n- hidden\n")
     write(vault.topics_dir / "latin1.md", b"- caf\xe9\n")
     write(vault.topics_dir / "empty.md", "")
     with caplog.at_level(logging.WARNING, logger="memkit"):
         infos = {t.name: t.entries for t in vault.topics()}
-    assert infos == {"good": 1, "empty": 0}
+    assert infos == {"good": 1, "empty": 0, "bad": 1}  # bad frontmatter: the body's entries still count
     messages = " | ".join(r.getMessage() for r in caplog.records)
     assert "topics/bad.md line 3: frontmatter is not valid YAML" in messages
     assert "topics/latin1.md line 1: not valid UTF-8" in messages

@@ -6,7 +6,7 @@ with the MCP SDK's stdio client — list the tools, add a memory, search, forget
 
 VAULT defaults to $MEMKIT_VAULT. The model is $MEMKIT_MODEL, else the offline
 ``tokenlearn-static-model`` (no network needed). ``--bench N`` also times N searches through MCP.
-Needs the SDK: pip install 'memkit[mcp]'.
+Needs the SDK: pip install 'mcp>=2'.
 """
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def main() -> None:
         import anyio
         import mcp  # noqa: F401
     except ImportError:
-        sys.exit("demo_mcp.py needs the MCP SDK: pip install 'memkit[mcp]'")
+        sys.exit("demo_mcp.py needs the MCP SDK: pip install 'mcp>=2'")
     anyio.run(demo, args.vault, args.bench)
 
 

@@ -12,7 +12,8 @@ import click
 
 from .capture import capture as capture_conversation
 from .capture import read_stream
-from .errors import InvalidValue, MemkitError, TopicNameError
+from .errors import InvalidValue, MemkitError, TopicNameError, TopicNotFound
+from .gitsync import merge_files
 from .mcp_server import require_sdk, serve
 from .recent import relative_time
 from .search import Threshold
@@ -82,7 +83,7 @@ def get_vault(ctx: click.Context) -> Vault:
               help="The vault folder. Default: $MEMKIT_VAULT, else the nearest parent folder with memkit.yaml.")
 @click.option("--model", envvar="MEMKIT_MODEL", metavar="MODEL",
               help="model2vec model id or folder (default: memkit.yaml's model). Env: MEMKIT_MODEL.")
-@click.version_option(package_name="memkit")
+@click.version_option(package_name="memkit-md", prog_name="memkit")
 @click.pass_context
 def main(ctx: click.Context, vault: str | None, model: str | None) -> None:
     """File-first, plain-text long-term memory for LLM assistants.
@@ -129,12 +130,16 @@ def init(path: str) -> None:
 def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], json_: bool) -> None:
     """Append a memory to a topic. TEXT '-' reads it from stdin (lines are joined into one entry).
 
-    A topic that grows past topic_split_threshold_lines is split into subtopics right away.
+    A topic that grows past topic_split_threshold_lines is split into subtopics right away; a
+    topic that was split is not recreated: the memory goes to its closest subtopic. A pasted
+    entry ('- [decision] Chose oak (2026-02-01)') keeps its kind and date. Text starting with
+    '-' goes after '--'.
 
     \b
     Example:
       memkit add "Prefers bomba rice for paella" --topic cooking --kind preference --tag rice
       echo "Allergic to tree nuts" | memkit add - --topic health
+      memkit add -- "-5 degrees tonight, the pipes may freeze"
     """
     if text == "-":
         text = sys.stdin.read()
@@ -180,36 +185,59 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
     Example:
       memkit show cooking
     """
-    t = get_vault(ctx).topic(topic)
+    vault = get_vault(ctx)
+    try:
+        t = vault.topic(topic)
+    except TopicNotFound:
+        children = vault.subtopics(topic)
+        if not children:
+            raise
+        if json_:
+            echo_json({"name": topic, "split_into": children})
+        else:
+            click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
+        return
+    children = vault.subtopics(t.name)
     if json_:
-        echo_json(dict(t.to_dict(), file=get_vault(ctx).rel(t.path)))
+        echo_json(dict(t.to_dict(), file=vault.rel(t.path), split_into=children))
         return
     click.echo(f"{t.title} ({t.name}, {len(t.entries)} entries){' — ' + t.summary if t.summary else ''}")
     for e in t.entries:
         click.echo(f"{e.id}  {e.text}")
+    if children:
+        click.echo(f"(it was split into {', '.join(children)}; `memkit check` says how to fold this file into them)")
 
 
 @main.command()
 @click.argument("entry_id", required=False, metavar="[ID]")
 @click.option("--match", "-m", metavar="TEXT", help="Forget the one entry whose text contains TEXT.")
 @click.option("--topic", "-t", metavar="TOPIC", help="Look only in this topic (the same line in two topics).")
+@click.option("--all", "all_", is_flag=True, help="An entry written several times (after a merge): remove every copy.")
 @json_option
 @click.pass_context
-def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: str | None, json_: bool) -> None:
+def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: str | None, all_: bool,
+           json_: bool) -> None:
     """Remove an entry; it is kept in archive.md so you (and git) can undo it.
 
     \b
     Examples:
       memkit forget 3f2a9c1e
       memkit forget --match "stock cubes"
+      memkit forget 3f2a9c1e --all       # the same line twice after a merge: both copies
+
+    An entry written more than once loses its last copy (the output says which line), or every
+    copy with --all.
     """
     if bool(entry_id) == bool(match):
         raise click.UsageError("give either an entry ID or --match TEXT")
-    entry = get_vault(ctx).forget(entry_id, match=match, topic=topic)
+    vault = get_vault(ctx)
+    entries = vault.forget_every(entry_id, match=match, topic=topic) if all_ else \
+        [vault.forget(entry_id, match=match, topic=topic)]
     if json_:
-        echo_json(entry.to_dict())
+        echo_json(entries[0].to_dict() if not all_ else [e.to_dict() for e in entries])
     else:
-        click.echo(f"forgot {entry.id} from {entry.topic}: {entry.text}")
+        for entry in entries:
+            click.echo(f"forgot {entry.id} from {entry.file} line {entry.line}: {entry.text}")
         click.echo("(moved to archive.md; put the line back in its topic to undo)")
 
 
@@ -498,6 +526,91 @@ def split(ctx: click.Context, topic: str, dry_run: bool, min_part: int, max_part
 
 # ---- assistants: the MCP server and the conversation capture hook (issue 9) --------------------
 
+@main.command("check")
+@click.option("--fix", is_flag=True, help="Repair what is safe: duplicate entries (to archive.md), duplicate "
+                                         "frontmatter keys, index.txt, the search index.")
+@json_option
+@click.pass_context
+def check(ctx: click.Context, fix: bool, json_: bool) -> None:
+    """Report every problem in the vault, with file and line; exit 1 if one needs a person.
+
+    Needs a person: merge conflicts, invalid frontmatter, files memkit skips (and why), a topic
+    recreated beside its subtopics, transcripts the watcher could not digest. --fix repairs the
+    rest. As a git pre-commit hook (.git/hooks/pre-commit):
+
+    \b
+      #!/bin/sh
+      exec memkit --vault "$(git rev-parse --show-toplevel)" check
+
+    \b
+    Examples:
+      memkit check
+      memkit check --fix
+      memkit check --json
+    """
+    report = get_vault(ctx).check(fix=fix)
+    if json_:
+        echo_json(report.to_dict())
+    else:
+        for line in report.fixed:
+            click.echo(f"fixed: {line}")
+        for problem in report.problems:
+            label = "needs you" if problem.needs_person else "fixable"
+            click.echo(f"{label}: {problem.message}")
+        if not report.problems:
+            click.echo("no problems found" + (" (after the fixes above)" if report.fixed else ""))
+        elif not fix and not report.needs_person:
+            click.echo("run `memkit check --fix` to repair these")
+    if report.needs_person:
+        ctx.exit(1)
+
+
+@main.command("git-setup")
+@json_option
+@click.pass_context
+def git_setup(ctx: click.Context, json_: bool) -> None:
+    """Make the vault merge-friendly in git; run once per clone (idempotent).
+
+    Adds memkit's lines to .gitattributes (topic files use memkit's merge driver; archive.md and
+    index.txt are union-merged) and .gitignore (.memkit/, inbox/done/, *.error), and registers
+    the merge driver in this clone's .git/config, which git does not copy when cloning.
+
+    \b
+    Example:
+      cd ~/memory && git init && memkit git-setup && git add -A && git commit -m memory
+    """
+    result = get_vault(ctx).git_setup()
+    if json_:
+        echo_json(result.to_dict())
+        return
+    click.echo(f"updated {', '.join(result.changed)}" if result.changed else ".gitattributes and .gitignore already set up")
+    if result.registered:
+        click.echo(f"merge driver 'memkit' registered in {result.repository}")
+    else:
+        click.echo("not in a git repository yet: run `git init`, then `memkit git-setup` again", err=True)
+
+
+@main.command("merge-driver", hidden=True)
+@click.argument("base")
+@click.argument("ours")
+@click.argument("theirs")
+@click.argument("path", required=False)
+def merge_driver(base: str, ours: str, theirs: str, path: str | None) -> None:
+    """Git's merge driver for topic files: merges BASE, OURS and THEIRS into OURS.
+
+    Git runs it (`memkit git-setup` registers it): both sides' new entries are kept, the newest
+    `updated:` wins, real conflicts are left marked and exit 1.
+
+    \b
+    Example (what git runs; %O %A %B %P are git's placeholders):
+      memkit merge-driver %O %A %B %P
+    """
+    left = merge_files(base, ours, theirs)
+    if left:
+        click.echo(f"memkit: {path or ours}: {left} conflict(s) left for you to resolve", err=True)
+    sys.exit(1 if left else 0)
+
+
 @main.command("mcp")
 @click.pass_context
 def mcp_cmd(ctx: click.Context) -> None:
@@ -507,7 +620,7 @@ def mcp_cmd(ctx: click.Context) -> None:
     recent_topics, and digest_transcript when memkit.yaml configures an LLM; topic files are
     resources (memkit://topics/NAME). The model loads once and stays warm; writes take the vault's
     lock like the CLI. Stdout carries only the protocol; messages go to stderr. Needs the MCP SDK:
-    pip install 'memkit[mcp]'.
+    pip install 'mcp>=2'.
 
     \b
     Examples:

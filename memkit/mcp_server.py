@@ -14,7 +14,7 @@ protocol is written to stdout: the SDK points file descriptor 1 at stderr while 
 memkit's log goes to stderr.
 
 The ``mcp`` package is imported only by :func:`serve`, so ``memkit --help`` stays fast and memkit
-works without it (``pip install 'memkit[mcp]'`` adds it).
+works without it (``pip install 'mcp>=2'`` adds it).
 
 An interface-layer module: it uses memkit's public API, and the library's own limits on a query
 (:mod:`memkit.search`), an entry (:mod:`memkit.store`) and a transcript (:mod:`memkit.transcript`)
@@ -38,7 +38,7 @@ from memkit.transcript import MAX_TRANSCRIPT_BYTES
 
 log = logging.getLogger("memkit")
 
-INSTALL_HINT = "pip install 'memkit[mcp]'"
+INSTALL_HINT = "pip install 'mcp>=2'"
 TOPIC_URI = "memkit://topics/"
 
 # The query and entry limits are the library's own (MAX_QUERY_CHARS, MAX_ENTRY_CHARS): search cuts
@@ -377,7 +377,7 @@ def require_sdk() -> None:
         raise MemkitError(f"memkit mcp needs the MCP Python SDK, which is not installed: {INSTALL_HINT}") from None
     if int(version.split(".")[0]) < 2:
         raise MemkitError(f"memkit mcp needs version 2 of the MCP Python SDK (found {version}): "
-                          f"pip install -U 'memkit[mcp]'")
+                          f"pip install -U 'mcp>=2'")
 
 
 def build_server(memory: Memory) -> Any:

@@ -43,7 +43,7 @@ def parse_recent(text: str) -> list[RecentTopic]:
 def render_recent(items: Iterable[RecentTopic], limit: int) -> str:
     """index.txt text: one line per topic, newest first, at most ``limit`` lines."""
     seen: dict[str, RecentTopic] = {}
-    for item in sorted(items, key=lambda r: (r.updated, r.topic), reverse=True):
+    for item in sorted(items, key=lambda r: r.updated, reverse=True):  # stable: ties keep their order
         seen.setdefault(item.topic, item)
     lines = [item.line() for item in list(seen.values())[:limit]]
     return "".join(line + "\n" for line in lines)

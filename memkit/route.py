@@ -54,3 +54,17 @@ def detect_topic(searcher: Searcher, text: str, threshold: float | None = None) 
     if votes >= min(MIN_VOTES, len(hits)) and len(hits) >= 2:
         return TopicGuess(topic, votes, max(h.cosine for h in voters if h.topic == topic))
     return None
+
+
+def closest_subtopic(searcher: Searcher, parent: str, subtopics: list[str], text: str) -> str:
+    """Where a text addressed to a split ``parent`` goes: the subtopic holding the entry that
+    shares the most of its words (a lexical search: no model is loaded), else ``PARENT-general``.
+
+    :param subtopics: the topics a split made of ``parent`` (non-empty).
+    """
+    general = f"{parent}-general"
+    if terms(text):
+        hits = searcher.search(text, k=1, threshold=None, topic=parent, mode="lexical")
+        if hits and hits[0].topic in subtopics:
+            return hits[0].topic
+    return general

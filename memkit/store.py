@@ -280,24 +280,42 @@ class Store:
     def topic_files(self) -> list[TopicFile]:
         """Every topic file in topics/, sorted by name, with its stat. Symlinks leading out of the
         vault, symlink loops, dangling links and anything that is not a regular file (a FIFO, a
-        folder) are skipped with one warning each."""
+        folder) are skipped with one warning each; a file reachable under two names (a symlink
+        to another topic file) is listed once, under its own name."""
+        files, skipped = self.scan_topic_files()
+        for rel, why in skipped:
+            if not why.startswith("same file as"):
+                self.warn_once(f"{rel}: {why}; skipped")
+        return files
+
+    def scan_topic_files(self) -> tuple[list[TopicFile], list[tuple[str, str]]]:
+        """(the topic files, sorted by name; the files in topics/ that are not read, with why)."""
         if not self.topics_dir_inside():
-            return []
+            return [], [(f"{TOPICS_DIR}/", "a symlink to a folder outside the vault")]
         try:
             items = sorted(os.scandir(self.topics_dir), key=lambda d: d.name)
         except (FileNotFoundError, NotADirectoryError):
-            return []
+            return [], []
         except OSError as exc:
-            self.warn_once(f"{TOPICS_DIR}/ cannot be listed: {exc.strerror or exc}")
-            return []
-        out = []
+            return [], [(f"{TOPICS_DIR}/", f"cannot be listed: {exc.strerror or exc}")]
+        found: list[TopicFile] = []
+        skipped: list[tuple[str, str]] = []
         for item in items:
-            found = self._topic_file(Path(item.path), item)
-            if isinstance(found, TopicFile):
-                out.append(found)
-            elif found is not None:
-                self.warn_once(f"{TOPICS_DIR}/{item.name}: {found}; skipped")
-        return out
+            got = self._topic_file(Path(item.path), item)
+            if isinstance(got, TopicFile):
+                found.append(got)
+            elif got is not None:
+                skipped.append((f"{TOPICS_DIR}/{item.name}", got))
+        by_inode: dict[tuple[int, int], TopicFile] = {}
+        out: list[TopicFile] = []
+        for tf in sorted(found, key=lambda tf: (tf.path.is_symlink(), tf.name)):  # real files first
+            key = (tf.stat.st_dev, tf.stat.st_ino)
+            if key in by_inode:
+                skipped.append((f"{TOPICS_DIR}/{tf.path.name}", f"same file as {self.rel(by_inode[key].path)}"))
+                continue
+            by_inode[key] = tf
+            out.append(tf)
+        return sorted(out, key=lambda tf: tf.name), skipped
 
     def _topic_file(self, path: Path, item: os.DirEntry[str] | Path | None = None) -> TopicFile | str | None:
         """What is a topic file, decided in one place (for :meth:`topic_files`, :meth:`topic` and
@@ -669,6 +687,7 @@ class Store:
         files = {tf.name: tf for tf in self.topic_files()}
         seen = self._load_seen()
         best: dict[str, RecentTopic] = {}
+        fresh: set[str] = set()
         for item in items:
             if item.topic in files and (item.topic not in best or item.updated > best[item.topic].updated):
                 best[item.topic] = item
@@ -690,7 +709,9 @@ class Store:
             elif seen is not None:
                 when = max(when, mtime)  # a topic file that appeared since memkit last looked
             best[name] = RecentTopic(when, name, summary)
-        result = sorted(best.values(), key=lambda r: (r.updated, r.topic), reverse=True)
+            fresh.add(name)
+        # newest first; in a tie, what changed just now first, then index.txt's order
+        result = sorted(best.values(), key=lambda r: (r.updated, r.topic in fresh), reverse=True)
         result = result[: self.config.index_max_entries]
         if not write:
             return result
@@ -744,7 +765,7 @@ class Store:
         with self.lock():
             items = [r for r in self._read_recent() if r.topic != topic and self._is_topic(r.topic)]
             if self._is_topic(topic):
-                items.append(RecentTopic(now, topic, summary))
+                items.insert(0, RecentTopic(now, topic, summary))  # first among topics of the same second
             self.write_recent(items)
 
     def write_recent(self, items: Sequence[RecentTopic]) -> None:

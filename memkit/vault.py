@@ -14,15 +14,18 @@ from pathlib import Path
 from typing import Literal, Mapping, Sequence, Union
 
 from .config import Config, load_config, resolve_model
+from .check import CheckReport, check_vault
 from .context import Context, build_context, reset_session
 from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
 from .embed import Embedder, LazyEmbedder
 from .errors import MemkitError
 from .fsutil import VaultLock
+from .gitsync import GitSetup, git_setup
 from .index import Index, IndexReport, Progress
 from .llm import LLM, make_llm
 from .recent import RecentTopic
 from .search import Hit, Mode, Searcher, Threshold
+from .route import closest_subtopic
 from .split import SplitPlan, maybe_split, split_topic
 from .store import Store, TopicFile, TopicInfo, find_vault
 from .topic import Entry, Topic
@@ -144,16 +147,42 @@ class Vault:
         """Regenerate index.txt from the topic files."""
         return self.store.rebuild_recent()
 
+    def subtopics(self, parent: str) -> list[str]:
+        """The topics a split made of ``parent`` (their frontmatter says ``parent: NAME``)."""
+        return self.store.subtopics(parent)
+
+    def check(self, *, fix: bool = False) -> CheckReport:
+        """Every problem in the vault with file and line (see :mod:`memkit.check`); ``fix``
+        repairs the safe ones first (duplicates to archive.md, duplicate keys, index.txt, the index)."""
+        report = check_vault(self.store, self.searcher.index, fix=fix)
+        if fix:
+            self.changed()
+        return report
+
+    def git_setup(self) -> GitSetup:
+        """Make the vault merge-friendly in git (see :mod:`memkit.gitsync`): memkit's lines in
+        .gitattributes and .gitignore, and the merge driver registered in this clone."""
+        return git_setup(self.store)
+
     # ---- writing -----------------------------------------------------------------------------------
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
             when: datetime | None = None, split: bool = True) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; updates index.txt. A topic pushed past ``topic_split_threshold_lines`` is
         split at once, its parts named from their own words (``split=False`` leaves it); the entry
-        returned is then the one in its subtopic.
+        returned is then the one in its subtopic. A topic that was split is not recreated: the
+        text goes to the subtopic whose entries share most of its words, else ``TOPIC-general``
+        (the entry returned says where).
 
         :raises MemkitError: empty text, a bad kind or tag; TopicNameError: a bad topic name.
         """
+        if topic is not None:
+            name = self.store.topic_path(topic).stem
+            if not self.store.topic_path(name).exists():
+                children = self.store.subtopics(name)
+                if children:  # split before: never recreate the parent, go to the closest part
+                    topic = closest_subtopic(self.searcher, name, children, text)
+                    log.info("topic %s was split: added to %s", name, topic)
         entry, count = self.store.add(text, topic=topic, kind=kind, tags=tags, when=when)
         self.changed()
         if split and count > self.config.topic_split_threshold_lines:

@@ -44,7 +44,7 @@ def test_no_private_names_of_other_objects(path):
 #: the only libraries a function may import (for what it alone needs), by top-level package
 LAZY_IMPORTS = {
     "safetensors", "tokenizers", "huggingface_hub",  # loading the model: on its first use only
-    "mcp", "anyio",  # the optional memkit[mcp] extra
+    "mcp", "anyio",  # the optional mcp extra
     "watchdog",  # the observers (threads, platform backends): `memkit watch` alone needs them
     "fcntl", "msvcrt",  # one platform's file locking
 }

@@ -1,6 +1,6 @@
 """`memkit mcp` as a real subprocess, driven by the MCP SDK's own stdio client.
 
-Each server loads the offline model (memkit[offline]); the tests skip where it is not installed.
+Each server loads the offline model (tokenlearn-static-model); the tests skip where it is not installed.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install 'memkit[mcp]'")
+mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install 'mcp>=2'")
 anyio = pytest.importorskip("anyio")
 
 from fake_llm import FakeLLM  # noqa: E402
@@ -24,7 +24,7 @@ from memkit.embed import offline_model_folder  # noqa: E402
 from util import FakeEmbedder, vault_with, write  # noqa: E402
 
 needs_offline = pytest.mark.skipif(offline_model_folder() is None,
-                                   reason="memkit[offline] not installed (its wheel is x86_64 only)")
+                                   reason="tokenlearn-static-model not installed (its wheel is x86_64 only)")
 
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nsummary: rice and bread\nupdated: 2026-01-03T10:00:00\n---\n# Cooking\n\n"
@@ -339,7 +339,7 @@ def test_missing_sdk_is_one_line_and_exit_1(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
-        "Error: memkit mcp needs the MCP Python SDK, which is not installed: pip install 'memkit[mcp]'"]
+        "Error: memkit mcp needs the MCP Python SDK, which is not installed: pip install 'mcp>=2'"]
 
 
 def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, monkeypatch):

@@ -1,0 +1,227 @@
+"""``memkit check``: every problem in a vault, with file and line, and the safe automatic fixes.
+
+Problems a person must look at (``check`` exits 1 while any is left):
+
+- ``conflict``: unresolved git merge markers in a topic file;
+- ``frontmatter``: frontmatter that is not valid YAML (the body is still read);
+- ``skipped``: a file in topics/ memkit does not read (not UTF-8, binary, too large, a FIFO, a
+  symlink leading out of the vault or looping);
+- ``parent-recreated``: a topic file beside the subtopics a split made of it;
+- ``inbox-error``: a transcript the watcher could not digest (``inbox/NAME.error``).
+
+Problems ``--fix`` repairs (reported, but they need no person):
+
+- ``duplicate``: the same entry written twice in one topic (a merge that kept both sides): the
+  extra copies move to archive.md;
+- ``duplicate-key``: a frontmatter key written twice: one line is kept (the newest ``updated``);
+- ``recent``: index.txt out of step with the topic files: rewritten;
+- ``index``: the search index is stale, or belongs to another model: refreshed, other models' files removed.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+from .errors import MemkitError
+from .index import Index
+from .recent import render_recent
+from .store import INBOX_DIR, ArchiveItem, Store
+from .topic import Entry, Topic, as_datetime, frontmatter_key, read_topic, remove_lines, split_lines
+
+__all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
+
+PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: its kind, where, and what to do."""
+
+    kind: str
+    file: str
+    line: int | None
+    message: str
+    fixable: bool = False
+
+    @property
+    def needs_person(self) -> bool:
+        return self.kind in PERSON_KINDS
+
+
+@dataclass
+class CheckReport:
+    """What ``check`` found (and, with ``fix``, what it fixed)."""
+
+    problems: list[Finding] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+
+    @property
+    def needs_person(self) -> bool:
+        return any(p.needs_person for p in self.problems)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"problems": [asdict(p) for p in self.problems], "fixed": self.fixed,
+                "needs_person": self.needs_person}
+
+
+def check_vault(store: Store, index: Index | None = None, *, fix: bool = False) -> CheckReport:
+    """Find every problem in the vault; with ``fix``, repair what is safe first and report the rest.
+
+    :param index: the vault's search index, to check it is current (None: not checked).
+    """
+    report = CheckReport()
+    if fix:
+        report.fixed = _fix(store, index)
+    files, skipped = store.scan_topic_files()
+    for rel, why in skipped:
+        if not why.startswith("same file as"):
+            report.problems.append(Finding("skipped", rel, None, f"{rel}: {why}; memkit does not read it"))
+    topics: dict[str, Topic] = {}
+    for tf in files:
+        rel = store.rel(tf.path)
+        try:
+            topic = read_topic(tf.path, tf.name, rel)
+        except MemkitError as exc:
+            report.problems.append(Finding("skipped", rel, getattr(exc, "line", None), f"{exc}; memkit does not read it"))
+            continue
+        topics[tf.name] = topic
+        for problem in topic.problems:
+            report.problems.append(Finding(problem.kind, rel, problem.line, problem.message,
+                                           fixable=problem.kind == "duplicate-key"))
+        for entry, first in _duplicates(topic):
+            report.problems.append(Finding("duplicate", rel, entry.line,
+                                           f"{rel} line {entry.line}: the same entry as line {first} "
+                                           f"({_short(entry.text)}); `memkit check --fix` archives the copy",
+                                           fixable=True))
+    for name, topic in topics.items():
+        children = [t for n, t in topics.items() if n.startswith(name + "-") and str(t.meta.get("parent", "")) == name]
+        if children:
+            rel = store.rel(topic.path)
+            report.problems.append(Finding(
+                "parent-recreated", rel, None,
+                f"{rel} exists beside the subtopics a split made of it ({', '.join(sorted(t.name for t in children))}): "
+                f"move its {len(topic.entries)} entries into them (or `memkit split {name}` again), then delete it"))
+    try:
+        errors = sorted(store.inbox_dir.glob("*.error")) if store.inbox_dir.is_dir() else []
+    except OSError:
+        errors = []
+    for path in errors:
+        rel = f"{INBOX_DIR}/{path.name}"
+        try:
+            why = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[0]
+        except (OSError, IndexError):
+            why = "(unreadable)"
+        report.problems.append(Finding("inbox-error", rel, None,
+                                       f"{rel}: {why} (fix the cause; delete this file or touch the transcript to retry)"))
+    listed = render_recent(store.recent(write=False), store.config.index_max_entries)
+    try:
+        current = store.recent_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        current = ""
+    if listed != current:
+        report.problems.append(Finding("recent", "index.txt", None,
+                                       "index.txt is out of step with the topic files; `memkit check --fix` rewrites it",
+                                       fixable=True))
+    if index is not None:
+        try:
+            changed, gone = index.stale()
+        except MemkitError:
+            changed, gone = [], []
+        if changed or gone:
+            report.problems.append(Finding("index", store.rel(index.path), None,
+                                           f"the search index is behind {len(changed) + len(gone)} topic file(s); "
+                                           "`memkit index` (or --fix) brings it up to date", fixable=True))
+        try:
+            others = sorted(store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name != index.path.name)
+        except OSError:
+            others = []
+        for other in others:
+            report.problems.append(Finding("index", other, None,
+                                           f"{other} is the index of another model; `memkit index` (or --fix) "
+                                           "removes it", fixable=True))
+    return report
+
+
+def _duplicates(topic: Topic) -> list[tuple[Entry, int]]:
+    """(each later copy of an entry, the line of its first copy) within one topic."""
+    first: dict[str, int] = {}
+    out = []
+    for e in topic.entries:
+        if e.hash in first:
+            out.append((e, first[e.hash]))
+        else:
+            first[e.hash] = e.line
+    return out
+
+
+def _fix(store: Store, index: Index | None) -> list[str]:
+    fixed: list[str] = []
+    now = datetime.now().replace(microsecond=0)
+    with store.lock():
+        for tf in store.topic_files():
+            try:
+                topic = store.read_for_write(tf.name)
+            except MemkitError:
+                continue  # a conflict or bad frontmatter: for a person
+            if topic is None:
+                continue
+            text = topic.raw
+            copies = [e for e, _ in _duplicates(topic)]
+            for e in sorted(copies, key=lambda e: -e.line):
+                text, _ = remove_lines(text, e.line, e.end_line)
+            tidied = _tidy_keys(text)
+            if text == topic.raw and tidied == text:
+                continue
+            lines = topic.raw.split("\n")
+            store.archive([ArchiveItem(e, " ".join("\n".join(lines[e.line - 1:e.end_line]).split()), "duplicate")
+                           for e in copies], now)
+            store.write_topic(topic.name, tidied, current=topic, now=now, touch_recent=False)
+            rel = store.rel(topic.path)
+            if copies:
+                fixed.append(f"{rel}: {len(copies)} duplicate entr{'y' if len(copies) == 1 else 'ies'} moved to archive.md")
+            if tidied != text:
+                fixed.append(f"{rel}: duplicate frontmatter keys tidied")
+    before = store.recent_path.read_text(encoding="utf-8", errors="replace") if store.recent_path.is_file() else ""
+    store.recent()
+    if store.recent_path.is_file() and store.recent_path.read_text(encoding="utf-8", errors="replace") != before:
+        fixed.append("index.txt rewritten")
+    if index is not None:
+        report = index.refresh()
+        if report.changed_files:
+            fixed.append(f"search index: {report.changed_files} file(s) re-indexed")
+        removed = index.prune_other_models()
+        if removed:
+            fixed.append(f"removed the index files of other models: {', '.join(removed)}")
+    return fixed
+
+
+def _tidy_keys(text: str) -> str:
+    """Keep one line per frontmatter key (the newest ``updated``, the oldest ``created``, else the
+    last, which is what YAML reads); every other line stays."""
+    lines = split_lines(text)
+    if not lines or lines[0].rstrip("\r\n").rstrip() != "---":
+        return text
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n").rstrip() in ("---", "...")), None)
+    if end is None:
+        return text
+    rows: dict[str, list[int]] = {}
+    for i in range(1, end):
+        key = frontmatter_key(lines[i])
+        if key is not None:
+            rows.setdefault(key, []).append(i)
+    drop: set[int] = set()
+    for key, where in rows.items():
+        if len(where) < 2:
+            continue
+        keep = where[-1]
+        if key in ("updated", "created"):
+            dated = [(as_datetime(lines[i].split(":", 1)[1].split(" #")[0].strip().strip("'\"")), i) for i in where]
+            valid = [(d, i) for d, i in dated if d is not None]
+            if valid:
+                keep = (max if key == "updated" else min)(valid)[1]
+        drop.update(i for i in where if i != keep)
+    return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _short(text: str, width: int = 50) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,257 @@
+"""Git for a vault: the ``memkit`` merge driver for topic files, and ``memkit git-setup``.
+
+A vault's ``.gitattributes`` (written by ``memkit init`` and ``memkit git-setup``) says::
+
+    topics/*.md merge=memkit      # this module's driver (registered per clone by git-setup)
+    archive.md merge=union        # git's own: both sides' appended lines are kept
+    index.txt merge=union         # memkit repairs what a union leaves on its next read
+
+The driver runs git's 3-way merge (``git merge-file --diff3``) and then settles the conflicts
+that concurrent memkit use produces, which are not real disagreements:
+
+- both sides added lines at the same place (two clones each ran ``memkit add``): both sides'
+  lines are kept, ours first (a line both added identically is kept once);
+- one side only removed lines (``memkit forget``) where the other only added: both apply;
+- both sides changed only ``updated:``/``created:`` lines: the newest ``updated`` and the oldest
+  ``created`` win.
+
+Anything else (the same line changed differently on each side, a line one side changed and the
+other removed) stays a conflict with the usual markers, which memkit reports loudly and never
+treats as entries. A clone without the driver registered falls back to git's normal merge.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from .errors import MemkitError
+from .store import Store
+from .topic import as_datetime, frontmatter_key
+
+__all__ = ["DRIVER", "merge_topic", "merge_files", "git_setup", "GitSetup"]
+
+DRIVER = "memkit"
+_TIMESTAMP_KEYS = ("updated", "created")
+EDIT_SIMILARITY = 0.6  #: a removed and an added line this alike are one line edited
+
+
+def _git(args: list[str], cwd: Path | None = None, input_: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, input=input_, capture_output=True, timeout=60)
+    except FileNotFoundError:
+        raise MemkitError("git is not installed (or not on PATH)") from None
+    except subprocess.TimeoutExpired:
+        raise MemkitError(f"git {args[0]} did not finish within 60 s") from None
+
+
+def merge_topic(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, int]:
+    """Merge two versions of a topic file against their common ancestor.
+
+    :returns: (the merged bytes, how many conflicts are left marked in them).
+    """
+    with tempfile.TemporaryDirectory(prefix="memkit-merge-") as folder:
+        paths = []
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(folder) / name
+            path.write_bytes(data)
+            paths.append(str(path))
+        result = _git(["merge-file", "-p", "--diff3", "-L", "ours", "-L", "base", "-L", "theirs", *paths])
+    if result.returncode < 0 or result.returncode > 127:
+        raise MemkitError(f"git merge-file failed: {result.stderr.decode(errors='replace').strip()}")
+    if result.returncode == 0:
+        return result.stdout, 0
+    return _settle(result.stdout)
+
+
+_OPEN, _BASE, _MID, _CLOSE = b"<<<<<<< ", b"||||||| ", b"=======", b">>>>>>> "
+
+
+def _settle(merged: bytes) -> tuple[bytes, int]:
+    """Resolve the hunks of a ``--diff3`` merge that concurrent memkit use explains (see the
+    module docstring); the others are written back as two-sided conflicts."""
+    lines = merged.splitlines(keepends=True)
+    out: list[bytes] = []
+    left = 0
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith(_OPEN):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i + 1
+        sides: list[list[bytes]] = [[], [], []]  # ours, base, theirs
+        part = 0
+        while j < len(lines) and not lines[j].startswith(_CLOSE):
+            if lines[j].startswith(_BASE) and part == 0:
+                part = 1
+            elif lines[j].rstrip(b"\r\n") == _MID and part in (0, 1):
+                part = 2
+            else:
+                sides[part].append(lines[j])
+            j += 1
+        resolved = _resolve(*sides)
+        if resolved is None:
+            left += 1
+            out += [lines[i], *sides[0], _MID + b"\n", *sides[2], lines[j] if j < len(lines) else _CLOSE + b"theirs\n"]
+        else:
+            out += resolved
+        i = j + 1
+    return b"".join(out), left
+
+
+def _resolve(ours: list[bytes], base: list[bytes], theirs: list[bytes]) -> list[bytes] | None:
+    """The lines of one conflict hunk, settled; None when it is a real conflict.
+
+    Each side's change is read as line operations on the base: a base line it removed and
+    replaced with a similar line (an edit), a base line it removed, lines it added. Only two
+    sides that touch the same base line differently conflict (both edit it differently, or one
+    edits what the other removes); everything else applies: removals from both sides, edits at
+    their place, then ours' new lines and theirs' (a line both added is kept once).
+    """
+    stamps = _timestamps(ours, base, theirs)
+    if stamps is not None:
+        return stamps
+    key = _key
+    edits_o, removed_o, added_o = _operations(base, ours)
+    edits_t, removed_t, added_t = _operations(base, theirs)
+    for i in set(edits_o) | set(edits_t):
+        mine, other = edits_o.get(i), edits_t.get(i)
+        if mine is not None and other is not None and key(mine) != key(other):
+            return None  # both changed this line, differently
+        if (mine is not None and i in removed_t) or (other is not None and i in removed_o):
+            return None  # one changed what the other removed
+    out: list[bytes] = []
+    for i, line in enumerate(base):
+        if i in edits_o or i in edits_t:
+            out.append(edits_o.get(i) or edits_t[i])
+        elif i not in removed_o and i not in removed_t:
+            out.append(line)
+    seen = Counter(key(line) for line in out)
+    for line in added_o + added_t:
+        if _take(seen, key(line)):
+            continue  # the same line added by both sides (or already there): once
+        if out and not out[-1].endswith((b"\n", b"\r")):
+            out[-1] += b"\n"
+        out.append(line)
+    return out
+
+
+def _key(line: bytes) -> bytes:
+    return line.rstrip(b"\r\n")
+
+
+def _operations(base: list[bytes], side: list[bytes]) -> tuple[dict[int, bytes], set[int], list[bytes]]:
+    """How ``side`` changed ``base``: ({base line: its edited line}, {base lines removed}, [lines
+    added]). A removed line and an added one that read alike (difflib ratio >= EDIT_SIMILARITY)
+    are an edit of that line."""
+    remaining = Counter(_key(line) for line in side)
+    removed = []
+    for i, line in enumerate(base):
+        if not _take(remaining, _key(line)):
+            removed.append(i)
+    added = [line for line in side if _take(remaining, _key(line))]
+    edits: dict[int, bytes] = {}
+    for i in removed:
+        best, score = None, EDIT_SIMILARITY
+        for line in added:
+            ratio = difflib.SequenceMatcher(None, _key(base[i]), _key(line)).ratio()
+            if ratio >= score and line not in edits.values():
+                best, score = line, ratio
+        if best is not None:
+            edits[i] = best
+    used = list(edits.values())
+    rest = []
+    for line in added:
+        if line in used:
+            used.remove(line)
+        else:
+            rest.append(line)
+    return edits, {i for i in removed if i not in edits}, rest
+
+
+def _take(counter: Counter[bytes], item: bytes) -> bool:
+    if counter[item] > 0:
+        counter[item] -= 1
+        return True
+    return False
+
+
+def _newline_first(before: list[bytes], after: list[bytes]) -> list[bytes]:
+    if before and after and not before[-1].endswith(b"\n"):
+        before[-1] += b"\n"
+    return after
+
+
+def _timestamps(ours: list[bytes], base: list[bytes], theirs: list[bytes]) -> list[bytes] | None:
+    """Both sides changed only timestamp keys: one line per key, the newest ``updated`` and the
+    oldest ``created``; None otherwise."""
+    values: dict[str, list[tuple[object, bytes]]] = {}
+    for line in ours + theirs:
+        text = line.decode("utf-8", errors="replace")
+        key = frontmatter_key(text)
+        if key not in _TIMESTAMP_KEYS:
+            return None
+        when = as_datetime(re.sub(r"\s+#.*$", "", text.split(":", 1)[1]).strip().strip("'\""))
+        if when is None:
+            return None
+        values.setdefault(key, []).append((when, line))
+    if not values or any(frontmatter_key(line.decode("utf-8", errors="replace")) not in _TIMESTAMP_KEYS
+                         for line in base):
+        return None
+    out = []
+    for key, found in values.items():
+        pick = max if key == "updated" else min
+        out.append(pick(found, key=lambda item: item[0])[1])  # type: ignore[arg-type,return-value]
+    return out
+
+
+def merge_files(base: str, ours: str, theirs: str) -> int:
+    """The merge driver git runs (``%O %A %B``): merge into ``ours`` (git's %A) in place.
+
+    :returns: 0 when clean, 1 when conflicts are left marked (git then reports the path as
+        unmerged, as with its own merge).
+    """
+    merged, left = merge_topic(Path(base).read_bytes(), Path(ours).read_bytes(), Path(theirs).read_bytes())
+    Path(ours).write_bytes(merged)
+    return 1 if left else 0
+
+
+class GitSetup:
+    """What ``git_setup`` did: the vault files it changed, and whether the driver is registered."""
+
+    def __init__(self, changed: list[str], registered: bool, repository: str | None) -> None:
+        self.changed = changed
+        self.registered = registered
+        self.repository = repository
+
+    def to_dict(self) -> dict[str, object]:
+        return {"changed": self.changed, "driver_registered": self.registered, "repository": self.repository}
+
+
+def git_setup(store: Store, command: list[str] | None = None) -> GitSetup:
+    """Make a vault merge-friendly: memkit's lines in ``.gitattributes`` and ``.gitignore``
+    (idempotent) and, when the vault is in a git work tree, the ``memkit`` merge driver
+    registered in that repository's config (``.git/config`` is not cloned: run this once per
+    clone).
+
+    :param command: how git should start memkit (default: this Python with ``-m memkit``).
+    """
+    changed = store.ensure_git_files()
+    top = _git(["rev-parse", "--show-toplevel"], cwd=store.root)
+    if top.returncode != 0:
+        return GitSetup(changed, False, None)
+    argv = command or [sys.executable, "-m", "memkit"]
+    driver = " ".join(shlex.quote(a) for a in argv) + " merge-driver %O %A %B %P"
+    for key, value in ((f"merge.{DRIVER}.name", "memkit: keep both sides' new entries, newest updated:"),
+                       (f"merge.{DRIVER}.driver", driver)):
+        result = _git(["config", key, value], cwd=store.root)
+        if result.returncode != 0:
+            raise MemkitError(f"git config {key} failed: {result.stderr.decode(errors='replace').strip()}")
+    return GitSetup(changed, True, os.fsdecode(top.stdout.strip()))

@@ -41,6 +41,28 @@ step memkit search "rye starter" -k 3
 echo; echo "--- context: what an assistant puts in its system prompt ---"
 step memkit context "hi!" --session demo --budget 400
 step memkit context "I'm planning my training for the half marathon" --session demo --budget 600
+echo; echo "--- git: two clones of the vault add at the same time, then merge by themselves ---"
+export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME=demo GIT_COMMITTER_EMAIL=demo@example.com
+g() { git -c init.defaultBranch=main -c pull.rebase=false -c advice.detachedHead=false "$@"; }
+( cd "$work/vault" && g init -q && memkit git-setup && g add -A && g commit -qm "my memory" )
+g clone -q "$work/vault" "$work/laptop"; g clone -q "$work/vault" "$work/phone"
+memkit --vault "$work/laptop" git-setup >/dev/null
+memkit --vault "$work/phone" git-setup >/dev/null
+step memkit --vault "$work/laptop" add "Biscuit is afraid of thunderstorms" --topic pets
+step memkit --vault "$work/phone" add "Biscuit's vet is Dr. Okafor at Riverside clinic" --topic pets
+( cd "$work/laptop" && g commit -qam "laptop" && g push -q origin HEAD:refs/heads/laptop )
+( cd "$work/phone" && g commit -qam "phone" )
+step bash -c "cd '$work/phone' && git pull --no-rebase -q origin laptop && git log --oneline | head -3"
+step tail -n 3 "$work/phone/topics/pets.md"
+echo "(both new lines, no conflict; index.txt merged too)"
+step memkit --vault "$work/phone" recent
+echo; echo "--- a real conflict: the same line changed differently on each clone ---"
+( cd "$work/laptop" && sed -i 's/Biscuit is afraid of thunderstorms/Biscuit is afraid of thunderstorms and fireworks/' topics/pets.md && g commit -qam "laptop edit" && g push -q origin HEAD:refs/heads/laptop )
+( cd "$work/phone" && sed -i 's/Biscuit is afraid of thunderstorms/Biscuit hides under the bed in thunderstorms/' topics/pets.md && g commit -qam "phone edit" )
+step bash -c "cd '$work/phone' && git pull --no-rebase -q origin laptop || true"
+step memkit --vault "$work/phone" check || true
+step memkit --vault "$work/phone" search "thunderstorms" -k 3
+step memkit --vault "$work/phone" add "Biscuit likes carrots" --topic pets || true
 echo; echo "--- MCP: an assistant (here the SDK's own stdio client) talks to \`memkit mcp\` ---"
 step python bench/demo_mcp.py "$work/vault"
 echo; echo "demo done (the copy in $work is removed on exit)"

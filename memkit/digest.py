@@ -132,20 +132,35 @@ class DigestReport:
 
 # ---- LLM calls -------------------------------------------------------------------------------
 
-def _validate_extraction(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+def _validate_extraction(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None, list[tuple[str, str]]]:
+    """The reply's conclusions (objects with a string ``text``), its proposed new topic, and the
+    items that are not usable conclusions (``null``, a number, a text that is not a string),
+    each with why: those are skipped and reported, the rest of the digest goes on.
+
+    :raises ValueError: the reply as a whole is not ``{"conclusions": [...]}`` (a repair is asked for).
+    """
     if isinstance(value, list):
         value = {"conclusions": value}
     if not isinstance(value, dict) or not isinstance(value.get("conclusions", []), list):
         raise ValueError('expected {"conclusions": [...]}')
-    items = []
+    items, bad = [], []
     for item in value.get("conclusions") or []:
         if isinstance(item, str):
             item = {"text": item}
         if not isinstance(item, dict):
-            raise ValueError("each conclusion must be an object with kind and text")
-        items.append(item)
+            bad.append((_preview(item), "not a conclusion object"))
+            continue
+        if not isinstance(item.get("text"), str):
+            bad.append((_preview(item), "its text is not a string"))
+            continue
+        items.append({k: v for k, v in item.items() if k in ("text", "kind", "topic")})
     new_topic = value.get("new_topic")
-    return items, new_topic if isinstance(new_topic, dict) else None
+    return items, new_topic if isinstance(new_topic, dict) else None, bad
+
+
+def _preview(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[tuple[str, str]]
@@ -157,11 +172,12 @@ def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[
     skipped: list[tuple[str, str]] = []
     new_topic: dict[str, Any] | None = None
     for chunk in _chunks(messages):
-        items, proposed = ask_json(llm, [
+        items, proposed, bad = ask_json(llm, [
             {"role": "system", "content": system},
             {"role": "user", "content": f"<transcript>\n{chunk}\n</transcript>"},
         ], validate=_validate_extraction)
         new_topic = new_topic or proposed
+        skipped += [(text, f"the LLM's item was unusable: {why}") for text, why in bad]
         for item in items:
             text = " ".join(str(item.get("text") or "").split())
             if not text:
@@ -172,7 +188,7 @@ def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[
             if len(conclusions) >= MAX_CONCLUSIONS:
                 skipped.append((text, f"over the limit of {MAX_CONCLUSIONS} conclusions per transcript"))
                 continue
-            kind = str(item.get("kind") or "fact").strip().lower()
+            kind = str(item.get("kind") or "fact").strip().lower() if isinstance(item.get("kind"), (str, type(None))) else "fact"
             kind = kind if kind in KINDS else "fact"
             hint = item.get("topic")
             conclusions.append(Conclusion(text, kind, str(hint) if isinstance(hint, str) and hint.strip() else None))

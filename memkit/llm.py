@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -278,36 +279,12 @@ class CommandLLM:
         assert command
         prompt = render_messages(messages)
         timeout = self.settings.timeout_s
-        try:
-            process = subprocess.Popen(
-                command,
-                shell=True,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self.env,
-                # Own process group, so a timeout kills the whole pipeline, not just the shell.
-                start_new_session=os.name == "posix",
-            )
-        except OSError as exc:
-            raise LLMError(f"cannot run llm.command {command!r}: {exc}") from None
-        try:
-            stdout, stderr = process.communicate(prompt.encode("utf-8"), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_tree(process)
-            process.communicate()
-            raise LLMError(
-                f"llm.command {command!r} did not answer within {timeout:g} s (llm.timeout_s)"
-            ) from None
-        except BaseException:
-            _kill_tree(process)
-            process.communicate()
-            raise
+        returncode, stdout, stderr = run_bounded(command, prompt.encode("utf-8"), timeout, self.env)
         err = stderr.decode("utf-8", errors="replace").strip()
-        if process.returncode != 0:
+        if returncode != 0:
             tail = err[-500:] if err else "(no output on stderr)"
             raise LLMError(
-                f"llm.command {command!r} exited with status {process.returncode}: {tail}"
+                f"llm.command {command!r} exited with status {returncode}: {tail}"
             )
         answer = stdout.decode("utf-8", errors="replace").strip()
         if not answer:
@@ -347,6 +324,23 @@ _FENCE = re.compile(
     r"```[ \t]*(?:json5?|javascript|js|python|py)?[ \t]*\r?\n?(.*?)```", re.DOTALL | re.IGNORECASE
 )
 _MAX_CANDIDATES = 200
+MAX_REPLY_CHARS = 200_000  #: a longer reply is refused before parsing (a real one is a few kB)
+MAX_JSON_DEPTH = 32  #: deeper bracket nesting is refused before parsing (conclusions are 3 deep)
+
+
+def _depth(text: str) -> int:
+    """The deepest bracket nesting of ``text`` (brackets inside strings counted too: an upper bound)."""
+    deepest = depth = 0
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    return deepest
+        elif ch in "]})":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def parse_json_reply(text: str) -> Any:
@@ -363,6 +357,13 @@ def parse_json_reply(text: str) -> Any:
         raise LLMError(
             f"could not parse JSON from the LLM reply: not text but {type(text).__name__}"
         )
+    if len(text) > MAX_REPLY_CHARS:
+        raise LLMError(f"could not parse JSON from the LLM reply: it is {len(text):,} characters long, over the "
+                       f"{MAX_REPLY_CHARS:,} memkit reads")
+    depth = _depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise LLMError(f"could not parse JSON from the LLM reply: brackets nested {depth} deep "
+                       f"(at most {MAX_JSON_DEPTH})")
     cleaned = _THINK.sub("", text).strip()
     candidates = [cleaned]
     candidates += [m.group(1).strip() for m in _FENCE.finditer(cleaned)]
@@ -595,6 +596,77 @@ def _error_detail(body: bytes) -> str:
         if isinstance(error, str):
             return _snippet(error)
     return _snippet(body)
+
+
+MAX_COMMAND_OUTPUT = 4 * 1024 * 1024  #: bytes of a command's stdout (and stderr) kept
+PIPE_GRACE_S = 1.0  #: after the command exits, how long its pipes may stay open (a background child)
+
+
+def run_bounded(command: str, data: bytes, timeout: float, env: Mapping[str, str] | None = None
+                ) -> tuple[int, bytes, bytes]:
+    """Run a shell command with ``data`` on stdin; ``timeout`` bounds the whole call.
+
+    The command runs in its own process group, killed whole at the deadline. A process it left in
+    the background (even in a session of its own, ``setsid cmd &``) may keep the pipes open after
+    the command exited: memkit stops reading PIPE_GRACE_S later and uses what was printed.
+
+    :returns: (exit status, stdout, stderr), each at most ``MAX_COMMAND_OUTPUT`` bytes.
+    :raises LLMError: the command cannot start or did not finish within ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        process = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, env=dict(env) if env is not None else None,
+                                   start_new_session=os.name == "posix")
+    except OSError as exc:
+        raise LLMError(f"cannot run llm.command {command!r}: {exc}") from None
+    outputs: tuple[list[bytes], list[bytes]] = ([], [])
+
+    def pump(stream: Any, sink: list[bytes]) -> None:
+        size = 0
+        try:
+            while True:
+                chunk = stream.read1(65536)
+                if not chunk:
+                    return
+                if size < MAX_COMMAND_OUTPUT:
+                    sink.append(chunk[: MAX_COMMAND_OUTPUT - size])
+                    size += len(chunk)
+        except (OSError, ValueError):
+            return
+
+    def feed() -> None:
+        try:
+            process.stdin.write(data)  # type: ignore[union-attr]
+            process.stdin.close()  # type: ignore[union-attr]
+        except (OSError, ValueError):
+            pass
+
+    threads = [threading.Thread(target=pump, args=(process.stdout, outputs[0]), daemon=True),
+               threading.Thread(target=pump, args=(process.stderr, outputs[1]), daemon=True),
+               threading.Thread(target=feed, daemon=True)]
+    for thread in threads:
+        thread.start()
+    try:
+        returncode = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        _kill_tree(process)
+        process.wait()
+        _join(threads, 0.2)  # pipes the killed group held close now; one a grandchild holds is left
+        raise LLMError(f"llm.command {command!r} did not answer within {timeout:g} s (llm.timeout_s)") from None
+    except BaseException:
+        _kill_tree(process)
+        raise
+    _join(threads, min(PIPE_GRACE_S, max(0.0, deadline - time.monotonic())))
+    _kill_tree(process)  # whatever it left in its own process group
+    return returncode, b"".join(outputs[0]), b"".join(outputs[1])
+
+
+def _join(threads: list[threading.Thread], seconds: float) -> None:
+    """Wait up to ``seconds`` in all for the pipe threads (a background grandchild may hold a pipe)."""
+    end = time.monotonic() + seconds
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
 
 
 def _kill_tree(process: subprocess.Popen[bytes]) -> None:

@@ -235,3 +235,78 @@ def test_set_frontmatter_sets_every_copy_of_a_key_and_keeps_comments() -> None:
     assert new == ("---\ntitle: T\nupdated: 2026-03-01T08:00:00  # bumped by hand\n"
                    "updated: 2026-03-01T08:00:00\n---\n- a\n")
     assert parse_topic_text(new, "t", "topics/t.md").meta["updated"] == datetime(2026, 3, 1, 8)
+
+
+# ---- LLM replies and commands that outlast their limits ----------------------------------------
+
+def _command_llm(command: str, timeout_s: float):
+    from memkit.llm import CommandLLM, LLMSettings
+
+    return CommandLLM(LLMSettings(command=command, timeout_s=timeout_s))
+
+
+@pytest.mark.skipif(os.name != "posix" or not Path("/usr/bin/setsid").exists(), reason="needs setsid")
+def test_a_command_whose_background_grandchild_holds_stdout_answers_promptly() -> None:
+    import time
+
+    # it answers, then leaves a process in a session of its own holding stdout open
+    llm = _command_llm("echo '{\"ok\": true}'; setsid sleep 30 &", timeout_s=8)
+    started = time.monotonic()
+    assert llm.chat([{"role": "user", "content": "hi"}]) == '{"ok": true}'
+    assert time.monotonic() - started < 8  # the pipe grace (1 s), not the grandchild's 30 s
+
+
+@pytest.mark.skipif(os.name != "posix" or not Path("/usr/bin/setsid").exists(), reason="needs setsid")
+def test_timeout_bounds_a_command_with_a_grandchild() -> None:
+    import time
+
+    from memkit.errors import LLMError
+
+    llm = _command_llm("setsid sleep 30 & sleep 30", timeout_s=1)
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"did not answer within 1 s"):
+        llm.chat([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - started < 1 + 1  # timeout_s + 1 s, as the issue asks
+
+
+def test_a_bracket_bomb_reply_fails_fast_and_asks_for_a_repair() -> None:
+    import time
+
+    from memkit.llm import ask_json
+
+    class Scripted:
+        def __init__(self, replies):
+            self.replies = list(replies)
+            self.asked = 0
+
+        def chat(self, messages):
+            self.asked += 1
+            return self.replies.pop(0)
+
+    llm = Scripted(["[" * 100_000 + "]" * 100_000, '{"conclusions": []}'])
+    started = time.monotonic()
+    assert ask_json(llm, [{"role": "user", "content": "x"}]) == {"conclusions": []}
+    assert llm.asked == 2 and time.monotonic() - started < 1.0
+
+
+def test_unusable_conclusions_are_skipped_and_reported(tmp_path: Path) -> None:
+    import json as json_
+
+    from memkit.digest import digest_file
+
+    from fake_llm import FakeLLM
+    from util import loopback_llm
+
+    from util import FakeEmbedder
+
+    vault = Vault(Vault.init(tmp_path / "v").root, embedder=FakeEmbedder())
+    items = [None, 3, {"kind": "fact", "text": 42}, {"kind": "fact", "text": "Moved to Seattle last month"},
+             "Started running 5 km"]
+    reply = json_.dumps({"conclusions": items})
+    transcript = write(tmp_path / "t.txt", "Maya: I moved to Seattle last month, and I run 5 km now\n")
+    with FakeLLM(lambda request: reply) as fake:
+        report = digest_file(vault.searcher, transcript, loopback_llm(fake))
+    written = sorted(line.split(" (")[0] for _, line in report.written)
+    assert written == ["- [fact] Moved to Seattle last month", "- [fact] Started running 5 km"]  # the good ones
+    reasons = [why for _, why in report.skipped]
+    assert sum("unusable" in why for why in reasons) == 3

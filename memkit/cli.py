@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import sys
 from datetime import datetime
 from typing import Any, Callable
@@ -54,6 +55,12 @@ class MemkitGroup(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(0)
+        except OSError as exc:  # a full disk, a read-only folder, a vanished file: one line, never a traceback
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise click.ClickException(f"{exc.strerror or exc}{where}") from exc
+        except sqlite3.OperationalError as exc:  # the index: "database or disk is full", "unable to open"
+            raise click.ClickException(f"the search index (.memkit/index/): {exc}; memkit rebuilds it from the "
+                                       f"files once the cause (disk space, permissions) is fixed") from exc
         except Exception as exc:  # an unexpected error: one line unless debugging
             if os.environ.get(DEBUG_ENV):
                 raise

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -147,6 +148,9 @@ def _read_fd(fd: int, offset: int = 0) -> bytes:
         offset += len(chunk)
 
 
+TEMP_RE = re.compile(r"^\.(.+)\.[a-z0-9_]{8}\.tmp$")  #: the name of a temp file atomic writes make
+
+
 def _write_temp(path: Path, data: bytes) -> str:
     """A fsynced temp file beside ``path`` holding ``data``, with ``path``'s permission bits."""
     try:
@@ -285,9 +289,10 @@ class VaultLock:
     :param timeout: seconds to wait before raising :class:`VaultLocked`.
     """
 
-    def __init__(self, path: Path, timeout: float = 30.0) -> None:
+    def __init__(self, path: Path, timeout: float = 30.0, on_acquire: Callable[[], None] | None = None) -> None:
         self.path = path
         self.timeout = timeout
+        self.on_acquire = on_acquire  #: run each time the lock is taken (not when re-entered)
         self._rlock = threading.RLock()
         self._depth = 0
         self._cm: contextlib.AbstractContextManager[None] | None = None
@@ -301,7 +306,13 @@ class VaultLock:
                 cm.__enter__()
                 self._cm = cm
             self._depth += 1
+            if self._depth == 1 and self.on_acquire is not None:
+                self.on_acquire()
         except BaseException:
+            if self._depth == 1 and self._cm is not None:  # on_acquire failed: give the lock back
+                self._depth = 0
+                held, self._cm = self._cm, None
+                held.__exit__(None, None, None)
             self._rlock.release()
             raise
 

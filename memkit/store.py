@@ -8,6 +8,8 @@ written by its owner with :mod:`memkit.fsutil`.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -30,6 +32,7 @@ from .errors import (
     VaultNotFound,
 )
 from .fsutil import (
+    TEMP_RE,
     FileChanged,
     NotRegularFile,
     VaultLock,
@@ -70,6 +73,7 @@ ARCHIVE_HEADER = (
     "Move a line back to its topic to undo.\n\n"
 )
 LOCK_TIMEOUT_S = 30.0
+SPLIT_JOURNAL = "split-journal.json"  #: under .memkit/: the split being written, until it is done
 SEEN_FILE = "recent-seen.json"  #: under .memkit/: topic file mtimes when index.txt was last reconciled
 HAND_EDIT_SLACK_S = 2.0  #: a file this much newer than its index.txt time was changed outside memkit
 MAX_RECENT_BYTES = 1 << 20  #: index.txt holds a few dozen lines
@@ -152,7 +156,7 @@ class Store:
             raise VaultNotFound(f"vault {path} does not exist: create it with `memkit init {path}`")
         self.root = path.resolve()
         self.config = config if config is not None else load_config(self.root)
-        self._lock = VaultLock(self.root / STATE_DIR / "write.lock", LOCK_TIMEOUT_S)
+        self._lock = VaultLock(self.root / STATE_DIR / "write.lock", LOCK_TIMEOUT_S, on_acquire=self._recover)
         self._warned: set[str] = set()
 
     def __repr__(self) -> str:
@@ -264,11 +268,74 @@ class Store:
         """The vault's write lock (``with store.lock():``): every read-modify-write of a topic file,
         index.txt or archive.md holds it, across processes (CLI, watcher, MCP server). Re-entrant
         within a process, so a service may hold it around several store calls."""
+        self.check_state_dir()
         try:
             self.state_dir.mkdir(exist_ok=True)
         except OSError as exc:
             raise describe_os_error(exc, f"{self.rel(self.state_dir)}/") from exc
         return self._lock
+
+    def check_state_dir(self) -> None:
+        """``.memkit`` must be a real folder inside the vault (or not exist yet): memkit never
+        writes derived data, locks included, anywhere else.
+
+        :raises MemkitError: it is a symlink or a file, saying what to do.
+        """
+        state = self.state_dir
+        if state.is_symlink():
+            raise MemkitError(f"{STATE_DIR} is a symlink (to {os.readlink(state)}); memkit keeps derived data only "
+                              f"inside the vault: remove the link (everything in it is rebuilt)")
+        if state.exists() and not state.is_dir():
+            raise MemkitError(f"{STATE_DIR} is a file, not a folder; memkit keeps its derived data there: remove it "
+                              f"(everything in it is rebuilt)")
+
+    def _recover(self) -> None:
+        """Run when the write lock is taken: finish or undo what a writer killed mid-way left (an
+        interrupted split), and remove the temp files of dead writers (nobody else writes these
+        folders while the lock is held). Never fails the write that took the lock."""
+        try:
+            self._undo_interrupted_split()
+        except Exception as exc:  # noqa: BLE001 - recovery must not stop the write: say so and go on
+            self.warn_once(f"could not check for an interrupted split: {exc}")
+        for folder in (self.topics_dir, self.root):
+            try:
+                names = [e.name for e in os.scandir(folder) if e.name.startswith(".") and e.is_file(follow_symlinks=False)]
+            except OSError:
+                continue
+            for name in names:
+                if TEMP_RE.match(name):
+                    with contextlib.suppress(OSError):
+                        os.unlink(folder / name)
+
+    def _undo_interrupted_split(self) -> None:
+        journal = self.state_dir / SPLIT_JOURNAL
+        try:
+            data = json.loads(read_regular(journal, 1 << 20)[0])
+        except FileNotFoundError:
+            return
+        except (OSError, MemkitError, ValueError):
+            journal.unlink(missing_ok=True)
+            return
+        parent = self.root / str(data.get("parent", ""))
+        parts = data.get("parts") if isinstance(data.get("parts"), dict) else {}
+        try:
+            parent_now = hashlib.sha256(parent.read_bytes()).hexdigest() if parent.is_file() else None
+        except OSError:
+            parent_now = None
+        if parent_now is not None and parent_now == data.get("parent_sha"):
+            # the parent is still there, unchanged: the split did not finish; remove its parts
+            kept = []
+            for rel, sha in parts.items():
+                path = self.root / str(rel)
+                if not self.is_inside(path) or not path.is_file():
+                    continue
+                if hashlib.sha256(path.read_bytes()).hexdigest() == sha:
+                    path.unlink()
+                else:
+                    kept.append(str(rel))
+            log.warning("a split of %s was interrupted: undone (the topic is as it was)%s", data.get("parent"),
+                        f"; {', '.join(kept)} changed since and were kept: check them for duplicates" if kept else "")
+        journal.unlink(missing_ok=True)
 
     def warn_once(self, message: str) -> None:
         """Log a warning once per Store (a malformed file is reported, not on every read)."""
@@ -487,11 +554,16 @@ class Store:
         caller holds the lock and checked ``parent`` is current. Every part is written before the
         parent is removed, so a crash leaves duplicates, never a lost line; if writing a part
         fails, the parts already written are removed again and the parent is untouched."""
+        datas = {name: parent.data(text) for name, text in parts.items()}
+        journal = self.state_dir / SPLIT_JOURNAL  # so a kill between the renames is undone by the next writer
+        atomic_write(journal, json.dumps({
+            "parent": self.rel(parent.path), "parent_sha": hashlib.sha256(parent.data()).hexdigest(),
+            "parts": {self.rel(self.topic_path(n)): hashlib.sha256(d).hexdigest() for n, d in datas.items()}}))
         written: list[Path] = []
         try:
-            for name, text in parts.items():
+            for name, data in datas.items():
                 path = self.topic_path(name)
-                atomic_write(path, ("\ufeff" if parent.bom else "") + text)
+                atomic_write(path, data)
                 written.append(path)
         except BaseException as exc:
             for path in written:  # new files nobody else could have touched: we hold the lock
@@ -508,6 +580,7 @@ class Store:
             pass
         except OSError as exc:
             raise describe_os_error(exc, f"{self.rel(parent.path)} (its parts are written; remove it by hand)") from exc
+        journal.unlink(missing_ok=True)
 
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
             when: datetime | None = None) -> tuple[Entry, int]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TranscriptError
+from .fsutil import NotRegularFile, read_regular
 
 MAX_TRANSCRIPT_BYTES = 1_000_000  # about 250k tokens: larger conversations should be split first
 
@@ -33,7 +34,9 @@ def read_transcript(path: Path) -> tuple[list[Message], bytes]:
                 f"{path}: transcript is {size / 1e6:.1f} MB; memkit digests at most "
                 f"{MAX_TRANSCRIPT_BYTES / 1e6:.0f} MB at once: split it into smaller files"
             )
-        data = path.read_bytes()
+        data, _ = read_regular(path, MAX_TRANSCRIPT_BYTES)  # a FIFO or device is refused, never waited on
+    except NotRegularFile as exc:
+        raise TranscriptError(f"{path}: {exc}; not read") from None
     except OSError as exc:
         raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return parse_transcript(data, str(path)), data

@@ -310,3 +310,173 @@ def test_unusable_conclusions_are_skipped_and_reported(tmp_path: Path) -> None:
     assert written == ["- [fact] Moved to Seattle last month", "- [fact] Started running 5 km"]  # the good ones
     reasons = [why for _, why in report.skipped]
     assert sum("unusable" in why for why in reasons) == 3
+
+
+# ---- one bad file, link or folder never stops the vault ------------------------------------------
+
+def _cli(root: Path, *args: str):
+    from click.testing import CliRunner
+
+    from memkit.cli import main
+    from util import FakeEmbedder
+
+    return CliRunner().invoke(main, ["--vault", str(root), *args], obj={"vault_obj": Vault(root, embedder=FakeEmbedder())})
+
+
+def test_symlink_loop_is_skipped_by_every_command(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v").root
+    write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
+    os.symlink("loop2.md", root / "topics" / "loop1.md")
+    os.symlink("loop1.md", root / "topics" / "loop2.md")
+    for args in (["topics"], ["recent"], ["index"], ["search", "cat", "--threshold", "0"], ["context", "my cat"],
+                 ["check"]):
+        result = _cli(root, *args)
+        assert "unexpected error" not in result.output, (args, result.output)
+        assert result.exit_code == (1 if args == ["check"] else 0), (args, result.output)
+    assert "loop1.md" in _cli(root, "check").output
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_never_blocks(tmp_path: Path) -> None:
+    import time
+
+    root = Vault.init(tmp_path / "v").root
+    os.mkfifo(root / "topics" / "fifo.md")
+    os.mkfifo(tmp_path / "x.fifo")
+    started = time.monotonic()
+    added = _cli(root, "add", "x", "--topic", "fifo")
+    assert added.exit_code == 1 and "FIFO" in added.output
+    (root / "memkit.yaml").write_text("llm: {base_url: 'http://127.0.0.1:9', model: m}\n")
+    digested = _cli(root, "digest", str(tmp_path / "x.fifo"))
+    assert digested.exit_code == 1 and "FIFO" in digested.output
+    assert _cli(root, "topics").exit_code == 0
+    assert time.monotonic() - started < 10  # each returned at once (a blocking open would hang forever)
+
+
+def test_state_dir_that_is_not_a_folder_inside_the_vault(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v").root
+    write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, root / ".memkit")
+    result = _cli(root, "add", "x", "--topic", "pets")
+    assert result.exit_code == 1 and ".memkit is a symlink" in result.output
+    assert _cli(root, "search", "cat").exit_code == 1
+    assert list(outside.iterdir()) == []  # nothing written outside the vault, not even a lock file
+    os.unlink(root / ".memkit")
+    (root / ".memkit").write_text("not a folder")
+    found = _cli(root, "search", "cat", "--threshold", "0")  # the index lives in memory instead
+    assert found.exit_code == 0 and "Miso" in found.output
+    result = _cli(root, "add", "x", "--topic", "pets")
+    assert result.exit_code == 1 and ".memkit is a file" in result.output
+
+
+def test_archive_symlink_out_of_the_vault_is_never_written(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v").root
+    write(root / "topics" / "pets.md", "- Has a cat named Miso\n- Walks daily\n")
+    secret = write(tmp_path / "secret.txt", "do not touch\n")
+    os.symlink(secret, root / "archive.md")
+    result = _cli(root, "forget", "--match", "Walks")
+    assert result.exit_code == 1 and "outside the vault" in result.output
+    assert secret.read_text() == "do not touch\n"
+    assert "Walks daily" in (root / "topics" / "pets.md").read_text()  # nothing removed either
+
+
+def test_a_read_only_vault_can_be_searched(tmp_path: Path) -> None:
+    """As an unprivileged user (root ignores permission bits), on a vault nobody may write."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    base = Path(tempfile.mkdtemp())
+    try:
+        os.chmod(base, 0o755)
+        root = Vault.init(base / "v").root
+        write(root / "topics" / "pets.md", "- Has a cat named Miso\n- Walks the dog daily\n")
+        if os.geteuid() != 0:
+            pytest.skip("needs root to drop to an unprivileged user")
+        for folder, _, files in os.walk(root):
+            os.chmod(folder, 0o555)
+            for name in files:
+                os.chmod(Path(folder) / name, 0o444)
+        code = ("import os, sys, json, tempfile, sqlite3, encodings.utf_8_sig, encodings.idna;"
+                "sys.path.insert(0, sys.argv[2]); from util import FakeEmbedder;"
+                "from click.testing import CliRunner; from memkit import Vault; from memkit.cli import main;"
+                "warm = Vault.init(tempfile.mkdtemp() + '/w'); warm.add('x', topic='t');"
+                "CliRunner().invoke(main, ['--vault', str(warm.root), 'search', 'x'],"
+                " obj={'vault_obj': Vault(warm.root, embedder=FakeEmbedder())});"  # imports all it needs
+                "os.setgid(65534); os.setuid(65534);"  # then drops privileges: /root is not readable
+                "r = CliRunner().invoke(main, ['--vault', sys.argv[1], 'search', 'cat', '--threshold', '0'],"
+                " obj={'vault_obj': Vault(sys.argv[1], embedder=FakeEmbedder())});"
+                "print(r.exit_code); print(r.output)")
+        proc = subprocess.run([sys.executable, "-c", code, str(root), str(Path(__file__).parent)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.stdout.startswith("0\n") and "Miso" in proc.stdout, proc.stdout + proc.stderr
+        assert not (root / ".memkit").exists()
+    finally:
+        for folder, _, _ in os.walk(base):
+            os.chmod(folder, 0o755)
+        shutil.rmtree(base)
+
+
+def test_a_full_disk_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    root = Vault.init(tmp_path / "v").root
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Vault, "index", full)
+    result = _cli(root, "index", "--full")
+    assert result.exit_code == 1 and result.output.strip() == "Error: No space left on device"
+
+
+# ---- multi-file work finishes or rolls back ------------------------------------------------------
+
+SPLITTER = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[3])
+from util import FakeEmbedder
+from memkit import Vault
+n, count = int(sys.argv[2]), [0]
+real = os.replace
+def dying_replace(src, dst, *a, **k):
+    count[0] += 1
+    if count[0] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(src, dst, *a, **k)
+os.replace = dying_replace
+Vault(sys.argv[1], embedder=FakeEmbedder()).split("big", llm=None)
+print("finished", count[0])
+"""
+
+
+def test_a_split_killed_at_any_rename_leaves_each_entry_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    from collections import Counter
+
+    themes = ["rice paella bomba saffron", "bread sourdough rye flour", "kimchi cabbage ferment jar"]
+    lines = [f"- {themes[i % 3]} note number {i}" for i in range(30)]
+    n = 1
+    while True:
+        root = Vault.init(tmp_path / f"v{n}").root
+        write(root / "topics" / "big.md", "# Big\n\n" + "\n".join(lines) + "\n")
+        proc = subprocess.run([sys.executable, "-c", SPLITTER, str(root), str(n), str(Path(__file__).parent)],
+                              capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        killed = proc.returncode != 0
+        vault = Vault(root)
+        vault.add("a later write takes the lock", topic="other")  # recovery runs here
+        found = Counter(line for f in (root / "topics").glob("*.md") for line in f.read_text().splitlines()
+                        if line.startswith("- ") and "note number" in line)
+        assert all(found[line] == 1 for line in lines), (n, killed, +found)
+        assert not [p.name for p in (root / "topics").iterdir() if p.name.endswith(".tmp")]
+        assert not [p.name for p in root.iterdir() if p.name.endswith(".tmp")]
+        assert not (root / ".memkit" / "split-journal.json").exists()
+        if not killed:
+            assert "finished" in proc.stdout
+            break
+        n += 1
+    assert n >= 4  # the journal, the parts and index.txt: each rename was a kill point

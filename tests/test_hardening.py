@@ -480,3 +480,14 @@ def test_a_split_killed_at_any_rename_leaves_each_entry_once(tmp_path: Path) -> 
             break
         n += 1
     assert n >= 4  # the journal, the parts and index.txt: each rename was a kill point
+
+
+def test_a_topic_reachable_under_two_names_is_listed_and_searched_once(tmp_path: Path) -> None:
+    from util import FakeEmbedder
+
+    root = Vault.init(tmp_path / "v").root
+    write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
+    os.symlink("pets.md", root / "topics" / "animals.md")  # an alias inside the vault
+    vault = Vault(root, embedder=FakeEmbedder())
+    assert [t.name for t in vault.topics()] == ["pets"]
+    assert [h.topic for h in vault.search("cat named Miso", threshold=None)] == ["pets"]

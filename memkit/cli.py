@@ -15,6 +15,7 @@ from .capture import capture as capture_conversation
 from .capture import read_stream
 from .errors import InvalidValue, MemkitError, TopicNameError, TopicNotFound
 from .gitsync import merge_files
+from .upkeep import parse_day
 from .mcp_server import require_sdk, serve
 from .recent import relative_time
 from .search import Threshold
@@ -132,9 +133,12 @@ def init(path: str) -> None:
 @click.option("--topic", "-t", metavar="TOPIC", help="Topic name (default: general). Created if new.")
 @click.option("--kind", metavar="KIND", help="fact, preference, decision, discovery, event, context…")
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="A #tag; repeat for several.")
+@click.option("--due", metavar="DATE", help="A follow-up due then (kind pending): '(due DATE)'.")
+@click.option("--until", metavar="DATE", help="The memory expires after this day: '(until DATE)'.")
 @json_option
 @click.pass_context
-def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], json_: bool) -> None:
+def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], due: str | None,
+        until: str | None, json_: bool) -> None:
     """Append a memory to a topic. TEXT '-' reads it from stdin (lines are joined into one entry).
 
     A topic that grows past topic_split_threshold_lines is split into subtopics right away; a
@@ -147,10 +151,17 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
       memkit add "Prefers bomba rice for paella" --topic cooking --kind preference --tag rice
       echo "Allergic to tree nuts" | memkit add - --topic health
       memkit add -- "-5 degrees tonight, the pipes may freeze"
+      memkit add "Ask how the job interview went" --due 2026-11-28
+      memkit add "Parking spot at the office is B14" --until 2026-12-31
     """
     if text == "-":
         text = sys.stdin.read()
     vault = get_vault(ctx)
+    for label, value in (("due", due), ("until", until)):
+        if value is not None:
+            text = f"{' '.join(text.split())} ({label} {parse_day(value, f'--{label}').isoformat()})"
+    if due is not None and kind is None:
+        kind = "pending"
     entry = vault.add(text, topic=topic, kind=kind, tags=tags)
     if json_:
         echo_json(entry.to_dict())
@@ -461,7 +472,8 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
     Runs until Ctrl-C or SIGTERM. Editors' save patterns, swap files, bursts of changes (git pull)
     and moved or deleted topics are handled; a change is searchable within about a second.
     With an LLM configured, a transcript in inbox/ unchanged for session_timeout_minutes is
-    digested and moved to inbox/done/ (on failure: inbox/NAME.error).
+    digested and moved to inbox/done/ (on failure: inbox/NAME.error). Once a day, expired entries
+    move to archive.md (`memkit tidy`).
 
     \b
     Example:
@@ -469,25 +481,32 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
       memkit watch --polling
     """
     vault = get_vault(ctx)
-    inbox_handler: Callable[[], None] | None = None
-    if vault.config.llm:
-        llm = vault.llm()
+    llm = vault.llm() if vault.config.llm else None
+    tidied: list[str] = []  # the day of the last tidy: expired entries move to archive.md once a day
 
-        def digest_inbox() -> None:
+    def upkeep() -> None:
+        if llm is not None:
             for result in vault.process_inbox(llm=llm):
                 if result.error:
                     click.echo(f"inbox/{result.file}: {result.error}", err=True)
                 elif result.report is not None:
                     summary = result.report.summary().split(": ", 1)[-1]
                     click.echo(f"inbox/{result.file}: {summary} (moved to inbox/done/)")
+        today = datetime.now().date().isoformat()
+        if tidied[-1:] != [today]:
+            report = vault.tidy()
+            tidied.append(today)
+            if report.expired:
+                click.echo(f"tidy: {len(report.expired)} expired entr{'y' if len(report.expired) == 1 else 'ies'} "
+                           "moved to archive.md")
 
-        inbox_handler = digest_inbox
+    inbox_handler: Callable[[], None] | None = upkeep
 
     def on_update(report: Any) -> None:
         if report.new or report.removed or report.changed_files:
             click.echo(report.summary())
 
-    click.echo(f"watching {vault.root} (topics/{' and inbox/' if inbox_handler else ''}); Ctrl-C to stop", err=True)
+    click.echo(f"watching {vault.root} (topics/{' and inbox/' if llm is not None else ''}); Ctrl-C to stop", err=True)
     # errors are already printed by the memkit logger on stderr; no on_error echo here
     # check the inbox often enough that an idle transcript waits at most ~half its timeout extra
     interval = max(1.0, min(30.0, vault.config.session_timeout_minutes * 30))
@@ -532,6 +551,213 @@ def split(ctx: click.Context, topic: str, dry_run: bool, min_part: int, max_part
 
 
 # ---- assistants: the MCP server and the conversation capture hook (issue 9) --------------------
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Show the diff; write nothing.")
+@json_option
+@click.pass_context
+def tidy(ctx: click.Context, dry_run: bool, json_: bool) -> None:
+    """Move expired memories to archive.md (nothing is deleted).
+
+    An entry expires after its own '(until DATE)', or when its kind's lifetime has passed since its
+    date (memkit.yaml expire:, default context 1d, conversation 30d). Expired entries are already
+    left out of search and context; `memkit watch` tidies once a day.
+
+    \b
+    Examples:
+      memkit tidy --dry-run
+      memkit tidy
+    """
+    report = get_vault(ctx).tidy(dry_run=dry_run)
+    if json_:
+        echo_json(report.to_dict())
+        return
+    if dry_run and report.diff:
+        click.echo(report.diff, nl=False)
+    for entry, why in report.expired:
+        click.echo(f"{'would move' if dry_run else 'moved'} {entry.id} from {entry.topic} ({why}): {entry.text}")
+    if not report.expired:
+        click.echo("nothing has expired")
+
+
+@main.command()
+@click.argument("args", nargs=-1, required=True, metavar="[ID] TEXT")
+@click.option("--match", "-m", metavar="TEXT", help="Edit the one entry whose text contains TEXT (no ID).")
+@click.option("--topic", "-t", metavar="TOPIC", help="Look only in this topic.")
+@json_option
+@click.pass_context
+def edit(ctx: click.Context, args: tuple[str, ...], match: str | None, topic: str | None, json_: bool) -> None:
+    """Change a memory where it stands; the old line is kept in archive.md (see `memkit history`).
+
+    Its kind and tags stay unless TEXT gives its own; it is dated today.
+
+    \b
+    Examples:
+      memkit edit 3f2a9c1e "Manager is Tom Berg since Priya moved teams"
+      memkit edit --match "Priya" "Manager is Tom Berg"
+    """
+    if len(args) == 2 and match is None:
+        entry_id, text = args
+    elif len(args) == 1 and match is not None:
+        entry_id, text = None, args[0]
+    else:
+        raise click.UsageError("give an entry ID and the new text, or --match TEXT and the new text")
+    entry = get_vault(ctx).edit(entry_id, text, match=match, topic=topic)
+    if json_:
+        echo_json(entry.to_dict())
+    else:
+        click.echo(f"edited: now {entry.id} in {entry.topic}: {entry.text}")
+        click.echo(f"(the old line is in archive.md; `memkit history {entry.id}` shows the chain)")
+
+
+@main.command()
+@click.argument("entry_id", metavar="ID")
+@json_option
+@click.pass_context
+def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
+    """Every version of a memory, oldest first (from archive.md; and git log in a git vault).
+
+    \b
+    Example:
+      memkit history 3f2a9c1e
+    """
+    vault = get_vault(ctx)
+    steps = vault.history(entry_id)
+    commits = vault.git_history(steps[-1]) if steps else []
+    if json_:
+        echo_json({"versions": [s.to_dict() for s in steps], "git": commits})
+        return
+    for s in steps:
+        where = "now, in " + s.topic if s.status == "current" else f"{s.day}, left {s.topic}: {s.status}"
+        click.echo(f"{s.id}  {s.text}\n          ({where})")
+    if commits:
+        click.echo("git log of the newest version:")
+        for line in commits:
+            click.echo(f"  {line}")
+
+
+@main.command()
+@json_option
+@click.pass_context
+def pending(ctx: click.Context, json_: bool) -> None:
+    """List follow-ups (kind pending), the most urgent first.
+
+    A follow-up is an entry like '- [pending] Ask how the interview went (due 2026-11-28)'; add
+    one with `memkit add TEXT --due DATE`; the due and overdue ones appear in `memkit context`.
+
+    \b
+    Example:
+      memkit pending
+    """
+    items = get_vault(ctx).pending()
+    if json_:
+        echo_json([f.to_dict() for f in items])
+        return
+    if not items:
+        click.echo("no follow-ups: add one with `memkit add TEXT --due DATE`")
+    for f in items:
+        when = ("no due date" if f.due is None else f"due {f.due.isoformat()}" +
+                (f", {f.overdue_days} day{'s' if f.overdue_days != 1 else ''} overdue" if f.overdue_days > 0
+                 else " (today)" if f.overdue_days == 0 else ""))
+        click.echo(f"{f.entry.id}  {f.entry.text}  [{when}; {f.entry.topic}]")
+
+
+@main.command()
+@click.argument("entry_id", required=False, metavar="[ID]")
+@click.option("--match", "-m", metavar="TEXT", help="The one entry whose text contains TEXT.")
+@json_option
+@click.pass_context
+def done(ctx: click.Context, entry_id: str | None, match: str | None, json_: bool) -> None:
+    """Mark a follow-up done: it moves to archive.md ('done').
+
+    \b
+    Example:
+      memkit done 3f2a9c1e
+    """
+    if bool(entry_id) == bool(match):
+        raise click.UsageError("give either an entry ID or --match TEXT")
+    entry = get_vault(ctx).done(entry_id, match=match)
+    if json_:
+        echo_json(entry.to_dict())
+    else:
+        click.echo(f"done: {entry.id} ({entry.text}) moved to archive.md")
+
+
+@main.command()
+@json_option
+@click.pass_context
+def stats(ctx: click.Context, json_: bool) -> None:
+    """Counts: entries per topic and kind, follow-ups, expired entries, archive, index, inbox.
+
+    \b
+    Example:
+      memkit stats --json
+    """
+    data = get_vault(ctx).stats()
+    if json_:
+        echo_json(data)
+        return
+    click.echo(f"{data['entries']} entries in {data['topics']} topics; {data['archive_entries']} in archive.md")
+    click.echo("by kind: " + ", ".join(f"{k} {n}" for k, n in data["per_kind"].items()))
+    click.echo(f"follow-ups: {data['pending']} ({data['due']} due, {data['overdue']} overdue); "
+               f"expired awaiting `memkit tidy`: {data['expired_awaiting_tidy']}")
+    index = data["index"]
+    if index.get("model"):
+        click.echo(f"index: {index['model']} ({index['dim']}-d), {index['stale_files']} topic file(s) to re-index")
+    inbox = data["inbox"]
+    click.echo(f"inbox: {len(inbox['waiting'])} waiting, {len(inbox['errors'])} error(s); "
+               f"last digest: {data['last_digest'] or 'never'}")
+    if data["files_needing_attention"]:
+        click.echo(f"{data['files_needing_attention']} file(s) need you: see `memkit check`")
+
+
+@main.command()
+@click.argument("topic")
+@click.option("--before", required=True, metavar="DATE", help="Condense entries dated before this day (YYYY-MM-DD).")
+@click.option("--dry-run", is_flag=True, help="Show the diff; write nothing.")
+@json_option
+@click.pass_context
+def compact(ctx: click.Context, topic: str, before: str, dry_run: bool, json_: bool) -> None:
+    """Condense a topic's older entries into fewer, denser ones (LLM); originals go to archive.md.
+
+    Entries dated on or after --before, and undated ones, are never touched.
+
+    \b
+    Example:
+      memkit compact running --before 2025-01-01 --dry-run
+    """
+    report = get_vault(ctx).compact(topic, before=parse_day(before, "--before"), dry_run=dry_run)
+    _print_change(report, json_, "compacted")
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Show the proposed profile as a diff; write nothing.")
+@json_option
+@click.pass_context
+def distill(ctx: click.Context, dry_run: bool, json_: bool) -> None:
+    """Rewrite the pinned profile (topics/profile.md) from the vault's durable memories (LLM).
+
+    The profile is always the first layer of `memkit context`; it is kept under
+    profile_max_entries lines, and lines it drops go to archive.md.
+
+    \b
+    Example:
+      memkit distill --dry-run
+    """
+    report = get_vault(ctx).distill(dry_run=dry_run)
+    _print_change(report, json_, "profile")
+
+
+def _print_change(report: Any, json_: bool, what: str) -> None:
+    if json_:
+        echo_json(report.to_dict())
+        return
+    if report.diff:
+        click.echo(report.diff, nl=False)
+    verb = "would replace" if report.dry_run else "replaced"
+    click.echo(f"{what}: {verb} {len(report.removed)} line(s) with {len(report.added)}"
+               + (f"; {len(report.kept)} left as they were" if getattr(report, "kept", None) else ""))
+
 
 @main.command("check")
 @click.option("--fix", is_flag=True, help="Repair what is safe: duplicate entries (to archive.md), duplicate "

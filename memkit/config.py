@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 import re
 import urllib.parse
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -154,6 +154,16 @@ index_max_entries: 20
 # A model2vec model id (fetched once into the Hugging Face cache) or a local folder.
 model: minishlab/potion-base-8M
 
+# How long entries of a kind stay (1d, 2w, 6m, 1y or never); other kinds never expire. An entry
+# may also carry its own end: "(until 2026-12-31)". Expired entries leave search and context at
+# once; `memkit tidy` (and the watcher, daily) moves them to archive.md.
+expire:
+  context: 1d
+  conversation: 30d
+
+# The most entries `memkit distill` keeps in the pinned profile (topics/profile.md).
+profile_max_entries: 20
+
 # LLM for digest and split naming; empty = none. Examples:
 #   llm: {base_url: "http://127.0.0.1:11434/v1", model: "llama3.2"}          # Ollama
 #   llm: {base_url: "https://api.openai.com/v1", model: "gpt-4o-mini", api_key_env: OPENAI_API_KEY}
@@ -174,6 +184,9 @@ class Config:
     index_max_entries: int = 20
     model: str = DEFAULT_MODEL
     llm: LLMSettings | None = None  #: None: no LLM configured
+    #: kind -> lifetime in days (None: never expires); memkit.yaml's ``expire:`` is merged over the defaults
+    expire: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_EXPIRE))
+    profile_max_entries: int = 20  #: the most entries `memkit distill` keeps in the pinned profile
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -184,7 +197,26 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "max_memories_per_search": (int,),
     "index_max_entries": (int,),
     "model": (str,),
+    "profile_max_entries": (int,),
 }
+DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30}
+_LIFETIME = re.compile(r"^(\d{1,5})\s*([dwmy])$")
+_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+
+
+def parse_lifetime(value: Any, where: str) -> int | None:
+    """``"1d"``, ``"2w"``, ``"6m"``, ``"1y"``, a number of days, or ``never`` -> days (None: never)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{where} must be like 1d, 2w, 6m, 1y or never, got {value!r}")
+    if isinstance(value, int) and value >= 0:
+        return value
+    text = str(value).strip().lower()
+    if text in ("never", "none", "forever", ""):
+        return None
+    m = _LIFETIME.match(text)
+    if not m:
+        raise ConfigError(f"{where} must be like 1d, 2w, 6m, 1y or never, got {value!r}")
+    return int(m.group(1)) * _DAYS[m.group(2)]
 
 
 def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
@@ -204,6 +236,19 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             raise ConfigError(
                 f"{source}: unknown key {key!r}; allowed keys: {', '.join(sorted(known))}"
             )
+        if key == "expire":  # kind -> lifetime, merged over the defaults
+            if given is None:
+                continue
+            if not isinstance(given, dict):
+                raise ConfigError(f"{source}: expire must be a mapping of kinds to lifetimes (context: 1d), "
+                                  f"got {type(given).__name__}")
+            merged = dict(DEFAULT_EXPIRE)
+            for kind, life in given.items():
+                if not isinstance(kind, str) or not re.fullmatch(r"[^\W\d_][\w-]{0,39}", kind):
+                    raise ConfigError(f"{source}: expire: {kind!r} is not a kind (one word)")
+                merged[kind.lower()] = parse_lifetime(life, f"{source}: expire.{kind}")
+            values[key] = merged
+            continue
         if key == "llm":  # LLMSettings.from_config checks the whole section, its type included
             try:
                 values[key] = LLMSettings.from_config(given)
@@ -216,7 +261,7 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             raise ConfigError(f"{source}: {key} must be {want}, got {given!r}")
         value: Any = given
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
-                   "min_conclusions_for_new_topic") and value < 1:
+                   "min_conclusions_for_new_topic", "profile_max_entries") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
         if key == "session_timeout_minutes" and value < 0:
             raise ConfigError(f"{source}: {key} must be 0 or more, got {value}")

@@ -1,7 +1,10 @@
 """The prompt context: the memory block an assistant pastes into its system prompt (the README's "Context").
 
-The block is markdown, in three layers:
+The block is markdown, in layers:
 
+0. **About the user**: the pinned profile (topics with ``pinned: true``; ``memkit init`` makes an
+   empty ``topics/profile.md``, ``memkit distill`` rewrites it), always first, whatever the message.
+   **To follow up**: follow-ups (kind ``pending``) that are due or overdue today.
 1. **Recent topics**: the lines of index.txt, newest first, with relative times
    (``- cooking (2 days ago): rice recipes and oven timing``).
 2. **Relevant memories**: search hits above the similarity threshold, accumulated over the
@@ -19,20 +22,22 @@ afresh with a warning. A session idle for longer than ``session_timeout_minutes`
 
 The block fits ``budget_tokens`` (estimated at ~4 characters a token). Over budget, it sheds in
 this order: recent topics beyond the newest five, memories from the bottom of the list, the topic
-file's oldest entries, then the last recent topics. The instructions are never cut, and every cut
-says ``(N more not shown)``.
+file's oldest entries, the last recent topics, then the profile's last lines. The instructions
+are never cut, and every cut says ``(N more not shown)``. Expired entries (memkit.yaml
+``expire:``, ``(until DATE)``) are never shown.
 """
 from __future__ import annotations
 
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .errors import MemkitError, TopicNotFound, TopicParseError
 from .fsutil import atomic_write, describe_os_error, file_lock
+from .lifecycle import PENDING, due_date, expiry
 from .names import session_file_name
 from .recent import TIME_FORMAT, RecentTopic, relative_time
 from .route import detect_topic, is_confident
@@ -243,6 +248,11 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
         turns = {m["id"]: m["turn"] for m in state["memories"]}
         state["memories"] = [dict(h.to_dict(), turn=turns[h.id]) for h in memories]
 
+    store = searcher.store
+    today = now.date()
+    pinned: list[str] = _safely(store.pinned_topics, [], "cannot find the pinned profile")
+    profile = _safely(lambda: _profile(store, pinned, today), [], "cannot read the pinned profile")
+    follow = _safely(lambda: _due(searcher, today), [], "cannot list the follow-ups")
     topic: Topic | None = None
     if state["topic"]:
         try:
@@ -251,8 +261,36 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
             state["topic"] = None  # deleted, renamed or split since: back to memories
         except (TopicParseError, MemkitError) as exc:
             log.warning("%s; showing memories instead of the topic", exc)
-    recent = searcher.store.recent()
-    return _fit(recent, memories if topic is None else [], topic, state["session"], budget_tokens, now)
+    if topic is not None:  # expired entries are never shown; the profile is shown above
+        topic.entries = [e for e in topic.entries if not expiry(e, store.config.expire, today)]
+    recent = [r for r in store.recent() if r.topic not in pinned]  # the profile is shown whole above
+    return _fit(recent, memories if topic is None else [], topic, state["session"], budget_tokens, now,
+                profile, follow)
+
+
+def _profile(store: Store, pinned: Sequence[str], today: date) -> list[Entry]:
+    """The pinned topics' entries (not expired), in file order."""
+    out: list[Entry] = []
+    for name in pinned:
+        out += [e for e in store.topic(name).entries if not expiry(e, store.config.expire, today)]
+    return out
+
+
+def _due(searcher: Searcher, today: date) -> list[tuple[str, str, date]]:
+    """(text, topic, due day) of each follow-up due or overdue today, the oldest due first; read
+    from the index (no topic file is parsed), whose entries carry their kind."""
+    searcher.refresh()
+    view = searcher.index.view()
+    out = []
+    for i, kind in enumerate(view.kinds):
+        if kind != PENDING or not view.is_live(i):
+            continue
+        text = view.texts[i]
+        entry = Entry(text, view.topics[int(view.file_ids[i])], "", 0, 0, kind, (), view.own_date(i))
+        due = due_date(entry)
+        if due is not None and due <= today and not expiry(entry, searcher.store.config.expire, today):
+            out.append((text, entry.topic, due))
+    return sorted(out, key=lambda item: item[2])
 
 
 def _detect(searcher: Searcher, text: str) -> str | None:
@@ -306,6 +344,29 @@ def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+def _profile_section(profile: Sequence[Entry], shown: int) -> str:
+    lines = ["## About the user"] + [f"- {_one_line(e.text)}" for e in profile[:shown]]
+    if shown < len(profile):
+        lines.append(f"- ({len(profile) - shown} more not shown)")
+    return "\n".join(lines) + "\n"
+
+
+MAX_FOLLOW_UPS = 10  #: follow-ups listed in the block at most (the rest: `memkit pending`)
+
+
+def _follow_section(follow: Sequence[tuple[str, str, date]], today: date) -> str:
+    if not follow:
+        return ""
+    lines = ["## To follow up", "Ask the user about these when it fits the conversation:"]
+    for text, topic, due in follow[:MAX_FOLLOW_UPS]:
+        late = (today - due).days
+        when = "due today" if late == 0 else f"{late} day{'s' if late != 1 else ''} overdue"
+        lines.append(f"- {_one_line(text)} ({when}; topic: {topic})")
+    if len(follow) > MAX_FOLLOW_UPS:
+        lines.append(f"- ({len(follow) - MAX_FOLLOW_UPS} more: `memkit pending`)")
+    return "\n".join(lines) + "\n"
 
 
 def _recent_section(recent: Sequence[RecentTopic], shown: int, now: datetime) -> str:
@@ -371,14 +432,22 @@ def _topic_section(topic: Topic, keep: set[int] | None) -> str:
 
 
 def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, session: str | None,
-         budget_tokens: int, now: datetime) -> Context:
+         budget_tokens: int, now: datetime, profile: Sequence[Entry] = (),
+         follow: Sequence[tuple[str, str, date]] = ()) -> Context:
     """Render the block, shedding items in the documented order until it fits the budget."""
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     order = _age_order(topic.entries) if topic is not None else []
     n_entries = len(order)
+    n_profile = len(profile)
+    head = _follow_section(follow, now.date())
 
     def render(n_recent: int, n_mem: int, n_topic: int) -> str:
-        parts = ["# Memory\n", _recent_section(recent, n_recent, now)]
+        parts = ["# Memory\n"]
+        if profile:
+            parts.append(_profile_section(profile, n_profile))
+        if head:
+            parts.append(head)
+        parts.append(_recent_section(recent, n_recent, now))
         if topic is not None:
             keep = None if n_topic >= n_entries else set(order[n_entries - n_topic:])
             parts.append(_topic_section(topic, keep))
@@ -416,11 +485,14 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
         else:
             found = most(lo, n_topic, lambda n: fits(n_recent, n_mem, n))
             n_topic = lo if found is None else found
+    while n_profile > 1 and not fits(n_recent, n_mem, n_topic):  # last resort: the profile's last lines
+        n_profile -= 1
     text = render(n_recent, n_mem, n_topic)
     if len(text) > budget_chars:
         log.warning("the memory block needs %d tokens even with nothing but its instructions; "
                     "the budget of %d tokens is too small", estimate_tokens(text), budget_tokens)
-    omitted = {"recent": len(recent) - n_recent, "memories": len(memories) - n_mem, "topic_entries": n_entries - n_topic}
+    omitted = {"recent": len(recent) - n_recent, "memories": len(memories) - n_mem, "topic_entries": n_entries - n_topic,
+               "profile": len(profile) - n_profile}
     return Context(text, recent[:n_recent], memories[:n_mem], topic.name if topic is not None else None,
                    session, estimate_tokens(text), omitted)
 

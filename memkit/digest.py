@@ -21,8 +21,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -35,24 +36,28 @@ from .search import Hit, Searcher
 from .split import maybe_split
 from .store import ArchiveItem, Store, archive_line
 from .text import terms
-from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines, unified_diff
+from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines, text_hash, unified_diff
 from .transcript import Message, read_transcript, render
 
 log = logging.getLogger("memkit")
 
-KINDS = ("fact", "preference", "decision", "discovery", "event", "context", "observation")
+KINDS = ("fact", "preference", "decision", "discovery", "event", "context", "observation", "pending")
 MAX_CONCLUSIONS = 40  #: more than this from one transcript is a runaway model: the rest is reported, not written
 MAX_TEXT = 400
 MAX_PROMPT_CHARS = 60_000  #: transcript text sent per LLM call (long transcripts are digested in chunks)
 NEAR_DUPLICATE_COSINE = 0.92
 NEAR_DUPLICATE_JACCARD = 0.8
 UPDATE_CANDIDATES = 3
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 EXTRACT_PROMPT = """\
 You maintain the long-term memory of an assistant about its user. Read the conversation \
 transcript between <transcript> tags and extract the durable conclusions worth remembering in \
 future conversations: decisions, discoveries, preferences, facts about the user's life, plans, \
 and observations the assistant made that the user confirmed.
+Also extract what the assistant should follow up on later (an upcoming interview, an \
+appointment, something the user will report back on) as kind "pending", with "due": the day to \
+ask about it (YYYY-MM-DD; today is {today}) when the conversation says or implies one.
 Do NOT extract small talk, passing moods, common sense, general knowledge, or anything only \
 relevant to this one conversation. Each conclusion is one short sentence written to stand alone \
 (say who/what it is about; no "he said", no "as above").
@@ -63,8 +68,8 @@ Existing topics (name: summary):
 {topics}
 
 Reply with JSON only, of this shape:
-{{"conclusions": [{{"kind": "fact|preference|decision|discovery|event|context|observation", \
-"text": "one sentence", "topic": "an existing topic name, or null"}}],
+{{"conclusions": [{{"kind": "fact|preference|decision|discovery|event|context|observation|pending", \
+"text": "one sentence", "topic": "an existing topic name, or null", "due": "YYYY-MM-DD or null"}}],
  "new_topic": {{"name": "short-topic-name", "title": "Title", "summary": "a few words"}} or null}}
 "new_topic" proposes a topic for the conclusions that fit no existing topic. An empty list is a \
 fine answer when nothing is worth remembering."""
@@ -153,7 +158,7 @@ def _validate_extraction(value: Any) -> tuple[list[dict[str, Any]], dict[str, An
         if not isinstance(item.get("text"), str):
             bad.append((_preview(item), "its text is not a string"))
             continue
-        items.append({k: v for k, v in item.items() if k in ("text", "kind", "topic")})
+        items.append({k: v for k, v in item.items() if k in ("text", "kind", "topic", "due")})
     new_topic = value.get("new_topic")
     return items, new_topic if isinstance(new_topic, dict) else None, bad
 
@@ -167,7 +172,7 @@ def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[
                         ) -> tuple[list[Conclusion], dict[str, Any] | None, list[tuple[str, str]]]:
     """Ask the LLM for conclusions; returns (conclusions, proposed new topic, skipped with reasons)."""
     listing = "\n".join(f"- {name}: {summary or '(no summary)'}" for name, summary in topics) or "(none yet)"
-    system = EXTRACT_PROMPT.format(topics=listing)
+    system = EXTRACT_PROMPT.format(topics=listing, today=date.today().isoformat())
     conclusions: list[Conclusion] = []
     skipped: list[tuple[str, str]] = []
     new_topic: dict[str, Any] | None = None
@@ -190,6 +195,9 @@ def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[
                 continue
             kind = str(item.get("kind") or "fact").strip().lower() if isinstance(item.get("kind"), (str, type(None))) else "fact"
             kind = kind if kind in KINDS else "fact"
+            due = item.get("due")
+            if kind == "pending" and isinstance(due, str) and _DAY_RE.fullmatch(due.strip()) and "(due " not in text:
+                text = f"{text} (due {due.strip()})"  # a follow-up: context shows it once it is due
             hint = item.get("topic")
             conclusions.append(Conclusion(text, kind, str(hint) if isinstance(hint, str) and hint.strip() else None))
     return conclusions, new_topic, skipped
@@ -430,6 +438,7 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
             texts[name] = (current, old, text)
         # outdated entries: archive first, then remove them from their files (bottom up)
         removals: dict[str, dict[str, tuple[Entry, str]]] = {}  # topic -> hash -> (entry, by)
+        by_kind = {c.text: c.kind for c in conclusions}
         for c in conclusions:
             for e in c.supersedes:
                 removals.setdefault(e.topic, {}).setdefault(e.hash, (e, c.text))
@@ -446,7 +455,8 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
             for e in sorted(live, key=lambda e: -e.line):
                 text, _ = remove_lines(text, e.line, e.end_line)
                 by = wanted[e.hash][1]
-                archive_items.append(ArchiveItem(e, ("- " if e.is_list else "") + e.text, f"superseded by: {by}"))
+                by_id = text_hash(format_entry(by, by_kind[by], (), day)[2:])[:8]  # history follows the id
+                archive_items.append(ArchiveItem(e, ("- " if e.is_list else "") + e.text, f"superseded by {by_id}: {by}"))
                 report.superseded.append((e.topic, e.text, by))
             texts[topic_name] = (current, old, text)
         for name, items in by_topic.items():

@@ -1,24 +1,36 @@
 """BM25 over the entries' search terms (pure numpy).
 
 Documents arrive already analysed: every entry's terms as ids (the index stores the terms of each
-entry when it is indexed, see :func:`memkit.text.terms`), so building is a few numpy sorts.
-Postings are stored by term (CSC: for term ``t``, ``docs[indptr[t]:indptr[t + 1]]`` and their
-precomputed BM25 weights), and a query is one scatter-add per query term.
+entry when it is indexed, see :func:`memkit.text.terms`), so building is one sort. Only each
+document's own postings are stored, by term (CSC: for term ``t``, ``docs[indptr[t]:indptr[t + 1]]``
+and their term frequencies); the BM25 weights, and the context below, are computed for the
+query's terms only when it is asked, from the document frequencies and lengths kept beside.
 
-Context indexing: with ``context=c`` every entry is indexed together with the ``c`` entries before
+Context indexing: with ``context=c`` every entry is scored together with the ``c`` entries before
 it in the same file, their term counts (and lengths) weighted by ``context_weight``: a line of a
 topic file, or a turn of a conversation, is often only understandable with the one before it
 ("Where did you go?" / "To the lake."). Document frequencies count an entry's own terms only.
+
+Rows can die (:meth:`BM25Index.extended`: the entries of a file that changed) and new rows be
+appended without building the postings of the others again: statistics (document frequencies,
+average length, document count) count live rows only, so scores are those of an index built from
+the live rows alone.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import threading
+from typing import Any, Sequence
 
 import numpy as np
 
 from .text import terms as text_terms
 
 __all__ = ["BM25Index", "encode_terms"]
+
+_MAX_TF = 255
+_BLOCK = 1 << 15  # elements worked on at a time while building (bounds the temporaries)
+_TERMS_AT_ONCE = 8  #: query terms scored together (a long pasted query is scored 8 terms at a time)
+COMBINED_MAX_DOCS = 50_000  #: below this many documents the postings are kept with the context folded in
 
 
 def encode_terms(texts: Sequence[str], vocab: dict[str, int] | None = None) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
@@ -32,102 +44,317 @@ def encode_terms(texts: Sequence[str], vocab: dict[str, int] | None = None) -> t
     return np.asarray(ids, dtype=np.int32), offsets, vocab
 
 
+class _Postings:
+    """Postings of rows ``[row0, row0 + n)``: per term, the rows holding it (ascending) and how
+    often: their own text only (uint8, capped at 255), or, ``combined`` (given the same-file
+    successor masks), with the context counts folded in (float32) and which rows hold the term
+    themselves (``own``)."""
+
+    def __init__(self, term_ids: np.ndarray, offsets: np.ndarray, row0: int = 0, live: np.ndarray | None = None,
+                 successors: list[np.ndarray] | None = None, context_weight: float = 0.5) -> None:
+        n = len(offsets) - 1
+        self.row0, self.rows = row0, n
+        self.combined = False
+        self.tf: np.ndarray
+        self.own: np.ndarray | None = None
+        self.alive = None if live is None or live.all() else live.copy()  #: rows left out (None: none)
+        lengths = np.diff(offsets)
+        if self.alive is not None:  # dead rows hold nothing
+            term_ids = term_ids[np.repeat(self.alive, lengths)]
+            lengths = np.where(self.alive, lengths, 0)
+        if term_ids.size == 0:
+            self.n_terms = 0
+            self.docs = np.zeros(0, np.int32)
+            self.tf = np.zeros(0, np.uint8)
+            self.indptr = np.zeros(1, np.int64)
+            return
+        self._build(term_ids, lengths, n, row0)
+        if successors:
+            self._combine([nxt[row0:row0 + n] for nxt in successors], context_weight)
+
+    def _build(self, term_ids: np.ndarray, lengths: np.ndarray, n: int, row0: int) -> None:
+        """Sort one int64 key per term occurrence (term * n + row); equal keys are one posting.
+        The postings are read off the sorted keys a block at a time (few temporaries at once)."""
+        span = max(n, 1)
+        key = term_ids.astype(np.int64)
+        key *= span
+        ends = np.cumsum(lengths)
+        for a in range(0, n, _BLOCK):  # + the row of each occurrence, a block of rows at a time
+            b = min(a + _BLOCK, n)
+            first = int(ends[a - 1]) if a else 0
+            key[first:int(ends[b - 1])] += np.arange(a, b, dtype=np.int64).repeat(lengths[a:b])
+        del ends
+        key.sort()
+        m = key.shape[0]
+        brk = np.empty(m + 1, dtype=bool)  # a posting starts here (and one past the end)
+        brk[0] = brk[m] = True
+        np.not_equal(key[1:], key[:-1], out=brk[1:m])
+        u = int(np.count_nonzero(brk)) - 1
+        self.docs = np.empty(u, dtype=np.int32)
+        self.tf = np.empty(u, dtype=np.uint8)
+        v = int(key[-1] // span) + 1
+        counts = np.zeros(v, dtype=np.int64)
+        block = _BLOCK
+        j = a = 0
+        while a < m:
+            b = min(a + block, m)
+            starts = np.flatnonzero(brk[a:b]) + a
+            stop = b + int(np.argmax(brk[b:]))  # the run open at b ends at the next start
+            k = len(starts)
+            ends = np.empty(k, dtype=np.int64)
+            ends[:-1] = starts[1:]
+            ends[-1:] = stop
+            np.minimum(ends - starts, _MAX_TF, out=ends)
+            self.tf[j:j + k] = ends
+            term, doc = np.divmod(key[starts], span)
+            self.docs[j:j + k] = doc
+            counts += np.bincount(term, minlength=v)
+            j += k
+            a = stop
+        del key, brk
+        if row0:
+            self.docs += np.int32(row0)
+        self.n_terms = v
+        self.indptr = np.zeros(v + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.indptr[1:])
+
+    def _combine(self, successors: list[np.ndarray], cw: float) -> None:
+        """Fold the context in: row d's counts also go, times ``cw``, to rows d + 1 … d + c of
+        its file; (term, row) pairs met more than once are summed. One in-place sort of int64
+        keys: (term * span + row) << 10 | shift << 8 | count."""
+        span = self.rows + len(successors) + 1
+        counts = np.diff(self.indptr)
+        self._df = counts.copy()
+        local = self.docs.astype(np.int64)
+        if self.row0:
+            local -= self.row0
+        key0 = np.arange(self.n_terms, dtype=np.int64).repeat(counts)
+        key0 *= span
+        key0 += local
+        key0 <<= 10
+        key0 |= self.tf
+        keys = [key0]
+        for c, nxt in enumerate(successors, start=1):
+            keys.append(key0[nxt[local]] + ((c << 10) | (c << 8)))  # row + c, marked as context c
+        del local
+        key = np.concatenate(keys)
+        del keys, key0
+        key.sort()
+        code = key & 1023
+        key >>= 10
+        brk = np.empty(key.shape[0], dtype=bool)
+        brk[:1] = True
+        np.not_equal(key[1:], key[:-1], out=brk[1:])
+        starts = brk.nonzero()[0]
+        del brk
+        own = (code >> 8) == 0
+        tf = (code & 255).astype(np.float32)
+        tf[~own] *= np.float32(cw)
+        self.tf = np.add.reduceat(tf, starts)
+        self.own = np.logical_or.reduceat(own, starts)
+        term, doc = np.divmod(key[starts], span)
+        self.docs = doc.astype(np.int32)
+        if self.row0:
+            self.docs += np.int32(self.row0)
+        self.indptr = np.zeros(self.n_terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term, minlength=self.n_terms), out=self.indptr[1:])
+        self.combined = True
+
+    def df(self, size: int) -> np.ndarray:
+        """Documents holding each term in their own text (int64, ``size`` terms)."""
+        out = np.zeros(size, dtype=np.int64)
+        out[:self.n_terms] = self._df if self.combined else np.diff(self.indptr)
+        return out
+
+    def span(self, tid: int) -> tuple[int, int]:
+        if tid >= self.n_terms:
+            return 0, 0
+        return int(self.indptr[tid]), int(self.indptr[tid + 1])
+
+
 class BM25Index:
     """Okapi BM25 over documents given as term ids, optionally with same-file context.
 
     :param term_ids: every document's term ids, concatenated.
     :param offsets: ``(n + 1,)``: document ``i`` is ``term_ids[offsets[i]:offsets[i + 1]]``.
-    :param vocab: term -> id (query terms are looked up in it).
+    :param vocab: term -> id (query terms are looked up in it): a dict, or an object whose
+        ``ids(terms)`` gives the ids (-1: unknown) such as :class:`memkit.index.TermIds`.
     :param file_ids: the file of each document (context never crosses files).
     :param context: previous same-file documents indexed with each document (0..3).
     :param context_weight: their term counts' weight.
+    :param live: which documents count (None: all); the others score 0 and are left out of the
+        statistics.
     """
 
-    def __init__(self, term_ids: np.ndarray, offsets: np.ndarray, vocab: dict[str, int], *,
-                 file_ids: np.ndarray | None = None, k1: float = 1.2, b: float = 0.5, context: int = 2,
-                 context_weight: float = 0.5) -> None:
+    def __init__(self, term_ids: np.ndarray, offsets: np.ndarray, vocab: Any, *,
+                 file_ids: np.ndarray | Sequence[int] | None = None, k1: float = 1.2, b: float = 0.5, context: int = 2,
+                 context_weight: float = 0.5, live: np.ndarray | None = None, _main: _Postings | None = None) -> None:
         if not 0 <= context <= 3:
             raise ValueError("context is at most 3 previous entries")
         n = len(offsets) - 1
-        v = max(len(vocab), int(term_ids.max()) + 1 if term_ids.size else 0)
-        self.n_docs, self.n_terms, self.vocab = n, v, vocab
+        self.n_docs, self.vocab = n, vocab
         self.k1, self.b = float(k1), float(b)
-        files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids, dtype=np.int64)
-        lengths = np.diff(offsets)
-        # Every posting is one int64: (term * n + doc) << 8 | source << 6 | min(tf, 63), source 0
-        # for the document's own text and c for the c-th previous document (context); one
-        # in-place sort then groups the postings of a (term, doc) with its own one first.
-        span = max(n, 1)
-        key = term_ids.astype(np.int64) * span + np.repeat(np.arange(n, dtype=np.int64), lengths)
-        key.sort()
-        first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if key.size else key
-        tf = np.diff(np.append(first, key.shape[0]))
-        key = key[first]
-        df = np.bincount(key // span, minlength=v)
-        packed = [(key << 8) | np.minimum(tf, 63)]
-        dl = lengths.astype(np.float32)
+        self.context, self.context_weight = context, float(context_weight)
+        files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids).reshape(-1)
+        if files.shape[0] != n:
+            raise ValueError(f"file_ids has {files.shape[0]} items for {n} documents")
+        term_ids = np.asarray(term_ids, dtype=np.int32)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        self.live = None if live is None or live.all() else np.asarray(live, dtype=bool)
+        self.dead = np.zeros(0, np.int64) if self.live is None else np.flatnonzero(~self.live)
+        # same-file successors: _next[c - 1][d] says document d + c is in d's file
+        self._next: list[np.ndarray] = []
         for c in range(1, context + 1):
-            if n <= c:
-                break
-            same = np.zeros(n, dtype=bool)
-            same[c:] = files[c:] == files[:-c]  # document d + c holds document d as context
-            d = key % span
-            ok = (d + c < n) & same[np.minimum(d + c, n - 1)]
-            packed.append(((key[ok] + c) << 8) | (c << 6) | np.minimum(tf[ok], 63))
-            dl[c:] += np.where(same[c:], np.float32(context_weight) * lengths[:-c].astype(np.float32), np.float32(0))
-        del key, tf
-        allp = np.concatenate(packed)
-        del packed
-        allp.sort()
-        start = np.flatnonzero(np.concatenate([[True], (allp[1:] >> 8) != (allp[:-1] >> 8)])) if allp.size else allp
-        weight = np.array([1.0] + [context_weight] * 3, dtype=np.float32)
-        tfs = (allp & 63).astype(np.float32) * weight[(allp >> 6) & 3]
-        tfs = np.add.reduceat(tfs, start) if start.size else np.zeros(0, np.float32)
-        self.own = ((allp[start] >> 6) & 3) == 0 if start.size else np.zeros(0, dtype=bool)
-        ukey = allp[start] >> 8
-        del allp
-        term = ukey // span
-        self.docs = (ukey % span).astype(np.int32)
-        del ukey
-        self.indptr = np.zeros(v + 1, dtype=np.int64)
-        np.cumsum(np.bincount(term, minlength=v), out=self.indptr[1:])
-        self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
-        avgdl = float(dl.mean()) if n else 1.0
-        norm = (self.k1 * (1.0 - self.b + self.b * dl / (avgdl if avgdl > 0 else 1.0))).astype(np.float32)
-        self.weights = self.idf[term] * tfs * np.float32(self.k1 + 1) / (tfs + norm[self.docs])
+            nxt = np.zeros(n, dtype=bool)
+            if n > c:
+                nxt[:-c] = files[c:] == files[:-c]
+            self._next.append(nxt)
+        # a smaller index keeps its postings with the context folded in (about 3x as many, but a
+        # query reads them as they are); a large one computes the context for the query's terms
+        fold = self._next if n < COMBINED_MAX_DOCS else None
+        if _main is None or _main.rows > n:
+            _main = _Postings(term_ids, offsets, 0, self.live, fold, context_weight)
+        parts = [_main]
+        if _main.rows < n:  # rows appended since the main postings were built
+            m = _main.rows
+            base = offsets[m]
+            parts.append(_Postings(term_ids[base:offsets[-1]], offsets[m:] - base, m,
+                                   None if self.live is None else self.live[m:], fold, context_weight))
+        self._parts = parts
+        self._folded = any(p.combined for p in parts)
+        self._plain = not all(p.combined for p in parts)
+        vsize = max(len(vocab) if isinstance(vocab, dict) else 0, *(p.n_terms for p in parts))
+        self.n_terms = vsize
+        df = parts[0].df(vsize)
+        for p in parts[1:]:
+            df += p.df(vsize)
+        if self.live is not None:  # rows of the main postings that died since they were built
+            died = self.dead[self.dead < _main.rows]
+            if _main.alive is not None:
+                died = died[_main.alive[died]]
+            if died.size:
+                df -= _row_terms_df(term_ids, offsets, died, vsize)
+        self.df = df
+        lengths = np.diff(offsets).astype(np.float32)
+        dl = lengths.copy()
+        for c, nxt in enumerate(self._next, start=1):
+            if n > c:
+                dl[c:] += np.where(nxt[:-c], np.float32(context_weight) * lengths[:-c], np.float32(0))
+        self.live_docs = n - len(self.dead)
+        live_dl = dl if self.live is None else dl[self.live]
+        avgdl = float(live_dl.mean()) if live_dl.size else 1.0
+        self.norm = (self.k1 * (1.0 - self.b + self.b * dl / (avgdl if avgdl > 0 else 1.0))).astype(np.float32)
+        self._local = threading.local()
 
     def __len__(self) -> int:
         return self.n_docs
 
+    def extended(self, term_ids: np.ndarray, offsets: np.ndarray, file_ids: np.ndarray,
+                 live: np.ndarray | None, vocab: Any = None) -> "BM25Index":
+        """The index of these documents: the ones before ``len(self)`` the same as here (some
+        of them now dead per ``live``), the others appended; only the appended ones (and the
+        statistics) are worked out."""
+        return BM25Index(term_ids, offsets, self.vocab if vocab is None else vocab, file_ids=file_ids, k1=self.k1, b=self.b, context=self.context,
+                         context_weight=self.context_weight, live=live, _main=self._parts[0])
+
+    def idf(self, tid: int) -> float:
+        df = float(self.df[tid])
+        n = float(self.live_docs)
+        return float(np.log1p((n - df + 0.5) / (df + 0.5)))
+
     def query_terms(self, query: str) -> list[tuple[int, int]]:
-        """(term id, count) of each distinct query term the index knows."""
+        """(term id, count) of each distinct query term that some live document holds."""
+        terms = text_terms(query)
+        if not terms:
+            return []
+        ids = self.vocab.ids(terms) if hasattr(self.vocab, "ids") else [self.vocab.get(t, -1) for t in terms]
         counts: dict[int, int] = {}
-        for t in text_terms(query):
-            tid = self.vocab.get(t, -1)
-            if 0 <= tid < self.n_terms:
+        for tid in ids:
+            if 0 <= tid < self.n_terms and self.df[tid] > 0:
                 counts[tid] = counts.get(tid, 0) + 1
         return list(counts.items())
 
+    def _postings(self, qterms: list[tuple[int, int]], combined: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
+        """(rows, frequencies, query term number, own-text flags or None) of every posting of the
+        query's terms in the parts stored ``combined`` (or not)."""
+        docs, tfs, own, lens = [], [], [], []
+        for tid, _ in qterms:
+            count = 0
+            for part in self._parts:
+                if part.combined != combined:
+                    continue
+                s, e = part.span(tid)
+                if e > s:
+                    docs.append(part.docs[s:e])
+                    tfs.append(part.tf[s:e])
+                    if part.own is not None:
+                        own.append(part.own[s:e])
+                    count += e - s
+            lens.append(count)
+        if not docs:
+            return None
+        return (np.concatenate(docs), np.concatenate(tfs).astype(np.float32, copy=False),
+                np.arange(len(qterms), dtype=np.int64).repeat(lens), np.concatenate(own) if own else None)
+
     def scores(self, qterms: list[tuple[int, int]]) -> np.ndarray:
         """BM25 score of every document (float32, shape (N,); 0 = no query term)."""
-        out = np.zeros(self.n_docs, dtype=np.float32)
-        for tid, cnt in qterms:
-            s, e = self.indptr[tid], self.indptr[tid + 1]
-            out[self.docs[s:e]] += self.weights[s:e] * np.float32(cnt) if cnt > 1 else self.weights[s:e]
+        n = self.n_docs
+        out = np.zeros(n, dtype=np.float32)
+        for i in range(0, len(qterms), _TERMS_AT_ONCE):
+            self._score_into(out, qterms[i:i + _TERMS_AT_ONCE])
+        if self.dead.size:
+            out[self.dead] = 0
         return out
 
+    def _score_into(self, out: np.ndarray, qterms: list[tuple[int, int]]) -> None:
+        """Add the scores of these query terms to ``out``, all their postings at once."""
+        tids = np.array([tid for tid, _ in qterms], dtype=np.int64)
+        df = self.df[tids].astype(np.float64)
+        scale = (np.log1p((self.live_docs - df + 0.5) / (df + 0.5)) * (self.k1 + 1)
+                 * np.array([cnt for _, cnt in qterms])).astype(np.float32)
+        got = self._postings(qterms, True) if self._folded else None
+        if got is not None:  # the context is folded in already
+            d0, tf, j, _ = got
+            np.add.at(out, d0, scale[j] * tf / np.maximum(tf + self.norm[d0], np.float32(1e-12)))
+        got = self._postings(qterms, False) if self._plain else None
+        if got is None:
+            return
+        d0, f0, j, _ = got
+        if not self.context:
+            np.add.at(out, d0, scale[j] * f0 / np.maximum(f0 + self.norm[d0], np.float32(1e-12)))
+            return
+        # a document's frequency of a term is its own plus context_weight times each previous
+        # same-file document's, summed in a scratch array (a block of n + context per term)
+        n, c_max = self.n_docs, self.context
+        width = n + c_max
+        scratch = self._scratch(len(qterms) * width)
+        key = j * width + d0
+        scratch[key] += f0  # (term, row) pairs are distinct: a plain scatter adds them
+        cw = np.float32(self.context_weight)
+        for c, nxt in enumerate(self._next, start=1):
+            scratch[key + c] += cw * f0 * nxt[d0]  # 0 where row + c is in another file
+        tfs, rows = [], []
+        for c in range(c_max + 1):  # each (term, row) once: a sum read is cleared
+            at = key + c if c else key
+            tfs.append(scratch[at])
+            scratch[at] = 0
+            rows.append(np.minimum(d0 + c, n - 1) if c else d0)
+        tf = np.concatenate(tfs)
+        row = np.concatenate(rows)
+        np.add.at(out, row, np.tile(scale[j], c_max + 1) * tf / np.maximum(tf + self.norm[row], np.float32(1e-12)))
+
+    def _scratch(self, size: int) -> np.ndarray:
+        """A zeroed float32 array of at least ``size`` (one per thread; given back zeroed)."""
+        arr = getattr(self._local, "scratch", None)
+        if arr is None or arr.shape[0] < size:
+            arr = np.zeros(size, dtype=np.float32)
+            self._local.scratch = arr
+        return arr
+
     def scores_at(self, qterms: list[tuple[int, int]], rows: np.ndarray) -> np.ndarray:
-        """``scores(qterms)[rows]`` without scoring every document (a term's postings are
-        sorted by document, so each row is found by binary search)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        out = np.zeros(rows.shape[0], dtype=np.float32)
-        for tid, cnt in qterms:
-            s, e = int(self.indptr[tid]), int(self.indptr[tid + 1])
-            docs = self.docs[s:e]
-            pos = np.minimum(np.searchsorted(docs, rows), max(e - s - 1, 0))
-            hit = docs[pos] == rows if e > s else np.zeros(rows.shape[0], dtype=bool)
-            out[hit] += self.weights[s:e][pos[hit]] * np.float32(cnt)
-        return out
+        """``scores(qterms)[rows]``."""
+        return BM25Index.scores(self, qterms)[np.asarray(rows, dtype=np.int64)]
 
     def coverage(self, qterms: list[tuple[int, int]]) -> np.ndarray:
         """Share (0..1) of the query's IDF mass found in each document's own text, over the query
@@ -135,10 +362,29 @@ class BM25Index:
         dilute the others (in a small vault "what rice do I use" must still find the entry about
         rice when no entry says "use"). A query with no known word covers nothing."""
         out = np.zeros(self.n_docs, dtype=np.float32)
-        total = sum(float(self.idf[tid]) for tid, _ in qterms)
+        idf = [self.idf(tid) for tid, _ in qterms]
+        total = sum(idf)
         if total <= 0:
             return out
-        for tid, _ in qterms:
-            s, e = self.indptr[tid], self.indptr[tid + 1]
-            out[self.docs[s:e][self.own[s:e]]] += np.float32(self.idf[tid] / total)
+        share = np.array(idf, dtype=np.float32) / np.float32(total)
+        for combined in (True, False) if self._folded and self._plain else (self._folded,):
+            got = self._postings(qterms, combined)
+            if got is not None:
+                d0, _, j, own = got
+                if own is not None:
+                    d0, j = d0[own], j[own]
+                np.add.at(out, d0, share[j])
+        if self.dead.size:
+            out[self.dead] = 0
         return out
+
+
+def _row_terms_df(term_ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:
+    """How many of ``rows`` hold each term (int64, ``size`` terms)."""
+    lengths = (offsets[rows + 1] - offsets[rows]).astype(np.int64)
+    if not lengths.sum():
+        return np.zeros(size, np.int64)
+    idx = np.repeat(offsets[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    key = term_ids[idx].astype(np.int64) * (len(offsets)) + np.repeat(rows, lengths)
+    key = np.unique(key)
+    return np.bincount(key // len(offsets), minlength=size)[:size].astype(np.int64)

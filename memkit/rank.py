@@ -44,9 +44,10 @@ fusion runs on them and their neighbours. Its top 10 holds ≥ 99 % of the exact
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -57,11 +58,14 @@ __all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "speaker_of", "speak
 
 RECOMMENDED_THRESHOLD: dict[int, float] = {256: 0.40, 64: 0.45}
 
-FAST_MIN_N = 20_000  #: from this many entries (and >= 128 dimensions) hybrid search scores candidates only
+FAST_MIN_N = 10_000  #: from this many entries (and >= 128 dimensions) hybrid search scores candidates only
 PREFIX_DIMS = 64  #: dimensions of the approximate scan
-CANDIDATES = 400  #: entries the approximate fused score keeps
+CANDIDATES = 400  #: entries the approximate fused score keeps, at most …
+CANDIDATE_SHARE = 1 / 64  #: … or this share of the entries (but at least MIN_CANDIDATES)
+MIN_CANDIDATES = 150
 VEC_CANDIDATES = 64  #: entries of best approximate cosine, added (the vector half's maximum)
 LOW_CANDIDATES = 64  #: entries of lowest approximate cosine (the vector half's minimum)
+TOP_SLACK = 1.25  #: a sampled cut-off aims at this many times the entries wanted (rarely fewer)
 THRESHOLD_MARGIN = 0.15  #: an approximate cosine this far below the threshold cannot reach it
 
 
@@ -156,78 +160,196 @@ def speakers(texts: Sequence[str], file_ids: np.ndarray) -> tuple[np.ndarray, li
 
 
 def _top(x: np.ndarray, c: int, largest: bool = True) -> np.ndarray:
-    """Indexes of the ``c`` largest (or smallest) values of ``x``, unsorted."""
-    if c >= x.shape[0]:
-        return np.arange(x.shape[0])
+    """Indexes of (at least) the ``c`` largest (or smallest) values of ``x``, unsorted. On a
+    large array, every value past a cut-off read from a strided sample (a few more than ``c``,
+    in a fraction of an argpartition's time); an exact argpartition when the sample falls short."""
+    n = x.shape[0]
+    if c >= n:
+        return np.arange(n)
+    if n >= 64 * c:
+        sample = x[::n // (32 * c)].copy()
+        m = sample.shape[0]
+        r = min(m, int(np.ceil(TOP_SLACK * c * m / n)) + 3)
+        if largest:
+            sample.partition(m - r)
+            got = (x >= sample[m - r]).nonzero()[0]
+        else:
+            sample.partition(r - 1)
+            got = (x <= sample[r - 1]).nonzero()[0]
+        if got.shape[0] >= c:
+            return got
     return np.argpartition(-x if largest else x, c - 1)[:c]
+
+
+def _runs(seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of each run of equal values of ``seg`` (sorted)."""
+    m = seg.shape[0]
+    brk = np.empty(m, dtype=bool)
+    brk[:1] = True
+    np.not_equal(seg[1:], seg[:-1], out=brk[1:])
+    starts = brk.nonzero()[0]
+    lens = np.empty_like(starts)
+    lens[:-1] = starts[1:] - starts[:-1]
+    lens[-1:] = m - starts[-1:]
+    return starts, lens
+
+
+Hit = tuple[int, float, float, float]  #: (entry index, score, cosine, lexical)
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce  # without ndarray.min's Python wrapper
+_BLOCK = 2048  # rows widened at a time from bfloat16
 
 
 class Ranker:
     """Scores a vault's entries for queries (see the module docstring).
 
     :param texts: the entries' texts, in file order.
-    :param vectors: ``(n, dim)`` unit rows.
+    :param vectors: ``(n, dim)`` unit rows, or the pair (first ``PREFIX_DIMS`` dimensions, the
+        rest) as :class:`memkit.index.IndexView` keeps them (the rest may be bfloat16 held in
+        uint16: a large view's; widened when read).
     :param file_ids: the file of each entry (entries of a file are contiguous).
     :param params: the weights.
     :param terms: the texts' search terms already encoded (``(term ids, offsets, vocab)`` as
         :func:`memkit.lexical.encode_terms` gives them); encoded from ``texts`` when None.
+    :param live: which entries count (None: all): the others are never returned nor counted
+        (the rows of a file that changed, see :meth:`extended`).
     """
 
-    def __init__(self, texts: Sequence[str], vectors: np.ndarray, file_ids: np.ndarray | Sequence[int] | None = None,
-                 params: RankParams | None = None, *,
-                 terms: tuple[np.ndarray, np.ndarray, dict[str, int]] | None = None) -> None:
+    def __init__(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
+                 file_ids: np.ndarray | Sequence[int] | None = None, params: RankParams | None = None, *,
+                 terms: tuple[np.ndarray, np.ndarray, Any] | None = None, live: np.ndarray | None = None,
+                 base: "Ranker | None" = None) -> None:
         self.params = p = params or RankParams()
         n = self.n = len(texts)
-        self.vectors = np.asarray(vectors, dtype=np.float32)
-        if self.vectors.ndim != 2 or self.vectors.shape[0] != n:
-            raise ValueError(f"vectors must be ({n}, d); got {self.vectors.shape}")
-        self.dim = self.vectors.shape[1]
+        self._P, self._R = _split(vectors, n)
+        self.dim = self._P.shape[1] + self._R.shape[1]
         files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids, dtype=np.int64).reshape(-1)
         if files.shape[0] != n:
             raise ValueError(f"file_ids has {files.shape[0]} items for {n} entries")
-        self.lex = BM25Index(*(terms if terms is not None else encode_terms(texts)), file_ids=files, k1=p.k1, b=p.b,
-                             context=p.context, context_weight=p.context_weight)
+        self._set_live(live)
+        start = 0 if base is None else base.n  # rows before it are base's (see extended())
+        term_args = terms if terms is not None else encode_terms(texts)
+        if base is None:
+            self.lex = BM25Index(*term_args, file_ids=files, k1=p.k1, b=p.b, context=p.context,
+                                 context_weight=p.context_weight, live=self.live)
+        else:
+            self.lex = base.lex.extended(term_args[0], term_args[1], files, self.live, term_args[2])
+        self._set_files(files)
+        new_ctx = self._ctx_inv(start, n)
+        self.ctx_inv: np.ndarray = new_ctx if base is None else np.concatenate([base.ctx_inv, new_ctx])
+        sp, names = speakers(texts[start:] if start else texts, files[start:])
+        self.speaker_names: list[str] = [] if base is None else list(base.speaker_names)
+        self.speaker_terms: list[set[str]] = [] if base is None else list(base.speaker_terms)  #: per speaker
+        where = {name: i for i, name in enumerate(self.speaker_names)}
+        ids = []
+        for name in names:
+            if name not in where:
+                where[name] = len(self.speaker_names)
+                self.speaker_names.append(name)
+                self.speaker_terms.append(set(text_terms(name)))
+            ids.append(where[name])
+        sp = np.array(ids + [-1], dtype=np.int32)[sp]  # -1 (no speaker) stays -1
+        self.speaker: np.ndarray = sp if base is None else np.concatenate([base.speaker, sp])
+        self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)  #: the largest fused score
+        self._set_prefix()
+
+    def _set_live(self, live: np.ndarray | None) -> None:
+        self.live = None if live is None or live.all() else np.asarray(live, dtype=bool)  #: None: every row
+        self.dead = np.zeros(0, np.int64) if self.live is None else np.flatnonzero(~self.live)
+        self._a_live_row = 0 if self.live is None else int(np.argmax(self.live))
+
+    def _set_files(self, files: np.ndarray) -> None:
+        n = self.n
         self.prev_ok = np.zeros(n, dtype=bool)  #: entry i - 1 is in entry i's file
         self.prev_ok[1:] = files[1:] == files[:-1]
         self.next_ok = np.append(self.prev_ok[1:], False)  #: entry i + 1 is in entry i's file
         self.seg_starts = np.flatnonzero(~self.prev_ok)  #: first entry of each file
+        self.seg_lens = np.diff(np.append(self.seg_starts, n))  #: entries of each file
         self.seg_of = np.cumsum(~self.prev_ok) - 1  #: file (segment) of each entry
-        # |v_i + w v_{i-1}| = sqrt(1 + w^2 + 2 w v_i.v_{i-1}) for unit rows (1 without a previous entry)
-        dots = np.zeros(n, dtype=np.float32)
-        if n > 1:
-            dots[1:] = np.einsum("ij,ij->i", self.vectors[1:], self.vectors[:-1])
-        w = np.float32(p.vec_context)
-        self.ctx_inv = np.where(self.prev_ok, 1 / np.sqrt(np.maximum(1 + w * w + 2 * w * dots, 1e-12)),
-                                1).astype(np.float32)
-        self.speaker, self.speaker_names = speakers(texts, files)
-        self._speaker_terms = [set(text_terms(s)) for s in self.speaker_names]
-        self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)  #: the largest fused score
-        use_prefix = n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS
-        self.prefix = np.ascontiguousarray(self.vectors[:, :PREFIX_DIMS]) if use_prefix else None
+        #: the previous entry's weight in the context cosine (0 at the start of a file)
+        self.prev_w = np.where(self.prev_ok, np.float32(self.params.vec_context), np.float32(0))
+
+    def _ctx_inv(self, start: int, stop: int) -> np.ndarray:
+        """1 / |v_i + w v_{i-1}| for rows [start, stop) (1 without a previous entry): for unit rows
+        it is 1 / sqrt(1 + w^2 + 2 w v_i.v_{i-1})."""
+        dots = np.zeros(stop - start, dtype=np.float32)
+        lo = max(start, 1)
+        for a in range(lo, stop, _BLOCK):  # in blocks: a bfloat16 rest is widened a block at a time
+            b = min(a + _BLOCK, stop)
+            block = np.einsum("ij,ij->i", self._P[a:b], self._P[a - 1:b - 1])
+            if self._R.shape[1]:
+                rest = _f32(self._R[a - 1:b])
+                block += np.einsum("ij,ij->i", rest[1:], rest[:-1])
+            dots[a - start:b - start] = block
+        w = np.float32(self.params.vec_context)
+        return np.where(self.prev_ok[start:stop], 1 / np.sqrt(np.maximum(1 + w * w + 2 * w * dots, 1e-12)),
+                        1).astype(np.float32)
+
+    def _set_prefix(self) -> None:
+        self.prefix: np.ndarray | None = None  #: the fast path's scan (None: exact path only)
+        if self.n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS and self._P.shape[1] == PREFIX_DIMS:
+            self.prefix = self._P
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The ``(n, dim)`` unit rows (a copy: kept split)."""
+        return np.hstack([self._P, _f32(self._R)]) if self._R.shape[1] else self._P
+
+    def extended(self, texts: Sequence[str], vectors: tuple[np.ndarray, np.ndarray], file_ids: np.ndarray,
+                 terms: tuple[np.ndarray, np.ndarray, Any], live: np.ndarray | None) -> "Ranker":
+        """The ranker of these entries, when the first ``self.n`` are this ranker's (some now
+        dead per ``live``) and the others new: only the new ones are worked out (their BM25
+        postings, context norms, speakers); the statistics follow."""
+        if len(texts) < self.n:
+            raise ValueError("extended() appends entries; build a new Ranker instead")
+        return Ranker(texts, vectors, file_ids, self.params, terms=terms, live=live, base=self)
 
     # ---- the pieces ----------------------------------------------------------------------------
     def _unit(self, query_vec: np.ndarray) -> np.ndarray:
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"query vector has {q.shape[0]} dimensions, index has {self.dim}")
-        norm = float(np.linalg.norm(q))
+        norm = math.sqrt(float(q @ q))
         return q / np.float32(norm) if norm > 0 and abs(norm - 1.0) > 1e-3 else q
+
+    def _cosines(self, q: np.ndarray, rows: np.ndarray | None = None, first: np.ndarray | None = None) -> np.ndarray:
+        """Exact cosines of every row (or of ``rows``) with the unit query ``q``; ``first``: the
+        products of ``rows`` with the first dimensions, already known."""
+        p = self._P.shape[1]
+        if first is not None and rows is not None:
+            return first + _f32(self._R[rows]) @ q[p:] if self._R.shape[1] else first.copy()
+        if rows is None:
+            cos = self._P @ q[:p]
+            if self._R.shape[1] and self._R.dtype == np.uint16:  # widened a block at a time
+                for a in range(0, self.n, _BLOCK):
+                    cos[a:a + _BLOCK] += _f32(self._R[a:a + _BLOCK]) @ q[p:]
+            elif self._R.shape[1]:
+                cos += self._R @ q[p:]
+            return cos
+        cos = self._P[rows] @ q[:p]
+        if self._R.shape[1]:
+            cos += _f32(self._R[rows]) @ q[p:]
+        return cos
 
     def _vector(self, cos: np.ndarray, prev_cos: np.ndarray, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
         """(context cosine, vector score) of ``rows`` from their cosines and their previous entries'."""
-        ctx = (cos + np.float32(self.params.vec_context) * prev_cos * self.prev_ok[rows]) * self.ctx_inv[rows]
-        return ctx, (cos + ctx) * np.float32(0.5)
+        ctx = prev_cos * self.prev_w[rows]
+        ctx += cos
+        ctx *= self.ctx_inv[rows]
+        vec = cos + ctx
+        vec *= np.float32(0.5)
+        return ctx, vec
 
     def vector_scores(self, query_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(cosine, context cosine, vector score) of every entry."""
-        cos = self.vectors @ self._unit(query_vec)
-        prev = np.zeros_like(cos)
+        cos = self._cosines(self._unit(query_vec))
+        prev = np.empty_like(cos)
+        prev[0:1] = 0
         prev[1:] = cos[:-1]
         return (cos, *self._vector(cos, prev, slice(None)))
 
     def _boost(self, qwords: set[str]) -> np.ndarray | None:
         """The speaker boost per entry, when the query names a speaker."""
-        named = [i for i, ts in enumerate(self._speaker_terms) if ts & qwords]
+        named = [i for i, ts in enumerate(self.speaker_terms) if ts & qwords]
         if not named or not self.params.speaker_boost:
             return None
         lut = np.zeros(len(self.speaker_names) + 1, dtype=np.float32)  # [-1]: no speaker
@@ -235,8 +357,9 @@ class Ranker:
         return lut[self.speaker]
 
     def _fuse(self, lex: np.ndarray, vec: np.ndarray, vmin: float, vmax: float, lmax: float,
-              boost: np.ndarray | None, next_ok: np.ndarray, seg: np.ndarray) -> np.ndarray:
-        """Steps 3-5 over a run of entries (all of them, or the fast path's candidates)."""
+              boost: np.ndarray | None, next_ok: np.ndarray, seg: np.ndarray | None) -> np.ndarray:
+        """Steps 3-5 over a run of entries: all of them (``seg`` None: the files are known), or
+        the fast path's candidates (``seg``: the file of each)."""
         p = self.params
         a = np.float32(p.lex_weight)
         fused = lex * (a / np.float32(lmax)) if lmax > 0 else np.zeros(lex.shape[0], dtype=np.float32)
@@ -247,9 +370,8 @@ class Ranker:
         if p.smooth_next and fused.shape[0] > 1:
             fused[:-1] += np.float32(p.smooth_next) * fused[1:] * next_ok[:-1]
         if p.file_prior and fused.shape[0]:
-            starts = np.flatnonzero(np.diff(seg, prepend=-1))
-            best = np.maximum.reduceat(fused, starts)
-            fused += np.float32(p.file_prior) * np.repeat(best, np.diff(np.append(starts, fused.shape[0])))
+            starts, lens = (self.seg_starts, self.seg_lens) if seg is None else _runs(seg)
+            fused += (np.maximum.reduceat(fused, starts) * np.float32(p.file_prior)).repeat(lens)
         fused *= np.float32(1 / self.top)
         return fused
 
@@ -263,8 +385,10 @@ class Ranker:
         if query_vec is not None:
             cos, ctx, vec = self.vector_scores(query_vec)
             out.update(cosine=cos, ctx_cosine=ctx, vector=vec, similarity=np.maximum(cos, ctx))
-            out["fused"] = self._fuse(lex, vec, float(vec.min()), float(vec.max()), float(lex.max()),
-                                      self._boost(set(text_terms(query))), self.next_ok, self.seg_of)
+            live = vec if self.live is None else vec[self.live]
+            out["fused"] = self._fuse(lex, vec, float(live.min()) if live.size else 0.0,
+                                      float(live.max()) if live.size else 0.0, float(lex.max()),
+                                      self._boost(set(text_terms(query))), self.next_ok, None)
         return out
 
     # ---- searching -----------------------------------------------------------------------------
@@ -276,6 +400,12 @@ class Ranker:
         :param threshold: see the module docstring; None: none.
         :param mask: only entries where it is True (filters by topic, kind, date…).
         """
+        return [(i, s) for i, s, _, _ in self.search_hits(query, query_vec, k, mode, threshold, mask)]
+
+    def search_hits(self, query: str, query_vec: np.ndarray | None, k: int = 10, mode: str = "hybrid",
+                    threshold: float | None = None, mask: np.ndarray | None = None) -> list[Hit]:
+        """As :meth:`search`, each result with the entry's cosine to the query (0 without a query
+        vector) and its BM25 score: (entry index, score, cosine, lexical)."""
         if mode not in ("hybrid", "vector", "lexical"):
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, vector or lexical")
         if query_vec is None and mode != "lexical":
@@ -286,70 +416,100 @@ class Ranker:
                 raise ValueError(f"mask has {mask.shape[0]} items for {self.n} entries")
         if self.n == 0 or k <= 0:
             return []
+        q = self._unit(query_vec) if query_vec is not None else None
         qt = self.lex.query_terms(query)
-        lex = self.lex.scores(qt) if mode != "vector" else None
-        if mode == "hybrid" and mask is None and self.prefix is not None and k <= CANDIDATES // 4:
-            assert lex is not None and query_vec is not None
-            got = self._search_fast(query, qt, lex, self._unit(query_vec), k, threshold)
+        lex = self.lex.scores(qt)
+        if mode == "hybrid" and mask is None and self.prefix is not None and k <= self._candidates() // 4:
+            assert q is not None
+            got = self._search_fast(query, qt, lex, q, k, threshold)
             if got is not None:
                 return got
-        allowed = np.ones(self.n, dtype=bool) if mask is None else mask.copy()
-        cos = ctx = None
-        if query_vec is not None:
-            cos, ctx, vec = self.vector_scores(query_vec)
+        allowed = self.live if mask is None else (mask if self.live is None else mask & self.live)
+        cos = ctx = vec = None
+        if q is not None:
+            cos = self._cosines(q)
+            prev = np.empty_like(cos)
+            prev[0:1] = 0
+            prev[1:] = cos[:-1]
+            ctx, vec = self._vector(cos, prev, slice(None))
+        keep: np.ndarray | None = allowed
         if mode == "lexical":
-            assert lex is not None
             score = lex
-            allowed &= lex > 0
+            keep = lex > 0 if keep is None else keep & (lex > 0)
         elif mode == "vector":
+            assert vec is not None
             score = vec
         else:
-            assert lex is not None
-            vv, lv = (vec, lex) if mask is None else (vec[mask], lex[mask])
-            score = self._fuse(lex, vec, float(vv.min()) if vv.size else 0.0, float(vv.max()) if vv.size else 0.0,
-                               float(lv.max()) if lv.size else 0.0, self._boost(set(text_terms(query))),
-                               self.next_ok, self.seg_of)
+            assert vec is not None
+            if allowed is None:
+                vmin, vmax, lmax = float(vec.min()), float(vec.max()), float(lex.max())
+            else:
+                vv, lv = vec[allowed], lex[allowed]
+                vmin, vmax = (float(vv.min()), float(vv.max())) if vv.size else (0.0, 0.0)
+                lmax = float(lv.max()) if lv.size else 0.0
+            score = self._fuse(lex, vec, vmin, vmax, lmax, self._boost(set(text_terms(query))), self.next_ok, None)
         if threshold is not None and cos is not None and ctx is not None:
-            allowed &= (np.maximum(cos, ctx) >= np.float32(threshold)) | (
+            passed = (np.maximum(cos, ctx) >= np.float32(threshold)) | (
                 self.lex.coverage(qt) >= np.float32(self.params.lexical_keep))
-        return _best(np.flatnonzero(allowed), score, k)
+            keep = passed if keep is None else keep & passed
+        best = _best(None if keep is None else keep.nonzero()[0], score, k)
+        return [(i, s, float(cos[i]) if cos is not None else 0.0, float(lex[i])) for i, s in best]
+
+    def _candidates(self) -> int:
+        return min(CANDIDATES, max(MIN_CANDIDATES, int(self.n * CANDIDATE_SHARE)))
 
     def _search_fast(self, query: str, qt: list[tuple[int, int]], lex: np.ndarray, q: np.ndarray, k: int,
-                     threshold: float | None) -> list[tuple[int, float]] | None:
+                     threshold: float | None) -> list[Hit] | None:
         """Hybrid search on a large vault scoring candidates only (see the module docstring);
         None when too few candidates pass the threshold and others might."""
         assert self.prefix is not None
-        p, n = self.params, self.n
-        a = np.float32(p.lex_weight)
-        approx = self.prefix @ q[:PREFIX_DIMS]
-        amin, amax, lmax = float(approx.min()), float(approx.max()), float(lex.max())
-        proxy = (approx - np.float32(amin)) * ((1 - a) / np.float32(max(amax - amin, 1e-9)))
+        p, n, dead = self.params, self.n, self.dead
+        a = p.lex_weight
+        approx = self.prefix @ q[:self.prefix.shape[1]]
+        if dead.size:  # a live row's value: changes neither the minimum nor the maximum
+            approx[dead] = approx[self._a_live_row]
+        amin, amax, lmax = float(_MIN(approx)), float(_MAX(approx)), float(_MAX(lex))
+        proxy = approx - np.float32(amin)
+        proxy *= np.float32((1 - a) / max(amax - amin, 1e-9))
         if lmax > 0:
-            proxy += lex * (a / np.float32(lmax))
+            proxy += lex * np.float32(a / lmax)
         boost = self._boost(set(text_terms(query)))
         if boost is not None:
             proxy += boost
         if p.file_prior:
-            proxy += np.float32(p.file_prior) * np.maximum.reduceat(proxy, self.seg_starts)[self.seg_of]
-        top = np.concatenate([_top(proxy, CANDIDATES), _top(approx, VEC_CANDIDATES)])
+            proxy += (np.maximum.reduceat(proxy, self.seg_starts) * np.float32(p.file_prior)).repeat(self.seg_lens)
         # candidates and the entry after each (its smoothing); exact cosines for them and the
         # entries before them (context cosine), and for the lowest ones (the vector half's floor)
-        mark = np.zeros(n + 1, dtype=bool)
+        mark = np.zeros(n + 2, dtype=bool)
+        top = _top(proxy, self._candidates())
         mark[top] = True
         mark[top + 1] = True
-        e = np.flatnonzero(mark[:n])
+        mark[_top(approx, VEC_CANDIDATES)] = True
+        mark[n:] = False
+        if dead.size:
+            mark[dead] = False
+        e = mark.nonzero()[0]
         low = _top(approx, LOW_CANDIDATES, largest=False)
-        rows = np.unique(np.concatenate([e, np.maximum(e - 1, 0), low, np.maximum(low - 1, 0)]))
-        exact = self.vectors[rows] @ q
-
-        def cos_of(r: np.ndarray) -> np.ndarray:
-            return exact[np.searchsorted(rows, r)]
-
-        cos = cos_of(e)
-        ctx, vec = self._vector(cos, cos_of(np.maximum(e - 1, 0)), e)
-        vmin = min(float(vec.min()), float(self._vector(cos_of(low), cos_of(np.maximum(low - 1, 0)), low)[1].min()))
-        next_ok = self.next_ok[e] & np.append(e[1:] == e[:-1] + 1, False)
-        fused = self._fuse(lex[e], vec, vmin, float(vec.max()), lmax, None if boost is None else boost[e],
+        if dead.size:
+            low = low[self.live[low]]  # type: ignore[index]
+        mark[:-1] |= mark[1:]  # now: the candidates and the entries before them
+        mark[low] = True
+        mark[low - 1] = True  # -1: the spare slot at the end, set to 0 below
+        rows = mark[:n].nonzero()[0]
+        exact = np.empty(n + 2, dtype=np.float32)  # read at the rows computed only (and [-1]: 0)
+        # the scan's products are the first dimensions' share of the exact cosines
+        exact[rows] = self._cosines(q, rows, approx[rows] if self.prefix is self._P else None)
+        exact[-1] = 0
+        m = e.shape[0]
+        both = np.concatenate([e, low])  # the candidates, then the lowest (their vector scores only)
+        cos = exact[both]
+        ctx, vec = self._vector(cos, exact[both - 1], both)
+        vmin = float(_MIN(vec))
+        cos, ctx, vec = cos[:m], ctx[:m], vec[:m]
+        follows = np.zeros(e.shape[0], dtype=bool)  # the next candidate is the next entry
+        np.equal(e[1:], e[:-1] + 1, out=follows[:-1])
+        next_ok = self.next_ok[e] & follows
+        fused = self._fuse(lex[e], vec, vmin, float(_MAX(vec)), lmax, None if boost is None else boost[e],
                            next_ok, self.seg_of[e])
         # an entry's score is complete when its next entry is a candidate too (or it has none)
         ok = next_ok | ~self.next_ok[e]
@@ -357,20 +517,51 @@ class Ranker:
             coverage = self.lex.coverage(qt)
             ok &= (np.maximum(cos, ctx) >= np.float32(threshold)) | (coverage[e] >= np.float32(p.lexical_keep))
             if int(ok.sum()) < k:
-                outside = np.ones(n, dtype=bool)
+                outside = np.ones(n, dtype=bool) if self.live is None else self.live.copy()
                 outside[e] = False
                 strong = coverage >= np.float32(p.lexical_keep)
                 if (strong & outside).any() or (approx[outside] >= threshold - THRESHOLD_MARGIN).any():
                     return None  # an entry outside the candidates might pass: the exact path decides
-        order = _best(np.flatnonzero(ok), fused, k)
-        return [(int(e[i]), s) for i, s in order]
+        return [(int(e[i]), s, float(cos[i]), float(lex[e[i]])) for i, s in _best(ok.nonzero()[0], fused, k)]
 
 
-def _best(cand: np.ndarray, score: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The ``k`` best of ``cand`` by ``score``, best first, ties in entry order."""
-    s = score[cand]
-    if cand.size > k:
-        part = np.argpartition(-s, k - 1)[:k]
-        cand, s = cand[part], s[part]
+def _f32(x: np.ndarray) -> np.ndarray:
+    """float32 rows from float32 or bfloat16 (uint16) ones."""
+    if x.dtype != np.uint16:
+        return x
+    wide = x.astype(np.uint32)
+    wide <<= np.uint32(16)
+    return wide.view(np.float32)
+
+
+def _split(vectors: np.ndarray | tuple[np.ndarray, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first PREFIX_DIMS dimensions, the rest) as float32 arrays of ``n`` rows."""
+    if isinstance(vectors, tuple):
+        first = np.asarray(vectors[0], dtype=np.float32)
+        rest = vectors[1] if vectors[1].dtype == np.uint16 else np.asarray(vectors[1], dtype=np.float32)
+    else:
+        v = np.asarray(vectors, dtype=np.float32)
+        if v.ndim != 2:
+            raise ValueError(f"vectors must be ({n}, d); got {v.shape}")
+        p = min(PREFIX_DIMS, v.shape[1])
+        first, rest = np.ascontiguousarray(v[:, :p]), np.ascontiguousarray(v[:, p:])
+    if first.ndim != 2 or rest.ndim != 2 or first.shape[0] != n or rest.shape[0] != n:
+        raise ValueError(f"vectors must be ({n}, d); got {first.shape} + {rest.shape}")
+    return first, rest
+
+
+def _best(cand: np.ndarray | None, score: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best of ``cand`` (None: every row) by ``score``, best first, ties in entry order."""
+    if cand is None:
+        if score.shape[0] > k:
+            cand = np.argpartition(-score, k - 1)[:k]
+            s = score[cand]
+        else:
+            cand, s = np.arange(score.shape[0]), score
+    else:
+        s = score[cand]
+        if cand.size > k:
+            part = np.argpartition(-s, k - 1)[:k]
+            cand, s = cand[part], s[part]
     order = np.lexsort((cand, -s))
     return [(int(cand[i]), float(s[i])) for i in order]

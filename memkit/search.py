@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass
 from datetime import date
-from typing import Any, Literal, Union
+from typing import Any, Iterable, Literal, Union
 
 import numpy as np
 
 from .blas import single_thread
 from .config import Config
 from .errors import InvalidValue, MemkitError, TopicNotFound
-from .index import Index, IndexView
+from .index import TRIM_MIN_ROWS, Index, IndexReport, IndexView, trim_memory
 from .names import check_topic_name, in_topic
 from .rank import RECOMMENDED_THRESHOLD, Ranker
 from .store import Store
@@ -106,22 +107,46 @@ class Searcher:
         """Say the files just changed (this process wrote them): the next search re-checks them."""
         self.index.last_check = 0.0
 
-    def refresh(self, force: bool = False, *, embed: bool = True) -> None:
+    def refresh(self, force: bool = False, *, embed: bool = True) -> bool:
         """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``);
-        ``embed=False`` records them without loading the model (see :meth:`Index.refresh`)."""
+        ``embed=False`` records them without loading the model (see :meth:`Index.refresh`).
+        Whether it checked."""
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
             self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
+            return True
+        return False
 
-    def ranker(self) -> tuple[IndexView, Ranker]:
-        """The current view of the index and the ranker built over it (rebuilt when it moved)."""
-        view = self.index.view()
+    def refresh_files(self, paths: Iterable[str | os.PathLike[str]]) -> IndexReport:
+        """Index these topic files now (this process just wrote them), without listing topics/:
+        the next search finds what was written. Their new entries are embedded when the model is
+        loaded already; otherwise they are recorded without vectors and the next search (which
+        re-checks every file) embeds them."""
+        embed = bool(getattr(self.index.embedder, "loaded", True))  # a LazyEmbedder not loaded yet: do not load it
+        report = self.index.refresh(paths=paths, wait=REFRESH_WAIT_S, embed=embed)
+        if not embed or report.busy:
+            self.changed()
+        return report
+
+    def ranker(self, *, others: bool = True) -> tuple[IndexView, Ranker]:
+        """The current view of the index and the ranker built over it: extended when the view
+        only gained rows (a file changed), built again when it was loaded whole. ``others``:
+        see :meth:`Index.view`."""
+        view = self.index.view(others=others)
         with self._lock:
-            if self._ranked is None or self._ranked[0] is not view:
+            ranked = self._ranked
+            if ranked is None or ranked[0] is not view:
+                terms = (view.term_ids, view.term_offsets, view.vocab)
                 with single_thread():
-                    ranker = Ranker(view.texts, view.vectors, view.file_ids,
-                                    terms=(view.term_ids, view.term_offsets, view.vocab))
-                self._ranked = (view, ranker)
-            return self._ranked
+                    if ranked is not None and ranked[0].lineage == view.lineage and len(ranked[0]) <= len(view):
+                        ranker = ranked[1].extended(view.texts, (view.prefix, view.rest), view.file_ids, terms,
+                                                    view.live)
+                    else:
+                        ranker = Ranker(view.texts, (view.prefix, view.rest), view.file_ids, terms=terms,
+                                        live=view.live)
+                        if len(view) >= TRIM_MIN_ROWS:
+                            trim_memory()
+                self._ranked = ranked = (view, ranker)
+            return ranked
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
@@ -152,9 +177,9 @@ class Searcher:
             threshold = self.threshold()
         elif threshold is not None and not isinstance(threshold, (int, float)):
             raise InvalidValue(f"threshold must be a number, None or 'auto', got {threshold!r}")
-        if refresh is not False:
-            self.refresh(force=bool(refresh), embed=mode != "lexical")
-        view, ranker = self.ranker()
+        checked = refresh is not False and self.refresh(force=bool(refresh), embed=mode != "lexical")
+        # writes of other processes are looked for with the files (at most once a second)
+        view, ranker = self.ranker(others=checked)
         if topic:
             name = check_topic_name(topic)
             if not any(in_topic(tf.name, name) for tf in self.store.topic_files()):
@@ -166,20 +191,28 @@ class Searcher:
             return []
         qvec = self.index.embedder.embed([query])[0] if mode != "lexical" else None
         with single_thread():
-            ranked = ranker.search(query, qvec, k=k, mode=mode, threshold=threshold, mask=mask)
-            if not ranked:
-                return []
-            rows = np.fromiter((i for i, _ in ranked), dtype=np.int64, count=len(ranked))
-            lexical = ranker.lex.scores_at(ranker.lex.query_terms(query), rows)
-            cosines = view.vectors[rows] @ qvec if qvec is not None else np.zeros(len(rows), dtype=np.float32)
-        return [hit_at(view, int(i), score, float(cos), float(lex))
-                for (i, score), cos, lex in zip(ranked, cosines, lexical)]
+            ranked = ranker.search_hits(query, qvec, k=k, mode=mode, threshold=threshold, mask=mask)
+        return hits_at(view, ranked)
+
+
+def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> list[Hit]:
+    """The :class:`Hit` of each (entry, score, cosine, lexical) of ``view`` (columns read at once)."""
+    if not ranked:
+        return []
+    rows = np.fromiter((r[0] for r in ranked), dtype=np.int64, count=len(ranked))
+    fids = view.file_ids[rows].tolist()
+    ids = view.ids[rows].tolist()
+    lines = view.lines[rows].tolist()
+    dates = view.own_dates_at(rows)
+    return [Hit(entry_id.decode("ascii"), view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], day,
+                view.files[fid], line, float(score), float(cos), float(lex))
+            for (i, score, cos, lex), fid, entry_id, line, day in zip(ranked, fids, ids, lines, dates)]
 
 
 def hit_at(view: IndexView, i: int, score: float, cosine: float, lexical: float) -> Hit:
     """The :class:`Hit` of entry ``i`` of ``view``."""
     fid = int(view.file_ids[i])
-    return Hit(view.ids[i].decode("ascii"), view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], view.own_dates[i],
+    return Hit(view.ids[i].decode("ascii"), view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], view.own_date(i),
                view.files[fid], int(view.lines[i]), float(score), cosine, lexical)
 
 
@@ -207,5 +240,5 @@ def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
             day = date.fromisoformat(day).isoformat()
         except ValueError:
             raise MemkitError(f"--since {since!r} is not a date: use YYYY-MM-DD") from None
-        both(view.dates >= day)
+        both(view.dates >= np.datetime64(day, "D"))
     return mask

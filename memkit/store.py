@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from .config import CONFIG_NAME, DEFAULT_CONFIG_TEXT, Config, load_config
 from .errors import (
@@ -50,6 +50,7 @@ from .recent import RecentTopic, parse_recent, render_recent
 from .topic import (
     Entry,
     Topic,
+    append_line,
     encode_topic,
     format_entry,
     new_topic_text,
@@ -57,7 +58,9 @@ from .topic import (
     parse_topic_text,
     read_topic,
     remove_lines,
+    split_lines,
     text_hash,
+    unified_diff,
 )
 
 log = logging.getLogger("memkit")
@@ -73,10 +76,13 @@ ARCHIVE_HEADER = (
     "Move a line back to its topic to undo.\n\n"
 )
 LOCK_TIMEOUT_S = 30.0
+PROFILE_TOPIC = "profile"  #: the pinned topic `memkit init` creates
+PROFILE_SUMMARY = "who the user is, standing preferences, ongoing projects"
 SPLIT_JOURNAL = "split-journal.json"  #: under .memkit/: the split being written, until it is done
 SEEN_FILE = "recent-seen.json"  #: under .memkit/: topic file mtimes when index.txt was last reconciled
 HAND_EDIT_SLACK_S = 2.0  #: a file this much newer than its index.txt time was changed outside memkit
-MAX_RECENT_BYTES = 1 << 20  #: index.txt holds a few dozen lines
+MAX_RECENT_BYTES = 1 << 20
+MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  #: archive.md is read up to this size (history, stats)  #: index.txt holds a few dozen lines
 MAX_ENTRY_CHARS = 4000  #: one memory is a sentence or a paragraph, not a document
 
 
@@ -228,9 +234,12 @@ class Store:
         return self.topics_dir
 
     # ---- creating ------------------------------------------------------------------------------
+    init_profile = True  #: whether :meth:`init` creates the pinned topics/profile.md by default
+
     @classmethod
-    def init(cls, path: str | os.PathLike[str]) -> "Store":
-        """Create a vault: memkit.yaml (commented defaults), topics/, inbox/, index.txt, .gitignore.
+    def init(cls, path: str | os.PathLike[str], *, profile: bool | None = None) -> "Store":
+        """Create a vault: memkit.yaml (commented defaults), topics/ with an empty pinned
+        profile.md (unless ``profile`` is False), inbox/, index.txt, .gitignore, .gitattributes.
 
         :raises VaultExists: if ``path`` already holds a vault.
         """
@@ -243,6 +252,10 @@ class Store:
             (root / INBOX_DIR).mkdir(exist_ok=True)
             if not (root / INDEX_TXT).exists():
                 atomic_write(root / INDEX_TXT, b"")
+            profile_path = root / TOPICS_DIR / f"{PROFILE_TOPIC}.md"
+            if (cls.init_profile if profile is None else profile) and not profile_path.exists():  # the pinned profile: always the first layer of the context
+                now = datetime.now().replace(microsecond=0)
+                atomic_write(profile_path, new_topic_text("Profile", PROFILE_SUMMARY, now, {"pinned": True}))
             _add_lines(root / ".gitignore", GITIGNORE_LINES)
             _add_lines(root / ".gitattributes", GITATTRIBUTES_LINES)
             atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT)
@@ -434,6 +447,21 @@ class Store:
         topic = read_topic(found.path, found.name, self.rel(found.path))
         self.warn_problems(topic)
         return topic
+
+    def pinned_topics(self) -> list[str]:
+        """The topics with ``pinned: true`` in their frontmatter (the profile), by name. Only files
+        whose first 4 kB mention ``pinned`` are parsed."""
+        out = []
+        for tf in self.topic_files():
+            try:
+                if b"pinned" not in read_head(tf.path, 4096):
+                    continue
+                topic = read_topic(tf.path, tf.name, self.rel(tf.path))
+            except (OSError, MemkitError):
+                continue
+            if topic.meta.get("pinned") is True:
+                out.append(tf.name)
+        return out
 
     def subtopics(self, parent: str) -> list[str]:
         """The topics a split made of ``parent`` (``parent: NAME`` in their frontmatter), by name."""
@@ -662,6 +690,57 @@ class Store:
             self.write_topic(current.name, text, current=current, now=now)
         return gone
 
+    def replace_entries(self, topic: str, old: Sequence[Entry], new_lines: Sequence[str], reasons: Mapping[str, str],
+                        now: datetime, *, in_place: bool = False, dry_run: bool = False) -> tuple[str, list[Entry]]:
+        """Remove entries ``old`` from ``topic`` (each to archive.md with ``reasons[entry.hash]``)
+        and add ``new_lines``: where the first of ``old`` was (``in_place``, an edit) or at the
+        end. The entries are found again under the lock by their text (an entry that vanished
+        meanwhile is left out); archive.md is written before the topic.
+
+        :returns: (the unified diff of the topic and archive.md, the entries removed).
+        :raises TopicNotWritable: the topic has a merge conflict or bad frontmatter.
+        """
+        with contextlib.nullcontext() if dry_run else self.lock():
+            current = self.topic(topic) if dry_run else self.read_for_write(topic)
+            if current is None:
+                raise TopicNotFound(f"no topic {topic!r} (see `memkit topics`)")
+            if current.write_problem() is not None:
+                raise TopicNotWritable(f"{current.write_problem().message}. Nothing was written")  # type: ignore[union-attr]
+            taken: set[int] = set()
+            live: list[Entry] = []
+            for want in old:  # the same line if it is still there, else the first copy of its text
+                match = next((e for e in current.entries if e.hash == want.hash and e.line == want.line
+                              and e.line not in taken), None) or \
+                    next((e for e in current.entries if e.hash == want.hash and e.line not in taken), None)
+                if match is not None:
+                    taken.add(match.line)
+                    live.append(match)
+            lines = split_lines(current.raw)
+            drop = {i for e in live for i in range(e.line - 1, e.end_line)}
+            nl = newline_of(current.raw)
+            kept: list[str] = []
+            first = min((e.line - 1 for e in live), default=None)
+            for i, line in enumerate(lines):
+                if i == first and in_place:
+                    kept += [text + nl for text in new_lines]
+                if i not in drop:
+                    kept.append(line)
+            text = "".join(kept)
+            if not in_place or first is None:
+                for line_text in new_lines:
+                    text = append_line(text, line_text)
+            diff = unified_diff(current.raw, text, self.rel(current.path))
+            items = [ArchiveItem(e, " ".join("".join(lines[e.line - 1:e.end_line]).split()), reasons.get(e.hash, "replaced"))
+                     for e in live]
+            if items:
+                diff += "--- a/archive.md\n+++ b/archive.md\n@@ archive.md: lines added at the end @@\n"
+                diff += "".join(f"+{archive_line(item, now)}\n" for item in items)
+            if dry_run:
+                return diff, live
+            self.archive(items, now)
+            self.write_topic(current.name, text, current=current, now=now)
+        return diff, live
+
     # ---- inbox/ ---------------------------------------------------------------------------------
     def queue_transcript(self, name: str, data: bytes) -> Path:
         """Write a transcript to ``inbox/NAME`` atomically (replacing one of that name), for the
@@ -740,6 +819,17 @@ class Store:
                 raise MemkitError(f"{ARCHIVE} {exc}; memkit will not write to it") from None
             except OSError as exc:
                 raise describe_os_error(exc, ARCHIVE) from exc
+
+    def archived(self) -> list[ArchivedEntry]:
+        """The entries archive.md holds, oldest first."""
+        try:
+            data, _ = read_regular(self.archive_path, MAX_ARCHIVE_BYTES)
+        except FileNotFoundError:
+            return []
+        except (OSError, NotRegularFile) as exc:
+            self.warn_once(f"{ARCHIVE}: {exc}; not read")
+            return []
+        return parse_archive(data.decode("utf-8", errors="replace"))
 
     # ---- index.txt -----------------------------------------------------------------------------
     def recent(self, *, write: bool = True) -> list[RecentTopic]:
@@ -893,6 +983,47 @@ def _add_lines(path: Path, lines: Sequence[str]) -> bool:
     text = old + ("" if not old or old.endswith("\n") else "\n") + "".join(line + "\n" for line in missing)
     atomic_write(path, text.encode("utf-8", errors="surrogateescape"))
     return True
+
+
+@dataclass(frozen=True)
+class ArchivedEntry:
+    """One line of archive.md: when and from which topic an entry left, why, and the line itself."""
+
+    day: str
+    topic: str
+    reason: str  #: ``forgotten``, ``done``, ``expired: …``, ``edited, now ID``, ``superseded by ID: text``…
+    original: str  #: the entry's line as it was in its topic
+
+    @property
+    def text(self) -> str:
+        """The entry's text (the line without its list marker)."""
+        return _PASTED_ITEM_RE.sub("", self.original, count=1)
+
+    @property
+    def id(self) -> str:
+        """The id the entry had."""
+        return text_hash(self.text)[:8]
+
+    @property
+    def successor(self) -> str | None:
+        """The id of the entry that replaced it (an edit, a compaction, a digest update), if any."""
+        m = _POINTER_RE.match(self.reason)
+        return m.group(1) if m else None
+
+
+_ARCHIVE_RE = re.compile(r"^- (\d{4}-\d{2}-\d{2}) from (\S+) \((.*?)\): (.*)$")
+_ARCHIVE_LONG_RE = re.compile(r"^- (\d{4}-\d{2}-\d{2}) from (\S+) \((superseded by .*)\): ((?:[-*+]|\d{1,9}[.)]) .*)$")
+_POINTER_RE = re.compile(r"^(?:edited, now|compacted into|superseded by|replaced by) ([0-9a-f]{8})\b")
+
+
+def parse_archive(text: str) -> list[ArchivedEntry]:
+    """The entries of archive.md, oldest first (lines that are not archive entries are skipped)."""
+    out = []
+    for line in text.splitlines():
+        m = _ARCHIVE_LONG_RE.match(line) or _ARCHIVE_RE.match(line)
+        if m:
+            out.append(ArchivedEntry(m.group(1), m.group(2), m.group(3), m.group(4)))
+    return out
 
 
 def archive_line(item: ArchiveItem, now: datetime) -> str:

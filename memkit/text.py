@@ -156,8 +156,10 @@ def terms(text: str) -> list[str]:
     ['caroline', 'hap', 'ax3', 'paint', 'node-3', 'node', '3', '2026.10', '2026', '10']
     """
     out: list[str] = []
+    get = _CACHE.get
     for chunk in text.lower().split():
-        out.extend(_chunk_terms(chunk))
+        got = get(chunk)
+        out.extend(_chunk_terms(chunk) if got is None else got)
     return out
 
 

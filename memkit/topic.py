@@ -566,6 +566,10 @@ def yaml_scalar(value: Any) -> str:
     """One YAML scalar for a frontmatter line: timestamps unquoted ISO, strings quoted only when needed."""
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%dT%H:%M:%S")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
     text = str(value)
     if _YAML_PLAIN_SAFE.match(text) and ": " not in text and not text.endswith(":") and text.lower() not in ("yes", "no", "true", "false", "null", "on", "off", "~"):
         return text

@@ -11,7 +11,7 @@ import logging
 import os
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal, Mapping, Sequence, Union
+from typing import Any, Literal, Mapping, Sequence, Union
 
 from .config import Config, load_config, resolve_model
 from .check import CheckReport, check_vault
@@ -29,6 +29,7 @@ from .route import closest_subtopic
 from .split import SplitPlan, maybe_split, split_topic
 from .store import Store, TopicFile, TopicInfo, find_vault
 from .topic import Entry, Topic
+from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log, history, pending, stats, tidy
 from .transcript import parse_transcript
 
 log = logging.getLogger("memkit")
@@ -66,12 +67,14 @@ class Vault:
         return f"Vault({str(self.root)!r})"
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str]) -> "Vault":
-        """Create a vault: memkit.yaml (commented defaults), topics/, inbox/, index.txt, .gitignore.
+    def init(cls, path: str | os.PathLike[str], *, profile: bool | None = None) -> "Vault":
+        """Create a vault: memkit.yaml (commented defaults), topics/ with an empty pinned
+        ``profile.md`` (the first layer of every context; ``profile=False`` leaves it out), inbox/,
+        index.txt, .gitignore and .gitattributes.
 
         :raises VaultExists: if ``path`` already holds a vault.
         """
-        return cls(Store.init(path).root)
+        return cls(Store.init(path, profile=profile).root)
 
     # ---- where things are ---------------------------------------------------------------------------
     @property
@@ -163,6 +166,58 @@ class Vault:
         """Make the vault merge-friendly in git (see :mod:`memkit.gitsync`): memkit's lines in
         .gitattributes and .gitignore, and the merge driver registered in this clone."""
         return git_setup(self.store)
+
+    # ---- memory that ages (see memkit.upkeep) ------------------------------------------------------
+    def tidy(self, *, dry_run: bool = False, today: date | None = None) -> TidyReport:
+        """Move expired entries (their ``(until DATE)`` or their kind's lifetime) to archive.md."""
+        report = tidy(self.store, today=today, dry_run=dry_run)
+        if not dry_run:
+            self.changed()
+        return report
+
+    def edit(self, ref: str | None, text: str, *, match: str | None = None, topic: str | None = None) -> Entry:
+        """Replace an entry where it stands; the old line goes to archive.md pointing at the new
+        one (see :meth:`history`). Returns the new entry."""
+        entry = edit_entry(self.store, self.store.find(ref, match=match, topic=topic), text)
+        self.changed()
+        return entry
+
+    def history(self, ref: str) -> list[HistoryStep]:
+        """Every version of an entry, oldest first (``ref``: the id of any version)."""
+        return history(self.store, ref)
+
+    def git_history(self, step: HistoryStep) -> list[str]:
+        """``git log`` lines of the commits that added or removed a version's text (when the vault
+        is a git repository)."""
+        return git_log(self.store, step.text, step.topic)
+
+    def pending(self, *, today: date | None = None) -> list[FollowUp]:
+        """The follow-ups (kind ``pending``), most urgent first."""
+        return pending(self.store, today=today)
+
+    def done(self, ref: str | None, *, match: str | None = None, topic: str | None = None) -> Entry:
+        """Archive a follow-up as resolved (``done``); returns it."""
+        entry = done(self.store, self.store.find(ref, match=match, topic=topic))
+        self.changed()
+        return entry
+
+    def stats(self) -> dict[str, Any]:
+        """Counts: entries per topic and kind, follow-ups, expired entries, archive, index, inbox."""
+        return stats(self.store, self.open_index())
+
+    def compact(self, topic: str, *, before: date, llm: LLMChoice = "auto", dry_run: bool = False) -> ChangeReport:
+        """Condense ``topic``'s entries dated before ``before`` into fewer, denser ones (LLM)."""
+        report = compact(self.store, self._llm(llm), topic, before=before, dry_run=dry_run)
+        if not dry_run:
+            self.changed()
+        return report
+
+    def distill(self, *, llm: LLMChoice = "auto", dry_run: bool = False) -> ChangeReport:
+        """Rewrite the pinned profile from the vault's durable entries (LLM)."""
+        report = distill(self.store, self._llm(llm), dry_run=dry_run)
+        if not dry_run:
+            self.changed()
+        return report
 
     # ---- writing -----------------------------------------------------------------------------------
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),

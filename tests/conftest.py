@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from memkit import Vault
+from memkit.store import Store
 
 
 @pytest.fixture(autouse=True)
@@ -18,6 +19,8 @@ def env_setup(tmp_path, monkeypatch):
     monkeypatch.delenv("MEMKIT_MODEL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
+    # vaults made by tests have no topics/profile.md unless a test asks (init(..., profile=True))
+    monkeypatch.setattr(Store, "init_profile", False)
     yield
 
 

@@ -236,7 +236,7 @@ def test_budget_trims_recent_then_topic_entries_never_instructions(tmp_path):
     hidden = ctx.omitted["topic_entries"]
     assert hidden > 0 and len(shown) == 40 - hidden and f"- ({hidden} older entries not shown)" in body
     assert shown[-1].startswith("- Paella rice note number 39 ")  # the newest kept, the oldest cut
-    assert ctx.omitted == {"recent": 9, "memories": 0, "topic_entries": hidden}
+    assert ctx.omitted == {"recent": 9, "memories": 0, "topic_entries": hidden, "profile": 0}
 
     # a budget that cannot even hold the instructions: they are kept whole, with a warning
     tiny = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=10)
@@ -336,7 +336,7 @@ def test_to_dict_shape(spread):
     assert data["recent"][0] == {"updated": "2026-02-12T12:00:00", "topic": "cooking", "summary": "rice recipes"}
     assert {r["topic"] for r in data["recent"]} == {t.name for t in spread.topics()}  # unlisted topics join
     assert data["memories"][0]["topic"] == "cooking" and {"id", "text", "score", "file", "line"} <= set(data["memories"][0])
-    assert data["omitted"] == {"recent": 0, "memories": 0, "topic_entries": 0}
+    assert data["omitted"] == {"recent": 0, "memories": 0, "topic_entries": 0, "profile": 0}
     assert isinstance(ctx, Context)
 
 

@@ -20,7 +20,7 @@ TEXTS = [
     "Ünïcödé naïve café — déjà vu",
 ]
 
-needs_offline = pytest.mark.skipif(offline_model_folder() is None, reason="memkit[offline] not installed (non-x86_64)")
+needs_offline = pytest.mark.skipif(offline_model_folder() is None, reason="tokenlearn-static-model not installed (non-x86_64)")
 
 
 @needs_offline

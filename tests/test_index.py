@@ -1,6 +1,7 @@
 """The embedding sidecar: incremental updates, hash-keyed reuse, damaged and foreign sidecars."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
@@ -83,7 +84,10 @@ def test_deleted_topic_drops_entries_and_unused_vectors(tmp_path, fake):
     report = v.index()
     assert report.removed == 1 and report.entries == 1
     assert [h.topic for h in v.search("banana", threshold=None)] == ["a"]
-    assert query(v, "SELECT COUNT(*) FROM vectors") == [(1,)]  # unused vectors collected
+    # the file's row, its blobs (vectors with them) and its entries are gone
+    assert query(v, "SELECT COUNT(*) FROM files") == [(1,)]
+    assert query(v, "SELECT COUNT(*) FROM file_data") == [(1,)]
+    assert query(v, "SELECT COUNT(*) FROM entries") == [(1,)]
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncate", "empty", "wrong_dim", "other_schema", "folder"])
@@ -101,7 +105,7 @@ def test_damaged_sidecar_is_rebuilt(tmp_path, fake, damage):
         db.write_bytes(b"")
     elif damage == "wrong_dim":
         con = sqlite3.connect(db)
-        con.execute("UPDATE vectors SET vec = x'0000'")
+        con.execute("UPDATE file_data SET vecs = x'0000'")
         con.commit()
         con.close()
     elif damage == "other_schema":
@@ -213,11 +217,19 @@ def test_sidecar_layout_is_as_documented(tmp_path, fake):
     v.index()
     assert db_path(v).name == "fake-bow-32.sqlite3"
     meta = dict(query(v, "SELECT key, value FROM meta"))
-    assert (meta["model"], meta["dim"], meta["schema"]) == ("fake-bow", "32", "1")
-    assert query(v, "SELECT path, topic FROM files") == [("topics/a.md", "a")]
-    assert query(v, "SELECT pos, line, kind, tags, date, text, terms FROM entries") == [
-        (0, 1, "fact", "fruit", "2026-01-02", "[fact] apple #fruit (2026-01-02)", "fact apple fruit 2026-01-02 2026 01 02")]
-    assert query(v, "SELECT length(vec) FROM vectors") == [(64,)]  # 32 float16 values
+    assert (meta["model"], meta["dim"], meta["schema"], meta["entries"]) == ("fake-bow", "32", "2", "1")
+    assert query(v, "SELECT path, topic, n, pending FROM files") == [("topics/a.md", "a", 1, 0)]
+    (vecs, terms, counts, lines, days, hashes, body), = query(
+        v, "SELECT vecs, terms, counts, lines, days, hashes, body FROM file_data")
+    assert len(vecs) == 64  # 32 float16 values
+    vocab = dict(query(v, "SELECT id, term FROM terms"))
+    ids = [int.from_bytes(terms[i:i + 4], "little") for i in range(0, len(terms), 4)]
+    assert [vocab[i] for i in ids] == ["fact", "apple", "fruit", "2026-01-02", "2026", "01", "02"]
+    assert counts == (7).to_bytes(4, "little") and lines == (1).to_bytes(4, "little")
+    assert days == (20455).to_bytes(4, "little")  # 2026-01-02, days since 1970
+    # texts; kinds, tags and dates that are no real day by position, for the entries that have them
+    assert json.loads(body) == [["[fact] apple #fruit (2026-01-02)"], {"0": "fact"}, {"0": ["fruit"]}, {}]
+    assert query(v, "SELECT file_id, pos, hash FROM entries") == [(1, 0, hashes)]
 
 
 def test_a_new_process_searches_without_embedding_or_parsing(tmp_path, fake, monkeypatch):
@@ -281,14 +293,15 @@ def test_full_index_reembeds_and_drops_leftovers(tmp_path, fake):
     v = make_vault(tmp_path, fake, {"a": "- apple\n", "b": "- banana\n"})
     v.index()
     con = sqlite3.connect(db_path(v))
-    con.execute("INSERT INTO vectors VALUES ('leftover', x'00')")  # e.g. from an older version
+    con.execute("INSERT INTO entries VALUES (999, 0, 'leftover')")  # e.g. from a crash of an older version
     con.commit()
     con.close()
     write(v.topics_dir / "a.md", "- apricot\n")
     v.index()
-    assert query(v, "SELECT COUNT(*) FROM vectors") == [(3,)]  # a's old vector went; the leftover waits
+    assert query(v, "SELECT COUNT(*) FROM entries") == [(3,)]  # a's old entry went; the leftover waits
     report = v.index(full=True)
-    assert report.new == 2 and query(v, "SELECT COUNT(*) FROM vectors") == [(2,)]
+    assert report.new == 2 and query(v, "SELECT COUNT(*) FROM entries") == [(2,)]
+    assert query(v, "SELECT value FROM meta WHERE key = 'entries'") == [("2",)]
 
 
 def test_touch_recent_keeps_listed_topics_and_drops_vanished(tmp_path, fake):

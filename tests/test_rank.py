@@ -392,6 +392,8 @@ def _fast(monkeypatch, **consts):
     import memkit.rank as rank
 
     monkeypatch.setattr(rank, "FAST_MIN_N", 100)
+    monkeypatch.setattr(rank, "CANDIDATE_SHARE", 1.0)  # CANDIDATES as given
+    monkeypatch.setattr(rank, "MIN_CANDIDATES", 0)
     for k, v in consts.items():
         monkeypatch.setattr(rank, k, v)
     return rank

@@ -84,7 +84,7 @@ def test_new_entry_searchable_in_same_process(v):
 # ---- the CLI, on the real offline model (loaded once per test session) --------------------
 
 @pytest.mark.skipif(__import__("memkit.embed", fromlist=["x"]).offline_model_folder() is None,
-                    reason="memkit[offline] not installed (its wheel is x86_64 only)")
+                    reason="tokenlearn-static-model not installed (its wheel is x86_64 only)")
 def test_cli_index_and_search_with_offline_model(tmp_path):
     root = Vault.init(tmp_path / "v").root
     for name, text in TOPICS.items():

@@ -1,0 +1,232 @@
+"""Memory that ages well: expiry and tidy, the pinned profile, edit with history, follow-ups,
+compaction, distill and stats — on real files, with the loopback fake LLM."""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memkit import Vault
+from memkit.cli import main
+
+from fake_llm import FakeLLM
+from util import FakeEmbedder, loopback_llm, write
+
+TODAY = date.today()
+
+
+def day(offset: int) -> str:
+    return (TODAY + timedelta(days=offset)).isoformat()
+
+
+def make(tmp_path: Path, topics: dict[str, str], *, profile: bool = False) -> Vault:
+    root = Vault.init(tmp_path / "v", profile=profile).root
+    for name, text in topics.items():
+        write(root / "topics" / f"{name}.md", text)
+    return Vault(root, embedder=FakeEmbedder())
+
+
+def cli(vault: Vault, *args: str, input: str | None = None):
+    return CliRunner().invoke(main, ["--vault", str(vault.root), *args], input=input, obj={"vault_obj": vault})
+
+
+def lines_everywhere(vault: Vault) -> Counter:
+    """Every entry text in the topics and in archive.md (the 'nothing lost' check)."""
+    found: Counter = Counter(e.body for e in vault.store.entries())
+    for a in vault.store.archived():
+        found[re.sub(r"^\[[\w-]+\]\s*", "", re.sub(r"\s*\(\d{4}-\d{2}-\d{2}\)$", "", a.text))] += 1
+    return found
+
+
+# ---- expiry -------------------------------------------------------------------------------------
+
+EXPIRING = {
+    "notes": (f"- [context] Is in a meeting until noon ({day(-2)})\n"
+              f"- [context] Is at the dentist today ({day(0)})\n"
+              f"- [conversation] Talked about the weekend plans ({day(-40)})\n"
+              f"- [conversation] Talked about a new bike ({day(-3)})\n"
+              f"- Parking spot at the office is B14 (until {day(-1)}) ({day(-30)})\n"
+              f"- Conference badge pickup at hall C (until {day(5)}) ({day(-1)})\n"
+              f"- [fact] Has a cat named Miso ({day(-400)})\n"),
+}
+
+
+def test_tidy_moves_expired_entries_to_the_archive_and_loses_nothing(tmp_path):
+    vault = make(tmp_path, EXPIRING)
+    before = lines_everywhere(vault)
+    dry = vault.tidy(dry_run=True)
+    assert sorted(e.body for e, _ in dry.expired) == sorted([
+        "Is in a meeting until noon", "Talked about the weekend plans", "Parking spot at the office is B14 (until "
+        + day(-1) + ")"])
+    assert dry.diff.count("\n-- [") + dry.diff.count("\n-- P") == 3 and "archive.md" in dry.diff
+    assert (vault.topics_dir / "notes.md").read_text() == EXPIRING["notes"]  # a dry run writes nothing
+    report = vault.tidy()
+    reasons = {e.body.split(" (")[0]: why for e, why in report.expired}
+    assert reasons["Is in a meeting until noon"] == "expired: context entries are kept 1 day"
+    assert reasons["Talked about the weekend plans"] == "expired: conversation entries are kept 30 days"
+    assert reasons["Parking spot at the office is B14"] == f"expired: until {day(-1)}"
+    left = [e.body for e in vault.topic("notes").entries]
+    assert left == ["Is at the dentist today", "Talked about a new bike",
+                    f"Conference badge pickup at hall C (until {day(5)})", "Has a cat named Miso"]
+    assert lines_everywhere(vault) == before  # every line is in its topic or in the archive
+    assert vault.tidy().expired == []
+
+
+def test_expire_config_changes_lifetimes(tmp_path):
+    vault = make(tmp_path, EXPIRING)
+    (vault.root / "memkit.yaml").write_text("expire:\n  context: never\n  fact: 1y\n")
+    vault = Vault(vault.root, embedder=FakeEmbedder())
+    gone = sorted(e.body.split(" (")[0] for e, _ in vault.tidy(dry_run=True).expired)
+    assert gone == ["Has a cat named Miso", "Parking spot at the office is B14", "Talked about the weekend plans"]
+
+
+def test_tidy_cli(tmp_path):
+    vault = make(tmp_path, EXPIRING)
+    out = cli(vault, "tidy", "--dry-run")
+    assert out.exit_code == 0 and "would move" in out.output and "--- a/topics/notes.md" in out.output
+    data = json.loads(cli(vault, "tidy", "--json").output)
+    assert len(data["expired"]) == 3 and data["dry_run"] is False
+    assert "nothing has expired" in cli(vault, "tidy").output
+
+
+# ---- the pinned profile -------------------------------------------------------------------------
+
+def test_init_makes_a_pinned_profile_first_in_every_context(tmp_path):
+    vault = make(tmp_path, {"cooking": "- Prefers bomba rice for paella\n"}, profile=True)
+    profile = vault.topic("profile")
+    assert profile.meta["pinned"] is True and profile.entries == []
+    vault.add("Is called Maya and lives in Porto", topic="profile")
+    vault.add("Works as a nurse on night shifts", topic="profile")
+    ctx = vault.context("what's the weather like on mars?")  # nothing to do with anything
+    assert ctx.text.startswith("# Memory\n\n## About the user\n- Is called Maya and lives in Porto")
+    assert "- Works as a nurse on night shifts" in ctx.text
+    assert ctx.text.index("## About the user") < ctx.text.index("## Recent topics")
+    assert "- profile (" not in ctx.text  # shown whole above, not again as a recent topic
+    small = vault.context("hi", budget_tokens=150)
+    assert "## About the user" in small.text and small.text.endswith(small.text.split("## Memory instructions")[-1])
+
+
+# ---- edit with history --------------------------------------------------------------------------
+
+def test_edit_and_history_round_trip(tmp_path):
+    vault = make(tmp_path, {"work": "# Work\n\n- [fact] Manager is Priya Nair #people (2026-01-10)\n- Uses Python daily\n"})
+    old = vault.find(match="Priya")
+    new = vault.edit(old.id, "Manager is Tom Berg since Priya moved teams")
+    assert new.text == f"[fact] Manager is Tom Berg since Priya moved teams #people ({TODAY.isoformat()})"
+    assert new.line == old.line  # in place
+    text = (vault.topics_dir / "work.md").read_text()
+    assert "Priya Nair" not in text and text.endswith("- Uses Python daily\n")
+    newer = vault.edit(new.id, "Manager is Tom Berg")
+    steps = vault.history(newer.id)
+    assert [s.id for s in steps] == [old.id, new.id, newer.id]
+    assert steps[0].status == f"edited, now {new.id}" and steps[-1].status == "current"
+    assert [s.id for s in vault.history(old.id)] == [old.id, new.id, newer.id]  # from any version
+    out = cli(vault, "history", old.id)
+    assert out.exit_code == 0 and "Priya Nair" in out.output and "now, in work" in out.output
+    via = cli(vault, "edit", "--match", "Python", "Uses Python and Rust daily")
+    assert via.exit_code == 0 and "edited: now" in via.output
+
+
+# ---- follow-ups ---------------------------------------------------------------------------------
+
+def test_a_due_follow_up_is_in_the_context_until_done(tmp_path):
+    vault = make(tmp_path, {"work": "- Works at Tidewater Logistics\n"})
+    add = cli(vault, "add", "Ask how the job interview went", "--due", day(-1), "--topic", "work")
+    assert add.exit_code == 0 and "[pending]" in add.output
+    cli(vault, "add", "Ask about the marathon result", "--due", day(10))
+    listed = json.loads(cli(vault, "pending", "--json").output)
+    assert [p["overdue_days"] for p in listed] == [1, -10]
+    ctx = vault.context("hello")
+    assert "## To follow up" in ctx.text and "Ask how the job interview went" in ctx.text
+    assert "1 day overdue" in ctx.text and "marathon" not in ctx.text  # not due yet
+    entry = vault.find(match="job interview")
+    assert cli(vault, "done", entry.id).exit_code == 0
+    assert "job interview" not in vault.context("hello").text
+    assert "): - [pending] Ask how the job interview went" in (vault.root / "archive.md").read_text()
+    assert "(done)" in (vault.root / "archive.md").read_text()
+
+
+# ---- compaction and distill (the loopback fake LLM) --------------------------------------------
+
+RUNS = "".join(f"- [event] Ran {5 + i} km in the park ({day(-300 + i * 10)})\n" for i in range(6)) + \
+    f"- [event] Ran a half marathon in 1:58 ({day(-5)})\n- Prefers running early in the morning\n"
+
+
+def configure_llm(vault: Vault, fake: FakeLLM) -> Vault:
+    (vault.root / "memkit.yaml").write_text(f"llm: {{base_url: '{fake.base_url}', model: fake, timeout_s: 10}}\n")
+    return Vault(vault.root, embedder=FakeEmbedder())
+
+
+def test_compact_archives_every_original_exactly_once(tmp_path):
+    vault = make(tmp_path, {"running": RUNS})
+    reply = {"entries": [{"text": "Ran 5 to 7 km runs in the park", "replaces": [1, 2, 3]},
+                         {"text": "Ran 8 to 10 km runs in the park", "replaces": [4, 5, 6, 2]}]}
+    with FakeLLM(lambda request: json.dumps(reply)) as fake:
+        vault = configure_llm(vault, fake)
+        before = (vault.topics_dir / "running.md").read_text()
+        dry = vault.compact("running", before=TODAY - timedelta(days=100), dry_run=True)
+        assert (vault.topics_dir / "running.md").read_text() == before and len(dry.removed) == 6
+        report = vault.compact("running", before=TODAY - timedelta(days=100))
+    texts = [e.text for e in vault.topic("running").entries]
+    assert texts[0].startswith("[event] Ran 5 to 7 km runs in the park") and len(texts) == 4
+    assert f"Ran a half marathon in 1:58 ({day(-5)})" in texts[2] and texts[3] == "Prefers running early in the morning"
+    archive = (vault.root / "archive.md").read_text()
+    for i in range(6):
+        assert archive.count(f"Ran {5 + i} km in the park") == 1  # each original once, with its pointer
+    new_ids = {e.id for e in vault.topic("running").entries[:2]}
+    assert {m for m in re.findall(r"compacted into ([0-9a-f]{8})", archive)} == new_ids
+    assert len(report.removed) == 6 and report.kept == []
+
+
+def test_distill_rewrites_the_profile_under_its_limit(tmp_path):
+    vault = make(tmp_path, {"work": "- [fact] Works as a nurse\n", "home": "- [fact] Lives in Porto\n"}, profile=True)
+    vault.add("Lives in Lisbon", topic="profile")
+    (vault.root / "memkit.yaml").write_text("profile_max_entries: 2\n")
+    reply = {"profile": ["Works as a nurse", "Lives in Porto", "Likes long walks"]}
+    with FakeLLM(lambda request: json.dumps(reply)) as fake:
+        vault = configure_llm(vault, fake)
+        (vault.root / "memkit.yaml").write_text((vault.root / "memkit.yaml").read_text() + "profile_max_entries: 2\n")
+        vault = Vault(vault.root, embedder=FakeEmbedder())
+        dry = vault.distill(dry_run=True)
+        assert "+- Works as a nurse" in dry.diff and "Lives in Lisbon" in dry.diff
+        vault.distill()
+    assert [e.body for e in vault.topic("profile").entries] == ["Works as a nurse", "Lives in Porto"]
+    assert "(replaced in the profile): - Lives in Lisbon" in (vault.root / "archive.md").read_text()
+
+
+def test_stats(tmp_path):
+    vault = make(tmp_path, EXPIRING)
+    vault.add("Call the plumber", kind="pending", topic="notes")
+    data = json.loads(cli(vault, "stats", "--json").output)
+    assert data["entries"] == 8 and data["per_topic"] == {"notes": 8}
+    assert data["pending"] == 1 and data["expired_awaiting_tidy"] == 3
+    assert data["per_kind"]["context"] == 2 and data["inbox"] == {"waiting": [], "errors": []}
+    assert "8 entries in 1 topics" in cli(vault, "stats").output
+
+
+def test_digest_records_follow_ups_with_their_due_date(tmp_path):
+    from memkit.digest import digest_file
+
+    vault = make(tmp_path, {"work": "- Works at Tidewater Logistics\n"})
+    seen: list[str] = []
+
+    def answer(request):
+        seen.append(request["messages"][0]["content"])
+        return json.dumps({"conclusions": [
+            {"kind": "pending", "text": "Has a job interview at Acme on Friday; ask how it went", "topic": "work",
+             "due": day(4)},
+            {"kind": "pending", "text": "Will send the photos from the trip", "topic": None, "due": "someday"}]})
+
+    transcript = write(tmp_path / "t.txt", "Maya: I have an interview at Acme on Friday!\n")
+    with FakeLLM(answer) as fake:
+        digest_file(vault.searcher, transcript, loopback_llm(fake))
+    assert f"today is {TODAY.isoformat()}" in seen[0] and '"pending"' in seen[0] or "pending" in seen[0]
+    follow = vault.pending()
+    texts = {f.entry.body: f.due for f in follow}
+    assert texts[f"Has a job interview at Acme on Friday; ask how it went (due {day(4)})"] == TODAY + timedelta(days=4)
+    assert texts["Will send the photos from the trip"] is None  # no real date given: no due date

@@ -31,7 +31,7 @@ from .errors import LLMError, MemkitError, TranscriptError
 from .fsutil import atomic_write, file_lock
 from .llm import LLM, ask_json
 from .names import slugify, topic_relpath
-from .route import detect_topic
+from .route import closest_subtopic, detect_topic, is_confident
 from .search import Hit, Searcher
 from .split import maybe_split
 from .store import ArchiveItem, Store, archive_line
@@ -47,8 +47,10 @@ MAX_TEXT = 400
 MAX_PROMPT_CHARS = 60_000  #: transcript text sent per LLM call (long transcripts are digested in chunks)
 NEAR_DUPLICATE_COSINE = 0.92
 NEAR_DUPLICATE_JACCARD = 0.8
+NEAR_DUPLICATE_CONTAINMENT = 1.0  #: share of the new text's words already in an entry (all: it says nothing new)
 UPDATE_CANDIDATES = 3
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE_TAIL = re.compile(r"\s*\((?:due |until )?\d{4}-\d{2}-\d{2}\)")
 
 EXTRACT_PROMPT = """\
 You maintain the long-term memory of an assistant about its user. Read the conversation \
@@ -344,22 +346,34 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
 
 
 def _near_duplicate(searcher: Searcher, text: str) -> Hit | None:
+    """An existing entry that says the same (the hybrid search's best hits, judged on the words and
+    the meaning): a cosine of NEAR_DUPLICATE_COSINE, or words that mostly coincide (Jaccard of
+    NEAR_DUPLICATE_JACCARD, or the new text's words nearly all in the entry already: containment of
+    NEAR_DUPLICATE_CONTAINMENT with a Jaccard of at least half that). A new text that adds words
+    to an entry is not a duplicate (it may be an update)."""
     hits = searcher.search(text, k=3, threshold=None)
     words = set(terms(text))
     for h in hits:
-        other = set(terms(h.text))
-        jaccard = len(words & other) / max(1, len(words | other))
-        if h.cosine >= NEAR_DUPLICATE_COSINE or jaccard >= NEAR_DUPLICATE_JACCARD:
+        other = set(terms(_DATE_TAIL.sub("", h.text)))
+        common = len(words & other)
+        jaccard = common / max(1, len(words | other))
+        contained = common / max(1, len(words))  # the new text's words already there: nothing new
+        if h.cosine >= NEAR_DUPLICATE_COSINE or jaccard >= NEAR_DUPLICATE_JACCARD or \
+                (contained >= NEAR_DUPLICATE_CONTAINMENT and jaccard >= NEAR_DUPLICATE_CONTAINMENT / 2 and common >= 3):
             return h
     return None
 
 
 def _update_candidates(searcher: Searcher, conclusions: list[Conclusion]) -> list[tuple[Conclusion, list[Entry]]]:
+    """The entries each conclusion may make outdated: its best hybrid-search hits that are real
+    evidence (they share a word and come close in meaning, or are very close in meaning:
+    :func:`memkit.route.is_confident`), never what the cosine alone ranks high."""
     threshold = searcher.threshold()
     by_id = {e.id: e for e in searcher.store.entries()}
     pairs = []
     for c in conclusions:
-        hits = [h for h in searcher.search(c.text, k=UPDATE_CANDIDATES, threshold=None) if h.cosine >= threshold]
+        hits = [h for h in searcher.search(c.text, k=UPDATE_CANDIDATES + 2, threshold=None)
+                if is_confident(h, threshold)][:UPDATE_CANDIDATES]
         entries = [by_id[h.id] for h in hits if h.id in by_id]
         if entries:
             pairs.append((c, entries))
@@ -368,24 +382,78 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion]) -> lis
 
 def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
            existing: set[str]) -> None:
+    """Where each conclusion goes: the LLM's hint when it names a topic (a split parent: its
+    closest subtopic); else the topic the vault's hits agree on; else a new topic for the
+    conclusions that belong together (at least ``min_conclusions_for_new_topic`` of them, alike in
+    words or meaning); else the topic of the best hit that is real evidence; else ``general``."""
+    store = searcher.store
+    threshold = searcher.threshold()
     unrouted = []
     for c in conclusions:
         hint = slugify(c.topic_hint or "")
         if hint in existing:
             c.topic = hint
             continue
+        children = store.subtopics(hint) if hint else []
+        if children:  # the LLM named a topic that was split since: its closest part
+            c.topic = closest_subtopic(searcher, hint, children, c.text)
+            continue
         guess = detect_topic(searcher, c.text)
         if guess is not None:
             c.topic = guess.topic
-        else:
-            unrouted.append(c)
-    if len(unrouted) >= searcher.config.min_conclusions_for_new_topic:
-        name = _new_topic_name(new_topic, unrouted, existing)
-        for c in unrouted:
+            continue
+        unrouted.append(c)
+    group = _together(searcher, unrouted)  # before single hits: a weak match never splits a group
+    if len(group) >= searcher.config.min_conclusions_for_new_topic:
+        name = _new_topic_name(new_topic, group, existing)
+        for c in group:
             c.topic = name
-    else:
-        for c in unrouted:
-            c.topic = "general"
+    for c in unrouted:
+        if c.topic is not None:
+            continue
+        best = next((h for h in searcher.search(c.text, k=5, threshold=None)
+                     if h.lexical > 0 and is_confident(h, threshold)), None)
+        c.topic = best.topic if best is not None and best.topic in existing else "general"
+
+
+def _together(searcher: Searcher, conclusions: list[Conclusion]) -> list[Conclusion]:
+    """The largest group of conclusions that belong together: linked when they share a content word
+    (four letters or more), or their meanings are close (cosine at the vault's threshold + 0.1)."""
+    if len(conclusions) < 2:
+        return list(conclusions)
+    words = [{w for w in terms(_DATE_TAIL.sub("", c.text)) if len(w) >= 4 and w.isalpha()} for c in conclusions]
+    try:
+        vectors = searcher.index.embedder.embed([c.text for c in conclusions])
+        close = (vectors @ vectors.T) >= searcher.threshold() + 0.1
+    except MemkitError:
+        close = None
+    n = len(conclusions)
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if words[i] & words[j] or (close is not None and bool(close[i, j])):
+                parent[root(i)] = root(j)
+    groups: dict[int, list[Conclusion]] = {}
+    for i, c in enumerate(conclusions):
+        groups.setdefault(root(i), []).append(c)
+    return max(groups.values(), key=len)
+
+
+def _summary_of(conclusions: Sequence[Conclusion]) -> str:
+    """A few words saying what a new topic holds: its conclusions' most frequent content words."""
+    counts: dict[str, int] = {}
+    for c in conclusions:
+        for w in terms(_DATE_TAIL.sub("", c.text)):
+            if w.isalpha() and len(w) > 2:
+                counts[w] = counts.get(w, 0) + 1
+    return ", ".join(sorted(counts, key=lambda w: (-counts[w], w))[:4])
 
 
 def _new_topic_name(proposed: dict[str, Any] | None, conclusions: list[Conclusion], existing: set[str]) -> str:
@@ -431,6 +499,8 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
             if current is None:
                 title = str(proposed.get("title") or name.replace("-", " ").capitalize())
                 summary = " ".join(str(proposed.get("summary") or "").split())[:120] if name not in ("general",) else ""
+                if not summary and name != "general":  # a new topic always says what it holds
+                    summary = _summary_of(items)
                 old, text = "", new_topic_text(" ".join(title.split())[:80], summary, now)
                 report.new_topics.append(name)
             else:

@@ -195,7 +195,7 @@ class Vault:
         """The follow-ups (kind ``pending``), most urgent first."""
         return pending(self.store, today=today)
 
-    def done(self, ref: str | None, *, match: str | None = None, topic: str | None = None) -> Entry:
+    def done(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> Entry:
         """Archive a follow-up as resolved (``done``); returns it."""
         entry = done(self.store, self.store.find(ref, match=match, topic=topic))
         self.changed()

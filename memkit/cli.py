@@ -70,6 +70,11 @@ class MemkitGroup(click.Group):
             ) from exc
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 entry``, ``3 entries``."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "json_", is_flag=True, help="Print JSON for scripts.")(fn)
 
@@ -219,7 +224,8 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
     if json_:
         echo_json(dict(t.to_dict(), file=vault.rel(t.path), split_into=children))
         return
-    click.echo(f"{t.title} ({t.name}, {len(t.entries)} entries){' — ' + t.summary if t.summary else ''}")
+    click.echo(f"{t.title} ({t.name}, {plural(len(t.entries), 'entry', 'entries')})"
+               f"{' — ' + t.summary if t.summary else ''}")
     for e in t.entries:
         click.echo(f"{e.id}  {e.text}")
     if children:
@@ -547,7 +553,7 @@ def split(ctx: click.Context, topic: str, dry_run: bool, min_part: int, max_part
     else:
         click.echo(f"split {plan.parent} into {len(plan.parts)} topics:")
         for p in plan.parts:
-            click.echo(f"  {p.name} ({len(p.entries)} entries): {p.summary}")
+            click.echo(f"  {p.name} ({plural(len(p.entries), 'entry', 'entries')}): {p.summary}")
 
 
 # ---- assistants: the MCP server and the conversation capture hook (issue 9) --------------------
@@ -697,9 +703,10 @@ def stats(ctx: click.Context, json_: bool) -> None:
     if json_:
         echo_json(data)
         return
-    click.echo(f"{data['entries']} entries in {data['topics']} topics; {data['archive_entries']} in archive.md")
+    click.echo(f"{plural(data['entries'], 'entry', 'entries')} in {plural(data['topics'], 'topic')}; "
+               f"{data['archive_entries']} in archive.md")
     click.echo("by kind: " + ", ".join(f"{k} {n}" for k, n in data["per_kind"].items()))
-    click.echo(f"follow-ups: {data['pending']} ({data['due']} due, {data['overdue']} overdue); "
+    click.echo(f"follow-ups: {data['pending']} ({data['overdue']} overdue, {data['due'] - data['overdue']} due today); "
                f"expired awaiting `memkit tidy`: {data['expired_awaiting_tidy']}")
     index = data["index"]
     if index.get("model"):

@@ -74,9 +74,12 @@ EMBED_BATCH = 2048
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
 INDEX_DIR = "index"
 PREFIX_DIMS = 64  #: the view keeps the first dimensions of every vector as their own array (the ranker's scan)
+TERM_CACHE_MAX = 500_000  #: term ids a writer keeps (then forgets them all)
+OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
 THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
 RELOAD_SHARE = 0.25  #: a view is loaded whole again once dead plus appended rows would pass this share
 TRIM_MIN_ROWS = 20_000  #: after loading a view this large, freed memory is given back (trim_memory)
+VOCAB_LOAD_MAX = 100_000  #: a view reads a vocabulary of at most this many terms whole (else term by term)
 COMPACT_MIN_ROWS = 50_000  #: from this many entries a view keeps the dimensions after PREFIX_DIMS as bfloat16
 _HASH_LEN = 40  # sha1 hex digest
 NO_DAY = -(2 ** 31)  #: no own date
@@ -134,20 +137,34 @@ class IndexReport:
 
 
 class TermIds:
-    """Search term -> term id, looked up in the sidecar's ``terms`` table when first asked (a
-    view never loads the whole vocabulary). Term ids never change meaning, so an id learnt once
-    stays right; an unknown term is asked again after the next change of the view."""
+    """Search term -> term id, from the sidecar's ``terms`` table. A vocabulary of at most
+    ``VOCAB_LOAD_MAX`` terms is read whole when first needed (then only the terms added since);
+    a larger one is looked up term by term. Term ids never change meaning, so an id learnt once
+    stays right; an unknown term is asked again after the next change of the view.
 
-    def __init__(self, lookup: Callable[[list[str]], dict[str, int]], known: dict[str, int] | None = None) -> None:
+    :param lookup: term -> id of the terms given (those the sidecar knows).
+    :param after: term -> id of every term whose id is above the one given; None: look up only.
+    """
+
+    def __init__(self, lookup: Callable[[list[str]], dict[str, int]],
+                 after: Callable[[int], dict[str, int]] | None = None, known: dict[str, int] | None = None,
+                 loaded: int = -1) -> None:
         self._lookup = lookup
+        self._after = after
         self._known: dict[str, int] = dict(known or {})
+        self._loaded = loaded  # ids up to this one are all in _known (with ``after``)
 
     def ids(self, terms: Sequence[str]) -> list[int]:
         """The id of each term (-1: no entry ever held it)."""
         known = self._known
         missing = [t for t in dict.fromkeys(terms) if t not in known]
         if missing:
-            found = self._lookup(missing)
+            if self._after is not None:
+                found = self._after(self._loaded)
+                known.update(found)
+                self._loaded = max(found.values(), default=self._loaded)
+            else:
+                found = self._lookup(missing)
             for t in missing:
                 known[t] = found.get(t, -1)
         return [known[t] for t in terms]
@@ -158,7 +175,7 @@ class TermIds:
 
     def forget_unknown(self) -> "TermIds":
         """A copy that asks again for the terms not found so far (after the view changed)."""
-        return TermIds(self._lookup, {t: i for t, i in self._known.items() if i >= 0})
+        return TermIds(self._lookup, self._after, {t: i for t, i in self._known.items() if i >= 0}, self._loaded)
 
 
 @dataclass(eq=False)
@@ -270,11 +287,13 @@ class Index:
         self._mutex = threading.RLock()  # one connection, shared by this process's threads
         self._files: dict[str, tuple[int, tuple[int, int, int]]] | None = None  # path -> (id, stamp)
         self._files_epoch = -1
+        self._files_gen = 0  # the highest files.gen the cached rows have seen
         self._view: IndexView | None = None
         self._view_epoch = -1
         self._epoch = 0  # bumped whenever the sidecar may have changed (PRAGMA data_version, own writes)
         self._data_version: int | None = None
         self._created = False
+        self._term_cache: dict[str, int] = {}  # term -> id, as committed to this connection's file
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r})"
@@ -399,6 +418,7 @@ class Index:
                 self._con = None
                 self._files = None
                 self._view = None
+                self._term_cache = {}
                 self._data_version = None
                 self._epoch += 1
 
@@ -417,10 +437,24 @@ class Index:
             return int(self._meta("generation") or 0)
 
     def _file_rows(self) -> dict[str, tuple[int, tuple[int, int, int]]]:
+        """path -> (file id, stamp) of every indexed file; after another writer's commit only the
+        rows it wrote are read (``gen`` above the last seen), unless files went away."""
         epoch = self._sync()
         if self._files is None or epoch != self._files_epoch:
-            rows = self._connect().execute("SELECT path, id, size, mtime_ns, ino FROM files").fetchall()
-            self._files = {p: (i, (s, m, n)) for p, i, s, m, n in rows}
+            con = self._connect()
+            files = self._files
+            if files is not None:
+                for p, i, s, m, n, g in con.execute("SELECT path, id, size, mtime_ns, ino, gen FROM files "
+                                                    "WHERE gen > ?", (self._files_gen,)):
+                    files[p] = (i, (s, m, n))
+                    self._files_gen = max(self._files_gen, g)
+                if len(files) != con.execute("SELECT COUNT(*) FROM files").fetchone()[0]:
+                    files = None  # some went away: read them all
+            if files is None:
+                rows = con.execute("SELECT path, id, size, mtime_ns, ino, gen FROM files").fetchall()
+                files = {p: (i, (s, m, n)) for p, i, s, m, n, _ in rows}
+                self._files_gen = max((g for *_, g in rows), default=0)
+            self._files = files
             self._files_epoch = epoch
         return self._files
 
@@ -630,7 +664,8 @@ class Index:
             batch = queued[:]
             queued.clear()
             if not full and batch:
-                found = self._known_vectors([e.hash for e in batch])
+                batch = [e for e in batch if e.hash not in vectors]  # in the file's own old row
+                found = self._known_vectors([e.hash for e in batch]) if batch else {}
                 vectors.update(found)
                 batch = [e for e in batch if e.hash not in found]
             unembedded.extend(batch)
@@ -650,6 +685,8 @@ class Index:
                     tell(final=done_bytes >= total_bytes)
             collect(-1)
 
+        if not full and len(sources) <= OWN_ROWS_MAX:  # an edited file's unchanged lines: from its own row
+            vectors.update(self._row_vectors([s.rel for s in sources]))
         try:
             for source in sources:
                 item = self._parse(source)
@@ -683,6 +720,7 @@ class Index:
             replaced = [p.source.rel for p in parsed] + gone
             old: dict[str, int] = {}  # hash -> entries holding it among the rows replaced
             ids: dict[str, int] = {}
+            before: dict[int, list[str]] = {}  # file id -> its entries' hashes, in order, as indexed
             if full:
                 for (hashes,) in con.execute("SELECT hashes FROM file_data"):
                     for h in _split_hashes(hashes):
@@ -702,12 +740,15 @@ class Index:
                     fid, n, hashes = row
                     ids[path] = fid
                     count -= n
-                    for h in _split_hashes(hashes or ""):
+                    if hashes is None:  # no blobs (a damaged row): its entries rows go too
+                        con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
+                    before[fid] = _split_hashes(hashes or "")
+                    for h in before[fid]:
                         old[h] = old.get(h, 0) + 1
-                    con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
                 for path in gone:
                     fid = ids.get(path)
                     if fid is not None:
+                        con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
                         con.execute("DELETE FROM file_data WHERE file_id = ?", (fid,))
                         con.execute("DELETE FROM files WHERE id = ?", (fid,))
             term_id = self._term_ids(con, {t for p in parsed for ts in p.terms for t in ts})
@@ -746,8 +787,15 @@ class Index:
                     fid, b"".join(zero if r is None else r for r in rows), tids.tobytes(), counts.tobytes(),
                     array("i", [e.line for e in entries]).tobytes(), days.tobytes(), "".join(e.hash for e in entries),
                     body))
+                # only the positions whose text changed (an append writes one row)
+                was = before.get(fid, [])
+                now = [e.hash for e in entries]
+                con.executemany("UPDATE entries SET hash = ? WHERE file_id = ? AND pos = ?",
+                                [(h, fid, pos) for pos, (h, w) in enumerate(zip(now, was)) if h != w])
+                if len(was) > len(now):
+                    con.execute("DELETE FROM entries WHERE file_id = ? AND pos >= ?", (fid, len(now)))
                 con.executemany("INSERT INTO entries VALUES (?, ?, ?)",
-                                [(fid, pos, e.hash) for pos, e in enumerate(entries)])
+                                [(fid, pos, h) for pos, h in enumerate(now[len(was):], start=len(was))])
                 count += len(entries)
                 for e in entries:
                     new[e.hash] = new.get(e.hash, 0) + 1
@@ -771,11 +819,21 @@ class Index:
         """The ids of ``terms``, adding the new ones (inside the write transaction)."""
         if not terms:
             return {}
-        out: dict[str, int] = {}
-        if len(terms) > 20_000:
-            out = {t: i for t, i in con.execute("SELECT term, id FROM terms") if t in terms}
+        cache = self._term_cache  # committed terms only: an id never changes meaning
+        if not cache and len(terms) < 20_000:  # a first small write: the whole vocabulary when small
+            if int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0]) <= VOCAB_LOAD_MAX:
+                cache.update(con.execute("SELECT term, id FROM terms"))
+        out = {t: cache[t] for t in terms if t in cache}
+        ask = [t for t in terms if t not in out]
+        if len(ask) > 20_000:
+            wanted = set(ask)
+            found = {t: i for t, i in con.execute("SELECT term, id FROM terms") if t in wanted}
         else:
-            out = self._lookup_terms(con, list(terms))
+            found = self._lookup_terms(con, ask) if ask else {}
+        if len(cache) + len(found) > TERM_CACHE_MAX:
+            cache.clear()
+        cache.update(found)
+        out.update(found)
         new = sorted(t for t in terms if t not in out)
         if new:
             start = (con.execute("SELECT MAX(id) FROM terms").fetchone()[0] or 0) + 1
@@ -804,6 +862,27 @@ class Index:
                 if row is not None:
                     out[term] = row[0]
             return out
+
+    def terms_after(self, last: int) -> dict[str, int]:
+        """Term -> id of every term whose id is above ``last`` (for :class:`TermIds`)."""
+        with self._mutex:
+            return dict(self._connect().execute("SELECT term, id FROM terms WHERE id > ?", (last,)))
+
+    def _row_vectors(self, paths: Sequence[str]) -> dict[str, bytes]:
+        """hash -> float16 row of the entries these files held when last indexed (complete rows)."""
+        con = self._connect()
+        width = 2 * self.embedder.dim
+        out: dict[str, bytes] = {}
+        for path in paths:
+            row = con.execute("SELECT d.vecs, d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
+                              "WHERE f.path = ? AND f.pending = 0", (path,)).fetchone()
+            if row is None:
+                continue
+            vecs, hashes = row
+            hashes = _split_hashes(hashes)
+            if len(vecs) == width * len(hashes):
+                out.update((h, vecs[i * width:(i + 1) * width]) for i, h in enumerate(hashes))
+        return out
 
     def _known_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:
         """The float16 rows the sidecar holds for these entry hashes (from files whose vectors
@@ -930,7 +1009,8 @@ class Index:
         builder = _ViewBuilder(self.embedder.dim, n, n + max(1024, n // 4))
         for row in con.execute(self._COLUMNS + " ORDER BY f.id"):
             builder.add(row)
-        view = builder.view(gen, TermIds(self.lookup_terms))
+        terms = int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0])
+        view = builder.view(gen, TermIds(self.lookup_terms, self.terms_after if terms <= VOCAB_LOAD_MAX else None))
         del builder
         if n >= TRIM_MIN_ROWS:
             trim_memory()
@@ -988,7 +1068,7 @@ class _ViewBuilder:
         self.file_rows: list[int] = []
         self.file_slots: list[int] = []
         self.blobs: dict[str, list[bytes]] = {"lines": [], "days": [], "terms": [], "counts": []}
-        self.ids: list[str] = []
+        self.ids: list[np.ndarray] = []
         self.texts: list[str] = []
         self.kinds: list[str | None] = []
         self.tags: list[tuple[str, ...]] = []
@@ -1061,7 +1141,7 @@ class _ViewBuilder:
         blobs["days"].append(days)
         blobs["terms"].append(terms)
         blobs["counts"].append(counts)
-        self.ids.append(hashes)
+        self.ids.append(np.frombuffer(hashes.encode("ascii"), dtype="S40").astype("S8"))
         texts, kinds, tags, odd = json.loads(body)
         self.texts.extend(texts)
         same = self.same
@@ -1084,8 +1164,7 @@ class _ViewBuilder:
         n = self.rows
         base = self.base
         start = 0 if base is None else len(base)
-        new_ids = np.frombuffer("".join(self.ids).encode("ascii"), dtype="S40").astype("S8") if self.ids \
-            else np.zeros(0, "S8")
+        new_ids = np.concatenate(self.ids) if self.ids else np.zeros(0, "S8")
         lens = np.array(self.file_rows, dtype=np.int64)
         file_ids = np.repeat(np.array(self.file_slots, dtype=np.int32), lens)
         lines = np.frombuffer(b"".join(self.blobs["lines"]), dtype=np.int32)
@@ -1097,8 +1176,9 @@ class _ViewBuilder:
         if base is None:
             offsets = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(counts, out=offsets[1:])
-            view = IndexView(gen, self.files, self.topics, file_ids, lines.copy(), new_ids, self.texts, self.kinds,
-                             self.tags, own.copy(), dates, self.prefix_cap[:n], self.rest_cap[:n], term_ids.copy(),
+            # (read-only arrays over the joined blobs: nothing writes to a view)
+            view = IndexView(gen, self.files, self.topics, file_ids, lines, new_ids, self.texts, self.kinds,
+                             self.tags, own, dates, self.prefix_cap[:n], self.rest_cap[:n], term_ids,
                              offsets, vocab, lineage=next(_LINEAGE), loaded_rows=n)
         else:
             offsets = np.empty(n + 1, dtype=np.int64)

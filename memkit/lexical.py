@@ -1,15 +1,18 @@
 """BM25 over the entries' search terms (pure numpy).
 
 Documents arrive already analysed: every entry's terms as ids (the index stores the terms of each
-entry when it is indexed, see :func:`memkit.text.terms`), so building is one sort. Only each
-document's own postings are stored, by term (CSC: for term ``t``, ``docs[indptr[t]:indptr[t + 1]]``
-and their term frequencies); the BM25 weights, and the context below, are computed for the
-query's terms only when it is asked, from the document frequencies and lengths kept beside.
+entry when it is indexed, see :func:`memkit.text.terms`), so building is one sort. Postings are
+stored by term (CSC: for term ``t``, ``docs[indptr[t]:indptr[t + 1]]`` and their term
+frequencies); the BM25 weights are computed when a query asks, for its terms only, from the
+document frequencies and lengths kept beside, all its postings in a few array operations.
 
 Context indexing: with ``context=c`` every entry is scored together with the ``c`` entries before
 it in the same file, their term counts (and lengths) weighted by ``context_weight``: a line of a
 topic file, or a turn of a conversation, is often only understandable with the one before it
 ("Where did you go?" / "To the lake."). Document frequencies count an entry's own terms only.
+Below ``COMBINED_MAX_DOCS`` documents a term's postings are folded with their context when a
+query first asks for the term and kept (a later query reads them as they are); a larger index
+adds the context for the query's terms at every query (its memory stays a third).
 
 Rows can die (:meth:`BM25Index.extended`: the entries of a file that changed) and new rows be
 appended without building the postings of the others again: statistics (document frequencies,
@@ -30,7 +33,8 @@ __all__ = ["BM25Index", "encode_terms"]
 _MAX_TF = 255
 _BLOCK = 1 << 15  # elements worked on at a time while building (bounds the temporaries)
 _TERMS_AT_ONCE = 8  #: query terms scored together (a long pasted query is scored 8 terms at a time)
-COMBINED_MAX_DOCS = 50_000  #: below this many documents the postings are kept with the context folded in
+COMBINED_MAX_DOCS = 50_000  #: below this many documents a queried term's postings are kept with the context folded in
+_FOLDED_MAX = 1 << 21  #: folded postings kept, at most (then forgotten, all at once)
 
 
 def encode_terms(texts: Sequence[str], vocab: dict[str, int] | None = None) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
@@ -45,18 +49,16 @@ def encode_terms(texts: Sequence[str], vocab: dict[str, int] | None = None) -> t
 
 
 class _Postings:
-    """Postings of rows ``[row0, row0 + n)``: per term, the rows holding it (ascending) and how
-    often: their own text only (uint8, capped at 255), or, ``combined`` (given the same-file
-    successor masks), with the context counts folded in (float32) and which rows hold the term
-    themselves (``own``)."""
+    """Own-text postings of rows ``[row0, row0 + n)``: per term, the rows holding it (ascending)
+    and how often (uint8, capped at 255). :meth:`folded` gives a term's postings with the context
+    folded in, worked out when first asked and kept."""
 
-    def __init__(self, term_ids: np.ndarray, offsets: np.ndarray, row0: int = 0, live: np.ndarray | None = None,
-                 successors: list[np.ndarray] | None = None, context_weight: float = 0.5) -> None:
+    def __init__(self, term_ids: np.ndarray, offsets: np.ndarray, row0: int = 0, live: np.ndarray | None = None) -> None:
         n = len(offsets) - 1
         self.row0, self.rows = row0, n
-        self.combined = False
         self.tf: np.ndarray
-        self.own: np.ndarray | None = None
+        self._folded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._folded_size = 0
         self.alive = None if live is None or live.all() else live.copy()  #: rows left out (None: none)
         lengths = np.diff(offsets)
         if self.alive is not None:  # dead rows hold nothing
@@ -69,8 +71,6 @@ class _Postings:
             self.indptr = np.zeros(1, np.int64)
             return
         self._build(term_ids, lengths, n, row0)
-        if successors:
-            self._combine([nxt[row0:row0 + n] for nxt in successors], context_weight)
 
     def _build(self, term_ids: np.ndarray, lengths: np.ndarray, n: int, row0: int) -> None:
         """Sort one int64 key per term occurrence (term * n + row); equal keys are one posting.
@@ -118,52 +118,48 @@ class _Postings:
         self.indptr = np.zeros(v + 1, dtype=np.int64)
         np.cumsum(counts, out=self.indptr[1:])
 
-    def _combine(self, successors: list[np.ndarray], cw: float) -> None:
-        """Fold the context in: row d's counts also go, times ``cw``, to rows d + 1 … d + c of
-        its file; (term, row) pairs met more than once are summed. One in-place sort of int64
-        keys: (term * span + row) << 10 | shift << 8 | count."""
-        span = self.rows + len(successors) + 1
-        counts = np.diff(self.indptr)
-        self._df = counts.copy()
-        local = self.docs.astype(np.int64)
-        if self.row0:
-            local -= self.row0
-        key0 = np.arange(self.n_terms, dtype=np.int64).repeat(counts)
-        key0 *= span
-        key0 += local
-        key0 <<= 10
-        key0 |= self.tf
-        keys = [key0]
-        for c, nxt in enumerate(successors, start=1):
-            keys.append(key0[nxt[local]] + ((c << 10) | (c << 8)))  # row + c, marked as context c
-        del local
-        key = np.concatenate(keys)
-        del keys, key0
-        key.sort()
-        code = key & 1023
-        key >>= 10
-        brk = np.empty(key.shape[0], dtype=bool)
-        brk[:1] = True
-        np.not_equal(key[1:], key[:-1], out=brk[1:])
-        starts = brk.nonzero()[0]
-        del brk
-        own = (code >> 8) == 0
-        tf = (code & 255).astype(np.float32)
-        tf[~own] *= np.float32(cw)
-        self.tf = np.add.reduceat(tf, starts)
-        self.own = np.logical_or.reduceat(own, starts)
-        term, doc = np.divmod(key[starts], span)
-        self.docs = doc.astype(np.int32)
-        if self.row0:
-            self.docs += np.int32(self.row0)
-        self.indptr = np.zeros(self.n_terms + 1, dtype=np.int64)
-        np.cumsum(np.bincount(term, minlength=self.n_terms), out=self.indptr[1:])
-        self.combined = True
+    def folded(self, tids: list[int], successors: list[np.ndarray], cw: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(rows, frequency with the context folded in) of each term: row d's count also goes,
+        times ``cw``, to rows d + 1 … d + c of its file (``successors[c - 1]`` says row d + c is
+        in row d's file). The terms not kept from an earlier query are worked out together, and
+        kept."""
+        out = [self._folded.get(t) for t in tids]
+        todo = [i for i, got in enumerate(out) if got is None]
+        if todo:
+            spans = [self.span(tids[i]) for i in todo]
+            lens = [e - s for s, e in spans]
+            d = np.concatenate([self.docs[s:e] for s, e in spans])
+            f = np.concatenate([self.tf[s:e] for s, e in spans]).astype(np.float32)
+            width = self.row0 + self.rows + len(successors) + 1
+            key = np.arange(len(todo), dtype=np.int64).repeat(lens) * width + d
+            keys, tfs = [key], [f]
+            for c, nxt in enumerate(successors, start=1):
+                ok = nxt[d]
+                keys.append(key[ok] + c)
+                tfs.append(f[ok] * np.float32(cw))
+            key = np.concatenate(keys)
+            order = np.argsort(key)
+            key = key[order]
+            brk = np.empty(key.shape[0], dtype=bool)
+            brk[:1] = True
+            np.not_equal(key[1:], key[:-1], out=brk[1:])
+            starts = brk.nonzero()[0]
+            tf = np.add.reduceat(np.concatenate(tfs)[order], starts) if starts.size else np.zeros(0, np.float32)
+            term, row = np.divmod(key[starts], width)
+            bounds = np.searchsorted(term, np.arange(len(todo) + 1))
+            if self._folded_size + starts.shape[0] > _FOLDED_MAX:
+                self._folded.clear()
+                self._folded_size = 0
+            self._folded_size += starts.shape[0]
+            for n, i in enumerate(todo):
+                a, b = int(bounds[n]), int(bounds[n + 1])
+                out[i] = self._folded[tids[i]] = (row[a:b].astype(np.int32), tf[a:b])
+        return out  # type: ignore[return-value]
 
     def df(self, size: int) -> np.ndarray:
-        """Documents holding each term in their own text (int64, ``size`` terms)."""
+        """Documents holding each term (int64, ``size`` terms)."""
         out = np.zeros(size, dtype=np.int64)
-        out[:self.n_terms] = self._df if self.combined else np.diff(self.indptr)
+        out[:self.n_terms] = np.diff(self.indptr)
         return out
 
     def span(self, tid: int) -> tuple[int, int]:
@@ -209,20 +205,18 @@ class BM25Index:
             if n > c:
                 nxt[:-c] = files[c:] == files[:-c]
             self._next.append(nxt)
-        # a smaller index keeps its postings with the context folded in (about 3x as many, but a
-        # query reads them as they are); a large one computes the context for the query's terms
-        fold = self._next if n < COMBINED_MAX_DOCS else None
         if _main is None or _main.rows > n:
-            _main = _Postings(term_ids, offsets, 0, self.live, fold, context_weight)
+            _main = _Postings(term_ids, offsets, 0, self.live)
         parts = [_main]
         if _main.rows < n:  # rows appended since the main postings were built
             m = _main.rows
             base = offsets[m]
             parts.append(_Postings(term_ids[base:offsets[-1]], offsets[m:] - base, m,
-                                   None if self.live is None else self.live[m:], fold, context_weight))
+                                   None if self.live is None else self.live[m:]))
+        # a smaller index keeps each queried term's postings with the context folded in (read as
+        # they are by the next query); a large one works the context out for every query
+        self._fold = bool(context) and n < COMBINED_MAX_DOCS
         self._parts = parts
-        self._folded = any(p.combined for p in parts)
-        self._plain = not all(p.combined for p in parts)
         vsize = max(len(vocab) if isinstance(vocab, dict) else 0, *(p.n_terms for p in parts))
         self.n_terms = vsize
         df = parts[0].df(vsize)
@@ -274,28 +268,26 @@ class BM25Index:
                 counts[tid] = counts.get(tid, 0) + 1
         return list(counts.items())
 
-    def _postings(self, qterms: list[tuple[int, int]], combined: bool
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
-        """(rows, frequencies, query term number, own-text flags or None) of every posting of the
-        query's terms in the parts stored ``combined`` (or not)."""
-        docs, tfs, own, lens = [], [], [], []
-        for tid, _ in qterms:
+    def _postings(self, qterms: list[tuple[int, int]], folded: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(rows, frequencies, query term number) of every posting of the query's terms: their
+        own counts, or (``folded``) with the context."""
+        tids = [tid for tid, _ in qterms]
+        per_part = [part.folded(tids, self._next, self.context_weight) if folded else
+                    [(part.docs[s:e], part.tf[s:e]) for s, e in map(part.span, tids)] for part in self._parts]
+        docs, tfs, lens = [], [], []
+        for j in range(len(tids)):  # term by term, each part's postings in turn
             count = 0
-            for part in self._parts:
-                if part.combined != combined:
-                    continue
-                s, e = part.span(tid)
-                if e > s:
-                    docs.append(part.docs[s:e])
-                    tfs.append(part.tf[s:e])
-                    if part.own is not None:
-                        own.append(part.own[s:e])
-                    count += e - s
+            for got in per_part:
+                d, f = got[j]
+                if d.shape[0]:
+                    docs.append(d)
+                    tfs.append(f)
+                    count += d.shape[0]
             lens.append(count)
         if not docs:
             return None
         return (np.concatenate(docs), np.concatenate(tfs).astype(np.float32, copy=False),
-                np.arange(len(qterms), dtype=np.int64).repeat(lens), np.concatenate(own) if own else None)
+                np.arange(len(qterms), dtype=np.int32).repeat(lens))
 
     def scores(self, qterms: list[tuple[int, int]]) -> np.ndarray:
         """BM25 score of every document (float32, shape (N,); 0 = no query term)."""
@@ -313,14 +305,16 @@ class BM25Index:
         df = self.df[tids].astype(np.float64)
         scale = (np.log1p((self.live_docs - df + 0.5) / (df + 0.5)) * (self.k1 + 1)
                  * np.array([cnt for _, cnt in qterms])).astype(np.float32)
-        got = self._postings(qterms, True) if self._folded else None
-        if got is not None:  # the context is folded in already
-            d0, tf, j, _ = got
-            np.add.at(out, d0, scale[j] * tf / np.maximum(tf + self.norm[d0], np.float32(1e-12)))
-        got = self._postings(qterms, False) if self._plain else None
+        if self._fold:  # the context folded in (kept per term)
+            got = self._postings(qterms, True)
+            if got is not None:
+                d0, tf, j = got
+                np.add.at(out, d0, scale[j] * tf / np.maximum(tf + self.norm[d0], np.float32(1e-12)))
+            return
+        got = self._postings(qterms, False)
         if got is None:
             return
-        d0, f0, j, _ = got
+        d0, f0, j = got
         if not self.context:
             np.add.at(out, d0, scale[j] * f0 / np.maximum(f0 + self.norm[d0], np.float32(1e-12)))
             return
@@ -329,7 +323,8 @@ class BM25Index:
         n, c_max = self.n_docs, self.context
         width = n + c_max
         scratch = self._scratch(len(qterms) * width)
-        key = j * width + d0
+        key = j.astype(np.int64) if len(qterms) * width >= 2 ** 31 else j
+        key = key * width + d0
         scratch[key] += f0  # (term, row) pairs are distinct: a plain scatter adds them
         cw = np.float32(self.context_weight)
         for c, nxt in enumerate(self._next, start=1):
@@ -342,7 +337,12 @@ class BM25Index:
             rows.append(np.minimum(d0 + c, n - 1) if c else d0)
         tf = np.concatenate(tfs)
         row = np.concatenate(rows)
-        np.add.at(out, row, np.tile(scale[j], c_max + 1) * tf / np.maximum(tf + self.norm[row], np.float32(1e-12)))
+        weight = self.norm[row]
+        weight += tf
+        np.maximum(weight, np.float32(1e-12), out=weight)
+        np.divide(tf, weight, out=weight)
+        weight *= np.tile(scale[j], c_max + 1)
+        np.add.at(out, row, weight)
 
     def _scratch(self, size: int) -> np.ndarray:
         """A zeroed float32 array of at least ``size`` (one per thread; given back zeroed)."""
@@ -367,13 +367,10 @@ class BM25Index:
         if total <= 0:
             return out
         share = np.array(idf, dtype=np.float32) / np.float32(total)
-        for combined in (True, False) if self._folded and self._plain else (self._folded,):
-            got = self._postings(qterms, combined)
-            if got is not None:
-                d0, _, j, own = got
-                if own is not None:
-                    d0, j = d0[own], j[own]
-                np.add.at(out, d0, share[j])
+        got = self._postings(qterms, False)
+        if got is not None:
+            d0, _, j = got
+            np.add.at(out, d0, share[j])
         if self.dead.size:
             out[self.dead] = 0
         return out

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import quote, unquote
 
-from memkit import MemkitError, Vault, __version__
+from memkit import MemkitError, TopicNotFound, Vault, __version__
 from memkit.search import MAX_QUERY_CHARS
 from memkit.store import MAX_ENTRY_CHARS
 from memkit.transcript import MAX_TRANSCRIPT_BYTES
@@ -98,7 +98,7 @@ def check_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> dict[s
     unknown = sorted(set(arguments) - set(props))
     if unknown:
         expected = ", ".join(props) or "none"
-        raise ArgumentError(f"{tool}: unknown argument {unknown[0]!r} (expected: {expected})")
+        raise ArgumentError(f"unknown argument {unknown[0]!r} (expected: {expected})")
     for name in schema.get("required", []):
         if arguments.get(name) is None:
             raise ArgumentError(f"{tool}: missing required argument {name!r}")
@@ -324,8 +324,15 @@ class Memory:
         return Outcome(_as_json(topics), {"topics": topics})
 
     def read_topic(self, name: str) -> Outcome:
-        t = self.vault.topic(name)
-        data = dict(t.to_dict(), file=self.vault.rel(t.path))
+        try:
+            t = self.vault.topic(name)
+        except TopicNotFound:
+            children = self.vault.subtopics(name)
+            if not children:
+                raise
+            split = {"name": name, "split_into": children}  # like `memkit show` on a split topic
+            return Outcome(_as_json(split), split)
+        data = dict(t.to_dict(), file=self.vault.rel(t.path), split_into=self.vault.subtopics(t.name))
         return Outcome(_as_json(data), data)
 
     def recent_topics(self) -> Outcome:

@@ -36,11 +36,22 @@ turning it off alone lowered recall there (``python bench/eval.py --set smooth_n
 script behind ``make eval``; ``--set`` overrides one :class:`RankParams` weight). The speaker
 guard is what lets the person signal hold on ordinary notes too.
 
+**Vectors** are held split: the first ``PREFIX_DIMS`` dimensions as one contiguous float32
+array, the rest as another (bfloat16, in uint16, in a large view: see
+:class:`memkit.index.IndexView`); an exact cosine is the sum of the two products.
+
 **Large vaults** (``FAST_MIN_N`` entries and more, hybrid mode, no filter): an approximate cosine
-over the first ``PREFIX_DIMS`` dimensions of a contiguous copy (model2vec dimensions are
-PCA-ordered, so they carry most of the signal) and BM25 pick ``CANDIDATES`` entries; the exact
-fusion runs on them and their neighbours. Its top 10 holds ≥ 99 % of the exact path's
-(``make bench``); when too few candidates pass a threshold the exact path answers.
+over the first ``PREFIX_DIMS`` dimensions (model2vec dimensions are PCA-ordered, so they carry
+most of the signal) and BM25 pick ``CANDIDATES`` entries (1/64 of the vault, between
+``MIN_CANDIDATES`` and ``CANDIDATES``; read off a sampled cut-off, not a full partition); the
+exact fusion runs on them and their neighbours, whose exact cosines reuse the scan's products
+and read only the other dimensions. Its top 10 holds ≥ 99 % of the exact path's (``make
+bench``); when too few candidates pass a threshold the exact path answers.
+
+**Rows that died** (``live``: the entries of a file that changed, kept in place until the view
+is reloaded) are never returned and count in no minimum, maximum or statistic:
+:meth:`Ranker.extended` gives the ranker of a view that gained a file's new rows without
+building the others again.
 """
 from __future__ import annotations
 
@@ -178,7 +189,7 @@ def _top(x: np.ndarray, c: int, largest: bool = True) -> np.ndarray:
             got = (x <= sample[r - 1]).nonzero()[0]
         if got.shape[0] >= c:
             return got
-    return np.argpartition(-x if largest else x, c - 1)[:c]
+    return np.argpartition(x, n - c)[n - c:] if largest else np.argpartition(x, c - 1)[:c]
 
 
 def _runs(seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -469,8 +480,8 @@ class Ranker:
         if dead.size:  # a live row's value: changes neither the minimum nor the maximum
             approx[dead] = approx[self._a_live_row]
         amin, amax, lmax = float(_MIN(approx)), float(_MAX(approx)), float(_MAX(lex))
-        proxy = approx - np.float32(amin)
-        proxy *= np.float32((1 - a) / max(amax - amin, 1e-9))
+        # (approx - amin) scaled like the fusion's vector half, less a constant: same candidates
+        proxy = approx * np.float32((1 - a) / max(amax - amin, 1e-9))
         if lmax > 0:
             proxy += lex * np.float32(a / lmax)
         boost = self._boost(set(text_terms(query)))

@@ -1,4 +1,12 @@
-"""Search: embed the query, rank the vault's entries (lexical + vector fusion), filter, top k."""
+"""Search: embed the query, rank the vault's entries (lexical + vector fusion), filter, top k.
+
+The :class:`Searcher` keeps the index's view and a :class:`memkit.rank.Ranker` over it. A search
+re-checks the topic files (and other processes' writes to the sidecar) at most once every
+``REFRESH_INTERVAL_S``; between checks it sees this process's own writes only. When a file
+changed, the ranker is extended with that file's rows rather than built again
+(:meth:`Ranker.extended`). A process that has just written a topic file makes it searchable at
+once with :meth:`Searcher.refresh_files` (no listing of topics/).
+"""
 from __future__ import annotations
 
 import logging
@@ -199,7 +207,7 @@ def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> l
     """The :class:`Hit` of each (entry, score, cosine, lexical) of ``view`` (columns read at once)."""
     if not ranked:
         return []
-    rows = np.fromiter((r[0] for r in ranked), dtype=np.int64, count=len(ranked))
+    rows = np.array([r[0] for r in ranked], dtype=np.int64)
     fids = view.file_ids[rows].tolist()
     ids = view.ids[rows].tolist()
     lines = view.lines[rows].tolist()
@@ -239,6 +247,6 @@ def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
         try:
             day = date.fromisoformat(day).isoformat()
         except ValueError:
-            raise MemkitError(f"--since {since!r} is not a date: use YYYY-MM-DD") from None
+            raise InvalidValue(f"--since {since!r} is not a date: use YYYY-MM-DD") from None
         both(view.dates >= np.datetime64(day, "D"))
     return mask

@@ -192,7 +192,7 @@ def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_pa
     entries = parent.entries
     n = len(entries)
     if n < 2 * min_part:
-        raise NothingToSplit(f"topic {parent.name} has only {n} entries; nothing to split")
+        raise NothingToSplit(f"topic {parent.name} has only {n} entr{'y' if n == 1 else 'ies'}; nothing to split")
     vectors = _features(_vectors(searcher, parent), _lexical(parent))
     labels, k = _cluster(vectors, min_part, max_parts or MAX_PARTS)
     groups = [[i for i in range(n) if labels[i] == c] for c in range(k)]

@@ -196,7 +196,16 @@ class Store:
         raw = topic_stem(name)
         if raw != canonical and (self.topics_dir / f"{raw}.md").is_file():
             return self.topics_dir / f"{raw}.md"
-        return self.topics_dir / f"{canonical}.md"
+        path = self.topics_dir / f"{canonical}.md"
+        if not path.exists():  # a file a person named differently ("Books.md"): found by its canonical name
+            try:
+                same = [e.name for e in os.scandir(self.topics_dir) if e.name.endswith(".md")
+                        and e.name != path.name and check_topic_name(e.name[:-3]) == canonical]
+            except (OSError, MemkitError):
+                same = []
+            if len(same) == 1:
+                return self.topics_dir / same[0]
+        return path
 
     def rel(self, path: Path) -> str:
         """A path relative to the vault, with '/' separators, for messages and the index."""
@@ -478,9 +487,11 @@ class Store:
         return out
 
     def topics(self) -> list[TopicInfo]:
-        """Every topic with its entry count, updated time and summary."""
-        return [TopicInfo(t.name, len(t.entries), t.updated(), t.summary, self.rel(t.path))
-                for t in self.iter_topics()]
+        """Every topic with its entry count, last update (as index.txt has it, which follows every
+        write and hand edit; else the topic's own dates) and summary."""
+        when = {r.topic: r.updated for r in self.recent(write=False)}
+        return [TopicInfo(t.name, len(t.entries), max(t.updated(), when.get(t.name, t.updated())), t.summary,
+                          self.rel(t.path)) for t in self.iter_topics()]
 
     def entries(self, topic: str | None = None) -> list[Entry]:
         """Every entry of the vault, or of one topic."""
@@ -918,6 +929,7 @@ class Store:
     def rebuild_recent(self) -> list[RecentTopic]:
         """Regenerate index.txt from the topic files' dates (:meth:`Topic.updated`) and summaries."""
         with self.lock():
+            # the files' own dates only (frontmatter, entries): file times mean nothing after a git checkout
             items = [RecentTopic(t.updated(), t.name, t.summary) for t in self.iter_topics()]
             self.write_recent(items)
             self._save_seen({tf.name: tf.stat.st_mtime_ns for tf in self.topic_files()})

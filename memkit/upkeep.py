@@ -16,6 +16,7 @@ and nothing is ever deleted: a line that leaves a topic is in archive.md with wh
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
@@ -35,6 +36,7 @@ __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edi
 PROFILE = PROFILE_TOPIC
 DURABLE_KINDS = ("fact", "preference", "decision", "discovery", "observation", None)  #: what distill reads
 DISTILL_SAMPLE = 300  #: entries shown to the LLM at most
+_MARKS = re.compile(r"\(((?:due|until) \d{4}-\d{2}-\d{2})\)")
 
 
 @dataclass
@@ -98,6 +100,9 @@ def edit_entry(store: Store, target: Entry, text: str, *, today: date | None = N
         raise InvalidValue("the new text is empty: say what the memory should read")
     day = (today or date.today()).isoformat()
     kind = None if text.startswith("[") else target.kind
+    for mark in _MARKS.findall(target.text):  # its follow-up day or end day stays unless the text gives one
+        if f"({mark.split()[0]} " not in text:
+            text = f"{text} ({mark})"
     line = format_entry(text, kind, target.tags, day)
     new_hash = text_hash(line[2:])
     if new_hash == target.hash:
@@ -149,19 +154,25 @@ def history(store: Store, ref: str) -> list[HistoryStep]:
             break
         start = record.successor
         visited.add(start)
-    chain: list[HistoryStep] = []
+    # backward from the newest, through every version that led to it (a compaction has several)
+    steps: list[HistoryStep] = []
     seen: set[str] = set()
-    step: str | None = start
-    while step is not None and step not in seen:  # backward, through what each version replaced
+    todo = [start]
+    while todo:
+        step = todo.pop()
+        if step in seen:
+            continue
         seen.add(step)
-        if step in current and not chain:
+        if step == start and step in current:
             e = current[step]
-            chain.append(HistoryStep(e.id, e.text, e.topic, "current"))
+            steps.append(HistoryStep(e.id, e.text, e.topic, "current"))
         elif step in by_id:
             a = by_id[step]
-            chain.append(HistoryStep(a.id, a.text, a.topic, a.reason, a.day))
-        step = next((a.id for a in reversed(archived) if a.successor == step and a.id not in seen), None)
-    return list(reversed(chain))
+            steps.append(HistoryStep(a.id, a.text, a.topic, a.reason, a.day))
+        todo += [a.id for a in archived if a.successor == step and a.id not in seen]
+    newest = steps[:1]
+    older = sorted(steps[1:], key=lambda s: (s.day or "", s.id))
+    return older + newest
 
 
 def git_log(store: Store, text: str, topic: str) -> list[str]:
@@ -206,7 +217,13 @@ def pending(store: Store, *, today: date | None = None, entries: Sequence[Entry]
 
 
 def done(store: Store, target: Entry) -> Entry:
-    """Archive a follow-up (or any entry) as resolved: ``done`` in archive.md."""
+    """Archive a follow-up as resolved: ``done`` in archive.md.
+
+    :raises InvalidValue: the entry is not a follow-up (kind ``pending``): forget it instead.
+    """
+    if not is_pending(target):
+        raise InvalidValue(f"entry {target.id} is not a follow-up ([pending]): `memkit forget {target.id}` "
+                           "removes any entry")
     _, removed = store.replace_entries(target.topic, [target], [], {target.hash: "done"},
                                        datetime.now().replace(microsecond=0))
     if not removed:

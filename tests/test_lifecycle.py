@@ -206,7 +206,7 @@ def test_stats(tmp_path):
     assert data["entries"] == 8 and data["per_topic"] == {"notes": 8}
     assert data["pending"] == 1 and data["expired_awaiting_tidy"] == 3
     assert data["per_kind"]["context"] == 2 and data["inbox"] == {"waiting": [], "errors": []}
-    assert "8 entries in 1 topics" in cli(vault, "stats").output
+    assert "8 entries in 1 topic;" in cli(vault, "stats").output
 
 
 def test_digest_records_follow_ups_with_their_due_date(tmp_path):
@@ -230,3 +230,51 @@ def test_digest_records_follow_ups_with_their_due_date(tmp_path):
     texts = {f.entry.body: f.due for f in follow}
     assert texts[f"Has a job interview at Acme on Friday; ask how it went (due {day(4)})"] == TODAY + timedelta(days=4)
     assert texts["Will send the photos from the trip"] is None  # no real date given: no due date
+
+
+# ---- from a new-user trial ----------------------------------------------------------------------
+
+def test_edit_keeps_the_due_and_until_days(tmp_path):
+    vault = make(tmp_path, {"home": f"- [pending] Call the plumber (due {day(3)}) ({day(-1)})\n"
+                                    f"- Parking spot is B14 (until {day(30)}) ({day(-1)})\n"})
+    plumber = vault.edit(vault.find(match="plumber").id, "Call the plumber about the boiler")
+    assert plumber.kind == "pending" and f"(due {day(3)})" in plumber.text
+    assert vault.pending()[0].due == TODAY + timedelta(days=3)
+    parking = vault.edit(vault.find(match="Parking").id, "Parking spot is B15")
+    assert f"(until {day(30)})" in parking.text
+    moved = vault.edit(vault.find(match="B15").id, f"Parking spot is C2 (until {day(60)})")
+    assert moved.text.count("(until") == 1 and day(60) in moved.text
+
+
+def test_history_of_a_compacted_entry_shows_every_original(tmp_path):
+    vault = make(tmp_path, {"running": RUNS})
+    reply = {"entries": [{"text": "Ran 5 to 10 km in the park", "replaces": [1, 2, 3, 4, 5, 6]}]}
+    with FakeLLM(lambda request: json.dumps(reply)) as fake:
+        vault = configure_llm(vault, fake)
+        vault.compact("running", before=TODAY - timedelta(days=100))
+    first = [a for a in vault.store.archived() if "Ran 5 km" in a.text][0]
+    steps = vault.history(first.id)
+    assert len(steps) == 7 and steps[-1].status == "current" and "5 to 10 km" in steps[-1].text
+    assert first.id in [s.id for s in steps]
+
+
+def test_done_is_for_follow_ups(tmp_path):
+    vault = make(tmp_path, {"home": "- Has a cat named Miso\n"})
+    result = cli(vault, "done", "--match", "Miso")
+    assert result.exit_code == 2 and "not a follow-up" in result.output and "memkit forget" in result.output
+    assert "Miso" in (vault.topics_dir / "home.md").read_text()
+
+
+def test_a_hand_named_topic_is_found_by_its_canonical_name(tmp_path):
+    vault = make(tmp_path, {})
+    write(vault.topics_dir / "Books.md", "- Reading Dune\n")
+    assert [e.text for e in vault.topic("books").entries] == ["Reading Dune"]
+    vault.add("Finished Dune", topic="books")
+    assert sorted(p.name for p in vault.topics_dir.iterdir()) == ["Books.md"]
+
+
+def test_topics_and_recent_agree_on_the_time(tmp_path):
+    vault = make(tmp_path, {})
+    vault.add("Prefers window seats", topic="travel")
+    info = {t.name: t.updated for t in vault.topics()}
+    assert info["travel"] == vault.recent()[0].updated  # not midnight of the entry's date

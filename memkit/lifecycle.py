@@ -17,7 +17,7 @@ from typing import Mapping
 
 from .topic import Entry
 
-__all__ = ["until_date", "due_date", "expiry", "is_pending", "PENDING"]
+__all__ = ["until_date", "due_date", "expiry", "last_day", "is_pending", "PENDING"]
 
 PENDING = "pending"
 _MARK_RE = re.compile(r"\((until|due)\s+(\d{4}-\d{2}-\d{2})\)", re.IGNORECASE)
@@ -48,21 +48,32 @@ def is_pending(entry: Entry) -> bool:
     return entry.kind == PENDING
 
 
+def last_day(kind: str | None, written: date | None, text: str, lifetimes: Mapping[str, int | None]
+             ) -> tuple[date | None, str]:
+    """The last day an entry is kept, and why (the reason archive.md records once it has passed):
+    its own ``(until DATE)``, or its date plus its kind's lifetime, whichever comes first;
+    ``(None, "")`` when it never expires.
+
+    :param written: the entry's own date (None: undated, never expires by its kind).
+    """
+    best: tuple[date | None, str] = (None, "")
+    days = lifetimes.get(kind or "") if kind else None
+    if days is not None and written is not None:
+        best = (written + timedelta(days=days - 1), f"expired: {kind} entries are kept {days} day{'s' if days != 1 else ''}")
+    until = _marked(text, "until") if "(until" in text.lower() else None
+    if until is not None and (best[0] is None or until < best[0]):
+        best = (until, f"expired: until {until.isoformat()}")
+    return best
+
+
 def expiry(entry: Entry, lifetimes: Mapping[str, int | None], today: date) -> str | None:
     """Why ``entry`` has expired by ``today`` (the reason archive.md records), or None if it has not.
 
     :param lifetimes: kind -> days (``Config.expire``); a kind not listed never expires.
     """
-    until = until_date(entry)
-    if until is not None and until < today:
-        return f"expired: until {until.isoformat()}"
-    days = lifetimes.get(entry.kind or "") if entry.kind else None
-    if days is None or not entry.date:
-        return None
     try:
-        written = date.fromisoformat(entry.date)
+        written = date.fromisoformat(entry.date) if entry.date else None
     except ValueError:
-        return None
-    if written + timedelta(days=days) <= today:
-        return f"expired: {entry.kind} entries are kept {days} day{'s' if days != 1 else ''}"
-    return None
+        written = None
+    day, why = last_day(entry.kind, written, entry.text, lifetimes)
+    return why if day is not None and day < today else None

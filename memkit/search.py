@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from dataclasses import asdict, dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Any, Iterable, Literal, Union
 
 import numpy as np
@@ -22,7 +22,8 @@ import numpy as np
 from .blas import single_thread
 from .config import Config
 from .errors import InvalidValue, MemkitError, TopicNotFound
-from .index import TRIM_MIN_ROWS, Index, IndexReport, IndexView, trim_memory
+from .index import NO_DAY, TRIM_MIN_ROWS, Index, IndexReport, IndexView, trim_memory
+from .lifecycle import last_day
 from .names import check_topic_name, in_topic
 from .rank import RECOMMENDED_THRESHOLD, Ranker
 from .store import Store
@@ -98,6 +99,8 @@ class Searcher:
         self.index = index
         self._ranked: tuple[IndexView, Ranker] | None = None
         self._lock = threading.Lock()
+        #: (view lineage, rows checked, last valid day per row, the day it was computed for)
+        self._expired: tuple[int, int, np.ndarray, int] | None = None
 
     @property
     def config(self) -> Config:
@@ -198,9 +201,42 @@ class Searcher:
         if mask is not None and not mask.any():
             return []
         qvec = self.index.embedder.embed([query])[0] if mode != "lexical" else None
+        expired = self.expired_rows(view)  # left out: asked for k more, then dropped (a mask would be slower)
         with single_thread():
-            ranked = ranker.search_hits(query, qvec, k=k, mode=mode, threshold=threshold, mask=mask)
+            ranked = ranker.search_hits(query, qvec, k=k + len(expired), mode=mode, threshold=threshold, mask=mask)
+        if len(expired):
+            gone = set(expired.tolist())
+            ranked = [r for r in ranked if r[0] not in gone][:k]
         return hits_at(view, ranked)
+
+    def expired_rows(self, view: IndexView, today: date | None = None) -> np.ndarray:
+        """The rows of ``view`` whose entry has expired by ``today`` (past its ``(until DATE)`` or
+        its kind's lifetime, memkit.yaml ``expire:``): search and context never show them. Cached
+        along the view's lineage, so an extended view only checks its new rows."""
+        today = today or date.today()
+        day = (today - date(1970, 1, 1)).days
+        cached = self._expired
+        start = 0
+        last: np.ndarray = np.zeros(0, dtype=np.int64)
+        if cached is not None and cached[0] == view.lineage and cached[1] <= len(view) and cached[3] == day:
+            start, last = cached[1], cached[2]
+        n = len(view)
+        if start < n:
+            fresh = np.full(n - start, np.iinfo(np.int64).max, dtype=np.int64)
+            lifetimes = self.config.expire
+            kinds, own, epoch = view.kinds, view.own_days, date(1970, 1, 1)
+            for j in range(start, n):
+                text = view.texts[j]
+                if (kinds[j] or "") not in lifetimes and "(until" not in text:
+                    continue  # the common case: cannot expire
+                written = epoch + timedelta(days=int(own[j])) if own[j] != NO_DAY else None
+                end, _ = last_day(kinds[j], written, text, lifetimes)
+                if end is not None:
+                    fresh[j - start] = (end - epoch).days
+            last = np.concatenate([last[:start], fresh])
+        self._expired = (view.lineage, n, last, day)
+        rows = np.flatnonzero(last < day)
+        return rows[[view.is_live(int(i)) for i in rows]] if len(rows) else rows
 
 
 def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> list[Hit]:

@@ -179,7 +179,7 @@ class Vault:
         """Replace an entry where it stands; the old line goes to archive.md pointing at the new
         one (see :meth:`history`). Returns the new entry."""
         entry = edit_entry(self.store, self.store.find(ref, match=match, topic=topic), text)
-        self.changed()
+        self._wrote(entry.topic)
         return entry
 
     def history(self, ref: str) -> list[HistoryStep]:
@@ -198,7 +198,7 @@ class Vault:
     def done(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> Entry:
         """Archive a follow-up as resolved (``done``); returns it."""
         entry = done(self.store, self.store.find(ref, match=match, topic=topic))
-        self.changed()
+        self._wrote(entry.topic)
         return entry
 
     def stats(self) -> dict[str, Any]:
@@ -239,7 +239,7 @@ class Vault:
                     topic = closest_subtopic(self.searcher, name, children, text)
                     log.info("topic %s was split: added to %s", name, topic)
         entry, count = self.store.add(text, topic=topic, kind=kind, tags=tags, when=when)
-        self.changed()
+        self._wrote(entry.topic)
         if split and count > self.config.topic_split_threshold_lines:
             plan = self._maybe_split(entry.topic)
             if plan is not None:  # the entry now lives in one of the subtopics: return where
@@ -256,14 +256,14 @@ class Vault:
         """Remove one entry (by id prefix or text) and keep it in archive.md; returns it (with the
         line it had). An entry written twice (a merge can leave that) loses its last occurrence."""
         (entry,) = self.store.forget(ref, match=match, topic=topic, reason=reason)
-        self.changed()
+        self._wrote(entry.topic)
         return entry
 
     def forget_every(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
                      reason: str = "forgotten") -> list[Entry]:
         """Like :meth:`forget`, removing every occurrence of the entry; returns them."""
         entries = self.store.forget(ref, match=match, topic=topic, reason=reason, every=True)
-        self.changed()
+        self._wrote(entries[0].topic)
         return entries
 
     def queue_transcript(self, name: str, data: bytes) -> Path:
@@ -280,6 +280,18 @@ class Vault:
         such as a second Vault that digested): the next search re-checks them at once instead
         of up to 1 s later."""
         if self._searcher is not None:
+            self._searcher.changed()
+
+    def _wrote(self, topic: str) -> None:
+        """This object just wrote one topic file: index that file now (not the whole vault), so a
+        search finds it at once and a long-running process (the MCP server) stays fast. Nothing
+        is done before the first search (the model is not loaded for a write)."""
+        if self._searcher is None:
+            return
+        try:
+            self._searcher.refresh_files([self.store.topic_path(topic)])
+        except MemkitError as exc:  # the write happened; the next search re-checks every file
+            log.debug("indexing %s after the write failed: %s", topic, exc)
             self._searcher.changed()
 
     def _maybe_split(self, topic: str) -> SplitPlan | None:

@@ -278,3 +278,16 @@ def test_topics_and_recent_agree_on_the_time(tmp_path):
     vault.add("Prefers window seats", topic="travel")
     info = {t.name: t.updated for t in vault.topics()}
     assert info["travel"] == vault.recent()[0].updated  # not midnight of the entry's date
+
+
+def test_expired_entries_leave_search_and_context_at_once(tmp_path):
+    vault = make(tmp_path, EXPIRING)
+    texts = [h.text for h in vault.search("meeting dentist weekend bike parking badge cat", k=20, threshold=None)]
+    assert not any("meeting until noon" in t or "weekend plans" in t or "B14" in t for t in texts)
+    assert any("dentist" in t for t in texts) and any("badge" in t for t in texts)  # not expired yet
+    assert not vault.search("meeting until noon", threshold=None, mode="lexical") or \
+        all("meeting" not in h.text for h in vault.search("meeting until noon", threshold=None, mode="lexical"))
+    ctx = vault.context("where is the parking spot at the office")
+    assert "B14" not in ctx.text
+    vault.add("Parking spot moved to C2 (until " + day(10) + ")", topic="notes")
+    assert any("C2" in h.text for h in vault.search("parking spot", threshold=None))  # the new one is found

@@ -480,6 +480,12 @@ class Index:
         with self._mutex:
             return list(self._file_rows())
 
+    def file_errors(self) -> list[str]:
+        """What is wrong with the indexed topic files (a merge conflict, bad frontmatter: read
+        anyway, memkit will not write to them), one message each."""
+        with self._mutex:
+            return [str(e) for (e,) in self._connect().execute("SELECT error FROM files WHERE error IS NOT NULL")]
+
     def is_stale(self) -> bool:
         """Whether a topic file changed, appeared or vanished since the last refresh."""
         changed, gone = self.stale()

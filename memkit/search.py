@@ -190,6 +190,10 @@ class Searcher:
             raise InvalidValue(f"threshold must be a number, None or 'auto', got {threshold!r}")
         checked = refresh is not False and self.refresh(force=bool(refresh), embed=mode != "lexical")
         # writes of other processes are looked for with the files (at most once a second)
+        if checked:  # a file that needs a person is named on every search, not only when re-read
+            for problem in self.index.file_errors():
+                for message in problem.split("; topics/"):
+                    self.store.warn_once(message if message.startswith("topics/") else "topics/" + message)
         view, ranker = self.ranker(others=checked)
         if topic:
             name = check_topic_name(topic)

@@ -250,3 +250,17 @@ def test_invalid_frontmatter_keeps_the_body_searchable_and_refuses_writes(tmp_pa
     with pytest.raises(MemkitError, match="topics/bad.md line 3: frontmatter is not valid YAML"):
         vault.add("more", topic="bad")
     assert path.read_text() == "---\ntitle: [unclosed\n---\n- Router is a MikroTik\n"
+
+
+def test_search_warns_about_a_conflict_on_every_command(tmp_path: Path, caplog) -> None:
+    import logging
+
+    root = Vault.init(tmp_path / "v").root
+    write(root / "topics" / "pets.md", "- Has a cat\n<<<<<<< ours\n- Miso is grey\n=======\n- Miso is black\n>>>>>>> theirs\n")
+    open_vault(root).index()
+    for _ in range(2):  # each new process (a new Vault), the index already current, warns again
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="memkit"):
+            hits = open_vault(root).search("Miso", threshold=None)
+        assert {h.text for h in hits} >= {"Miso is grey", "Miso is black"}
+        assert any("topics/pets.md line 2: unresolved merge conflict" in r.getMessage() for r in caplog.records)

@@ -498,10 +498,13 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
 
 
 def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:
-    """Search hits that are real evidence (see :func:`memkit.route.is_confident`): static models
-    give small talk ("hi!") a high cosine with anything, and a wrong memory would stay for the
-    whole session."""
-    if not terms(message):  # only stop words and punctuation ("hi!", "ok thanks"): small talk
+    """Search hits that are real evidence (see :func:`memkit.route.is_confident`, or every
+    informative word of the message in the entry): static models give small talk ("hi!") a high
+    cosine with anything, and a wrong memory would stay for the whole session."""
+    wanted = set(terms(message))
+    if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
     threshold = searcher.threshold()
-    return [h for h in searcher.search(message) if is_confident(h, threshold)]
+    # evidence: close in meaning and sharing a word, or holding every informative word of the
+    # message ("parking" finds "Parking spot is B15" whatever the model's cosine)
+    return [h for h in searcher.search(message) if is_confident(h, threshold) or wanted <= set(terms(h.text))]

@@ -346,3 +346,10 @@ def test_small_talk_adds_no_memories(tmp_path):
     vault.config.embedding_similarity_threshold = -1.0  # even with a threshold that keeps everything
     ctx = build_context(vault.searcher, "hi!", session="s", now=NOW)
     assert ctx.memories == [] and ctx.topic is None
+
+
+def test_a_memory_holding_every_word_of_the_message_is_shown(tmp_path):
+    v = make_vault(tmp_path, {"car": ["Parking spot at the office is B15"], "pets": ["Has a cat named Miso"]})
+    ctx = build_context(v.searcher, "parking", now=NOW)
+    assert [h.text for h in ctx.memories] == ["Parking spot at the office is B15"]
+    assert build_context(v.searcher, "hi!", now=NOW).memories == []

@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -78,6 +79,7 @@ ARCHIVE_HEADER = (
 LOCK_TIMEOUT_S = 30.0
 PROFILE_TOPIC = "profile"  #: the pinned topic `memkit init` creates
 PROFILE_SUMMARY = "who the user is, standing preferences, ongoing projects"
+TEMP_SWEEP_INTERVAL_S = 60.0  #: how often the write lock sweeps away temp files of dead writers
 SPLIT_JOURNAL = "split-journal.json"  #: under .memkit/: the split being written, until it is done
 SEEN_FILE = "recent-seen.json"  #: under .memkit/: topic file mtimes when index.txt was last reconciled
 HAND_EDIT_SLACK_S = 2.0  #: a file this much newer than its index.txt time was changed outside memkit
@@ -164,6 +166,7 @@ class Store:
         self.config = config if config is not None else load_config(self.root)
         self._lock = VaultLock(self.root / STATE_DIR / "write.lock", LOCK_TIMEOUT_S, on_acquire=self._recover)
         self._warned: set[str] = set()
+        self._next_sweep = 0.0  #: time.monotonic() of the next sweep of dead writers' temp files
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
@@ -319,6 +322,9 @@ class Store:
             self._undo_interrupted_split()
         except Exception as exc:  # noqa: BLE001 - recovery must not stop the write: say so and go on
             self.warn_once(f"could not check for an interrupted split: {exc}")
+        if time.monotonic() < self._next_sweep:
+            return  # dead writers' temp files are swept at most once a minute (it lists topics/)
+        self._next_sweep = time.monotonic() + TEMP_SWEEP_INTERVAL_S
         for folder in (self.topics_dir, self.root):
             try:
                 names = [e.name for e in os.scandir(folder) if e.name.startswith(".") and e.is_file(follow_symlinks=False)]

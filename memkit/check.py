@@ -26,7 +26,7 @@ from .errors import MemkitError
 from .index import Index
 from .recent import render_recent
 from .store import INBOX_DIR, ArchiveItem, Store
-from .topic import Entry, Topic, as_datetime, frontmatter_key, read_topic, remove_lines, split_lines
+from .topic import Entry, Topic, as_datetime, frontmatter_key, parse_topic_text, read_topic, remove_lines, split_lines
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 
@@ -143,14 +143,17 @@ def check_vault(store: Store, index: Index | None = None, *, fix: bool = False) 
 
 
 def _duplicates(topic: Topic) -> list[tuple[Entry, int]]:
-    """(each later copy of an entry, the line of its first copy) within one topic."""
+    """(each later copy of a list item, the line of its first copy) within one topic: the same
+    text exactly (a paragraph or a code block a person repeated is theirs to keep)."""
     first: dict[str, int] = {}
     out = []
     for e in topic.entries:
-        if e.hash in first:
-            out.append((e, first[e.hash]))
+        if not e.is_list:
+            continue
+        if e.text in first:
+            out.append((e, first[e.text]))
         else:
-            first[e.hash] = e.line
+            first[e.text] = e.line
     return out
 
 
@@ -213,6 +216,10 @@ def _tidy_keys(text: str) -> str:
     for key, where in rows.items():
         if len(where) < 2:
             continue
+        # only keys written on one line each: a value continued on the next lines is for a person
+        if any(i + 1 < end and lines[i + 1][:1] in (" ", "\t", "-") for i in where) or \
+                any(lines[i].split(":", 1)[1].strip()[:1] in ("|", ">", "") for i in where):
+            continue
         keep = where[-1]
         if key in ("updated", "created"):
             dated = [(as_datetime(lines[i].split(":", 1)[1].split(" #")[0].strip().strip("'\"")), i) for i in where]
@@ -220,7 +227,16 @@ def _tidy_keys(text: str) -> str:
             if valid:
                 keep = (max if key == "updated" else min)(valid)[1]
         drop.update(i for i in where if i != keep)
-    return "".join(line for i, line in enumerate(lines) if i not in drop)
+    tidied = "".join(line for i, line in enumerate(lines) if i not in drop)
+    if drop:  # never write frontmatter that reads differently (but for the duplicate's value)
+        try:
+            before = parse_topic_text(text, "t", "t")
+            after = parse_topic_text(tidied, "t", "t")
+        except MemkitError:
+            return text
+        if after.write_problem() is not None or before.meta != after.meta:
+            return text
+    return tidied
 
 
 def _short(text: str, width: int = 50) -> str:

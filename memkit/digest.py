@@ -27,7 +27,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import LLMError, MemkitError, TranscriptError
+from .errors import InvalidValue, LLMError, MemkitError, TranscriptError
 from .fsutil import atomic_write, file_lock
 from .llm import LLM, ask_json
 from .names import slugify, topic_relpath
@@ -36,7 +36,7 @@ from .search import Hit, Searcher
 from .split import maybe_split
 from .store import ArchiveItem, Store, archive_line
 from .text import terms
-from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines, text_hash, unified_diff
+from .topic import Entry, Topic, append_line, check_text, format_entry, new_topic_text, normalise, remove_lines, text_hash, unified_diff
 from .transcript import Message, read_transcript, render
 
 log = logging.getLogger("memkit")
@@ -159,6 +159,11 @@ def _validate_extraction(value: Any) -> tuple[list[dict[str, Any]], dict[str, An
             continue
         if not isinstance(item.get("text"), str):
             bad.append((_preview(item), "its text is not a string"))
+            continue
+        try:
+            check_text(item["text"])
+        except InvalidValue as exc:
+            bad.append((_preview(item), str(exc)))
             continue
         items.append({k: v for k, v in item.items() if k in ("text", "kind", "topic", "due")})
     new_topic = value.get("new_topic")

@@ -82,14 +82,15 @@ def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None) -
     then, immediately before the rename, the file is compared with what was read:
 
     - unchanged, or only appended to (``base`` is a prefix of it, same inode): the temp file is
-      renamed into place, and every byte appended to the old file beyond ``base`` — before the
-      rename or by a writer that still had it open during it — is appended to the new file
-      (nothing appended is ever lost);
+      renamed into place, and every byte appended to the old file beyond ``base`` by the time the
+      rename is done (read right after it) is appended to the new file;
     - changed otherwise (rewritten, truncated, replaced, deleted, created): :class:`FileChanged`
       is raised and nothing is written.
 
-    The window that remains: a rewrite (not an append) in the microseconds between that check and
-    the rename is overwritten.
+    The windows that remain: a rewrite (not an append) in the microseconds between that check and
+    the rename is overwritten; and a writer that opened the old file before the rename and appends
+    to it after the salvage read (a program keeping the file open for appending) writes into the
+    replaced file. Plain additions never take this path (:func:`append_bytes`).
     """
     tmp = _write_temp(path, data)
     renamed = False

@@ -62,7 +62,8 @@ def merge_topic(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, int]:
             path = Path(folder) / name
             path.write_bytes(data)
             paths.append(str(path))
-        result = _git(["merge-file", "-p", "--diff3", "-L", "ours", "-L", "base", "-L", "theirs", *paths])
+        result = _git(["merge-file", "-p", "--diff3", f"--marker-size={_MARKER_SIZE}", "-L", "ours", "-L", "base",
+                       "-L", "theirs", *paths])
     if result.returncode < 0 or result.returncode > 127:
         raise MemkitError(f"git merge-file failed: {result.stderr.decode(errors='replace').strip()}")
     if result.returncode == 0:
@@ -70,7 +71,11 @@ def merge_topic(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, int]:
     return _settle(result.stdout)
 
 
-_OPEN, _BASE, _MID, _CLOSE = b"<<<<<<< ", b"||||||| ", b"=======", b">>>>>>> "
+# git merge-file marks its hunks with markers this long, so a person's own "=======" line (a
+# heading underline) is never taken for one; conflicts left for a person get the usual 7
+_MARKER_SIZE = 32
+_OPEN, _BASE, _MID, _CLOSE = (b"<" * _MARKER_SIZE + b" ", b"|" * _MARKER_SIZE + b" ", b"=" * _MARKER_SIZE,
+                              b">" * _MARKER_SIZE + b" ")
 
 
 def _settle(merged: bytes) -> tuple[bytes, int]:
@@ -99,7 +104,7 @@ def _settle(merged: bytes) -> tuple[bytes, int]:
         resolved = _resolve(*sides)
         if resolved is None:
             left += 1
-            out += [lines[i], *sides[0], _MID + b"\n", *sides[2], lines[j] if j < len(lines) else _CLOSE + b"theirs\n"]
+            out += [b"<<<<<<< ours\n", *sides[0], b"=======\n", *sides[2], b">>>>>>> theirs\n"]
         else:
             out += resolved
         i = j + 1

@@ -21,6 +21,9 @@ __all__ = ["until_date", "due_date", "expiry", "last_day", "is_pending", "PENDIN
 
 PENDING = "pending"
 _MARK_RE = re.compile(r"\((until|due)\s+(\d{4}-\d{2}-\d{2})\)", re.IGNORECASE)
+#: ``(until DATE)`` is a marker only at the end of an entry (before its own date): "Rented in Paris
+#: (until 2019) and then…" in prose, or a comment in code, is text, not an end date
+_UNTIL_END_RE = re.compile(r"\(until\s+(\d{4}-\d{2}-\d{2})\)(?:\s*\(\d{4}-\d{2}-\d{2}\))?\s*$", re.IGNORECASE)
 
 
 def _marked(text: str, word: str) -> date | None:
@@ -34,8 +37,18 @@ def _marked(text: str, word: str) -> date | None:
 
 
 def until_date(entry: Entry) -> date | None:
-    """The entry's own last day: ``(until YYYY-MM-DD)``."""
-    return _marked(entry.text, "until")
+    """The entry's own last day: ``(until YYYY-MM-DD)`` at its end."""
+    return _until(entry.text)
+
+
+def _until(text: str) -> date | None:
+    m = _UNTIL_END_RE.search(text)
+    if not m:
+        return None
+    try:
+        return date.fromisoformat(m.group(1))
+    except ValueError:
+        return None
 
 
 def due_date(entry: Entry) -> date | None:
@@ -60,7 +73,7 @@ def last_day(kind: str | None, written: date | None, text: str, lifetimes: Mappi
     days = lifetimes.get(kind or "") if kind else None
     if days is not None and written is not None:
         best = (written + timedelta(days=days - 1), f"expired: {kind} entries are kept {days} day{'s' if days != 1 else ''}")
-    until = _marked(text, "until") if "(until" in text.lower() else None
+    until = _until(text) if "(until" in text.lower() else None
     if until is not None and (best[0] is None or until < best[0]):
         best = (until, f"expired: until {until.isoformat()}")
     return best
@@ -70,7 +83,11 @@ def expiry(entry: Entry, lifetimes: Mapping[str, int | None], today: date) -> st
     """Why ``entry`` has expired by ``today`` (the reason archive.md records), or None if it has not.
 
     :param lifetimes: kind -> days (``Config.expire``); a kind not listed never expires.
+
+    Only list items expire: a prose paragraph or a code block a person wrote is never tidied away.
     """
+    if not entry.is_list:
+        return None
     try:
         written = date.fromisoformat(entry.date) if entry.date else None
     except ValueError:

@@ -79,6 +79,7 @@ ARCHIVE_HEADER = (
 LOCK_TIMEOUT_S = 30.0
 PROFILE_TOPIC = "profile"  #: the pinned topic `memkit init` creates
 PROFILE_SUMMARY = "who the user is, standing preferences, ongoing projects"
+ROOT_FILES = ("archive.md", "index.txt", ".gitignore", ".gitattributes", "memkit.yaml")  #: what memkit writes at the root
 TEMP_SWEEP_INTERVAL_S = 60.0  #: how often the write lock sweeps away temp files of dead writers
 SPLIT_JOURNAL = "split-journal.json"  #: under .memkit/: the split being written, until it is done
 SEEN_FILE = "recent-seen.json"  #: under .memkit/: topic file mtimes when index.txt was last reconciled
@@ -325,13 +326,15 @@ class Store:
         if time.monotonic() < self._next_sweep:
             return  # dead writers' temp files are swept at most once a minute (it lists topics/)
         self._next_sweep = time.monotonic() + TEMP_SWEEP_INTERVAL_S
-        for folder in (self.topics_dir, self.root):
+        folders = [(self.root, ROOT_FILES)] + ([(self.topics_dir, None)] if self.topics_dir_inside() else [])
+        for folder, owned in folders:
             try:
                 names = [e.name for e in os.scandir(folder) if e.name.startswith(".") and e.is_file(follow_symlinks=False)]
             except OSError:
                 continue
             for name in names:
-                if TEMP_RE.match(name):
+                m = TEMP_RE.match(name)  # only the temp files memkit's own writes make, for files it writes
+                if m and (m.group(1) in owned if owned is not None else m.group(1).endswith(".md")):
                     with contextlib.suppress(OSError):
                         os.unlink(folder / name)
 
@@ -363,6 +366,8 @@ class Store:
                     kept.append(str(rel))
             log.warning("a split of %s was interrupted: undone (the topic is as it was)%s", data.get("parent"),
                         f"; {', '.join(kept)} changed since and were kept: check them for duplicates" if kept else "")
+        elif parent_now is None:  # every part was written and the parent moved aside: the split is done
+            (self.state_dir / f"split-parent-{parent.name}").unlink(missing_ok=True)
         journal.unlink(missing_ok=True)
 
     def warn_once(self, message: str) -> None:
@@ -619,12 +624,25 @@ class Store:
             if isinstance(exc, OSError):
                 raise describe_os_error(exc, f"the parts of {parent.name}") from exc
             raise
+        # the parent goes only if it is still what was split: moved aside first (no one can write
+        # to it under its name any more), compared, then deleted, or put back with the parts removed
+        aside = self.state_dir / f"split-parent-{parent.path.name}"
         try:
-            os.unlink(parent.path)
+            os.replace(parent.path, aside)
         except FileNotFoundError:
-            pass
+            aside = None  # type: ignore[assignment]
         except OSError as exc:
             raise describe_os_error(exc, f"{self.rel(parent.path)} (its parts are written; remove it by hand)") from exc
+        if aside is not None:
+            if aside.read_bytes() != parent.data():
+                os.replace(aside, parent.path)
+                for path in written:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+                journal.unlink(missing_ok=True)
+                raise FileChanged(f"{self.rel(parent.path)} was changed by someone else during the split; it is as they "
+                                  "left it and nothing else was written: split again")
+            aside.unlink()
         journal.unlink(missing_ok=True)
 
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
@@ -665,7 +683,7 @@ class Store:
 
                 def fit(last: bytes) -> bytes:
                     """The suffix, with a leading newline exactly when the file (as it is now) lacks one."""
-                    ends = last in (b"", b"\n", b"\r")
+                    ends = last in ((b"", b"\n", b"\r") if current.cr else (b"", b"\n"))
                     if ends and suffix.startswith(newline):
                         return suffix[len(newline):]
                     return suffix if ends or suffix.startswith(newline) else newline + suffix
@@ -679,7 +697,10 @@ class Store:
                 written = self.topic(name)
                 self.touch_recent(written.name, written.summary, now)
         wanted = text_hash(line[2:])
-        entry = next(e for e in reversed(written.entries) if e.hash == wanted)
+        entry = next((e for e in reversed(written.entries) if e.hash == wanted), None)
+        if entry is None:  # written, but the file reads it otherwise (a person's odd markup around it)
+            entry = Entry(line[2:], written.name, self.rel(written.path), 0, 0, kind, tuple(tags), now.date().isoformat(),
+                          True, wanted)
         return entry, len(written.entries)
 
     def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,

@@ -14,7 +14,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import TopicParseError
+from .errors import InvalidValue, TopicParseError
 from .fsutil import NotRegularFile, read_regular
 from .names import topic_relpath
 from .safeyaml import YamlError, load_yaml
@@ -641,12 +641,30 @@ def new_topic_text(title: str, summary: str, now: datetime, extra: dict[str, Any
     return f"---\n{head}---\n# {title}\n\n"
 
 
+_BAD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+def check_text(text: str) -> str:
+    """``text`` if it can be written into a topic file: valid Unicode without NUL or control
+    characters (a file holding one would no longer be read).
+
+    :raises InvalidValue: naming the character and where.
+    """
+    m = _BAD_CHARS.search(text)
+    if m:
+        ch = m.group(0)
+        what = "invalid UTF-8 (an undecodable byte)" if "\ud800" <= ch <= "\udfff" else f"a control character U+{ord(ch):04X}"
+        raise InvalidValue(f"the text holds {what} at position {m.start() + 1}: memkit writes plain UTF-8 text only")
+    return text
+
+
 def format_entry(text: str, kind: str | None = None, tags: tuple[str, ...] | list[str] = (), day: str | None = None) -> str:
     """Render ``- [kind] text #tag (YYYY-MM-DD)`` as one line.
 
     HTML comment markers are defused (``<\\!--``, ``--\\>``): an appended ``-->`` would otherwise
     close a comment a person left open above and hide the entries in between.
     """
+    check_text(text)
     body = " ".join(text.split()).replace("<!--", "<\\!--").replace("-->", "--\\>")
     if kind:
         body = f"[{kind}] {body}"

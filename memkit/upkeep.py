@@ -98,6 +98,8 @@ def edit_entry(store: Store, target: Entry, text: str, *, today: date | None = N
     text = " ".join(str(text).split())
     if not text:
         raise InvalidValue("the new text is empty: say what the memory should read")
+    if not target.is_list:
+        raise InvalidValue(f"entry {target.id} is a paragraph or code block, not a list item: edit it in your editor")
     day = (today or date.today()).isoformat()
     kind = None if text.startswith("[") else target.kind
     for mark in _MARKS.findall(target.text):  # its follow-up day or end day stays unless the text gives one
@@ -112,7 +114,9 @@ def edit_entry(store: Store, target: Entry, text: str, *, today: date | None = N
                                        now, in_place=True)
     if not removed:
         raise EntryNotFound(f"entry {target.id} changed while editing it; try again")
-    return next(e for e in store.topic(target.topic).entries if e.hash == new_hash)
+    found = next((e for e in store.topic(target.topic).entries if e.hash == new_hash), None)
+    return found if found is not None else Entry(line[2:], target.topic, target.file, target.line, target.line,
+                                                 kind, target.tags, day, True, new_hash)
 
 
 @dataclass(frozen=True)

@@ -491,3 +491,116 @@ def test_a_topic_reachable_under_two_names_is_listed_and_searched_once(tmp_path:
     vault = Vault(root, embedder=FakeEmbedder())
     assert [t.name for t in vault.topics()] == ["pets"]
     assert [h.topic for h in vault.search("cat named Miso", threshold=None)] == ["pets"]
+
+
+# ---- from an independent review ----------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["likes caf\udce9 au lait", "a\x00z", "bell \x07 here"])
+def test_text_that_would_break_the_file_is_refused_before_writing(tmp_path: Path, text: str) -> None:
+    from util import FakeEmbedder
+
+    vault = Vault(Vault.init(tmp_path / "v").root, embedder=FakeEmbedder())
+    vault.add("likes pasta", topic="food")
+    before = (vault.topics_dir / "food.md").read_bytes()
+    with pytest.raises(MemkitError, match="memkit writes plain UTF-8 text only"):
+        vault.add(text, topic="food")
+    with pytest.raises(MemkitError, match="memkit writes plain UTF-8 text only"):
+        vault.edit(None, text, match="pasta")
+    assert (vault.topics_dir / "food.md").read_bytes() == before
+    assert [e.text.split(" (")[0] for e in vault.topic("food").entries] == ["likes pasta"]
+
+
+def test_a_split_whose_parent_changes_meanwhile_writes_nothing(tmp_path: Path, monkeypatch) -> None:
+    import memkit.store as store_mod
+    from util import FakeEmbedder
+
+    root = Vault.init(tmp_path / "v").root
+    lines = [f"- {('basil tomato garden', 'stuff boxes attic')[i % 2]} note {i}" for i in range(24)]
+    path = write(root / "topics" / "stuff.md", "\n".join(lines) + "\n")
+    vault = Vault(root, embedder=FakeEmbedder())
+    real = store_mod.atomic_write
+    typed = []
+
+    def write_then_type(target, data):
+        real(target, data)
+        if not typed and target.name.startswith("stuff-"):  # a person saves the parent mid-split
+            typed.append(1)
+            with open(path, "a") as fh:
+                fh.write("- PERSON TYPED\n")
+
+    monkeypatch.setattr(store_mod, "atomic_write", write_then_type)
+    with pytest.raises(MemkitError, match="changed by someone else during the split"):
+        vault.split("stuff", llm=None)
+    assert "- PERSON TYPED" in path.read_text() and path.read_text().count("note ") == 24
+    assert sorted(p.name for p in (root / "topics").iterdir()) == ["stuff.md"]
+
+
+def test_the_temp_sweep_touches_only_memkits_own_files_inside_the_vault(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v").root
+    mine = write(root / ".notes.txt.abcdefgh.tmp", "a person's file")
+    outside = tmp_path / "outside"
+    write(outside / ".report.2024_q1x.tmp", "another program's file")
+    (root / "topics").rmdir()
+    os.symlink(outside, root / "topics")
+    with pytest.raises(MemkitError):
+        Vault(root).add("x", topic="t")
+    assert mine.exists() and (outside / ".report.2024_q1x.tmp").exists()
+
+
+def test_tidy_never_archives_prose_or_code_that_mentions_until(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v").root
+    text = ("I rented in Paris (until 2019-06-30) and then moved to Lyon.\n\n"
+            "```python\ndef f():\n    return 1  # (until 2020-01-01)\n```\n\n"
+            "- Parking spot B14 (until 2020-01-01)\n")
+    path = write(root / "topics" / "notes.md", text)
+    report = Vault(root).tidy()
+    assert [e.text for e, _ in report.expired] == ["Parking spot B14 (until 2020-01-01)"]
+    assert path.read_text() == text.replace("- Parking spot B14 (until 2020-01-01)\n", "")
+
+
+def test_check_fix_never_breaks_frontmatter_or_repeated_code(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memkit.cli import main
+    from util import FakeEmbedder
+
+    root = Vault.init(tmp_path / "v").root
+    text = ("---\ntitle: Setup\ntags:\n  - linux\n  - shell\ntags:\n  - ops\n---\n"
+            "## A\n```\nmake install\n```\n\n## B\n```\nmake install\n```\n\n- same line\n- same line\n")
+    path = write(root / "topics" / "setup.md", text)
+    vault = Vault(root, embedder=FakeEmbedder())
+    CliRunner().invoke(main, ["--vault", str(root), "check", "--fix"], obj={"vault_obj": vault})
+    after = path.read_text()
+    assert after == text.replace("- same line\n- same line\n", "- same line\n")  # only the exact list duplicate
+    assert Vault(root).topic("setup").write_problem() is None
+
+
+def test_editing_a_code_block_is_refused_and_add_after_a_bare_cr_keeps_lines(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v").root
+    write(root / "topics" / "code.md", "```\nx = 1\n    y = 2\n```\n")
+    vault = Vault(root)
+    block = vault.topic("code").entries[0]
+    with pytest.raises(MemkitError, match="not a list item"):
+        vault.edit(block.id, "x = 3")
+    odd = write(root / "topics" / "odd.md", b"- a\r\n- b\r")
+    entry = vault.add("c", topic="odd", when=datetime(2026, 3, 1))
+    assert [e.text for e in vault.topic("odd").entries] == ["a", "b", "c (2026-03-01)"] and entry.text == "c (2026-03-01)"
+    assert odd.read_bytes().startswith(b"- a\r\n- b\r")
+
+
+def test_a_heading_underline_is_not_a_merge_marker() -> None:
+    import shutil as sh
+
+    from memkit.gitsync import merge_topic
+
+    if sh.which("git") is None:
+        pytest.skip("git is not installed")
+    merged, left = merge_topic(b"# T\n- a\n", b"# T\n- a\nNotes\n=======\n- o\n", b"# T\n- t\n")
+    assert (merged, left) == (b"# T\n- t\nNotes\n=======\n- o\n", 0)
+
+
+def test_a_conclusion_with_a_nul_is_skipped_not_written() -> None:
+    from memkit.digest import _validate_extraction  # noqa: PLC2701 - the validator itself
+
+    items, _, bad = _validate_extraction({"conclusions": [{"text": "ok fact"}, {"text": "bad\u0000fact"}]})
+    assert [i["text"] for i in items] == ["ok fact"] and "control character U+0000" in bad[0][1]

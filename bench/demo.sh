@@ -41,6 +41,20 @@ step memkit search "rye starter" -k 3
 echo; echo "--- context: what an assistant puts in its system prompt ---"
 step memkit context "hi!" --session demo --budget 400
 step memkit context "I'm planning my training for the half marathon" --session demo --budget 600
+echo; echo "--- memory that ages: the pinned profile, follow-ups, edits with history, expiry ---"
+step memkit context "any idea what I could cook tonight?" --budget 450
+step memkit add "Ask how the job interview at Acme went" --due "$(date +%F)" --topic work
+step memkit context "hi!" --session later --budget 700
+step memkit pending
+followup=$(memkit pending --json | python -c "import json,sys; print(json.load(sys.stdin)[0]['id'])")
+step memkit done "$followup"
+step memkit edit --match "Manager is Priya" "Manager is Tom Berg since Priya moved teams in November"
+edited=$(memkit search "Tom Berg manager" -k 1 --json | python -c "import json,sys; print(json.load(sys.stdin)[0]['id'])")
+step memkit history "$edited"
+step memkit add "Parking spot at the office is B14 this week" --until "$(date -d yesterday +%F)" --topic work
+step memkit tidy --dry-run
+step memkit tidy
+step memkit stats
 echo; echo "--- git: two clones of the vault add at the same time, then merge by themselves ---"
 export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME=demo GIT_COMMITTER_EMAIL=demo@example.com
 g() { git -c init.defaultBranch=main -c pull.rebase=false -c advice.detachedHead=false "$@"; }

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -354,6 +355,7 @@ def _profile_section(profile: Sequence[Entry], shown: int) -> str:
 
 
 MAX_FOLLOW_UPS = 10  #: follow-ups listed in the block at most (the rest: `memkit pending`)
+_FOLLOW_NOISE = re.compile(r"^\[pending\]\s*|\s*\((?:due )?\d{4}-\d{2}-\d{2}\)", re.IGNORECASE)
 
 
 def _follow_section(follow: Sequence[tuple[str, str, date]], today: date) -> str:
@@ -361,6 +363,7 @@ def _follow_section(follow: Sequence[tuple[str, str, date]], today: date) -> str
         return ""
     lines = ["## To follow up", "Ask the user about these when it fits the conversation:"]
     for text, topic, due in follow[:MAX_FOLLOW_UPS]:
+        text = _FOLLOW_NOISE.sub("", text).strip()  # the kind and the dates are said below
         late = (today - due).days
         when = "due today" if late == 0 else f"{late} day{'s' if late != 1 else ''} overdue"
         lines.append(f"- {_one_line(text)} ({when}; topic: {topic})")

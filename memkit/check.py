@@ -26,7 +26,7 @@ from .errors import MemkitError
 from .index import Index
 from .recent import render_recent
 from .store import INBOX_DIR, ArchiveItem, Store
-from .topic import Entry, Topic, as_datetime, frontmatter_key, parse_topic_text, read_topic, remove_lines, split_lines
+from .topic import Entry, Topic, as_datetime, frontmatter_key, frontmatter_value, parse_topic_text, read_topic, remove_lines, split_lines
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 
@@ -222,7 +222,7 @@ def _tidy_keys(text: str) -> str:
             continue
         keep = where[-1]
         if key in ("updated", "created"):
-            dated = [(as_datetime(lines[i].split(":", 1)[1].split(" #")[0].strip().strip("'\"")), i) for i in where]
+            dated = [(as_datetime(frontmatter_value(lines[i])), i) for i in where]
             valid = [(d, i) for d, i in dated if d is not None]
             if valid:
                 keep = (max if key == "updated" else min)(valid)[1]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 
 from .errors import MemkitError
 from .store import Store
-from .topic import as_datetime, frontmatter_key
+from .topic import as_datetime, frontmatter_key, frontmatter_value
 
 __all__ = ["DRIVER", "merge_topic", "merge_files", "git_setup", "GitSetup"]
 
@@ -203,7 +202,7 @@ def _timestamps(ours: list[bytes], base: list[bytes], theirs: list[bytes]) -> li
         key = frontmatter_key(text)
         if key not in _TIMESTAMP_KEYS:
             return None
-        when = as_datetime(re.sub(r"\s+#.*$", "", text.split(":", 1)[1]).strip().strip("'\""))
+        when = as_datetime(frontmatter_value(text))
         if when is None:
             return None
         values.setdefault(key, []).append((when, line))

@@ -619,7 +619,7 @@ class Index:
                 self.store.warn_once(f"{exc}; skipped")
                 error = str(exc)
         if topic is not None:  # read anyway, reported: a file memkit will not write to until it is fixed
-            error = "; ".join(p.message for p in topic.problems if p.blocks_writes) or None
+            error = "\n".join(p.message for p in topic.problems if p.blocks_writes) or None  # one per line
         terms = [text_terms(e.text) for e in topic.entries] if topic is not None else []
         return _Parsed(source, topic, error, terms)
 

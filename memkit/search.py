@@ -192,8 +192,8 @@ class Searcher:
         # writes of other processes are looked for with the files (at most once a second)
         if checked:  # a file that needs a person is named on every search, not only when re-read
             for problem in self.index.file_errors():
-                for message in problem.split("; topics/"):
-                    self.store.warn_once(message if message.startswith("topics/") else "topics/" + message)
+                for message in problem.splitlines():
+                    self.store.warn_once(message)
         view, ranker = self.ranker(others=checked)
         if topic:
             name = check_topic_name(topic)

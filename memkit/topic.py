@@ -293,13 +293,13 @@ def _parse_frontmatter(lines: list[str], path: str, hidden: frozenset[int],
                                                                f"{key!r} is written {len(rows)} times (after a merge?); "
                                                                "`memkit check --fix` keeps one"))
         if key in ("updated", "created"):
-            stamps = [d for d in (as_datetime(_scalar(lines[r])) for r in rows) if d is not None]
+            stamps = [d for d in (as_datetime(frontmatter_value(lines[r])) for r in rows) if d is not None]
             if stamps:
                 meta[key] = max(stamps) if key == "updated" else min(stamps)
     return meta, i + 1, True
 
 
-def _scalar(line: str) -> str:
+def frontmatter_value(line: str) -> str:
     """The value of a ``key: value`` frontmatter line, without quotes or a trailing comment."""
     value = _COMMENT_RE.sub("", _strip_eol(line).split(":", 1)[1]).strip()
     return value.strip("'\"")

@@ -158,25 +158,39 @@ def history(store: Store, ref: str) -> list[HistoryStep]:
             break
         start = record.successor
         visited.add(start)
-    # backward from the newest, through every version that led to it (a compaction has several)
+    # backward from the newest, through every version that led to it (a compaction has several), then
+    # listed in the chain's own order: each version after every version it replaced (never by date or id,
+    # which tie on a day with several edits)
+    def step_of(ref_id: str) -> HistoryStep:
+        if ref_id == start and ref_id in current:
+            e = current[ref_id]
+            return HistoryStep(e.id, e.text, e.topic, "current")
+        a = by_id[ref_id]
+        return HistoryStep(a.id, a.text, a.topic, a.reason, a.day)
+
+    predecessors: dict[str, list[str]] = {}
+    for a in archived:
+        if a.successor is not None and a.id != a.successor:
+            ids_before = predecessors.setdefault(a.successor, [])
+            if a.id not in ids_before:
+                ids_before.append(a.id)
     steps: list[HistoryStep] = []
     seen: set[str] = set()
-    todo = [start]
-    while todo:
-        step = todo.pop()
-        if step in seen:
+    stack: list[tuple[str, bool]] = [(start, False)]
+    while stack:  # depth-first, a version emitted once all its predecessors are (no recursion limit)
+        ref_id, expanded = stack.pop()
+        if expanded:
+            steps.append(step_of(ref_id))
             continue
-        seen.add(step)
-        if step == start and step in current:
-            e = current[step]
-            steps.append(HistoryStep(e.id, e.text, e.topic, "current"))
-        elif step in by_id:
-            a = by_id[step]
-            steps.append(HistoryStep(a.id, a.text, a.topic, a.reason, a.day))
-        todo += [a.id for a in archived if a.successor == step and a.id not in seen]
-    newest = steps[:1]
-    older = sorted(steps[1:], key=lambda s: (s.day or "", s.id))
-    return older + newest
+        if ref_id in seen or not (ref_id in by_id or (ref_id == start and ref_id in current)):
+            continue
+        seen.add(ref_id)
+        stack.append((ref_id, True))
+        before = [p for p in predecessors.get(ref_id, []) if p not in seen]
+        # several versions merged into one (a compaction): oldest archived first, then file order
+        before.sort(key=lambda p: by_id[p].day if p in by_id else "")
+        stack += [(p, False) for p in reversed(before)]
+    return steps
 
 
 def git_log(store: Store, text: str, topic: str) -> list[str]:

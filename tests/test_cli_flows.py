@@ -27,7 +27,7 @@ from memkit import Vault
 from memkit.cli import main
 from memkit.context import INSTRUCTIONS
 from memkit.topic import parse_topic_text, split_lines
-from util import FakeEmbedder, write
+from util import FakeEmbedder, wait_until, write
 
 DEADLINE_S = 10.0
 DATE = r"\(\d{4}-\d\d-\d\d\)"  # today's date, whatever day the test runs
@@ -49,14 +49,6 @@ def files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file() and ".memkit" not in p.relative_to(root).parts}
 
-
-def wait_until(predicate: Callable[[], object], timeout: float = DEADLINE_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
 
 
 def make_vault(tmp_path: Path, topics: dict[str, str], config: str = "") -> Vault:

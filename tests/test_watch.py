@@ -25,7 +25,15 @@ from memkit import Vault
 from memkit.index import Index
 from memkit.watch import Watcher, is_topic_path, run_watch
 
+from util import wait_until as poll
+
 DEADLINE_S = 5.0
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = DEADLINE_S) -> bool:
+    return poll(predicate, timeout)  # this file's deadline: 5 s
+
+
 LATENCIES: list[float] = []
 
 
@@ -68,14 +76,6 @@ def topic_text(title: str, *lines: str, updated: str = "2026-02-12T14:30:00") ->
 def write(path: Path, text: str | bytes) -> None:
     path.write_bytes(text.encode() if isinstance(text, str) else text)
 
-
-def wait_until(predicate: Callable[[], object], timeout: float = DEADLINE_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
 
 
 def disk_texts(root: Path) -> set[str]:

@@ -64,3 +64,16 @@ def loopback_llm(fake, retry_delay_s: float = 0.01):
     client = HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m", timeout_s=5))
     client.retry_delay_s = retry_delay_s
     return client
+
+
+def wait_until(predicate, timeout: float = 10.0) -> bool:
+    """Poll ``predicate`` every 10 ms until it holds or ``timeout`` seconds pass (tests wait with
+    deadlines, never with fixed sleeps); returns its last value as a bool."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return bool(predicate())

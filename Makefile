@@ -23,6 +23,7 @@ bench:
 
 eval:
 	$(BIN)/python bench/eval.py
+	$(BIN)/python bench/eval_everyday.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

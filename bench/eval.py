@@ -28,7 +28,7 @@ import platform
 import re
 import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one query = one thread,
@@ -318,6 +318,34 @@ def synth_fast_report(size: str, model_spec: str | None, n_queries: int = 200) -
     return 0
 
 
+def parse_params(items: list[str], ap: argparse.ArgumentParser) -> RankParams:
+    """RankParams with ``NAME=VALUE`` overrides (RankParams is frozen: a new one is made with
+    dataclasses.replace, which also runs its checks)."""
+    defaults = RankParams()
+    names = [f.name for f in fields(RankParams)]
+    overrides: dict[str, object] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or name not in names:
+            ap.error(f"--set {item!r}: use NAME=VALUE with NAME one of {', '.join(names)}")
+        cur = getattr(defaults, name)
+        try:
+            if isinstance(cur, tuple):
+                overrides[name] = tuple(float(x) for x in value.split(",") if x)
+            elif isinstance(cur, bool):
+                overrides[name] = value.strip().lower() in ("1", "true", "yes")
+            else:
+                overrides[name] = type(cur)(value)
+        except ValueError:
+            ap.error(f"--set {item!r}: {value!r} is not a {type(cur).__name__}")
+    try:
+        return replace(defaults, **overrides)
+    except (TypeError, ValueError) as exc:
+        ap.error(f"--set: {exc}")
+    raise AssertionError("unreachable")  # ap.error exits
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="LoCoMo JSON (default: %(default)s)")
@@ -347,20 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"eval: LoCoMo data not found at {data}; nothing to evaluate (it is not shipped "
               "with memkit: CC BY-NC 4.0). Skipping.")
         return 0
-    params = RankParams()
-    types = {f.name: f.type for f in fields(RankParams)}
-    for item in args.set:
-        name, _, value = item.partition("=")
-        if name not in types:
-            ap.error(f"unknown parameter {name!r}; known: {', '.join(types)}")
-        cur = getattr(params, name)
-        if isinstance(cur, tuple):
-            val = tuple(float(x) for x in value.split(",") if x)
-        elif isinstance(cur, bool):
-            val = value.lower() in ("1", "true", "yes")
-        else:
-            val = type(cur)(value)
-        setattr(params, name, val)
+    params = parse_params(args.set, ap)
 
     t0 = time.perf_counter()
     try:

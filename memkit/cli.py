@@ -6,7 +6,7 @@ import logging
 import os
 import sqlite3
 import sys
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Callable
 
 import click
@@ -38,14 +38,94 @@ def _setup_logging() -> None:
     log.propagate = False
 
 
+GLOBAL_OPTIONS = ("--vault", "--model")  #: the group's options, also accepted after the command name
+
+
+def hoist_global_options(args: list[str], commands: set[str]) -> list[str]:
+    """``memkit topics --vault X`` -> ``memkit --vault X topics``: the group's options may follow the
+    command name (never after ``--``, where everything is text)."""
+    head: list[str] = []
+    rest: list[str] = []
+    seen_command = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if seen_command and name in GLOBAL_OPTIONS:
+            take = 1 if "=" in arg else 2
+            head += args[i:i + take]
+            i += take
+            continue
+        if not seen_command and arg in commands:
+            seen_command = True
+        (rest if seen_command else head).append(arg)
+        i += 1
+    return head + rest
+
+
+def wants_json(args: list[str]) -> bool:
+    """Whether ``--json`` was given (before any ``--``): errors are then JSON too."""
+    return "--json" in (args[:args.index("--")] if "--" in args else args)
+
+
+def usage_line(exc: click.UsageError, argv: list[str]) -> str:
+    """One line for a usage error, with what to do (never click's usage block)."""
+    message = exc.format_message().rstrip(".")
+    message = message[:1].lower() + message[1:]
+    command = exc.ctx.command_path if exc.ctx is not None else "memkit"
+    if isinstance(exc, click.NoSuchOption):
+        given = next((a for a in argv if a.startswith(exc.option_name)), exc.option_name)
+        if not given.startswith("--") or " " in given:  # "-5 degrees", "-think again": text, not an option
+            return f"{message}: text that starts with '-' goes after '--' ({command} -- {json.dumps(given)})"
+    return f"{message} (see '{command} --help')"
+
+
+def report_error(message: str, code: int, as_json: bool) -> None:
+    """An error the way every command prints it: ``memkit: error: …`` on stderr, or with --json a
+    ``{"error": …, "code": exit code}`` object on stdout."""
+    if as_json:
+        click.echo(json.dumps({"error": message, "code": code}, ensure_ascii=False))
+    else:
+        click.echo(f"memkit: error: {message}", err=True)
+
+
+class BadValue(click.ClickException):
+    """A value the library refused (a topic name, a date, an empty query): exit 2, like click's own."""
+
+    exit_code = 2
+
+
 class MemkitGroup(click.Group):
-    """Turns library errors into one-line messages (exit 1); MEMKIT_DEBUG=1 shows tracebacks."""
+    """Turns library errors into one-line messages (exit 1; bad values and usage exit 2), JSON ones
+    with --json; MEMKIT_DEBUG=1 shows tracebacks."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        argv = hoist_global_options(list(sys.argv[1:] if args is None else args), set(self.commands))
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        as_json = wants_json(argv)
+        try:
+            result = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            report_error(usage_line(exc, argv), exc.exit_code, as_json)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            report_error(exc.format_message(), exc.exit_code, as_json)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            report_error("aborted", 1, as_json)
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (TopicNameError, InvalidValue) as exc:
-            raise click.BadParameter(str(exc)) from exc
+            raise BadValue(str(exc)) from exc
         except MemkitError as exc:
             raise click.ClickException(str(exc)) from exc
         except (click.exceptions.Exit, click.Abort, click.ClickException):
@@ -164,7 +244,10 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
     vault = get_vault(ctx)
     for label, value in (("due", due), ("until", until)):
         if value is not None:
-            text = f"{' '.join(text.split())} ({label} {parse_day(value, f'--{label}').isoformat()})"
+            day = parse_day(value, f"--{label}")
+            if label == "until" and day < date.today():
+                raise BadValue(f"--until {day} is in the past: the memory would expire at once (give a later day)")
+            text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
     if due is not None and kind is None:
         kind = "pending"
     entry = vault.add(text, topic=topic, kind=kind, tags=tags)
@@ -364,6 +447,8 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "hAP ax3" --topic home-lab --json
       memkit search "vet" --kind event --since 2026-01-01 -k 10
     """
+    if since is not None:
+        since = parse_day(since, "--since").isoformat()
     vault = get_vault(ctx)
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,

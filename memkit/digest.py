@@ -387,12 +387,14 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion]) -> lis
 
 def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
            existing: set[str]) -> None:
-    """Where each conclusion goes: the LLM's hint when it names a topic (a split parent: its
-    closest subtopic); else the topic the vault's hits agree on; else a new topic for the
-    conclusions that belong together (at least ``min_conclusions_for_new_topic`` of them, alike in
-    words or meaning); else the topic of the best hit that is real evidence; else ``general``."""
+    """Where each conclusion goes, by the design's seed rules: the LLM's hint when it names a topic (a
+    split parent: its closest subtopic); else the topic the vault's hits agree on (a detected topic);
+    else, when at least ``min_conclusions_for_new_topic`` conclusions are left, a new topic: the one
+    the LLM proposed for the conclusions that fit no existing topic (all of them), or, with no
+    proposal, the largest group of them alike in words or meaning; else the topic of a close hit
+    that shares a good part of its words (:func:`shares_evidence`); else ``general``. One shared
+    word is no evidence: nothing goes to an unrelated existing topic on it."""
     store = searcher.store
-    threshold = searcher.threshold()
     unrouted = []
     for c in conclusions:
         hint = slugify(c.topic_hint or "")
@@ -408,17 +410,39 @@ def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[st
             c.topic = guess.topic
             continue
         unrouted.append(c)
-    group = _together(searcher, unrouted)  # before single hits: a weak match never splits a group
+    proposed = _proposed_name(new_topic)
+    # the LLM, shown every topic, said these fit none and proposed one for them: it is the judge
+    group = unrouted if proposed else _together(searcher, unrouted)
     if len(group) >= searcher.config.min_conclusions_for_new_topic:
         name = _new_topic_name(new_topic, group, existing)
         for c in group:
             c.topic = name
+    threshold = searcher.threshold()
     for c in unrouted:
         if c.topic is not None:
             continue
         best = next((h for h in searcher.search(c.text, k=5, threshold=None)
-                     if h.lexical > 0 and is_confident(h, threshold)), None)
+                     if shares_evidence(c.text, h.text) and is_confident(h, threshold)), None)
         c.topic = best.topic if best is not None and best.topic in existing else "general"
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in terms(_DATE_TAIL.sub("", text)) if not w.isdigit()}
+
+
+def shares_evidence(text: str, entry: str) -> bool:
+    """Whether an entry shares enough of a text's words to place the text beside it: two content
+    words or more, and at least a third of the text's ("cetirizine for hay fever" beside the
+    cetirizine entry; not "prefers" alone, which half the vault says)."""
+    words = _content_words(text)
+    shared = words & _content_words(entry)
+    return len(shared) >= 2 and 3 * len(shared) >= len(words)
+
+
+def _proposed_name(new_topic: dict[str, Any] | None) -> str:
+    """The topic name the LLM proposed (``""`` for none, or for ``general``)."""
+    name = slugify(str((new_topic or {}).get("name") or (new_topic or {}).get("title") or ""))
+    return "" if name == "general" else name
 
 
 def _together(searcher: Searcher, conclusions: list[Conclusion]) -> list[Conclusion]:
@@ -462,8 +486,8 @@ def _summary_of(conclusions: Sequence[Conclusion]) -> str:
 
 
 def _new_topic_name(proposed: dict[str, Any] | None, conclusions: list[Conclusion], existing: set[str]) -> str:
-    base = slugify(str((proposed or {}).get("name") or (proposed or {}).get("title") or ""))
-    if not base or base == "general":
+    base = _proposed_name(proposed)
+    if not base:
         words: dict[str, int] = {}
         for c in conclusions:
             for w in terms(c.text):

@@ -177,13 +177,15 @@ class Searcher:
             ``False`` never.
         """
         if mode not in MODES:
-            raise MemkitError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
+            raise InvalidValue(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
         query = " ".join(str(query).split())[:MAX_QUERY_CHARS]
         if not query:
-            raise MemkitError("the query is empty: say what to look for")
+            raise InvalidValue("the query is empty: say what to look for")
+        if since:
+            since_day(since)  # a bad date is refused before anything is read
         k = self.config.max_memories_per_search if k is None else k
         if k < 1:
-            raise MemkitError(f"k must be at least 1, got {k}")
+            raise InvalidValue(f"k must be at least 1, got {k}")
         if threshold == "auto":
             threshold = self.threshold()
         elif threshold is not None and not isinstance(threshold, (int, float)):
@@ -264,6 +266,15 @@ def hit_at(view: IndexView, i: int, score: float, cosine: float, lexical: float)
                view.files[fid], int(view.lines[i]), float(score), cosine, lexical)
 
 
+def since_day(since: str | date) -> str:
+    """``since`` as ``YYYY-MM-DD``. :raises InvalidValue: it is not a date."""
+    day = since.isoformat() if isinstance(since, date) else str(since).strip()
+    try:
+        return date.fromisoformat(day).isoformat()
+    except ValueError:
+        raise InvalidValue(f"since must be a date like 2026-03-01, got {since!r}") from None
+
+
 def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
           since: str | date | None) -> np.ndarray | None:
     mask: np.ndarray | None = None
@@ -283,10 +294,5 @@ def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
         want = tag.strip().lstrip("#").lower()
         both(np.array([want in t for t in view.tags], dtype=bool))
     if since:
-        day = since.isoformat() if isinstance(since, date) else str(since).strip()
-        try:
-            day = date.fromisoformat(day).isoformat()
-        except ValueError:
-            raise InvalidValue(f"--since {since!r} is not a date: use YYYY-MM-DD") from None
-        both(view.dates >= np.datetime64(day, "D"))
+        both(view.dates >= np.datetime64(since_day(since), "D"))
     return mask

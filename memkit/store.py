@@ -660,7 +660,7 @@ class Store:
         if kind is not None and _KIND_PREFIX_RE.match(text):
             text = _KIND_PREFIX_RE.sub("", text, count=1)  # --kind wins over a [kind] in the text
         if not text:
-            raise MemkitError("nothing to add: the text is empty")
+            raise InvalidValue("nothing to add: the text is empty")
         if len(text) > MAX_ENTRY_CHARS:
             raise InvalidValue(f"the text is {len(text):,} characters long; one memory is at most "
                                f"{MAX_ENTRY_CHARS:,} (split it, or keep the document elsewhere and remember where)")

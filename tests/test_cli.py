@@ -52,7 +52,7 @@ def test_vault_from_env_and_parent_dirs(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "args, message, code",
     [
-        (["add", ""], "nothing to add: the text is empty", 1),
+        (["add", ""], "nothing to add: the text is empty", 2),
         (["add", "x", "--topic", "../../etc/passwd"], "invalid topic name", 2),
         (["add", "x", "--topic", "a/b"], "invalid topic name", 2),
         (["add", "x", "--topic", "CON"], "reserved device name", 2),

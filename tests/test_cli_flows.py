@@ -169,7 +169,7 @@ def test_digest_llm_garbage_is_one_line_and_writes_nothing(tmp_path):
     assert result.exit_code == 1
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1, result.stderr
-    assert result.stderr.startswith("Error: ") and "even after a repair request" in result.stderr
+    assert result.stderr.startswith("memkit: error: ") and "even after a repair request" in result.stderr
     assert "Traceback" not in result.output
     assert files(vault.root) == before
     assert not (vault.state_dir / "digested.json").exists()
@@ -191,7 +191,7 @@ def test_digest_without_an_llm_says_how_to_configure_one(tmp_path):
     vault = make_vault(tmp_path, TOPICS)
     result = cli(vault, "digest", chat(tmp_path))
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: digest needs an LLM: set `llm:` in memkit.yaml")
+    assert result.stderr.startswith("memkit: error: digest needs an LLM: set `llm:` in memkit.yaml")
     assert len(result.stderr.splitlines()) == 1
 
 
@@ -265,7 +265,7 @@ def test_split_refuses_a_small_topic(tmp_path):
     before = files(vault.root)
     result = cli(vault, "split", "tiny")
     assert result.exit_code == 1
-    assert result.stderr == "Error: topic tiny has only 3 entries; nothing to split\n"
+    assert result.stderr == "memkit: error: topic tiny has only 3 entries; nothing to split\n"
     assert files(vault.root) == before
 
 
@@ -433,7 +433,7 @@ def test_unexpected_error_is_one_line_unless_debugging(tmp_path, monkeypatch, co
     result = cli(vault, *command)
     assert result.exit_code == 1
     errors = [line for line in result.stderr.splitlines() if not line.startswith("watching ")]  # watch's banner
-    assert errors == ["Error: unexpected error: RuntimeError: boom (set MEMKIT_DEBUG=1 for the traceback)"]
+    assert errors == ["memkit: error: unexpected error: RuntimeError: boom (set MEMKIT_DEBUG=1 for the traceback)"]
     assert "Traceback" not in result.output
 
     monkeypatch.setenv("MEMKIT_DEBUG", "1")

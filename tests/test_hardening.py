@@ -430,7 +430,7 @@ def test_a_full_disk_is_one_line(tmp_path: Path, monkeypatch) -> None:
 
     monkeypatch.setattr(Vault, "index", full)
     result = _cli(root, "index", "--full")
-    assert result.exit_code == 1 and result.output.strip() == "Error: No space left on device"
+    assert result.exit_code == 1 and result.output.strip() == "memkit: error: No space left on device"
 
 
 # ---- multi-file work finishes or rolls back ------------------------------------------------------

@@ -86,7 +86,7 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
     ("search_memories", {"query": "rice", "topic": "nosuch"},
      "no topic 'nosuch' (nor subtopics nosuch-*) in this vault", ["search", "rice", "--topic", "nosuch"]),
     ("search_memories", {"query": "rice", "topic": "../x"}, "invalid topic name '../x'", None),
-    ("search_memories", {"query": "rice", "since": "yesterday"}, "'yesterday' is not a date: use YYYY-MM-DD",
+    ("search_memories", {"query": "rice", "since": "yesterday"}, "since must be a date like 2026-03-01, got 'yesterday'",
      ["search", "rice", "--since", "yesterday"]),
     ("search_memories", {"query": "rice", "k": "ten"}, "invalid value for k: expected an integer, got \"ten\"", None),
     ("search_memories", {"query": "rice", "k": 0}, "invalid value for k: 0 is below the minimum 1", None),
@@ -201,6 +201,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 for tool, arguments, message, cli_args in BAD_CALLS:
                     error, text, _ = await call(session, tool, **arguments)
                     assert error and message in text and "\n" not in text, (tool, arguments, text)
+                    assert "--" not in text, text  # MCP errors name the tool's arguments, not the CLI's flags
                     if cli_args:
                         assert text in cli_output(root, cli_args), (text, cli_args)
                     error, _, found = await call(session, "search_memories", query="bomba rice", k=1)
@@ -339,7 +340,7 @@ def test_missing_sdk_is_one_line_and_exit_1(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
-        "Error: memkit mcp needs the MCP Python SDK, which is not installed: pip install 'mcp>=2'"]
+        "memkit: error: memkit mcp needs the MCP Python SDK, which is not installed: pip install 'mcp>=2'"]
 
 
 def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, monkeypatch):

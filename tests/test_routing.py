@@ -90,3 +90,32 @@ def test_related_unrouted_conclusions_make_a_topic_with_a_title_and_summary(tmp_
     topic = vault.topic(name)
     assert "sourdough" in name and topic.title and "sourdough" in topic.summary
     assert len(topic.entries) == 3
+
+
+SEED_VAULT = {
+    "travel": "---\ntitle: Travel\nsummary: trips and flights\n---\n"
+              "- Collects TAP miles; prefers a window seat #flights (2025-12-05)\n- Prefers night trains in Europe\n",
+    "running": "---\ntitle: Running\nsummary: training\n---\n"
+               "- Long run every Sunday before breakfast\n- Rests on Monday and Friday\n",
+}
+SAILING = [{"kind": "event", "text": "Bought a second-hand Laser dinghy"},
+           {"kind": "fact", "text": "Takes lessons at the harbour club on Saturdays"},
+           {"kind": "preference", "text": "Prefers sailing in light wind under 12 knots"}]
+
+
+def test_three_topicless_conclusions_make_the_topic_the_llm_proposed(tmp_path):
+    vault = vault_of(tmp_path, SEED_VAULT)
+    report = run(tmp_path, vault, SAILING, new_topic={"name": "sailing", "title": "Sailing", "summary": "dinghy sailing"})
+    assert report.new_topics == ["sailing"]
+    assert [t for t, _ in report.written] == ["sailing"] * 3  # none to travel on "prefers", none to general
+    topic = vault.topic("sailing")
+    assert topic.title == "Sailing" and len(topic.entries) == 3
+
+
+def test_fewer_than_min_conclusions_go_to_general_not_a_topic_sharing_one_word(tmp_path):
+    vault = vault_of(tmp_path, SEED_VAULT)
+    report = run(tmp_path, vault, SAILING[2:] + [
+        {"kind": "preference", "text": "Eats vegetarian Monday to Friday; meat and fish only at weekends"}],
+        new_topic={"name": "sailing"})
+    assert "sailing" not in report.new_topics  # 2 < min_conclusions_for_new_topic (3)
+    assert [t for t, _ in report.written] == ["general", "general"]

@@ -298,7 +298,7 @@ def test_read_only_vault(tmp_path):
         )
         proc = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True)
         assert proc.returncode == 1, proc.stderr
-        assert "Error: cannot write" in proc.stderr and "Permission denied" in proc.stderr
+        assert "memkit: error: cannot write" in proc.stderr and "Permission denied" in proc.stderr
         assert "Traceback" not in proc.stderr
         assert path.read_text() == "- one\n"
     finally:

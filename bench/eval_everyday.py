@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""memkit's everyday-notes retrieval evaluation (`make eval`, beside LoCoMo).
+
+``bench/everyday.json`` holds one fictional person's memory notes in nine categories (family,
+health, home, work, food, hobbies, travel, money, tech; near-miss notes beside the ones asked
+for) and questions worded the way people ask. The *plain* questions share no search term with
+their answer (checked with memkit's own tokeniser and stemmer by tests/test_everyday_set.py):
+they test whether a question finds its note by meaning. The *rare* group shares one rare exact
+word (a part number, a name) with its answer: exact rare words must not be lost.
+
+The notes are written into a real vault in a temporary folder (``Vault.init``, one topic file
+per category, one ``- `` entry per note, in the JSON's order) and every question is run through
+``Vault.search``:
+
+- ``default``: ``Vault.search(q)`` as a user gets it: the default k (``max_memories_per_search``)
+  and the default (``auto``) threshold; *empty* = no result at all; *cut* = the right note is in
+  the hybrid top k without a threshold but absent from the default answer (the threshold removed it);
+- ``hybrid``, ``lexical``, ``vector``: the ranker's modes with no threshold, k = 10.
+
+Scores per category and overall: @1 = the right note first, @3 = in the top 3, MRR@10.
+Targets (issue): with the default model through ``Vault.search``, @1 >= 0.75 and @3 >= 0.90 on
+the plain questions.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # as in the memkit CLI
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import memkit  # noqa: E402
+import memkit.search  # noqa: E402
+from memkit import Vault  # noqa: E402
+from memkit.rank import RankParams, Ranker  # noqa: E402
+from memkit.text import terms  # noqa: E402
+
+DEFAULT_DATA = ROOT / "bench" / "everyday.json"
+MODES = ("default", "hybrid", "lexical", "vector")
+TARGET_AT1, TARGET_AT3 = 0.75, 0.90
+
+
+def load_set(path: Path = DEFAULT_DATA) -> dict:
+    """The set, each question given its ``group`` (``plain`` unless said) and ``category``
+    (its first answer's)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    notes = {n["id"]: n for n in data["notes"]}
+    for q in data["questions"]:
+        q.setdefault("group", "plain")
+        q["category"] = notes[q["answers"][0]]["category"]
+    return data
+
+
+def shared_terms(question: str, note: str) -> set[str]:
+    """Search terms (memkit.text.terms: stop words dropped, stemmed) the two texts share."""
+    return set(terms(question)) & set(terms(note))
+
+
+def build_vault(root: Path, data: dict, model: str | None = None,
+                embedder=None) -> tuple[Vault, dict[tuple[str, int], str]]:
+    """A vault at ``root`` with one topic per category, using ``model`` (None: memkit's default
+    resolution) or ``embedder``; (vault, (file, line) -> note id)."""
+    Vault.init(root, profile=False)
+    where: dict[tuple[str, int], str] = {}
+    for cat in data["categories"]:
+        lines = ["---", f"title: {cat.capitalize()}", "---", f"# {cat.capitalize()}", ""]
+        for n in data["notes"]:
+            if n["category"] == cat:
+                lines.append(f"- {n['text']}")
+                where[(f"topics/{cat}.md", len(lines))] = n["id"]  # 1-based line number
+        (root / "topics" / f"{cat}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return Vault(root, model=model, embedder=embedder), where
+
+
+def _patch_params(overrides: dict) -> None:
+    """Make the searcher's rankers use these RankParams (Searcher builds Ranker with defaults)."""
+    params = dataclasses.replace(RankParams(), **overrides)
+
+    class _Ranker(Ranker):
+        def __init__(self, *a, **kw):
+            if kw.get("base") is None and kw.get("params") is None and len(a) < 4:
+                kw["params"] = params
+            super().__init__(*a, **kw)
+
+    memkit.search.Ranker = _Ranker  # type: ignore[misc]
+
+
+def parse_set(items: list[str], ap: argparse.ArgumentParser) -> dict:
+    types = {f.name for f in dataclasses.fields(RankParams)}
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in types:
+            ap.error(f"unknown parameter {name!r}; known: {', '.join(sorted(types))}")
+        cur = getattr(RankParams(), name)
+        out[name] = (value.lower() in ("1", "true", "yes")) if isinstance(cur, bool) else type(cur)(value)
+    try:
+        RankParams(**out)
+    except ValueError as exc:
+        ap.error(str(exc))
+    return out
+
+
+def run(data: dict, vault: Vault, where: dict, threshold) -> list[dict]:
+    """Per question: the ranked note ids of each mode, and what the default search hid."""
+    rows = []
+    for q in data["questions"]:
+        res = {}
+        for mode in MODES:
+            if mode == "default":
+                hits = vault.search(q["q"]) if threshold == "auto" else vault.search(q["q"], threshold=threshold)
+            else:
+                hits = vault.search(q["q"], k=10, threshold=None, mode=mode)  # type: ignore[arg-type]
+            res[mode] = [where.get((h.file, h.line), "?") for h in hits]
+        rows.append({**q, "ranked": res})
+    return rows
+
+
+def _rank(ranked: list[str], answers: list[str]) -> int | None:
+    return next((i for i, nid in enumerate(ranked) if nid in answers), None)
+
+
+def scores(rows: list[dict], mode: str) -> tuple[int, float, float, float]:
+    """(n, @1, @3, MRR@10) of ``rows`` in ``mode``."""
+    n = len(rows)
+    if not n:
+        return 0, 0.0, 0.0, 0.0
+    ranks = [_rank(r["ranked"][mode][:10], r["answers"]) for r in rows]
+    at1 = sum(1 for k in ranks if k == 0) / n
+    at3 = sum(1 for k in ranks if k is not None and k < 3) / n
+    mrr = sum(1 / (k + 1) for k in ranks if k is not None) / n
+    return n, at1, at3, mrr
+
+
+def print_table(rows: list[dict], title: str, cats: list[str], k_default: int) -> dict:
+    print(f"\n{title}")
+    head = f"{'category':<10}{'n':>4}" + "".join(f"  {m + ' @1':>11}{'@3':>6}{'MRR':>6}" for m in MODES)
+    print(head + f"  {'empty':>6}{'cut':>5}")
+    out = {}
+    for cat in [*cats, "overall"]:
+        sel = rows if cat == "overall" else [r for r in rows if r["category"] == cat]
+        if not sel:
+            continue
+        cells = ""
+        for m in MODES:
+            n, a1, a3, mrr = scores(sel, m)
+            out[(cat, m)] = (n, a1, a3, mrr)
+            cells += f"  {a1:>11.3f}{a3:>6.3f}{mrr:>6.3f}"
+        empty = sum(1 for r in sel if not r["ranked"]["default"])
+        cut = sum(1 for r in sel if _rank(r["ranked"]["hybrid"][:k_default], r["answers"]) is not None
+                  and _rank(r["ranked"]["default"], r["answers"]) is None)
+        print(f"{cat:<10}{len(sel):>4}{cells}  {empty:>6}{cut:>5}")
+    return out
+
+
+def print_misses(rows: list[dict], notes: dict, mode: str = "default") -> None:
+    miss = [r for r in rows if _rank(r["ranked"][mode][:1], r["answers"]) is None]
+    print(f"\nQuestions whose right note is not first ({mode}; rank of the right note in hybrid "
+          f"without threshold, then what came first):")
+    for r in miss:
+        k = _rank(r["ranked"]["hybrid"][:10], r["answers"])
+        got = r["ranked"][mode]
+        first = notes[got[0]]["text"] if got and got[0] in notes else "(nothing)"
+        d = _rank(got, r["answers"])
+        print(f"  [{r['group']}/{r['category']}] {r['q']!r}: default rank {'-' if d is None else d + 1}, "
+              f"hybrid rank {'-' if k is None else k + 1}; first: {first!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=str(DEFAULT_DATA), help="the set (default: %(default)s)")
+    ap.add_argument("--model", default=None,
+                    help="embedding model: a model2vec folder or id, or 'tokenlearn-static-model' "
+                         "(default: what memkit resolves for a new vault: MEMKIT_MODEL, else memkit.yaml's "
+                         "model, falling back to the offline model when that cannot be had)")
+    ap.add_argument("--threshold", default="auto",
+                    help="threshold of the 'default' column: auto (memkit's default), a cosine, or none")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a RankParams default in the vault's searcher (repeatable)")
+    ap.add_argument("--misses", action="store_true", help="list the questions not answered first")
+    ap.add_argument("--json", metavar="FILE", help="also write the per-question rankings to FILE")
+    args = ap.parse_args(argv)
+    threshold = args.threshold if args.threshold == "auto" else (
+        None if args.threshold.lower() == "none" else float(args.threshold))
+    overrides = parse_set(args.set, ap)
+    if overrides:
+        _patch_params(overrides)
+    data = load_set(Path(args.data))
+    notes = {n["id"]: n for n in data["notes"]}
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="memkit-everyday-") as tmp:
+        try:
+            vault, where = build_vault(Path(tmp) / "vault", data, args.model)
+            report = vault.index()
+            model, dim = vault.embedder.name, vault.embedder.dim
+        except memkit.MemkitError as exc:
+            print(f"eval_everyday: cannot build the vault / load the model: {exc}", file=sys.stderr)
+            return 1
+        t_index = time.perf_counter() - t0
+        thr_used = vault.searcher.threshold() if threshold == "auto" else threshold
+        t1 = time.perf_counter()
+        rows = run(data, vault, where, threshold)
+        t_search = time.perf_counter() - t1
+    n_search = len(rows) * len(MODES)
+
+    plain = [r for r in rows if r["group"] == "plain"]
+    rare = [r for r in rows if r["group"] == "rare"]
+    cats = data["categories"]
+    print("memkit retrieval eval — everyday notes (bench/everyday.json, through Vault.search)")
+    print(f"machine: {platform.platform()} | {platform.machine()} | {os.cpu_count()} cpus | "
+          f"Python {platform.python_version()} | memkit {getattr(memkit, '__version__', '?')}")
+    print(f"model: {model} ({dim}-d); default threshold: {thr_used}")
+    print(f"set: {len(data['notes'])} notes in {len(cats)} topics; {len(plain)} plain questions "
+          f"(no shared search term with the answer), {len(rare)} rare-word questions")
+    print("parameters: " + (f"RankParams defaults except {overrides}" if overrides else "RankParams defaults"))
+    print("modes: default = Vault.search(q) (k=max_memories_per_search, threshold auto); "
+          "hybrid/lexical/vector = no threshold, k=10")
+    k_default = vault.config.max_memories_per_search
+    res = print_table(plain, "Plain questions: right note first (@1), in the top 3 (@3), MRR@10; empty = the default "
+                             f"search returned nothing; cut = right note in the hybrid top {k_default} without a threshold, "
+                             "absent from the default answer (the threshold removed it)", cats, k_default)
+    print_table(rare, "Rare exact-word questions (share one rare word with the answer):", [], k_default)
+    _, a1, a3, _ = res[("overall", "default")]
+    ok = a1 >= TARGET_AT1 and a3 >= TARGET_AT3
+    print(f"\ntarget (plain, default search): @1 >= {TARGET_AT1:.2f} and @3 >= {TARGET_AT3:.2f}: "
+          f"@1 {a1:.3f}, @3 {a3:.3f} -> {'met' if ok else 'NOT met'}")
+    print(f"timings: vault + index (model load included) {t_index:.1f} s ({report.entries} entries), "
+          f"{1000 * t_search / max(n_search, 1):.1f} ms per search ({n_search} searches)")
+    if args.misses:
+        print_misses(rows, notes)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"model": model, "dim": dim, "rows": rows}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

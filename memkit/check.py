@@ -15,7 +15,8 @@ Problems ``--fix`` repairs (reported, but they need no person):
   extra copies move to archive.md;
 - ``duplicate-key``: a frontmatter key written twice: one line is kept (the newest ``updated``);
 - ``recent``: index.txt out of step with the topic files: rewritten;
-- ``index``: the search index is stale, or belongs to another model: refreshed, other models' files removed.
+- ``index``: another model's search index is left: removed (an index behind the files is not a
+  problem: every search refreshes it; ``--fix`` refreshes it too).
 """
 from __future__ import annotations
 
@@ -123,14 +124,7 @@ def check_vault(store: Store, index: Index | None = None, *, fix: bool = False) 
                                        "index.txt is out of step with the topic files; `memkit check --fix` rewrites it",
                                        fixable=True))
     if index is not None:
-        try:
-            changed, gone = index.stale()
-        except MemkitError:
-            changed, gone = [], []
-        if changed or gone:
-            report.problems.append(Finding("index", store.rel(index.path), None,
-                                           f"the search index is behind {len(changed) + len(gone)} topic file(s); "
-                                           "`memkit index` (or --fix) brings it up to date", fixable=True))
+        # an index behind the files is not reported: every search brings it up to date by itself
         try:
             others = sorted(store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name != index.path.name)
         except OSError:

@@ -48,6 +48,7 @@ from .fsutil import (
 )
 from .names import TOPICS_DIR, check_topic_name, is_topic_filename, topic_relpath, topic_stem
 from .recent import RecentTopic, parse_recent, render_recent
+from .seen import HAND_EDIT_SLACK_S, SEEN_FILE, Seen, load_seen, save_seen
 from .topic import (
     Entry,
     Topic,
@@ -82,8 +83,6 @@ PROFILE_SUMMARY = "who the user is, standing preferences, ongoing projects"
 ROOT_FILES = ("archive.md", "index.txt", ".gitignore", ".gitattributes", "memkit.yaml")  #: what memkit writes at the root
 TEMP_SWEEP_INTERVAL_S = 60.0  #: how often the write lock sweeps away temp files of dead writers
 SPLIT_JOURNAL = "split-journal.json"  #: under .memkit/: the split being written, until it is done
-SEEN_FILE = "recent-seen.json"  #: under .memkit/: topic file mtimes when index.txt was last reconciled
-HAND_EDIT_SLACK_S = 2.0  #: a file this much newer than its index.txt time was changed outside memkit
 MAX_RECENT_BYTES = 1 << 20
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  #: archive.md is read up to this size (history, stats)  #: index.txt holds a few dozen lines
 MAX_ENTRY_CHARS = 4000  #: one memory is a sentence or a paragraph, not a document
@@ -884,9 +883,15 @@ class Store:
 
         index.txt is rewritten when any of this changed it (not in a read-only vault).
         """
-        items = self._read_recent()
+        items, index_sha = self._read_recent_sha()
         files = {tf.name: tf for tf in self.topic_files()}
-        seen = self._load_seen()
+        seen = load_seen(self.state_dir / SEEN_FILE)
+        # index.txt changed since memkit last looked (a git pull brought it with the topics): it says
+        # when they changed, and file times (the pull's) are not used
+        pulled = seen is not None and seen.index is not None and seen.index != index_sha
+        if seen is None:  # never looked: a file written clearly after the rest of the vault was edited by hand
+            times = [tf.stat.st_mtime for tf in files.values()]
+            baseline = max(min(times, default=0.0), self._mtime(self.recent_path))
         best: dict[str, RecentTopic] = {}
         fresh: set[str] = set()
         for item in items:
@@ -894,7 +899,10 @@ class Store:
                 best[item.topic] = item
         for name, tf in files.items():
             listed = best.get(name)
-            changed = seen is not None and seen.get(name) != tf.stat.st_mtime_ns
+            if seen is not None:
+                changed = seen.changed(name, tf.stat.st_mtime_ns, tf.path)
+            else:
+                changed = tf.stat.st_mtime - baseline > HAND_EDIT_SLACK_S
             if listed is not None and not changed:
                 continue
             mtime = datetime.fromtimestamp(tf.stat.st_mtime).replace(microsecond=0)
@@ -905,9 +913,9 @@ class Store:
                 when, summary = mtime, ""
             if listed is not None:  # listed, and changed since memkit last looked
                 when = max(when, listed.updated)
-                if (mtime - listed.updated).total_seconds() > HAND_EDIT_SLACK_S:
-                    when = max(when, mtime)  # written outside memkit (an editor, a git pull): now
-            elif seen is not None:
+                if not pulled and (mtime - listed.updated).total_seconds() > HAND_EDIT_SLACK_S:
+                    when = max(when, mtime)  # written outside memkit (an editor): now
+            elif changed and not pulled:
                 when = max(when, mtime)  # a topic file that appeared since memkit last looked
             best[name] = RecentTopic(when, name, summary)
             fresh.add(name)
@@ -916,42 +924,41 @@ class Store:
         result = result[: self.config.index_max_entries]
         if not write:
             return result
-        self._save_seen({name: tf.stat.st_mtime_ns for name, tf in files.items()})
-        if render_recent(result, self.config.index_max_entries) != render_recent(items, 1 << 30) or \
-                len(items) != len(result):
+        rendered = render_recent(result, self.config.index_max_entries)
+        if rendered != render_recent(items, 1 << 30) or len(items) != len(result):
             try:
                 self.write_recent(result)
+                index_sha = hashlib.sha1(rendered.encode("utf-8")).hexdigest()
             except MemkitError as exc:  # a read-only vault: the repair is shown, not written
                 log.debug("index.txt not repaired: %s", exc)
+        self._remember_seen(files, index_sha, seen)
         return result
+
+    @staticmethod
+    def _mtime(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    def _remember_seen(self, files: Mapping[str, TopicFile], index_sha: str | None, seen: Seen | None) -> None:
+        save_seen(self.state_dir / SEEN_FILE, (seen or Seen()).updated(
+            {name: (tf.stat.st_mtime_ns, tf.path) for name, tf in files.items()}, index_sha))
 
     def _read_recent(self) -> list[RecentTopic]:
         """index.txt's lines as they are (see :meth:`recent` for the repaired list)."""
+        return self._read_recent_sha()[0]
+
+    def _read_recent_sha(self) -> tuple[list[RecentTopic], str | None]:
+        """index.txt's lines as they are, and the sha1 of its bytes."""
         try:
-            text = read_regular(self.recent_path, MAX_RECENT_BYTES)[0].decode("utf-8", errors="replace")
+            data = read_regular(self.recent_path, MAX_RECENT_BYTES)[0]
         except FileNotFoundError:
-            return []
+            return [], None
         except (OSError, NotRegularFile) as exc:  # a FIFO, a folder, too large: rebuilt from the topics
             self.warn_once(f"{INDEX_TXT}: {exc}; ignored (`memkit recent --rebuild` rewrites it)")
-            return []
-        return parse_recent(text)
-
-    def _load_seen(self) -> dict[str, int] | None:
-        """Each topic file's mtime when :meth:`recent` last looked (None: never looked)."""
-        try:
-            data = json.loads(read_regular(self.state_dir / SEEN_FILE, 1 << 24)[0])
-        except (OSError, MemkitError, ValueError):
-            return None
-        return {str(k): v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else None
-
-    def _save_seen(self, seen: dict[str, int]) -> None:
-        if seen == self._load_seen():
-            return
-        try:
-            self.state_dir.mkdir(exist_ok=True)
-            atomic_write(self.state_dir / SEEN_FILE, json.dumps(seen, sort_keys=True))
-        except OSError:
-            pass  # derived data: a read-only vault just looks again next time
+            return [], None
+        return parse_recent(data.decode("utf-8", errors="replace")), hashlib.sha1(data).hexdigest()
 
     def rebuild_recent(self) -> list[RecentTopic]:
         """Regenerate index.txt from the topic files' dates (:meth:`Topic.updated`) and summaries."""
@@ -959,8 +966,9 @@ class Store:
             # the files' own dates only (frontmatter, entries): file times mean nothing after a git checkout
             items = [RecentTopic(t.updated(), t.name, t.summary) for t in self.iter_topics()]
             self.write_recent(items)
-            self._save_seen({tf.name: tf.stat.st_mtime_ns for tf in self.topic_files()})
-        return self._read_recent()
+            recent, index_sha = self._read_recent_sha()
+            self._remember_seen({tf.name: tf for tf in self.topic_files()}, index_sha, None)
+        return recent
 
     def touch_recent(self, topic: str, summary: str, now: datetime) -> None:
         """Put ``topic`` at the top of index.txt; topics that vanished drop out."""
@@ -984,6 +992,10 @@ class Store:
                 if old == text:
                     return
                 replace_checked(target, text, old, stamp_of(st) if st is not None else None)
+                seen = load_seen(self.state_dir / SEEN_FILE)
+                if seen is not None:  # memkit's own write: not a change that came from elsewhere (a pull)
+                    seen.index = hashlib.sha1(text).hexdigest()
+                    save_seen(self.state_dir / SEEN_FILE, seen)
             except FileChanged as exc:
                 raise FileChanged(f"{INDEX_TXT}: {exc}") from None
             except NotRegularFile as exc:

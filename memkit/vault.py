@@ -331,13 +331,12 @@ class Vault:
         :param full: parse and embed everything again.
         :param progress: called with (done, total) while embedding.
 
-        The sidecars of other models are deleted once this model's is complete (after a model
-        change, or with ``full``).
+        The sidecars of other models are deleted once this model's is complete (derived data:
+        switching back rebuilds one).
         """
         index = self.searcher.index
         report = index.refresh(full=full, progress=progress)
-        if full or report.rebuilt_model:
-            index.prune_other_models()
+        index.prune_other_models()
         return report
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,

@@ -74,12 +74,13 @@ class Captured:
     event: str | None = None  #: the hook event (``Stop``, ``SessionEnd``…) when called as a hook
     cwd: str | None = None  #: the assistant's working folder, from the hook payload
     report: dict[str, Any] | None = None  #: the digest report (``digest_now``)
+    llm_configured: bool = True  #: whether an LLM is configured (without one nothing digests the inbox)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
             "status": self.status, "file": self.file, "session": self.session, "source": self.source,
             "format": self.format, "messages": self.messages, "bytes": self.bytes, "dropped": self.dropped,
-            "event": self.event, "cwd": self.cwd,
+            "event": self.event, "cwd": self.cwd, "llm_configured": self.llm_configured,
         }
         if self.report is not None:
             data["digest"] = self.report
@@ -101,6 +102,9 @@ class Captured:
         if self.status == "already-digested":
             return f"this conversation was already digested ({self.file}; {origin}); nothing queued"
         verb = "replaced" if self.status == "replaced" else "queued"
+        if not self.llm_configured:
+            return (f"{verb} {self.file} ({what}; {origin}); no LLM is configured, so nothing digests it yet: "
+                    f"set `llm:` in memkit.yaml, then `memkit watch` digests it (or `memkit digest {self.file}`)")
         return f"{verb} {self.file} ({what}; {origin}); `memkit watch` digests it once it is idle"
 
 
@@ -343,7 +347,8 @@ def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: 
     name = inbox_name(src.slug, src.key)
     target = inbox / name
     result = Captured("queued", vault.rel(target), src.session, src.source, src.format,
-                      len(src.messages) - dropped, len(data), dropped, src.event, src.cwd)
+                      len(src.messages) - dropped, len(data), dropped, src.event, src.cwd,
+                      llm_configured=bool(vault.config.llm))
     if _same_bytes(target, data):
         result.status = "unchanged"  # not rewritten: the watcher's idle timer keeps running
     elif not digest_now and _same_bytes(inbox / "done" / name, data):

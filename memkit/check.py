@@ -7,7 +7,11 @@ Problems a person must look at (``check`` exits 1 while any is left):
 - ``skipped``: a file in topics/ memkit does not read (not UTF-8, binary, too large, a FIFO, a
   symlink leading out of the vault or looping);
 - ``parent-recreated``: a topic file beside the subtopics a split made of it;
-- ``inbox-error``: a transcript the watcher could not digest (``inbox/NAME.error``).
+- ``inbox-error``: a transcript the watcher could not digest (``inbox/NAME.error``);
+- ``inbox-undigested``: a transcript waiting in inbox/ while no LLM is configured: nothing will
+  digest it until ``llm:`` is set in memkit.yaml.
+
+Notes (no one needs to act): ``inbox-waiting``, a transcript the watcher digests once it is idle.
 
 Problems ``--fix`` repairs (reported, but they need no person):
 
@@ -31,7 +35,8 @@ from .topic import Entry, Topic, as_datetime, frontmatter_key, frontmatter_value
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 
-PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error")
+PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "inbox-undigested")
+NOTE_KINDS = ("inbox-waiting",)
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,11 @@ class Finding:
     def needs_person(self) -> bool:
         return self.kind in PERSON_KINDS
 
+    @property
+    def note(self) -> bool:
+        """Only for information (nothing to fix, no one needs to act)."""
+        return self.kind in NOTE_KINDS
+
 
 @dataclass
 class CheckReport:
@@ -59,6 +69,11 @@ class CheckReport:
     @property
     def needs_person(self) -> bool:
         return any(p.needs_person for p in self.problems)
+
+    @property
+    def clean(self) -> bool:
+        """Nothing but notes."""
+        return all(p.note for p in self.problems)
 
     def to_dict(self) -> dict[str, object]:
         return {"problems": [asdict(p) for p in self.problems], "fixed": self.fixed,
@@ -114,6 +129,19 @@ def check_vault(store: Store, index: Index | None = None, *, fix: bool = False) 
             why = "(unreadable)"
         report.problems.append(Finding("inbox-error", rel, None,
                                        f"{rel}: {why} (fix the cause; delete this file or touch the transcript to retry)"))
+    errored = {p.name[:-len(".error")] for p in errors}
+    for path in store.waiting_transcripts():
+        rel = f"{INBOX_DIR}/{path.name}"
+        if path.name in errored:
+            continue  # reported with its error above
+        if store.config.llm:
+            report.problems.append(Finding("inbox-waiting", rel, None,
+                                           f"{rel} waits for `memkit watch` to digest it once it is idle"))
+        else:
+            report.problems.append(Finding("inbox-undigested", rel, None,
+                                           f"{rel} waits in inbox/ but no LLM is configured, so nothing digests it: "
+                                           "set `llm:` in memkit.yaml, then run `memkit watch` (or `memkit digest "
+                                           f"{rel}`)"))
     listed = render_recent(store.recent(write=False), store.config.index_max_entries)
     try:
         current = store.recent_path.read_text(encoding="utf-8", errors="replace")
@@ -125,8 +153,8 @@ def check_vault(store: Store, index: Index | None = None, *, fix: bool = False) 
                                        fixable=True))
     if index is not None:
         # an index behind the files is not reported: every search brings it up to date by itself
-        try:
-            others = sorted(store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name != index.path.name)
+        try:  # (with no model found, the indexes of the others are what it will use again)
+            others = [] if not getattr(index.embedder, "available", True) else sorted(store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name != index.path.name)
         except OSError:
             others = []
         for other in others:

@@ -598,6 +598,11 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
             click.echo(report.summary())
 
     click.echo(f"watching {vault.root} (topics/{' and inbox/' if llm is not None else ''}); Ctrl-C to stop", err=True)
+    waiting = vault.waiting_transcripts()
+    if waiting:
+        what = plural(len(waiting), "transcript")
+        click.echo(f"{what} waiting in inbox/: " + ("digested once idle" if llm is not None else
+                   "no LLM is configured, so nothing digests them (set `llm:` in memkit.yaml)"), err=True)
     # errors are already printed by the memkit logger on stderr; no on_error echo here
     # check the inbox often enough that an idle transcript waits at most ~half its timeout extra
     interval = max(1.0, min(30.0, vault.config.session_timeout_minutes * 30))
@@ -880,9 +885,9 @@ def check(ctx: click.Context, fix: bool, json_: bool) -> None:
         for line in report.fixed:
             click.echo(f"fixed: {line}")
         for problem in report.problems:
-            label = "needs you" if problem.needs_person else "fixable"
+            label = "needs you" if problem.needs_person else "note" if problem.note else "fixable"
             click.echo(f"{label}: {problem.message}")
-        if not report.problems:
+        if report.clean:
             click.echo("no problems found" + (" (after the fixes above)" if report.fixed else ""))
         elif not fix and not report.needs_person:
             click.echo("run `memkit check --fix` to repair these")

@@ -623,11 +623,7 @@ def process_inbox(searcher: Searcher, llm: LLM | None, *, now: datetime | None =
     idle = store.config.session_timeout_minutes if idle_minutes is None else idle_minutes
     now_ts = (now or datetime.now()).timestamp()
     results = []
-    for path in sorted(inbox.iterdir()):
-        if not path.is_file() or path.name.startswith(".") or path.suffix in (".error", ".md") or path.name.endswith("~"):
-            continue
-        if path.is_symlink() and not store.is_inside(path):
-            continue
+    for path in store.waiting_transcripts():
         try:
             before = path.stat()
         except OSError:

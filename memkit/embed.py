@@ -421,6 +421,30 @@ def model_dim(folder: Path) -> int:
                          f"({exc})") from None
 
 
+class MissingModel:
+    """Stands in for a model that cannot be found: everything that needs no vectors (lexical search,
+    topics, add, check…) works; :meth:`embed` raises the reason. Its index holds no vectors
+    (dimension 0) and is dropped once the model is found.
+
+    :param spec: the model asked for; :param reason: why it cannot be used.
+    """
+
+    dim = 0
+    loaded = False
+    available = False
+
+    def __init__(self, spec: str, reason: str) -> None:
+        self.spec = spec
+        self.name = f"unavailable {spec}"
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"MissingModel({self.spec!r})"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise ModelError(self.reason)
+
+
 class LazyEmbedder:
     """A model located at once (its name and dimension, from its files) and loaded on its first
     :meth:`embed`: commands that need no vectors (lexical search, show, add…) never pay the

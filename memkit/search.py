@@ -122,6 +122,7 @@ class Searcher:
         """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``);
         ``embed=False`` records them without loading the model (see :meth:`Index.refresh`).
         Whether it checked."""
+        embed = embed and getattr(self.index.embedder, "available", True)  # no model: words only
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
             self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
             return True
@@ -186,6 +187,8 @@ class Searcher:
         k = self.config.max_memories_per_search if k is None else k
         if k < 1:
             raise InvalidValue(f"k must be at least 1, got {k}")
+        if not getattr(self.index.embedder, "available", True):
+            mode = "lexical"  # no model (warned when the vault looked for it): exact words only
         if threshold == "auto":
             threshold = self.threshold()
         elif threshold is not None and not isinstance(threshold, (int, float)):

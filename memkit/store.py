@@ -262,12 +262,14 @@ class Store:
             root.mkdir(parents=True, exist_ok=True)
             (root / TOPICS_DIR).mkdir(exist_ok=True)
             (root / INBOX_DIR).mkdir(exist_ok=True)
-            if not (root / INDEX_TXT).exists():
-                atomic_write(root / INDEX_TXT, b"")
             profile_path = root / TOPICS_DIR / f"{PROFILE_TOPIC}.md"
+            listed: list[RecentTopic] = []
             if (cls.init_profile if profile is None else profile) and not profile_path.exists():  # the pinned profile: always the first layer of the context
                 now = datetime.now().replace(microsecond=0)
                 atomic_write(profile_path, new_topic_text("Profile", PROFILE_SUMMARY, now, {"pinned": True}))
+                listed.append(RecentTopic(now, PROFILE_TOPIC, PROFILE_SUMMARY))
+            if not (root / INDEX_TXT).exists():  # in step with topics/ from the start: `check` finds nothing
+                atomic_write(root / INDEX_TXT, render_recent(listed, 1 << 30) if listed else b"")
             _add_lines(root / ".gitignore", GITIGNORE_LINES)
             _add_lines(root / ".gitattributes", GITATTRIBUTES_LINES)
             atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT)
@@ -799,6 +801,17 @@ class Store:
         except OSError as exc:
             raise describe_os_error(exc, self.rel(target)) from exc
         return target
+
+    def waiting_transcripts(self) -> list[Path]:
+        """The transcripts in inbox/ waiting for a digest (not ``.error`` notes, hidden or backup
+        files, nor a symlink leading out of the vault), by name."""
+        try:
+            paths = sorted(self.inbox_dir.iterdir()) if self.inbox_dir.is_dir() else []
+        except OSError:
+            return []
+        return [p for p in paths
+                if p.is_file() and not p.name.startswith(".") and p.suffix not in (".error", ".md")
+                and not p.name.endswith("~") and (not p.is_symlink() or self.is_inside(p))]
 
     def inbox_done(self, path: Path, read: os.stat_result) -> bool:
         """Move a digested transcript to ``inbox/done/`` (a free name, never replacing one), unless

@@ -17,8 +17,8 @@ from .config import Config, load_config, resolve_model
 from .check import CheckReport, check_vault
 from .context import Context, build_context, reset_session
 from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
-from .embed import Embedder, LazyEmbedder
-from .errors import MemkitError
+from .embed import Embedder, LazyEmbedder, MissingModel
+from .errors import MemkitError, ModelError
 from .fsutil import VaultLock
 from .gitsync import GitSetup, git_setup
 from .index import Index, IndexReport, Progress
@@ -310,7 +310,13 @@ class Vault:
         """The embedding model: located at once, loaded on its first use (:class:`LazyEmbedder`),
         so what needs no vectors (lexical search, show, add…) never loads it."""
         if self._embedder is None:
-            self._embedder = LazyEmbedder(self.model)
+            lazy = LazyEmbedder(self.model)
+            try:
+                lazy.dim  # located now (its files read), loaded later
+                self._embedder = lazy
+            except ModelError as exc:  # what needs no vectors still works: words only, with a warning
+                self.store.warn_once(f"{exc}; searching by words only until the model is found")
+                self._embedder = MissingModel(self.model, str(exc))
         return self._embedder
 
     @property
@@ -356,6 +362,10 @@ class Vault:
                                     since=since, mode=mode, refresh=refresh)
 
     # ---- the flows ----------------------------------------------------------------------------------
+    def waiting_transcripts(self) -> list[Path]:
+        """The transcripts in inbox/ waiting for a digest."""
+        return self.store.waiting_transcripts()
+
     def llm(self) -> LLM | None:
         """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm`)."""
         return make_llm(self.config.llm)

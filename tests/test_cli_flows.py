@@ -439,3 +439,12 @@ def test_unexpected_error_is_one_line_unless_debugging(tmp_path, monkeypatch, co
     monkeypatch.setenv("MEMKIT_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):
         cli(vault, *command, catch=False)
+
+
+def test_watch_banner_lists_transcripts_nothing_will_digest(tmp_path, monkeypatch):
+    vault = make_vault(tmp_path, {"garden": "- Grows San Marzano tomatoes\n"})
+    write(vault.inbox_dir / "chat-1.jsonl", '{"role": "user", "content": "I moved to Porto"}\n')
+    result, failure = run_watch_command(vault, monkeypatch, lambda watcher: None)
+    assert failure is None and result.exit_code == 0, (result.output, failure)
+    assert result.stderr.splitlines()[1] == ("1 transcript waiting in inbox/: no LLM is configured, so nothing "
+                                             "digests them (set `llm:` in memkit.yaml)")

@@ -1,0 +1,57 @@
+"""`memkit check`: what it reports after ordinary use (nothing), what waits in inbox/, and other
+models' indexes (which `memkit index` removes, as check says)."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from memkit import Vault
+from memkit.cli import main
+from util import FakeEmbedder
+
+
+def run(root, *args, input=None):
+    return CliRunner().invoke(main, ["--vault", str(root), *args], input=input, prog_name="memkit",
+                              obj={"vault_obj": Vault(root, embedder=FakeEmbedder())})
+
+
+def test_check_after_init_and_adds_finds_nothing(tmp_path):
+    root = Vault.init(tmp_path / "v").root
+    assert run(root, "check").stdout == "no problems found\n"
+    for text in ("Prefers bomba rice", "Allergic to tree nuts"):
+        assert run(root, "add", text, "--topic", "cooking").exit_code == 0
+        result = run(root, "check")
+        assert result.exit_code == 0 and result.stdout == "no problems found\n", result.stdout
+
+
+def test_a_transcript_no_llm_will_digest_needs_a_person(tmp_path):
+    root = Vault.init(tmp_path / "v").root
+    captured = run(root, "capture", "--session", "chat-1", input="Maya: I moved to Porto\nAssistant: nice\n")
+    assert captured.exit_code == 0 and "no LLM is configured, so nothing digests it yet" in captured.stdout
+    result = run(root, "check", "--json")
+    assert result.exit_code == 1
+    (finding,) = json.loads(result.stdout)["problems"]
+    assert finding["kind"] == "inbox-undigested" and finding["file"].startswith("inbox/chat-1")
+
+
+def test_a_transcript_the_watcher_will_digest_is_a_note(tmp_path):
+    root = Vault.init(tmp_path / "v").root
+    (root / "memkit.yaml").write_text("llm: {base_url: 'http://127.0.0.1:9/v1', model: m}\n")
+    captured = run(root, "capture", "--session", "chat-1", "--json", input="Maya: I moved to Porto\n")
+    assert json.loads(captured.stdout)["llm_configured"] is True
+    result = run(root, "check")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("note: inbox/chat-1") and result.stdout.endswith("no problems found\n")
+
+
+def test_memkit_index_removes_other_models_indexes(tmp_path):
+    root = Vault.init(tmp_path / "v").root
+    run(root, "add", "Prefers bomba rice", "--topic", "cooking")
+    other = root / ".memkit" / "index" / "some-other-model-256.sqlite3"
+    other.parent.mkdir(parents=True, exist_ok=True)
+    other.write_bytes(b"")
+    assert "is the index of another model" in run(root, "check").stdout
+    assert run(root, "index").exit_code == 0
+    assert not other.exists()
+    assert run(root, "check").stdout == "no problems found\n"

@@ -22,7 +22,8 @@ afresh with a warning. A session idle for longer than ``session_timeout_minutes`
 
 The block fits ``budget_tokens`` (estimated at ~4 characters a token). Over budget, it sheds in
 this order: recent topics beyond the newest five, memories from the bottom of the list, the topic
-file's oldest entries, the last recent topics, then the profile's last lines. The instructions
+file's entries least relevant to the message (those the message does not find, oldest first, then
+the weakest matches), the last recent topics, then the profile's last lines. The instructions
 are never cut, and every cut says ``(N more not shown)``. Expired entries (memkit.yaml
 ``expire:``, ``(until DATE)``) are never shown.
 """
@@ -265,8 +266,30 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
     if topic is not None:  # expired entries are never shown; the profile is shown above
         topic.entries = [e for e in topic.entries if not expiry(e, store.config.expire, today)]
     recent = [r for r in store.recent() if r.topic not in pinned]  # the profile is shown whole above
+    order = None
+    if topic is not None and message:
+        current = topic
+        order = _safely(lambda: _relevance_order(searcher, current, message), None,
+                        "cannot rank the topic's entries; the oldest are left out first")
     return _fit(recent, memories if topic is None else [], topic, state["session"], budget_tokens, now,
-                profile, follow)
+                profile, follow, order)
+
+
+def _relevance_order(searcher: Searcher, topic: Topic, message: str) -> list[int]:
+    """The topic's entry positions from the one to leave out first to the one to keep last: entries
+    the message does not find, oldest first, then those it finds, least relevant first (under a
+    tight budget "what car do I drive?" keeps the car itself, not the car wash)."""
+    entries = topic.entries
+    hits = searcher.search(message, k=max(1, len(entries)), threshold=None, topic=topic.name, refresh=False)
+    where = {e.id: pos for pos, e in enumerate(entries)}
+    age = {pos: rank for rank, pos in enumerate(_age_order(entries))}
+    score: dict[int, float] = {}
+    for h in hits:
+        if h.topic == topic.name and h.id in where:
+            score.setdefault(where[h.id], round(h.score, 6))
+    # weakest first; among equals (notes alike), the oldest first, so the newest are kept
+    found = sorted(score, key=lambda pos: (score[pos], age[pos]))
+    return [pos for pos in _age_order(entries) if pos not in score] + found
 
 
 def _profile(store: Store, pinned: Sequence[str], today: date) -> list[Entry]:
@@ -416,7 +439,7 @@ def _topic_section(topic: Topic, keep: set[int] | None) -> str:
     # alone, so it does not read as the continuation of the list item above it.
     blocks: list[list[str]] = [head]
     hidden = 0 if keep is None else len(entries) - len(keep)
-    current: list[str] = [f"- ({hidden} older entries not shown)"] if hidden else []
+    current: list[str] = [f"- ({hidden} less relevant entries not shown)"] if hidden else []
     for pos, e in enumerate(entries):
         if keep is not None and pos not in keep:
             continue
@@ -436,10 +459,16 @@ def _topic_section(topic: Topic, keep: set[int] | None) -> str:
 
 def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, session: str | None,
          budget_tokens: int, now: datetime, profile: Sequence[Entry] = (),
-         follow: Sequence[tuple[str, str, date]] = ()) -> Context:
-    """Render the block, shedding items in the documented order until it fits the budget."""
+         follow: Sequence[tuple[str, str, date]] = (), order: list[int] | None = None) -> Context:
+    """Render the block, shedding items in the documented order until it fits the budget.
+
+    :param order: the topic's entry positions, the first to leave out first (default: oldest first).
+    """
     budget_chars = budget_tokens * CHARS_PER_TOKEN
-    order = _age_order(topic.entries) if topic is not None else []
+    if topic is None:
+        order = []
+    elif order is None or sorted(order) != list(range(len(topic.entries))):
+        order = _age_order(topic.entries)
     n_entries = len(order)
     n_profile = len(profile)
     head = _follow_section(follow, now.date())

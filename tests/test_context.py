@@ -234,8 +234,7 @@ def test_budget_trims_recent_then_topic_entries_never_instructions(tmp_path):
     body = section(ctx.text, "Current topic: Cooking")
     shown = [line for line in body.splitlines() if line.startswith("- Paella")]
     hidden = ctx.omitted["topic_entries"]
-    assert hidden > 0 and len(shown) == 40 - hidden and f"- ({hidden} older entries not shown)" in body
-    assert shown[-1].startswith("- Paella rice note number 39 ")  # the newest kept, the oldest cut
+    assert hidden > 0 and len(shown) == 40 - hidden and f"- ({hidden} less relevant entries not shown)" in body
     assert ctx.omitted == {"recent": 9, "memories": 0, "topic_entries": hidden, "profile": 0}
 
     # a budget that cannot even hold the instructions: they are kept whole, with a warning
@@ -353,3 +352,16 @@ def test_a_memory_holding_every_word_of_the_message_is_shown(tmp_path):
     ctx = build_context(v.searcher, "parking", now=NOW)
     assert [h.text for h in ctx.memories] == ["Parking spot at the office is B15"]
     assert build_context(v.searcher, "hi!", now=NOW).memories == []
+
+
+def test_a_tight_budget_keeps_the_topic_entries_the_message_is_about(tmp_path):
+    car = ["I drive a 2014 Subaru Outback, bought used in 2022 (2025-01-10)",
+           "Subaru insurance with Fidelidade renews every March (2025-02-01)"] + \
+          [f"Car wash every other Saturday at the station number {i} (2026-0{1 + i % 9}-1{i % 9})" for i in range(14)]
+    v = make_vault(tmp_path, {"car": car, "cooking": ["Prefers bomba rice for paella"]})
+    first = build_context(v.searcher, "the car wash every other saturday at the station", session="s", now=NOW)
+    assert first.topic == "car"  # the session's topic
+    ctx = build_context(v.searcher, "what car do I drive? my Subaru", session="s", now=NOW, budget_tokens=300)
+    body = section(ctx.text, "Current topic: Car")
+    assert ctx.omitted["topic_entries"] > 0 and "less relevant entries not shown" in body
+    assert "I drive a 2014 Subaru Outback" in body and "Subaru insurance with Fidelidade" in body

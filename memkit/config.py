@@ -13,7 +13,7 @@ from .fsutil import read_regular
 from .safeyaml import MAX_YAML_BYTES, YamlError, load_yaml
 
 CONFIG_NAME = "memkit.yaml"
-DEFAULT_MODEL = "minishlab/potion-base-8M"  #: the embedding model when nothing names one
+DEFAULT_MODEL = "minishlab/potion-base-8M"  #: the embedding model when nothing names one and it is cached
 MODEL_ENV = "MEMKIT_MODEL"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -128,6 +128,71 @@ class LLMSettings:
             )
 
 
+@dataclass
+class EmbedderSettings:
+    """An embedding server speaking the OpenAI-compatible ``/v1/embeddings`` (Ollama, llama.cpp,
+    vLLM…), used instead of a model2vec model.
+
+    :param base_url: endpoint root, e.g. ``http://127.0.0.1:11434/v1``; requests go to
+        ``{base_url}/embeddings``.
+    :param model: the model name the server knows.
+    :param api_key_env: NAME of an environment variable holding the API key (never the key).
+    :param timeout_s: seconds to wait for one request.
+    :param batch_size: texts sent per request.
+    :param dim: the vectors' dimension, if known (else asked of the server once).
+    """
+
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str | None = None
+    timeout_s: float = 30.0
+    batch_size: int = 64
+    dim: int | None = None
+
+    @classmethod
+    def from_config(cls, given: Any, where: str = "embedder") -> EmbedderSettings | None:
+        """Settings from the ``embedder:`` mapping (empty or None: no server, the model is used).
+
+        :raises ConfigError: naming the key to fix.
+        """
+        if given is None or given == {}:
+            return None
+        if not isinstance(given, Mapping):
+            raise ConfigError(f"{where} must be a mapping (base_url, model, api_key_env…), not {type(given).__name__}")
+        allowed = sorted(f.name for f in fields(cls))
+        values: dict[str, Any] = {}
+        for key, value in given.items():
+            if key not in allowed:
+                hint = difflib.get_close_matches(str(key), allowed, n=1)
+                raise ConfigError(f"{where}: unknown key {key!r} ({f'did you mean {hint[0]!r}? ' if hint else ''}"
+                                  f"allowed: {', '.join(allowed)})")
+            if value is None:
+                continue
+            if key in ("base_url", "model", "api_key_env"):
+                if not isinstance(value, str) or not value.strip():
+                    raise ConfigError(f"{where}.{key} must be a non-empty string, not {describe_value(value)}")
+                values[key] = value.strip()
+            elif key == "timeout_s":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                    raise ConfigError(f"{where}.timeout_s must be a number of seconds > 0, not {value!r}")
+                values[key] = float(value)
+            else:  # batch_size, dim
+                if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 65536:
+                    raise ConfigError(f"{where}.{key} must be a whole number between 1 and 65536, not {value!r}")
+                values[key] = value
+        for key in ("base_url", "model"):
+            if key not in values:
+                raise ConfigError(f"{where}.{key} is missing: an embedding server needs base_url and model")
+        parts = urllib.parse.urlsplit(values["base_url"])
+        if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+            raise ConfigError(f"{where}.base_url must be an http:// or https:// URL, e.g. "
+                              f"http://127.0.0.1:11434/v1, not {values['base_url']!r}")
+        if "api_key_env" in values and not _ENV_NAME.match(values["api_key_env"]):
+            raise ConfigError(f"{where}.api_key_env must be the NAME of an environment variable holding the key "
+                              "(letters, digits and _), not the key itself")
+        return cls(**values)
+
+
 # The file `memkit init` writes: every key with its default, commented so a person can tune it.
 DEFAULT_CONFIG_TEXT = """\
 # memkit settings. Every key is optional; the values below are the defaults.
@@ -151,8 +216,14 @@ max_memories_per_search: 5
 # Lines kept in index.txt (recent topics, newest first).
 index_max_entries: 20
 
-# A model2vec model id (fetched once into the Hugging Face cache) or a local folder.
-model: minishlab/potion-base-8M
+# The embedding model: a model2vec model id (fetched once into the Hugging Face cache) or a local
+# folder. Unset (the default): minishlab/potion-base-8M when it is cached, else memkit's own
+# built-in model (shipped with memkit, no download).
+# model: minishlab/potion-base-8M
+
+# An embedding server instead of a model (Ollama, llama.cpp, vLLM: OpenAI-compatible /v1/embeddings):
+#   embedder: {base_url: "http://127.0.0.1:11434/v1", model: "nomic-embed-text"}
+embedder: {}
 
 # How long entries of a kind stay (1d, 2w, 6m, 1y or never); other kinds never expire. An entry
 # may also carry its own end: "(until 2026-12-31)". Expired entries leave search and context at
@@ -182,8 +253,9 @@ class Config:
     embedding_similarity_threshold: float | str = "auto"  #: a cosine, or "auto" (calibrated per model)
     max_memories_per_search: int = 5
     index_max_entries: int = 20
-    model: str = DEFAULT_MODEL
+    model: str | None = None  #: None: potion-base-8M when cached, else the built-in model
     llm: LLMSettings | None = None  #: None: no LLM configured
+    embedder: EmbedderSettings | None = None  #: None: the model embeds
     #: kind -> lifetime in days (None: never expires); memkit.yaml's ``expire:`` is merged over the defaults
     expire: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_EXPIRE))
     profile_max_entries: int = 20  #: the most entries `memkit distill` keeps in the pinned profile
@@ -249,6 +321,9 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
                 merged[kind.lower()] = parse_lifetime(life, f"{source}: expire.{kind}")
             values[key] = merged
             continue
+        if key == "embedder":
+            values[key] = EmbedderSettings.from_config(given, f"{source}: embedder")
+            continue
         if key == "llm":  # LLMSettings.from_config checks the whole section, its type included
             try:
                 values[key] = LLMSettings.from_config(given)
@@ -295,8 +370,9 @@ def load_config(root: Path) -> Config:
     return parse_config(data, str(path))
 
 
-def resolve_model(explicit: str | None, config: Config, env: Mapping[str, str]) -> str:
-    """The embedding model to use: ``explicit`` (``--model``), then ``MEMKIT_MODEL``, then memkit.yaml.
+def resolve_model(explicit: str | None, config: Config, env: Mapping[str, str]) -> str | None:
+    """The embedding model to use: ``explicit`` (``--model``), then ``MEMKIT_MODEL``, then memkit.yaml
+    (None: none named, the default applies).
 
     :param explicit: a model given by the caller, or None.
     :param config: the vault's settings.

@@ -25,6 +25,7 @@ from .errors import ModelError
 
 log = logging.getLogger("memkit")
 
+BUILTIN_MODEL = "memkit-m2v"  #: memkit's own model, shipped in the package (memkit/models/, `make model`)
 OFFLINE_MODEL = "tokenlearn-static-model"
 #: how to install the offline model: memkit's PyPI name is not ``memkit`` (taken by another project)
 OFFLINE_INSTALL = "pip install tokenlearn-static-model"
@@ -365,17 +366,40 @@ def _load_folder(folder: Path, name: str) -> StaticEmbedder:
         return _CACHE[key]
 
 
+def builtin_model_folder() -> Path | None:
+    """The folder of memkit's own model, shipped in the package (None in a checkout that has not
+    built it: `make model`)."""
+    folder = Path(__file__).resolve().parent / "models" / BUILTIN_MODEL
+    return folder if (folder / "model.safetensors").is_file() else None
+
+
 def locate_model(spec: str | None = None, *, allow_fallback: bool = True) -> tuple[Path, str]:
     """The folder of model ``spec`` and the name its vectors are stamped with, without loading it:
-    a local folder, the offline package model, a cached hub snapshot, a download (when the hub is
-    reachable), or the offline model as a fallback (with one warning).
+    a local folder, memkit's built-in model, the offline package model, a cached hub snapshot, a
+    download (when the hub is reachable), or the built-in model as a fallback (with one warning).
+
+    ``spec`` None (nothing configured): potion-base-8M when it is cached, else the built-in model;
+    neither the network nor the hub is asked.
 
     :raises ModelError: saying how to fix it.
     """
-    spec = spec or DEFAULT_MODEL
+    if not spec:
+        cached = cached_hub_folder(DEFAULT_MODEL)
+        if cached is not None:
+            return cached, DEFAULT_MODEL
+        builtin = builtin_model_folder()
+        if builtin is not None:
+            return builtin, BUILTIN_MODEL
+        spec = DEFAULT_MODEL  # a checkout without the built-in model: the hub, else the offline package
     path = Path(spec).expanduser()
     if path.is_dir():
         return path, spec
+    if spec == BUILTIN_MODEL:
+        builtin = builtin_model_folder()
+        if builtin is None:
+            raise ModelError(f"memkit's built-in model is missing from {Path(__file__).parent / 'models'}: "
+                             "reinstall memkit, or build it with `make model`")
+        return builtin, BUILTIN_MODEL
     if spec == OFFLINE_MODEL:
         folder = offline_model_folder()
         if folder is None:
@@ -392,16 +416,16 @@ def locate_model(spec: str | None = None, *, allow_fallback: bool = True) -> tup
             return _download(spec), spec
         except Exception as exc:  # huggingface_hub raises many types
             problem = f"downloading it failed: {type(exc).__name__}: {exc}"
-    fallback = offline_model_folder() if allow_fallback else None
-    if fallback is not None:
-        log.warning("model %s is not available (%s); using the offline model %s (64-d). "
-                    "To use it without this warning set `model: %s` in memkit.yaml (or MEMKIT_MODEL)",
-                    spec, problem, OFFLINE_MODEL, OFFLINE_MODEL)
-        return fallback, OFFLINE_MODEL
+    if allow_fallback:
+        for fallback, name in ((builtin_model_folder(), BUILTIN_MODEL), (offline_model_folder(), OFFLINE_MODEL)):
+            if fallback is not None:
+                log.warning("model %s is not available (%s); using %s instead. To use it without this warning "
+                            "remove `model:` from memkit.yaml (or set it to %s)", spec, problem, name, name)
+                return fallback, name
     raise ModelError(
         f"model {spec!r} is not available: {problem}. Fix: run once with network access to cache it, "
-        f"set `model:` in memkit.yaml (or MEMKIT_MODEL / --model) to a local model2vec folder, "
-        f"or install the offline model: {OFFLINE_INSTALL}"
+        f"or set `model:` in memkit.yaml (or MEMKIT_MODEL / --model) to a local model2vec folder or "
+        f"to {BUILTIN_MODEL}, memkit's own model"
     )
 
 
@@ -433,9 +457,9 @@ class MissingModel:
     loaded = False
     available = False
 
-    def __init__(self, spec: str, reason: str) -> None:
+    def __init__(self, spec: str | None, reason: str) -> None:
         self.spec = spec
-        self.name = f"unavailable {spec}"
+        self.name = f"unavailable {spec or 'default'}"
         self.reason = reason
 
     def __repr__(self) -> str:
@@ -454,7 +478,7 @@ class LazyEmbedder:
     """
 
     def __init__(self, spec: str | None = None) -> None:
-        self.spec = spec or DEFAULT_MODEL
+        self.spec = spec or None
         self._where: tuple[Path, str] | None = None
         self._dim: int | None = None
         self._model: StaticEmbedder | None = None

@@ -21,7 +21,7 @@ import numpy as np
 
 from .blas import single_thread
 from .config import Config
-from .errors import InvalidValue, MemkitError, TopicNotFound
+from .errors import InvalidValue, MemkitError, ModelError, TopicNotFound
 from .index import NO_DAY, TRIM_MIN_ROWS, Index, IndexReport, IndexView, trim_memory
 from .lifecycle import last_day
 from .names import check_topic_name, in_topic
@@ -193,7 +193,12 @@ class Searcher:
             threshold = self.threshold()
         elif threshold is not None and not isinstance(threshold, (int, float)):
             raise InvalidValue(f"threshold must be a number, None or 'auto', got {threshold!r}")
-        checked = refresh is not False and self.refresh(force=bool(refresh), embed=mode != "lexical")
+        try:
+            checked = refresh is not False and self.refresh(force=bool(refresh), embed=mode != "lexical")
+        except ModelError as exc:  # an embedding server that is down: words only, with a warning
+            self.store.warn_once(f"{exc}; searching by words only")
+            mode = "lexical"
+            checked = refresh is not False and self.refresh(force=True, embed=False)
         # writes of other processes are looked for with the files (at most once a second)
         if checked:  # a file that needs a person is named on every search, not only when re-read
             for problem in self.index.file_errors():
@@ -209,7 +214,13 @@ class Searcher:
         mask = _mask(view, topic, kind, tag, since)
         if mask is not None and not mask.any():
             return []
-        qvec = self.index.embedder.embed([query])[0] if mode != "lexical" else None
+        qvec = None
+        if mode != "lexical":
+            try:
+                qvec = self.index.embedder.embed([query])[0]
+            except ModelError as exc:
+                self.store.warn_once(f"{exc}; searching by words only")
+                mode = "lexical"
         expired = self.expired_rows(view)  # left out: asked for k more, then dropped (a mask would be slower)
         with single_thread():
             ranked = ranker.search_hits(query, qvec, k=k + len(expired), mode=mode, threshold=threshold, mask=mask)

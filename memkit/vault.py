@@ -18,6 +18,7 @@ from .check import CheckReport, check_vault
 from .context import Context, build_context, reset_session
 from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
 from .embed import Embedder, LazyEmbedder, MissingModel
+from .http_embed import HTTPEmbedder
 from .errors import MemkitError, ModelError
 from .fsutil import VaultLock
 from .gitsync import GitSetup, git_setup
@@ -310,10 +311,12 @@ class Vault:
         """The embedding model: located at once, loaded on its first use (:class:`LazyEmbedder`),
         so what needs no vectors (lexical search, show, add…) never loads it."""
         if self._embedder is None:
-            lazy = LazyEmbedder(self.model)
+            chosen: Embedder = LazyEmbedder(self.model)
             try:
-                lazy.dim  # located now (its files read), loaded later
-                self._embedder = lazy
+                if self.config.embedder is not None and self.model is None:  # a server, unless a model is named
+                    chosen = HTTPEmbedder(self.config.embedder)
+                chosen.dim  # located now (a model's files read, a server asked once), loaded later
+                self._embedder = chosen
             except ModelError as exc:  # what needs no vectors still works: words only, with a warning
                 self.store.warn_once(f"{exc}; searching by words only until the model is found")
                 self._embedder = MissingModel(self.model, str(exc))

@@ -459,10 +459,11 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
     if not hits:
         filters = [f for f, v in (("--topic", topic), ("--kind", kind), ("--tag", tag), ("--since", since)) if v]
         hint = f"check the filters ({', '.join(filters)})" if filters else ""
-        if not no_threshold:
-            hint += (" or " if hint else "") + "try --all to drop the similarity threshold"
         click.echo(f"no memories match{' (' + hint + ')' if hint else ''}", err=True)
         return
+    if not hits[0].confident:
+        click.echo(f"no confident match; the closest {plural(len(hits), 'memory', 'memories')}, weak "
+                   "(below the similarity threshold):", err=True)
     for h in hits:
         click.echo(f"{h.score:.2f}  {h.id}  {h.topic:<14} {h.text}")
 

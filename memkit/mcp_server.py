@@ -154,8 +154,9 @@ TOOLS: dict[str, dict[str, Any]] = {
             "Search the user's long-term memory for entries relevant to a query (exact words and meaning, "
             "fused). Use it before answering anything that may depend on what the user told you in earlier "
             "conversations. Returns a JSON list of hits, best first, each with id, text, topic, kind, tags, "
-            "date, file, line, score (ranking, 0..1), cosine and lexical (the two sides of the score). "
-            "An empty list means nothing relevant is stored."),
+            "date, file, line, score (ranking, 0..1), cosine and lexical (the two sides of the score) and "
+            "confident (false: nothing passed the similarity threshold, these are only the closest; weigh "
+            "them as such). An empty list means nothing relevant is stored."),
         "schema": _schema({
             "query": _string("What to look for: a question, keywords, a name or a part number.", MAX_QUERY_CHARS,
                              minLength=1),

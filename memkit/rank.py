@@ -22,7 +22,9 @@ Scoring of a query ``q`` with unit embedding ``qv`` (one value per entry):
 
 Hybrid scores are divided by their largest possible value, so they lie in [0, 1]; they order
 results and are not comparable across queries. Mode ``"vector"`` ranks by ``vector``, mode
-``"lexical"`` by BM25 (entries with a query word only).
+``"lexical"`` by BM25 (entries with a query word only), scored on 0..1 too: ``1 - exp(-BM25 / I)``
+with ``I`` the query words' summed IDF (what an average-length entry holding each query word once
+scores, which so gets 0.63).
 
 **Threshold**: an entry is kept when ``max(cosine, context cosine)`` (a true cosine, on the
 model's scale) reaches it, or when its own text holds at least ``lexical_keep`` (0.4) of the IDF
@@ -78,6 +80,9 @@ VEC_CANDIDATES = 64  #: entries of best approximate cosine, added (the vector ha
 LOW_CANDIDATES = 64  #: entries of lowest approximate cosine (the vector half's minimum)
 TOP_SLACK = 1.25  #: a sampled cut-off aims at this many times the entries wanted (rarely fewer)
 THRESHOLD_MARGIN = 0.15  #: an approximate cosine this far below the threshold cannot reach it
+NOISE_Z = 2.0  #: a weak match's cosine stands this many standard deviations above the query's mean
+NOISE_FLOOR = 0.1  #: … and above this cosine
+NOISE_MIN_N = 10  #: fewer entries than this: no statistics, no weak match by meaning alone
 
 
 @dataclass(frozen=True)
@@ -358,6 +363,19 @@ class Ranker:
         prev[1:] = cos[:-1]
         return (cos, *self._vector(cos, prev, slice(None)))
 
+    def cosine_noise(self, query_vec: np.ndarray, mask: np.ndarray | None = None) -> float:
+        """The cosine an unrelated entry reaches for this query: the mean of the query's cosines
+        over the vault plus ``NOISE_Z`` standard deviations (at least ``NOISE_FLOOR``); with fewer
+        than ``NOISE_MIN_N`` entries there are no statistics and it is 1 (only a shared word shows
+        a weak match). A hit below it that shares no word with the query is noise, never shown."""
+        cos = self._cosines(self._unit(query_vec))
+        allowed = self.live if mask is None else (mask if self.live is None else mask & self.live)
+        if allowed is not None:
+            cos = cos[allowed]
+        if cos.size < NOISE_MIN_N:
+            return 1.0
+        return max(NOISE_FLOOR, float(cos.mean() + NOISE_Z * cos.std()))
+
     def _boost(self, qwords: set[str]) -> np.ndarray | None:
         """The speaker boost per entry, when the query names a speaker."""
         named = [i for i, ts in enumerate(self.speaker_terms) if ts & qwords]
@@ -444,8 +462,9 @@ class Ranker:
             prev[1:] = cos[:-1]
             ctx, vec = self._vector(cos, prev, slice(None))
         keep: np.ndarray | None = allowed
-        if mode == "lexical":
-            score = lex
+        if mode == "lexical":  # on a 0..1 scale like the others, order kept: 0.63 = every query word once
+            ideal = sum(self.lex.idf(tid) for tid, _ in qt)
+            score = -np.expm1(lex * np.float32(-1 / ideal)) if ideal > 0 else lex
             keep = lex > 0 if keep is None else keep & (lex > 0)
         elif mode == "vector":
             assert vec is not None

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import date, timedelta
 from typing import Any, Iterable, Literal, Union
 
@@ -27,6 +27,7 @@ from .lifecycle import last_day
 from .names import check_topic_name, in_topic
 from .rank import RECOMMENDED_THRESHOLD, Ranker
 from .store import Store
+from .text import terms
 
 log = logging.getLogger("memkit")
 
@@ -56,6 +57,7 @@ class Hit:
     score: float  #: the ranking score (hybrid: 0..1, only for ordering)
     cosine: float  #: cosine similarity of the entry to the query
     lexical: float = 0.0  #: BM25 score of the entry for the query (0: no query word in it)
+    confident: bool = True  #: False: below the threshold, shown because nothing passed it (a weak match)
 
     @classmethod
     def from_dict(cls, data: Any) -> "Hit | None":
@@ -66,7 +68,7 @@ class Hit:
                        tuple(str(t) for t in data.get("tags", ())),
                        None if data.get("date") is None else str(data["date"]), str(data["file"]),
                        int(data["line"]), float(data["score"]), float(data["cosine"]),
-                       float(data.get("lexical", 0.0)))
+                       float(data.get("lexical", 0.0)), bool(data.get("confident", True)))
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
@@ -99,6 +101,7 @@ class Searcher:
         self.index = index
         self._ranked: tuple[IndexView, Ranker] | None = None
         self._lock = threading.Lock()
+        self._unembedded = False  #: the last refresh recorded entries without vectors
         #: (view lineage, rows checked, last valid day per row, the day it was computed for)
         self._expired: tuple[int, int, np.ndarray, int] | None = None
 
@@ -123,8 +126,11 @@ class Searcher:
         ``embed=False`` records them without loading the model (see :meth:`Index.refresh`).
         Whether it checked."""
         embed = embed and getattr(self.index.embedder, "available", True)  # no model: words only
+        if embed and self._unembedded:
+            force = True  # a refresh without vectors ran: embed what it recorded before searching by meaning
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
             self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
+            self._unembedded = not embed
             return True
         return False
 
@@ -162,7 +168,7 @@ class Searcher:
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
-               mode: Mode = "hybrid", refresh: bool | None = None) -> list[Hit]:
+               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 0) -> list[Hit]:
         """Search the vault's memories.
 
         :param query: what to look for (natural language, names, part numbers…).
@@ -176,6 +182,9 @@ class Searcher:
         :param mode: ``hybrid`` (default), ``vector`` or ``lexical``.
         :param refresh: index changed files first: ``None`` at most once a second, ``True`` now,
             ``False`` never.
+        :param weak: when nothing passes the threshold, return up to this many of the closest
+            entries instead, marked ``confident=False``: those sharing a word with the query, or
+            whose cosine stands out of the query's noise (:meth:`memkit.rank.Ranker.cosine_noise`).
         """
         if mode not in MODES:
             raise InvalidValue(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
@@ -222,12 +231,21 @@ class Searcher:
                 self.store.warn_once(f"{exc}; searching by words only")
                 mode = "lexical"
         expired = self.expired_rows(view)  # left out: asked for k more, then dropped (a mask would be slower)
+        gone = set(expired.tolist())
         with single_thread():
-            ranked = ranker.search_hits(query, qvec, k=k + len(expired), mode=mode, threshold=threshold, mask=mask)
-        if len(expired):
-            gone = set(expired.tolist())
-            ranked = [r for r in ranked if r[0] not in gone][:k]
-        return hits_at(view, ranked)
+            ranked = ranker.search_hits(query, qvec, k=k + len(gone), mode=mode, threshold=threshold, mask=mask)
+        ranked = [r for r in ranked if r[0] not in gone][:k]
+        if ranked or not weak or threshold is None or qvec is None:
+            return hits_at(view, ranked)
+        # nothing passed the threshold: the closest few that are more than noise, marked weak
+        with single_thread():
+            closest = ranker.search_hits(query, qvec, k=3 * min(k, weak) + len(gone), mode=mode, threshold=None, mask=mask)
+            noise = ranker.cosine_noise(qvec, mask)
+        words = set(terms(query))
+        closest = [r for r in closest if r[0] not in gone]
+        shown = [h for h, r in zip(hits_at(view, closest), closest)
+                 if r[2] > noise or (r[3] > 0 and words & set(terms(h.text)))]  # its own words, not its neighbours'
+        return [replace(h, confident=False) for h in shown[:min(k, weak)]]
 
     def expired_rows(self, view: IndexView, today: date | None = None) -> np.ndarray:
         """The rows of ``view`` whose entry has expired by ``today`` (past its ``(until DATE)`` or

@@ -350,7 +350,7 @@ class Vault:
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
-               mode: Mode = "hybrid", refresh: bool | None = None) -> list[Hit]:
+               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3) -> list[Hit]:
         """Hybrid lexical + vector search (see :meth:`memkit.search.Searcher.search`).
 
         :param query: what to look for.
@@ -360,9 +360,11 @@ class Vault:
             :param tag: only this tag; :param since: only entries dated on or after this day.
         :param mode: ``hybrid``, ``vector`` or ``lexical``.
         :param refresh: check the files first: None at most once a second, True now, False never.
+        :param weak: when nothing passes the threshold, up to this many of the closest entries that
+            are more than noise, marked ``confident=False`` (0: none, an empty list).
         """
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
-                                    since=since, mode=mode, refresh=refresh)
+                                    since=since, mode=mode, refresh=refresh, weak=weak)
 
     # ---- the flows ----------------------------------------------------------------------------------
     def waiting_transcripts(self) -> list[Path]:

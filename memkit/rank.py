@@ -11,9 +11,15 @@ Scoring of a query ``q`` with unit embedding ``qv`` (one value per entry):
 2. ``lexical``: BM25 (:class:`memkit.lexical.BM25Index`, light stemming, stop words) over each
    entry's text plus its two previous same-file entries at half weight: a line often only makes
    sense with the one before it.
-3. Fusion: ``lex_weight * lexical / max + (1 - lex_weight) * (vector - min) / (max - min)``. With
-   ``lex_weight`` 0.6 the best lexical match outranks every entry holding no query word, so
-   exact rare words ("hAP ax3", "node-3") are never drowned by the vector side.
+3. Fusion: ``a * lexical / max + (1 - a) * (vector - min) / (max - min)``. In a conversation
+   (files whose entries are ``Name: text`` turns) ``a`` is ``lex_weight`` (0.6): the best lexical
+   match outranks every entry holding no query word, so names and rare words ("hAP ax3", "node-3")
+   are never drowned by the vector side. In notes, people ask in other words than they wrote
+   ("what car do I have" for "I drive a Subaru"), and one common word shared with the wrong note
+   ("car" in "car wash") must not win: ``a = lex_weight * min(1, held / lex_full) ** lex_power``,
+   ``held`` being the share of the query's IDF mass the best word match holds, a query word no
+   entry has counting as the rarest (a query the vault answers word for word keeps the full
+   weight; one whose words it mostly lacks is ranked by meaning).
 4. People: ``+ speaker_boost`` for entries spoken (``Name: text``) by a person the query names,
    in files that read like a conversation only (:func:`speakers`): a note like "Rice: soak it
    overnight" or "TODO: call the plumber" is nobody speaking.
@@ -99,6 +105,10 @@ class RankParams:
     smooth_next: float = 0.1
     file_prior: float = 0.3
     lexical_keep: float = 0.4  #: share of the query's IDF mass that passes any threshold
+    #: notes (not conversations): the lexical weight scales with (share / lex_full) ** lex_power, share
+    #: being the query's IDF mass the best word match holds (a query word no entry has counts too); 0: off
+    lex_full: float = 1.0
+    lex_power: float = 2.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lex_weight <= 1.0:
@@ -385,12 +395,45 @@ class Ranker:
         lut[named] = np.float32(self.params.speaker_boost)
         return lut[self.speaker]
 
-    def _fuse(self, lex: np.ndarray, vec: np.ndarray, vmin: float, vmax: float, lmax: float,
-              boost: np.ndarray | None, next_ok: np.ndarray, seg: np.ndarray | None) -> np.ndarray:
-        """Steps 3-5 over a run of entries: all of them (``seg`` None: the files are known), or
-        the fast path's candidates (``seg``: the file of each)."""
+    def note_weight(self, query: str, qt: list[tuple[int, int]], coverage: np.ndarray) -> float:
+        """The lexical weight for entries of notes (see the module docstring, step 3): the full
+        ``lex_weight`` when the best word match holds the whole query, less as it holds less of it.
+
+        :param coverage: :meth:`memkit.lexical.BM25Index.coverage` of ``qt``.
+        """
         p = self.params
-        a = np.float32(p.lex_weight)
+        words = set(text_terms(query))
+        if not p.lex_full or not words or not qt:
+            return p.lex_weight if qt else 0.0
+        known = sum(self.lex.idf(tid) for tid, _ in qt)
+        n = float(self.lex.live_docs)
+        unknown = (len(words) - len(qt)) * float(np.log1p((n + 0.5) / 0.5))  # as rare as a word can be
+        held = float(coverage.max()) * known / (known + max(0.0, unknown)) if coverage.size else 0.0
+        return p.lex_weight * min(1.0, held / p.lex_full) ** p.lex_power
+
+    @property
+    def has_speakers(self) -> bool:
+        """Whether some file reads like a conversation (its entries have speakers)."""
+        return bool(self.speaker_names)
+
+    def _weights(self, query: str, qt: list[tuple[int, int]], coverage: np.ndarray,
+                 rows: np.ndarray | slice) -> np.ndarray | float:
+        """The lexical weight of each of ``rows``: ``lex_weight`` in conversations, the query's
+        note weight elsewhere (a float when they are all alike)."""
+        note = self.note_weight(query, qt, coverage)
+        if note == self.params.lex_weight or not self.has_speakers:
+            return note
+        return np.where(self.speaker[rows] >= 0, np.float32(self.params.lex_weight), np.float32(note))
+
+    def _fuse(self, lex: np.ndarray, vec: np.ndarray, vmin: float, vmax: float, lmax: float,
+              boost: np.ndarray | None, next_ok: np.ndarray, seg: np.ndarray | None,
+              weight: np.ndarray | float | None = None) -> np.ndarray:
+        """Steps 3-5 over a run of entries: all of them (``seg`` None: the files are known), or
+        the fast path's candidates (``seg``: the file of each); ``weight``: the lexical weight
+        (of each entry, or of all; default ``lex_weight``)."""
+        p = self.params
+        a = np.float32(p.lex_weight) if weight is None else (
+            weight.astype(np.float32) if isinstance(weight, np.ndarray) else np.float32(weight))
         fused = lex * (a / np.float32(lmax)) if lmax > 0 else np.zeros(lex.shape[0], dtype=np.float32)
         if vmax > vmin:
             fused += np.maximum(vec - np.float32(vmin), 0) * ((1 - a) / np.float32(vmax - vmin))
@@ -417,7 +460,8 @@ class Ranker:
             live = vec if self.live is None else vec[self.live]
             out["fused"] = self._fuse(lex, vec, float(live.min()) if live.size else 0.0,
                                       float(live.max()) if live.size else 0.0, float(lex.max()),
-                                      self._boost(set(text_terms(query))), self.next_ok, None)
+                                      self._boost(set(text_terms(query))), self.next_ok, None,
+                                      self._weights(query, qt, out["coverage"], slice(None)))
         return out
 
     # ---- searching -----------------------------------------------------------------------------
@@ -462,6 +506,7 @@ class Ranker:
             prev[1:] = cos[:-1]
             ctx, vec = self._vector(cos, prev, slice(None))
         keep: np.ndarray | None = allowed
+        coverage: np.ndarray | None = None
         if mode == "lexical":  # on a 0..1 scale like the others, order kept: 0.63 = every query word once
             ideal = sum(self.lex.idf(tid) for tid, _ in qt)
             score = -np.expm1(lex * np.float32(-1 / ideal)) if ideal > 0 else lex
@@ -477,10 +522,12 @@ class Ranker:
                 vv, lv = vec[allowed], lex[allowed]
                 vmin, vmax = (float(vv.min()), float(vv.max())) if vv.size else (0.0, 0.0)
                 lmax = float(lv.max()) if lv.size else 0.0
-            score = self._fuse(lex, vec, vmin, vmax, lmax, self._boost(set(text_terms(query))), self.next_ok, None)
+            coverage = self.lex.coverage(qt)
+            score = self._fuse(lex, vec, vmin, vmax, lmax, self._boost(set(text_terms(query))), self.next_ok, None,
+                               self._weights(query, qt, coverage, slice(None)))
         if threshold is not None and cos is not None and ctx is not None:
             passed = (np.maximum(cos, ctx) >= np.float32(threshold)) | (
-                self.lex.coverage(qt) >= np.float32(self.params.lexical_keep))
+                (self.lex.coverage(qt) if coverage is None else coverage) >= np.float32(self.params.lexical_keep))
             keep = passed if keep is None else keep & passed
         best = _best(None if keep is None else keep.nonzero()[0], score, k)
         return [(i, s, float(cos[i]) if cos is not None else 0.0, float(lex[i])) for i, s in best]
@@ -491,18 +538,23 @@ class Ranker:
     def _search_fast(self, query: str, qt: list[tuple[int, int]], lex: np.ndarray, q: np.ndarray, k: int,
                      threshold: float | None) -> list[Hit] | None:
         """Hybrid search on a large vault scoring candidates only (see the module docstring);
-        None when too few candidates pass the threshold and others might."""
+        None when too few candidates pass the threshold and others might, or when notes and
+        conversations get different lexical weights for this query (the exact path answers)."""
         assert self.prefix is not None
         p, n, dead = self.params, self.n, self.dead
-        a = p.lex_weight
+        coverage = self.lex.coverage(qt)
+        weight = self._weights(query, qt, coverage, slice(None))
+        if isinstance(weight, np.ndarray):
+            return None  # notes and conversations weighted apart: the candidates' proxy would not hold
+        a = np.float32(weight)
         approx = self.prefix @ q[:self.prefix.shape[1]]
         if dead.size:  # a live row's value: changes neither the minimum nor the maximum
             approx[dead] = approx[self._a_live_row]
         amin, amax, lmax = float(_MIN(approx)), float(_MAX(approx)), float(_MAX(lex))
         # (approx - amin) scaled like the fusion's vector half, less a constant: same candidates
-        proxy = approx * np.float32((1 - a) / max(amax - amin, 1e-9))
+        proxy = approx * ((1 - a) / np.float32(max(amax - amin, 1e-9)))
         if lmax > 0:
-            proxy += lex * np.float32(a / lmax)
+            proxy += lex * (a / np.float32(lmax))
         boost = self._boost(set(text_terms(query)))
         if boost is not None:
             proxy += boost
@@ -540,11 +592,10 @@ class Ranker:
         np.equal(e[1:], e[:-1] + 1, out=follows[:-1])
         next_ok = self.next_ok[e] & follows
         fused = self._fuse(lex[e], vec, vmin, float(_MAX(vec)), lmax, None if boost is None else boost[e],
-                           next_ok, self.seg_of[e])
+                           next_ok, self.seg_of[e], weight)
         # an entry's score is complete when its next entry is a candidate too (or it has none)
         ok = next_ok | ~self.next_ok[e]
         if threshold is not None:
-            coverage = self.lex.coverage(qt)
             ok &= (np.maximum(cos, ctx) >= np.float32(threshold)) | (coverage[e] >= np.float32(p.lexical_keep))
             if int(ok.sum()) < k:
                 outside = np.ones(n, dtype=bool) if self.live is None else self.live.copy()

@@ -455,3 +455,34 @@ def test_fast_path_answers_a_threshold_that_leaves_few_results(monkeypatch):
         exact = _exact(r, lambda: r.search(q, qv, k=10, threshold=0.6))
         fast = r.search(q, qv, k=10, threshold=0.6)
         assert {i for i, _ in fast} == {i for i, _ in exact}, q
+
+
+# ---- notes are asked about in other words; conversations by their names and rare words -------------
+
+def _unit_rows(n: int, dim: int = 16, seed: int = 7) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_one_shared_common_word_does_not_outrank_the_meaning_in_notes():
+    notes = ["Car wash every other Saturday at the Galp station", "I drive a 2014 Subaru Outback",
+             "Dentist is Dr Okafor", "Sister Ana lives in Porto", "Allergic to penicillin"]
+    vecs = _unit_rows(len(notes))
+    query = vecs[1] * 0.9 + vecs[0] * 0.1  # means the Subaru; shares only "car" with the car wash
+    r = Ranker(notes, vecs, [0] * len(notes))
+    assert [i for i, _ in r.search("which car is parked outside my flat", query, k=1)] == [1]
+    # the same query asked of a conversation: its words win, as LoCoMo shows they should there
+    turns = [f"{who}: {text}" for who, text in zip(["Maya", "Jon"] * 3, notes)]
+    conv = Ranker(turns, vecs, [0] * len(turns))
+    assert conv.has_speakers
+    assert [i for i, _ in conv.search("which car is parked outside my flat", query, k=1)] == [0]
+
+
+def test_a_query_the_notes_answer_word_for_word_keeps_the_full_lexical_weight():
+    notes = ["Router is a MikroTik hAP ax3", "Grafana runs on node-3", "Prefers bomba rice for paella"]
+    r = Ranker(notes, _unit_rows(3), [0, 0, 0])
+    qt = r.lex.query_terms("MikroTik hAP ax3")
+    assert r.note_weight("MikroTik hAP ax3", qt, r.lex.coverage(qt)) == pytest.approx(r.params.lex_weight)
+    qt = r.lex.query_terms("what router brand sits in the hallway closet")
+    assert r.note_weight("what router brand sits in the hallway closet", qt, r.lex.coverage(qt)) < 0.1

@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install test demo bench eval clean
+.PHONY: install test demo bench eval eval-teacher clean model
 
 install:
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,28 @@ bench:
 eval:
 	$(BIN)/python bench/eval.py
 	$(BIN)/python bench/eval_everyday.py
+
+# The same two evaluations with the teacher transformer served on 127.0.0.1 as an embedding
+# server (memkit.yaml's embedder:): what a person running one gets. Needs the `make model` venv.
+eval-teacher:
+	@url=$$(mktemp); $(MODEL_VENV)/bin/python bench/teacher_server.py $$url & pid=$$!; \
+	for i in $$(seq 600); do [ -s $$url ] && break; sleep 0.2; done; \
+	$(BIN)/python bench/eval.py --no-thresholds --model $$(cat $$url); \
+	$(BIN)/python bench/eval_everyday.py --embedder $$(cat $$url); kill $$pid; rm -f $$url
+
+# memkit's default model (memkit/models/memkit-m2v), rebuilt from its teacher and corpus; see
+# bench/make_model.py and the model's README.md. Build tools go into a venv of their own, outside
+# the repository (torch first, alone, so pip takes its CPU build); the corpus is Debian's
+# wordnet-base, fortunes and fortunes-min (apt-get install them). Caches under
+# MEMKIT_MODEL_BUILD (../model-build); MODEL_ARGS passes options (--help).
+MODEL_VENV ?= ../model-venv
+model:
+	test -f /usr/share/wordnet/data.noun -a -f /usr/share/games/fortunes/cookie || \
+	  { echo "corpus missing: apt-get install wordnet-base fortunes fortunes-min" >&2; exit 1; }
+	test -x $(MODEL_VENV)/bin/python || $(PY) -m venv $(MODEL_VENV)
+	$(MODEL_VENV)/bin/pip install -q torch==2.13.0
+	$(MODEL_VENV)/bin/pip install -q -r bench/model-requirements.txt
+	$(MODEL_VENV)/bin/python bench/make_model.py $(MODEL_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -123,7 +123,21 @@ def load_model(spec: str | None):
     from model2vec import StaticModel
 
     if spec in (None, "", "default"):
-        spec = str(DEFAULT_MODEL) if DEFAULT_MODEL.exists() else "offline"
+        from memkit.embed import builtin_model_folder
+
+        builtin = builtin_model_folder()  # memkit's default model, as a new vault gets it
+        spec = str(builtin) if builtin else str(DEFAULT_MODEL) if DEFAULT_MODEL.exists() else "offline"
+    if spec.startswith(("http://", "https://")):  # an embedding server (memkit.yaml's embedder:)
+        from memkit.config import EmbedderSettings
+        from memkit.http_embed import HTTPEmbedder
+
+        server = HTTPEmbedder(EmbedderSettings(base_url=spec, model="server", timeout_s=300))
+
+        class _Server:
+            def encode(self, texts):
+                return server.embed(list(texts))
+
+        return _Server(), spec
     if spec == "offline":
         import static_model  # the tokenlearn-static-model package
 
@@ -350,8 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="LoCoMo JSON (default: %(default)s)")
     ap.add_argument("--model", default=None,
-                    help="model2vec folder, or 'offline' for the 64-d tokenlearn-static-model "
-                         f"(default: {DEFAULT_MODEL} if present, else offline)")
+                    help="model2vec folder, 'offline' for the 64-d tokenlearn-static-model, or the base URL "
+                         "of an OpenAI-compatible /v1/embeddings server (default: memkit's built-in model, "
+                         f"else {DEFAULT_MODEL} if present, else offline)")
     ap.add_argument("--no-captions", action="store_true", help="leave image captions out of entries")
     ap.add_argument("--dates", choices=("iso", "raw", "none"), default="iso",
                     help="append the session date to each entry: as memkit writes entry dates "

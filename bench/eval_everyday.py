@@ -184,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="embedding model: a model2vec folder or id, or 'tokenlearn-static-model' "
                          "(default: what memkit resolves for a new vault: MEMKIT_MODEL, else memkit.yaml's "
                          "model, falling back to the offline model when that cannot be had)")
+    ap.add_argument("--embedder", metavar="BASE_URL",
+                    help="embed with an OpenAI-compatible /v1/embeddings server instead of a model "
+                         "(memkit.yaml's embedder:), e.g. bench/teacher_server.py's URL")
     ap.add_argument("--threshold", default="auto",
                     help="threshold of the 'default' column: auto (memkit's default), a cosine, or none")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -202,7 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memkit-everyday-") as tmp:
         try:
-            vault, where = build_vault(Path(tmp) / "vault", data, args.model)
+            embedder = None
+            if args.embedder:
+                from memkit.config import EmbedderSettings
+                from memkit.http_embed import HTTPEmbedder
+
+                embedder = HTTPEmbedder(EmbedderSettings(base_url=args.embedder, model="server", timeout_s=300))
+            vault, where = build_vault(Path(tmp) / "vault", data, args.model, embedder)
             report = vault.index()
             model, dim = vault.embedder.name, vault.embedder.dim
         except memkit.MemkitError as exc:

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import textwrap
@@ -34,7 +33,6 @@ def wait_until(predicate: Callable[[], object], timeout: float = DEADLINE_S) -> 
     return poll(predicate, timeout)  # this file's deadline: 5 s
 
 
-LATENCIES: list[float] = []
 
 
 class FakeEmbedder:
@@ -169,7 +167,6 @@ def test_appended_entry_becomes_searchable(vault, watch):
         with path.open("a") as fh:  # an in-place append, as `echo >>` or an editor writing in place
             fh.write(f"- Adds {word} to paella (2026-02-1{i})\n")
         assert wait_until(lambda: indexed(vault.root, word)), word
-        LATENCIES.append(time.monotonic() - t0)
     vault2 = Vault(vault.root, embedder=FakeEmbedder())
     hits = vault2.search("saffronword2", threshold=None)
     assert hits and "saffronword2" in hits[0].text and hits[0].topic == "cooking"
@@ -185,7 +182,6 @@ def test_editor_save_by_rename(vault, watch):
     write(tmp, topic_text("Cooking", "Prefers bomba rice", "Soaks chickpeasword overnight"))
     os.replace(tmp, path)
     assert wait_until(lambda: indexed(vault.root, "chickpeasword"))
-    LATENCIES.append(time.monotonic() - t0)
     assert disk_files(vault.root) == {"topics/cooking.md"}
     assert watcher.wait_idle(DEADLINE_S)
     assert rec.errors == []
@@ -498,10 +494,3 @@ def test_run_watch_stops_on_signal(vault, signum):
             proc.wait()
     assert proc.returncode == 0, err
     assert out == "stopped\n"
-
-
-def test_report_latency():
-    """Not a check: prints the save-to-searchable times measured above (pytest -s shows them)."""
-    if LATENCIES:
-        print(f"\nsave -> on disk: median {statistics.median(LATENCIES) * 1000:.0f} ms, "
-              f"samples {[round(x * 1000) for x in LATENCIES]}")

@@ -230,7 +230,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
 
 @needs_offline
 def test_concurrent_clients_and_cli_writers_lose_nothing(tmp_path):
-    """4 MCP clients (4 server processes) x 25 concurrent add_memory calls, while 25 `memkit add`
+    """4 MCP clients (4 server processes) x 20 concurrent add_memory calls, while 12 `memkit add`
     processes write to the same topic: every line ends up in the file exactly once."""
     vault = make_vault(tmp_path, "topic_split_threshold_lines: 100000\n")  # this test is about the lock
     root = vault.root
@@ -252,7 +252,7 @@ def test_concurrent_clients_and_cli_writers_lose_nothing(tmp_path):
                     assert not error, text
 
                 async with anyio.create_task_group() as group:
-                    for i in range(25):
+                    for i in range(20):
                         group.start_soon(add, i)
 
         with open(tmp_path / "stderr.txt", "w") as errlog:
@@ -265,7 +265,7 @@ def test_concurrent_clients_and_cli_writers_lose_nothing(tmp_path):
                 writers.extend(
                     subprocess.Popen([sys.executable, "-m", "memkit", "--vault", str(root), "add", f"cli note {i}",
                                       "--topic", "shared"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                    for i in range(25))
+                    for i in range(12))
                 go.set()
 
     try:
@@ -275,7 +275,7 @@ def test_concurrent_clients_and_cli_writers_lose_nothing(tmp_path):
             _, err = proc.communicate(timeout=120)
             assert proc.returncode == 0, err.decode()
     texts = [e.text for e in Vault(root).topic("shared").entries]
-    expected = {f"mcp note {n}-{i}" for n in range(4) for i in range(25)} | {f"cli note {i}" for i in range(25)}
+    expected = {f"mcp note {n}-{i}" for n in range(4) for i in range(20)} | {f"cli note {i}" for i in range(12)}
     assert sorted(t.rsplit(" (", 1)[0] for t in texts) == sorted(expected)  # every line exactly once
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
 

@@ -14,10 +14,9 @@ The conversation is written, atomically, as JSONL messages to ``inbox/<slug>-<ha
 where the slug and hash come from the session id, so capturing the same session again (Claude
 Code's ``Stop`` hook fires after every turn) replaces its queued transcript instead of adding
 another one. ``memkit watch`` digests it once it has been idle for ``session_timeout_minutes``;
-``digest_now=True`` digests it at once.
+``digest`` (a callback, :meth:`memkit.Vault.capture` passes its digest) digests it at once.
 
-An interface-layer module: it uses memkit's public API, :mod:`memkit.errors`,
-:mod:`memkit.transcript` and the format layer's helpers (:mod:`memkit.fsutil`, :mod:`memkit.names`).
+A service: it writes through :class:`memkit.store.Store`; :meth:`memkit.Vault.capture` is its API.
 """
 from __future__ import annotations
 
@@ -28,14 +27,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Literal
+from typing import IO, Any, Callable, Iterable, Iterator
 
-from memkit import MemkitError, Vault
-from memkit.errors import TranscriptError
-from memkit.fsutil import NotRegularFile, open_regular
-from memkit.llm import LLM
-from memkit.names import session_file_name
-from memkit.transcript import MAX_TRANSCRIPT_BYTES, Message, parse_transcript
+from .errors import MemkitError, TranscriptError
+from .fsutil import NotRegularFile, open_regular
+from .limits import MAX_TRANSCRIPT_BYTES
+from .names import session_file_name
+from .store import Store
+from .transcript import Message, parse_transcript
 
 #: the most read from stdin (a hook payload is a few hundred bytes; a pasted conversation more)
 MAX_STDIN_BYTES = 16_000_000
@@ -314,21 +313,21 @@ def _same_bytes(path: Path, data: bytes) -> bool:
         return False
 
 
-def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: bytes | None = None,
-            session: str | None = None, digest_now: bool = False,
-            llm: LLM | None | Literal["auto"] = "auto") -> Captured:
-    """Queue a conversation in ``vault``'s inbox/ (see the module docstring).
+def capture(store: Store, *, path: str | os.PathLike[str] | None = None, stdin: bytes | IO[bytes] | None = None,
+            session: str | None = None, digest: Callable[[Path], dict[str, Any]] | None = None,
+            llm_configured: bool = True) -> Captured:
+    """Queue a conversation in the vault's inbox/ (see the module docstring).
 
     :param path: a transcript file (Claude Code JSONL, or any format ``memkit digest`` reads).
-    :param stdin: the bytes read from stdin instead: a hook payload, JSON messages or plain text.
+    :param stdin: the bytes read from stdin (or the stream) instead: a hook payload, JSON messages
+        or plain text.
     :param session: the id to name the inbox file after (default: the hook's ``session_id``, the
         transcript's own session id, the file's path, or the content's hash).
-    :param digest_now: digest at once (needs an LLM) and move the file to ``inbox/done/``; when the
-        digest fails the transcript stays queued and the error is raised.
-    :param llm: the LLM for ``digest_now``: ``"auto"`` (the default) the one configured in
-        memkit.yaml, None none (``digest_now`` then fails).
-    :raises MemkitError: for unreadable input, a path that is not a regular file, no LLM for
-        ``digest_now``, or a failed digest.
+    :param digest: digest the queued file at once with this (it returns the digest report as a
+        dict) and move the file to ``inbox/done/``; when it fails the transcript stays queued
+        and the error is raised.
+    :param llm_configured: whether an LLM will digest the inbox (said in the result).
+    :raises MemkitError: for unreadable input, a path that is not a regular file, or a failed digest.
     """
     if (path is None) == (stdin is None):
         raise MemkitError("give either a transcript path or the bytes read from stdin")
@@ -336,41 +335,38 @@ def capture(vault: Vault, *, path: str | os.PathLike[str] | None = None, stdin: 
         session = session.strip()
         if not session:
             raise MemkitError("the session id is empty")
-    if digest_now:
-        llm = vault.llm() if isinstance(llm, str) else llm
-        if llm is None:
-            raise MemkitError("--now needs an LLM: set `llm:` in memkit.yaml, or capture without --now "
-                              "and let `memkit watch` digest the inbox")
-    src = _from_file(path, session) if path is not None else _from_stdin(stdin or b"", session)
+    if stdin is not None and not isinstance(stdin, (bytes, bytearray)):
+        stdin = read_stream(stdin)
+    src = _from_file(path, session) if path is not None else _from_stdin(bytes(stdin or b""), session)
     data, dropped = render_jsonl(src.messages)
-    inbox = vault.inbox_dir
+    inbox = store.inbox_dir
     name = inbox_name(src.slug, src.key)
     target = inbox / name
-    result = Captured("queued", vault.rel(target), src.session, src.source, src.format,
+    result = Captured("queued", store.rel(target), src.session, src.source, src.format,
                       len(src.messages) - dropped, len(data), dropped, src.event, src.cwd,
-                      llm_configured=bool(vault.config.llm))
+                      llm_configured=llm_configured)
     if _same_bytes(target, data):
         result.status = "unchanged"  # not rewritten: the watcher's idle timer keeps running
-    elif not digest_now and _same_bytes(inbox / "done" / name, data):
+    elif digest is None and _same_bytes(inbox / "done" / name, data):
         result.status = "already-digested"
-        result.file = vault.rel(inbox / "done" / name)
+        result.file = store.rel(inbox / "done" / name)
         return result
     else:
         if target.is_symlink() or (target.exists() and not target.is_file()):
-            raise MemkitError(f"{vault.rel(target)} exists and is not a regular file; not replaced")
+            raise MemkitError(f"{store.rel(target)} exists and is not a regular file; not replaced")
         result.status = "replaced" if target.exists() else "queued"
-        vault.queue_transcript(name, data)
-    if not digest_now:
+        store.queue_transcript(name, data)
+    if digest is None:
         return result
     read = target.stat()
     try:
-        report = vault.digest(target, llm=llm)
+        report = digest(target)
     except MemkitError as exc:
-        raise MemkitError(f"{exc} (the transcript stays queued in {vault.rel(target)} for `memkit watch`)") from exc
-    vault.inbox_done(target, read)
+        raise MemkitError(f"{exc} (the transcript stays queued in {store.rel(target)} for `memkit watch`)") from exc
+    store.inbox_done(target, read)
     result.status = "digested"
-    result.file = vault.rel(inbox / "done" / name)
-    result.report = report.to_dict()
+    result.file = store.rel(inbox / "done" / name)
+    result.report = report
     return result
 
 

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from .errors import MemkitError
-from .index import Index
 from .recent import render_recent
+from .search import Searcher
 from .store import INBOX_DIR, ArchiveItem, Store
 from .topic import Entry, Topic, as_datetime, frontmatter_key, frontmatter_value, parse_topic_text, read_topic, remove_lines, split_lines
 
@@ -80,10 +80,10 @@ class CheckReport:
                 "needs_person": self.needs_person}
 
 
-def check_vault(store: Store, index: Index | None = None, *, fix: bool = False) -> CheckReport:
+def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = False) -> CheckReport:
     """Find every problem in the vault; with ``fix``, repair what is safe first and report the rest.
 
-    :param index: the vault's search index, to check it is current (None: not checked).
+    :param index: the vault's searcher, whose index files are checked (None: not checked).
     """
     report = CheckReport()
     if fix:
@@ -153,11 +153,7 @@ def check_vault(store: Store, index: Index | None = None, *, fix: bool = False) 
                                        fixable=True))
     if index is not None:
         # an index behind the files is not reported: every search brings it up to date by itself
-        try:  # (with no model found, the indexes of the others are what it will use again)
-            others = [] if not getattr(index.embedder, "available", True) else sorted(store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name != index.path.name)
-        except OSError:
-            others = []
-        for other in others:
+        for other in index.other_indexes():
             report.problems.append(Finding("index", other, None,
                                            f"{other} is the index of another model; `memkit index` (or --fix) "
                                            "removes it", fixable=True))
@@ -179,7 +175,7 @@ def _duplicates(topic: Topic) -> list[tuple[Entry, int]]:
     return out
 
 
-def _fix(store: Store, index: Index | None) -> list[str]:
+def _fix(store: Store, index: Searcher | None) -> list[str]:
     fixed: list[str] = []
     now = datetime.now().replace(microsecond=0)
     with store.lock():
@@ -211,10 +207,10 @@ def _fix(store: Store, index: Index | None) -> list[str]:
     if store.recent_path.is_file() and store.recent_path.read_text(encoding="utf-8", errors="replace") != before:
         fixed.append("index.txt rewritten")
     if index is not None:
-        report = index.refresh()
+        report = index.reindex()
         if report.changed_files:
             fixed.append(f"search index: {report.changed_files} file(s) re-indexed")
-        removed = index.prune_other_models()
+        removed = index.removed_indexes
         if removed:
             fixed.append(f"removed the index files of other models: {', '.join(removed)}")
     return fixed

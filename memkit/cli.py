@@ -11,15 +11,9 @@ from typing import Any, Callable
 
 import click
 
-from .capture import capture as capture_conversation
-from .capture import read_stream
 from .errors import InvalidValue, MemkitError, TopicNameError, TopicNotFound
-from .gitsync import merge_files
-from .upkeep import parse_day
 from .mcp_server import require_sdk, serve
-from .recent import relative_time
-from .search import Threshold
-from .vault import Vault, find_vault
+from .vault import Threshold, Vault, find_vault, merge_files, parse_day, relative_time
 from .watch import run_watch
 
 DEBUG_ENV = "MEMKIT_DEBUG"
@@ -990,9 +984,9 @@ def capture(ctx: click.Context, transcript: str | None, session: str | None, now
     if transcript in (None, "-"):
         if transcript is None and sys.stdin.isatty():
             raise click.ClickException("give a TRANSCRIPT path, or pipe a conversation or a hook payload on stdin")
-        result = capture_conversation(vault, stdin=read_stream(sys.stdin.buffer), session=session, digest_now=now)
+        result = vault.capture(stdin=sys.stdin.buffer, session=session, now=now)
     else:
-        result = capture_conversation(vault, path=transcript, session=session, digest_now=now)
+        result = vault.capture(path=transcript, session=session, now=now)
     if json_:
         echo_json(result.to_dict())
     else:

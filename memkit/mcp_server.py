@@ -32,9 +32,7 @@ from typing import Any, Callable
 from urllib.parse import quote, unquote
 
 from memkit import MemkitError, TopicNotFound, Vault, __version__
-from memkit.search import MAX_QUERY_CHARS
-from memkit.store import MAX_ENTRY_CHARS
-from memkit.transcript import MAX_TRANSCRIPT_BYTES
+from memkit.limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_TRANSCRIPT_BYTES
 
 log = logging.getLogger("memkit")
 

@@ -24,6 +24,7 @@ from .config import Config
 from .errors import InvalidValue, MemkitError, ModelError, TopicNotFound
 from .index import NO_DAY, TRIM_MIN_ROWS, Index, IndexReport, IndexView, trim_memory
 from .lifecycle import last_day
+from .limits import MAX_QUERY_CHARS
 from .names import check_topic_name, in_topic
 from .rank import RECOMMENDED_THRESHOLD, Ranker
 from .store import Store
@@ -33,7 +34,6 @@ log = logging.getLogger("memkit")
 
 __all__ = ["Hit", "Searcher", "Threshold", "Mode", "default_threshold", "MODES"]
 
-MAX_QUERY_CHARS = 2000  # a longer query is cut: static embeddings average tokens anyway
 REFRESH_INTERVAL_S = 1.0  # an in-process index re-checks the files at most this often
 REFRESH_WAIT_S = 2.0  # a search waits this long at most for another process's index write
 MODES = ("hybrid", "vector", "lexical")
@@ -102,6 +102,7 @@ class Searcher:
         self._ranked: tuple[IndexView, Ranker] | None = None
         self._lock = threading.Lock()
         self._unembedded = False  #: the last refresh recorded entries without vectors
+        self.removed_indexes: list[str] = []  #: what the last :meth:`reindex` removed
         #: (view lineage, rows checked, last valid day per row, the day it was computed for)
         self._expired: tuple[int, int, np.ndarray, int] | None = None
 
@@ -133,6 +134,31 @@ class Searcher:
             self._unembedded = not embed
             return True
         return False
+
+    def index_state(self) -> dict[str, Any]:
+        """The index as ``memkit stats`` shows it: model, dimension, file, topic files it is behind."""
+        index = self.index
+        changed, gone = index.stale()
+        return {"model": index.embedder.name, "dim": index.embedder.dim, "file": self.store.rel(index.path),
+                "stale_files": len(changed) + len(gone), "exists": index.path.exists()}
+
+    def other_indexes(self) -> list[str]:
+        """The index files of other models (relative to the vault); none while this model is
+        missing (they are what it will use again)."""
+        index = self.index
+        if not getattr(index.embedder, "available", True):
+            return []
+        try:
+            return sorted(self.store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name != index.path.name)
+        except OSError:
+            return []
+
+    def reindex(self) -> IndexReport:
+        """Index every changed file now, and remove other models' index files (see
+        :meth:`memkit.index.Index.refresh`); returns the report with the files removed."""
+        report = self.index.refresh()
+        self.removed_indexes = self.index.prune_other_models()
+        return report
 
     def refresh_files(self, paths: Iterable[str | os.PathLike[str]]) -> IndexReport:
         """Index these topic files now (this process just wrote them), without listing topics/:

@@ -46,6 +46,7 @@ from .fsutil import (
     replace_checked,
     stamp_of,
 )
+from .limits import MAX_ENTRY_CHARS
 from .names import TOPICS_DIR, check_topic_name, is_topic_filename, topic_relpath, topic_stem
 from .recent import RecentTopic, parse_recent, render_recent
 from .seen import HAND_EDIT_SLACK_S, SEEN_FILE, Seen, load_seen, save_seen
@@ -85,7 +86,6 @@ TEMP_SWEEP_INTERVAL_S = 60.0  #: how often the write lock sweeps away temp files
 SPLIT_JOURNAL = "split-journal.json"  #: under .memkit/: the split being written, until it is done
 MAX_RECENT_BYTES = 1 << 20
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  #: archive.md is read up to this size (history, stats)  #: index.txt holds a few dozen lines
-MAX_ENTRY_CHARS = 4000  #: one memory is a sentence or a paragraph, not a document
 
 
 def find_vault(explicit: str | os.PathLike[str] | None = None, env: str | None = None,

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .limits import MAX_TRANSCRIPT_BYTES
 from .errors import TranscriptError
 from .fsutil import NotRegularFile, read_regular
 
-MAX_TRANSCRIPT_BYTES = 1_000_000  # about 250k tokens: larger conversations should be split first
 
 _SPEAKER_RE = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}?)\s*:\s+(.*)$")
 

@@ -24,9 +24,9 @@ from typing import Any, Sequence
 
 from .digest import load_digested
 from .errors import EntryNotFound, InvalidValue, LLMError, MemkitError
-from .index import Index
 from .lifecycle import PENDING, due_date, expiry, is_pending
 from .llm import LLM, ask_json
+from .search import Searcher
 from .store import PROFILE_SUMMARY, PROFILE_TOPIC, ArchivedEntry, Store, check_word
 from .topic import Entry, Topic, format_entry, new_topic_text, normalise, text_hash
 
@@ -249,7 +249,7 @@ def done(store: Store, target: Entry) -> Entry:
     return removed[0]
 
 
-def stats(store: Store, index: Index | None, *, today: date | None = None) -> dict[str, Any]:
+def stats(store: Store, index: Searcher | None, *, today: date | None = None) -> dict[str, Any]:
     """Counts for ``memkit stats``: entries per topic and kind, follow-ups, expired entries
     awaiting tidy, the archive, the index, the inbox and the last digest."""
     today = today or date.today()
@@ -269,9 +269,7 @@ def stats(store: Store, index: Index | None, *, today: date | None = None) -> di
     index_state: dict[str, Any] = {"model": None}
     if index is not None:
         try:
-            changed, gone = index.stale()
-            index_state = {"model": index.embedder.name, "dim": index.embedder.dim, "file": store.rel(index.path),
-                           "stale_files": len(changed) + len(gone), "exists": index.path.exists()}
+            index_state = index.index_state()
         except MemkitError as exc:
             index_state = {"model": None, "error": str(exc)}
     inbox = store.inbox_dir

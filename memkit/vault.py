@@ -11,7 +11,7 @@ import logging
 import os
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence, Union
+from typing import IO, Any, Literal, Mapping, Sequence, Union
 
 from .config import Config, load_config, resolve_model
 from .check import CheckReport, check_vault
@@ -32,10 +32,20 @@ from .store import Store, TopicFile, TopicInfo, find_vault
 from .topic import Entry, Topic
 from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log, history, pending, stats, tidy
 from .transcript import parse_transcript
+from .capture import Captured
+from .capture import capture as capture_conversation
+from .gitsync import merge_files
+from .names import is_topic_filename
+from .upkeep import parse_day
+from .recent import relative_time
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Vault", "find_vault", "LLMChoice"]
+__all__ = ["Vault", "find_vault", "LLMChoice",
+           # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
+           # module, memkit.errors and memkit.limits (.importlinter)
+           "Captured", "Index", "IndexReport", "Threshold", "is_topic_filename", "merge_files", "parse_day",
+           "relative_time"]
 
 #: which LLM a flow uses: ``"auto"`` the one memkit.yaml configures (none if it configures none),
 #: None no LLM, or an LLM client
@@ -158,7 +168,7 @@ class Vault:
     def check(self, *, fix: bool = False) -> CheckReport:
         """Every problem in the vault with file and line (see :mod:`memkit.check`); ``fix``
         repairs the safe ones first (duplicates to archive.md, duplicate keys, index.txt, the index)."""
-        report = check_vault(self.store, self.searcher.index, fix=fix)
+        report = check_vault(self.store, self.searcher, fix=fix)
         if fix:
             self.changed()
         return report
@@ -204,7 +214,7 @@ class Vault:
 
     def stats(self) -> dict[str, Any]:
         """Counts: entries per topic and kind, follow-ups, expired entries, archive, index, inbox."""
-        return stats(self.store, self.open_index())
+        return stats(self.store, self.searcher)
 
     def compact(self, topic: str, *, before: date, llm: LLMChoice = "auto", dry_run: bool = False) -> ChangeReport:
         """Condense ``topic``'s entries dated before ``before`` into fewer, denser ones (LLM)."""
@@ -266,6 +276,29 @@ class Vault:
         entries = self.store.forget(ref, match=match, topic=topic, reason=reason, every=True)
         self._wrote(entries[0].topic)
         return entries
+
+    def capture(self, *, path: str | os.PathLike[str] | None = None, stdin: bytes | IO[bytes] | None = None,
+                session: str | None = None, now: bool = False, llm: LLMChoice = "auto") -> Captured:
+        """Queue an assistant's conversation in inbox/ for the digest (see :mod:`memkit.capture`):
+        a Claude Code hook payload or transcript, JSON messages or ``Speaker: text`` lines.
+
+        :param path: a transcript file; :param stdin: bytes (or a binary stream) instead.
+        :param session: the id the inbox file is named after (the same session replaces its file).
+        :param now: digest it at once (needs an LLM) and move it to inbox/done/.
+        :param llm: for ``now``: ``"auto"`` (memkit.yaml's), None (fails) or an LLM client.
+        """
+        digest = None
+        if now:
+            client = self._llm(llm)
+            if client is None:
+                raise MemkitError("--now needs an LLM: set `llm:` in memkit.yaml, or capture without --now "
+                                  "and let `memkit watch` digest the inbox")
+
+            def digest(target: Path) -> dict[str, Any]:
+                return self.digest(target, llm=client).to_dict()
+
+        return capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
+                                    llm_configured=bool(self.config.llm))
 
     def queue_transcript(self, name: str, data: bytes) -> Path:
         """Put a transcript in inbox/ (atomically; a file of that name is replaced) for

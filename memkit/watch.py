@@ -22,9 +22,7 @@ from types import TracebackType
 from typing import Any, Callable
 
 from .errors import MemkitError
-from .index import Index, IndexReport
-from .names import is_topic_filename
-from .vault import Vault
+from .vault import Index, IndexReport, Vault, is_topic_filename
 
 log = logging.getLogger("memkit")
 

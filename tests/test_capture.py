@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from fake_llm import FakeLLM
 from memkit import Vault
-from memkit.capture import capture, claude_code_messages, inbox_name, render_jsonl
+from memkit.capture import claude_code_messages, inbox_name, render_jsonl
 from memkit.cli import main
 from memkit.digest import process_inbox
 from memkit.transcript import MAX_TRANSCRIPT_BYTES, Message, read_transcript
@@ -187,17 +187,17 @@ def test_queued_file_is_digested_by_the_inbox_and_now(tmp_path):
     conclusions = json.dumps({"conclusions": [{"kind": "fact", "text": "Lives in Porto since last month"}]})
     with FakeLLM(lambda request: conclusions if "outdated" not in request["messages"][-1]["content"]
                  else json.dumps({"updates": []})) as fake:
-        queued = capture(vault, stdin=hook_payload(transcript).encode())
+        queued = vault.capture(stdin=hook_payload(transcript).encode())
         assert queued.status == "queued"
         results = process_inbox(vault.searcher, loopback_llm(fake), idle_minutes=0)
         assert [r.error for r in results] == [None]
         assert "Lives in Porto since last month" in vault.topic("general").raw
         assert (vault.inbox_dir / "done" / queued.file.split("/")[-1]).is_file()
         # captured again after the digest: the same bytes are not queued a second time
-        assert capture(vault, stdin=hook_payload(transcript).encode()).status == "already-digested"
+        assert vault.capture(stdin=hook_payload(transcript).encode()).status == "already-digested"
 
         cc_transcript(transcript, [cc_entry("user", "Also I started learning Portuguese")])
-        now = capture(vault, path=transcript, digest_now=True, llm=loopback_llm(fake))
+        now = vault.capture(path=transcript, now=True, llm=loopback_llm(fake))
         assert now.status == "digested" and now.file.startswith("inbox/done/") and now.report is not None
         assert inbox(vault) == []
 

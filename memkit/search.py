@@ -242,7 +242,8 @@ class Searcher:
         view, ranker = self.ranker(others=checked)
         if topic:
             name = check_topic_name(topic)
-            if not any(in_topic(tf.name, name) for tf in self.store.topic_files()):
+            if not any(in_topic(t, name) for t in view.topics) and \
+                    not any(in_topic(tf.name, name) for tf in self.store.topic_files()):  # the disk only if the view lacks it
                 raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
         if len(view) == 0:
             return []

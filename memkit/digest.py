@@ -356,7 +356,7 @@ def _near_duplicate(searcher: Searcher, text: str) -> Hit | None:
     NEAR_DUPLICATE_JACCARD, or the new text's words nearly all in the entry already: containment of
     NEAR_DUPLICATE_CONTAINMENT with a Jaccard of at least half that). A new text that adds words
     to an entry is not a duplicate (it may be an update)."""
-    hits = searcher.search(text, k=3, threshold=None)
+    hits = searcher.search(text, k=3, threshold=None, words_first=True)
     words = set(terms(text))
     for h in hits:
         other = set(terms(_DATE_TAIL.sub("", h.text)))
@@ -377,7 +377,7 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion]) -> lis
     by_id = {e.id: e for e in searcher.store.entries()}
     pairs = []
     for c in conclusions:
-        hits = [h for h in searcher.search(c.text, k=UPDATE_CANDIDATES + 2, threshold=None)
+        hits = [h for h in searcher.search(c.text, k=UPDATE_CANDIDATES + 2, threshold=None, words_first=True)
                 if is_confident(h, threshold)][:UPDATE_CANDIDATES]
         entries = [by_id[h.id] for h in hits if h.id in by_id]
         if entries:
@@ -405,7 +405,7 @@ def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[st
         if children:  # the LLM named a topic that was split since: its closest part
             c.topic = closest_subtopic(searcher, hint, children, c.text)
             continue
-        guess = detect_topic(searcher, c.text)
+        guess = detect_topic(searcher, c.text, words_first=True)
         if guess is not None:
             c.topic = guess.topic
             continue
@@ -421,7 +421,7 @@ def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[st
     for c in unrouted:
         if c.topic is not None:
             continue
-        best = next((h for h in searcher.search(c.text, k=5, threshold=None)
+        best = next((h for h in searcher.search(c.text, k=5, threshold=None, words_first=True)
                      if shares_evidence(c.text, h.text) and is_confident(h, threshold)), None)
         c.topic = best.topic if best is not None and best.topic in existing else "general"
 

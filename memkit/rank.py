@@ -476,9 +476,14 @@ class Ranker:
         return [(i, s) for i, s, _, _ in self.search_hits(query, query_vec, k, mode, threshold, mask)]
 
     def search_hits(self, query: str, query_vec: np.ndarray | None, k: int = 10, mode: str = "hybrid",
-                    threshold: float | None = None, mask: np.ndarray | None = None) -> list[Hit]:
+                    threshold: float | None = None, mask: np.ndarray | None = None, *,
+                    words_first: bool = False) -> list[Hit]:
         """As :meth:`search`, each result with the entry's cosine to the query (0 without a query
-        vector) and its BM25 score: (entry index, score, cosine, lexical)."""
+        vector) and its BM25 score: (entry index, score, cosine, lexical).
+
+        :param words_first: fuse with ``lex_weight`` everywhere, notes included: for a text that is
+            itself a memory (a digest's conclusion, looking for the entries it repeats or updates),
+            not a person's question."""
         if mode not in ("hybrid", "vector", "lexical"):
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, vector or lexical")
         if query_vec is None and mode != "lexical":
@@ -494,7 +499,7 @@ class Ranker:
         lex = self.lex.scores(qt)
         if mode == "hybrid" and mask is None and self.prefix is not None and k <= self._candidates() // 4:
             assert q is not None
-            got = self._search_fast(query, qt, lex, q, k, threshold)
+            got = self._search_fast(query, qt, lex, q, k, threshold, words_first)
             if got is not None:
                 return got
         allowed = self.live if mask is None else (mask if self.live is None else mask & self.live)
@@ -524,7 +529,7 @@ class Ranker:
                 lmax = float(lv.max()) if lv.size else 0.0
             coverage = self.lex.coverage(qt)
             score = self._fuse(lex, vec, vmin, vmax, lmax, self._boost(set(text_terms(query))), self.next_ok, None,
-                               self._weights(query, qt, coverage, slice(None)))
+                               self.params.lex_weight if words_first else self._weights(query, qt, coverage, slice(None)))
         if threshold is not None and cos is not None and ctx is not None:
             passed = (np.maximum(cos, ctx) >= np.float32(threshold)) | (
                 (self.lex.coverage(qt) if coverage is None else coverage) >= np.float32(self.params.lexical_keep))
@@ -536,14 +541,14 @@ class Ranker:
         return min(CANDIDATES, max(MIN_CANDIDATES, int(self.n * CANDIDATE_SHARE)))
 
     def _search_fast(self, query: str, qt: list[tuple[int, int]], lex: np.ndarray, q: np.ndarray, k: int,
-                     threshold: float | None) -> list[Hit] | None:
+                     threshold: float | None, words_first: bool = False) -> list[Hit] | None:
         """Hybrid search on a large vault scoring candidates only (see the module docstring);
         None when too few candidates pass the threshold and others might, or when notes and
         conversations get different lexical weights for this query (the exact path answers)."""
         assert self.prefix is not None
         p, n, dead = self.params, self.n, self.dead
         coverage = self.lex.coverage(qt)
-        weight = self._weights(query, qt, coverage, slice(None))
+        weight = p.lex_weight if words_first else self._weights(query, qt, coverage, slice(None))
         if isinstance(weight, np.ndarray):
             return None  # notes and conversations weighted apart: the candidates' proxy would not hold
         a = np.float32(weight)

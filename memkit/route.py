@@ -28,7 +28,8 @@ class TopicGuess:
     cosine: float
 
 
-def detect_topic(searcher: Searcher, text: str, threshold: float | None = None) -> TopicGuess | None:
+def detect_topic(searcher: Searcher, text: str, threshold: float | None = None, *,
+                 words_first: bool = False) -> TopicGuess | None:
     """The topic that at least ``MIN_VOTES`` of the ``VOTES`` best hits for ``text`` come from,
     counting hits that share a word with the text and come within ``WORDS_MARGIN`` of the
     similarity threshold, or share none but beat it by ``MEANING_MARGIN`` (static models give small talk like "hi"
@@ -39,10 +40,11 @@ def detect_topic(searcher: Searcher, text: str, threshold: float | None = None) 
     :param searcher: searches the vault (its index is refreshed if stale).
     :param text: what to place.
     :param threshold: cosine the best hit must reach (default: the vault's search threshold).
+    :param words_first: ``text`` is a memory (a digest's conclusion), not a person's message.
     """
     if not terms(text):  # nothing but stop words and punctuation: no topic to detect
         return None
-    hits = searcher.search(text, k=VOTES, threshold=None)
+    hits = searcher.search(text, k=VOTES, threshold=None, words_first=words_first)
     if not hits:
         return None
     if threshold is None:

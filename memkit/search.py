@@ -194,7 +194,8 @@ class Searcher:
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
-               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 0) -> list[Hit]:
+               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 0,
+               words_first: bool = False) -> list[Hit]:
         """Search the vault's memories.
 
         :param query: what to look for (natural language, names, part numbers…).
@@ -211,6 +212,9 @@ class Searcher:
         :param weak: when nothing passes the threshold, return up to this many of the closest
             entries instead, marked ``confident=False``: those sharing a word with the query, or
             whose cosine stands out of the query's noise (:meth:`memkit.rank.Ranker.cosine_noise`).
+        :param words_first: the query is a memory, not a question (see
+            :meth:`memkit.rank.Ranker.search_hits`): shared words weigh as much in notes as in
+            conversations.
         """
         if mode not in MODES:
             raise InvalidValue(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
@@ -260,7 +264,8 @@ class Searcher:
         expired = self.expired_rows(view)  # left out: asked for k more, then dropped (a mask would be slower)
         gone = set(expired.tolist())
         with single_thread():
-            ranked = ranker.search_hits(query, qvec, k=k + len(gone), mode=mode, threshold=threshold, mask=mask)
+            ranked = ranker.search_hits(query, qvec, k=k + len(gone), mode=mode, threshold=threshold, mask=mask,
+                                        words_first=words_first)
         ranked = [r for r in ranked if r[0] not in gone][:k]
         if ranked or not weak or threshold is None or qvec is None:
             return hits_at(view, ranked)

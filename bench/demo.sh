@@ -8,7 +8,9 @@ trap 'kill "${llm_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 cp -r vault "$work/vault"
 rm -rf "$work/vault/.memkit"
 export MEMKIT_VAULT="$work/vault"
-# The sample vault names potion-base-8M; with no network memkit falls back to the offline model.
+# memkit's built-in model, as a machine without potion-base-8M cached gets it by default; named so
+# that the demo (and the README's examples, which run its commands) give the same results everywhere.
+export MEMKIT_MODEL=memkit-m2v
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 
 echo "memkit demo on a copy of vault/ in $work/vault"
@@ -17,8 +19,6 @@ step memkit recent
 step memkit add "Prefers window seats on trains" --topic travel --kind preference --tag trains
 step memkit show travel
 step memkit index
-# Say it once: from here on, name the offline model so each command does not repeat the warning.
-export MEMKIT_MODEL=tokenlearn-static-model
 step memkit search "what rice do I use for paella"
 step memkit search "MikroTik hAP ax3"
 step memkit search "who is my doctor" --topic health -k 2

@@ -26,7 +26,7 @@ from .index import NO_DAY, TRIM_MIN_ROWS, Index, IndexReport, IndexView, trim_me
 from .lifecycle import last_day
 from .limits import MAX_QUERY_CHARS
 from .names import check_topic_name, in_topic
-from .rank import RECOMMENDED_THRESHOLD, Ranker
+from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
 from .store import Store
 from .text import terms
 
@@ -81,12 +81,13 @@ class Hit:
         return data
 
 
-def default_threshold(config: Config, dim: int) -> float:
-    """memkit.yaml's threshold, or for ``auto`` (the default) the value calibrated for this model size."""
+def default_threshold(config: Config, dim: int, model: str = "") -> float:
+    """memkit.yaml's threshold, or for ``auto`` (the default) the value calibrated for this model
+    (by name, else by its size)."""
     value = config.embedding_similarity_threshold
     if not isinstance(value, str):
         return float(value)
-    return RECOMMENDED_THRESHOLD.get(dim, 0.3)
+    return MODEL_THRESHOLD.get(model, RECOMMENDED_THRESHOLD.get(dim, 0.3))
 
 
 class Searcher:
@@ -116,7 +117,7 @@ class Searcher:
 
     def threshold(self) -> float:
         """The default similarity threshold (see :func:`default_threshold`)."""
-        return default_threshold(self.config, self.dim)
+        return default_threshold(self.config, self.dim, str(getattr(self.index.embedder, "name", "")))
 
     def changed(self) -> None:
         """Say the files just changed (this process wrote them): the next search re-checks them."""

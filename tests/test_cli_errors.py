@@ -14,7 +14,7 @@ from memkit.cli import main
 def vault(tmp_path):
     v = tmp_path / "mem"
     assert CliRunner().invoke(main, ["init", str(v)]).exit_code == 0
-    (v / "memkit.yaml").write_text("model: tokenlearn-static-model\n")
+    (v / "memkit.yaml").write_text("model: memkit-m2v\n")
     return v
 
 

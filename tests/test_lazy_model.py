@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memkit import Vault
-from memkit.embed import OFFLINE_MODEL, LazyEmbedder, model_dim, offline_model_folder
+from memkit.embed import BUILTIN_MODEL, OFFLINE_MODEL, LazyEmbedder, builtin_model_folder, model_dim, offline_model_folder
 
 from util import write
 
@@ -27,24 +27,22 @@ def _vault(tmp_path: Path) -> Path:
     return root
 
 
-@needs_offline
 def test_lexical_search_never_loads_the_model_and_vectors_follow_later(tmp_path: Path) -> None:
-    vault = Vault(_vault(tmp_path), model=OFFLINE_MODEL)
+    vault = Vault(_vault(tmp_path), model=BUILTIN_MODEL)
     embedder = vault.embedder
     assert isinstance(embedder, LazyEmbedder)
     hits = vault.search("hAP ax3", mode="lexical", threshold=None)
     assert [h.topic for h in hits] == ["home"]
     assert not embedder.loaded  # name and dimension came from the files; the tokenizer never loaded
-    assert embedder.dim == 64 and embedder.name == OFFLINE_MODEL
+    assert embedder.dim == model_dim(builtin_model_folder()) and embedder.name == BUILTIN_MODEL
     assert vault.index().new == 3 and embedder.loaded  # the pending vectors are made by the next embedding refresh
     top = vault.search("paella rice", threshold=None)[0]
     assert top.text.startswith("Prefers bomba rice") and top.cosine > 0
 
 
-@needs_offline
 def test_cli_commands_that_need_no_vectors_do_not_import_the_tokenizer(tmp_path: Path) -> None:
     root = _vault(tmp_path)
-    (root / "memkit.yaml").write_text(f"model: {OFFLINE_MODEL}\n")
+    (root / "memkit.yaml").write_text(f"model: {BUILTIN_MODEL}\n")
     code = ("import sys, json; from memkit.cli import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
             "print(json.dumps({'code': code, 'loaded': 'tokenizers' in sys.modules}), file=sys.stderr)")

@@ -1,6 +1,6 @@
 """`memkit mcp` as a real subprocess, driven by the MCP SDK's own stdio client.
 
-Each server loads the offline model (tokenlearn-static-model); the tests skip where it is not installed.
+Each server loads memkit's built-in model (shipped in the package, on every platform).
 """
 from __future__ import annotations
 
@@ -20,11 +20,9 @@ anyio = pytest.importorskip("anyio")
 from fake_llm import FakeLLM  # noqa: E402
 from memkit import Vault  # noqa: E402
 from memkit.cli import main  # noqa: E402
-from memkit.embed import offline_model_folder  # noqa: E402
 from util import FakeEmbedder, vault_with, write  # noqa: E402
 
-needs_offline = pytest.mark.skipif(offline_model_folder() is None,
-                                   reason="tokenlearn-static-model not installed (its wheel is x86_64 only)")
+
 
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nsummary: rice and bread\nupdated: 2026-01-03T10:00:00\n---\n# Cooking\n\n"
@@ -34,7 +32,7 @@ TOPICS = {
                 "- [fact] Router is a MikroTik hAP ax3 running RouterOS 7.16 #network (2025-09-03)\n",
     "health": "- Allergic to tree nuts (2025-05-01)\n",
 }
-ENV = {"MEMKIT_MODEL": "tokenlearn-static-model", "HF_HUB_OFFLINE": "1"}
+ENV = {"MEMKIT_MODEL": "memkit-m2v", "HF_HUB_OFFLINE": "1"}
 
 
 def make_vault(tmp_path: Path, config: str = "") -> Vault:
@@ -114,7 +112,6 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
 ]
 
 
-@needs_offline
 def test_tools_resources_and_errors_over_stdio(tmp_path):
     stderr_path = tmp_path / "stderr.txt"
 
@@ -228,7 +225,6 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
     assert "Traceback" not in log and "memkit mcp: serving" in log
 
 
-@needs_offline
 def test_concurrent_clients_and_cli_writers_lose_nothing(tmp_path):
     """4 MCP clients (4 server processes) x 20 concurrent add_memory calls, while 12 `memkit add`
     processes write to the same topic: every line ends up in the file exactly once."""
@@ -280,7 +276,6 @@ def test_concurrent_clients_and_cli_writers_lose_nothing(tmp_path):
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
 
 
-@needs_offline
 def test_stdout_carries_only_protocol(tmp_path):
     """Raw JSON-RPC over the pipes: every stdout line is a JSON-RPC message, even while the model
     falls back with a warning (the vault names a model that is not cached) and calls fail."""
@@ -330,7 +325,6 @@ def test_stdout_carries_only_protocol(tmp_path):
     assert "Traceback" not in stderr
 
 
-@needs_offline
 def test_missing_sdk_is_one_line_and_exit_1(tmp_path):
     vault = make_vault(tmp_path)
     blocker = tmp_path / "block"

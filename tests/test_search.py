@@ -83,22 +83,20 @@ def test_new_entry_searchable_in_same_process(v):
 
 # ---- the CLI, on the real offline model (loaded once per test session) --------------------
 
-@pytest.mark.skipif(__import__("memkit.embed", fromlist=["x"]).offline_model_folder() is None,
-                    reason="tokenlearn-static-model not installed (its wheel is x86_64 only)")
 def test_cli_index_and_search_with_offline_model(tmp_path):
     root = Vault.init(tmp_path / "v").root
     for name, text in TOPICS.items():
         write(root / "topics" / f"{name}.md", text)
     runner = CliRunner()
-    out = runner.invoke(main, ["--vault", str(root), "--model", "tokenlearn-static-model", "index"],
+    out = runner.invoke(main, ["--vault", str(root), "--model", "memkit-m2v", "index"],
                         catch_exceptions=False)
     assert out.exit_code == 0 and out.output.startswith("indexed 6 entries in ")
-    res = runner.invoke(main, ["--vault", str(root), "--model", "tokenlearn-static-model", "search",
+    res = runner.invoke(main, ["--vault", str(root), "--model", "memkit-m2v", "search",
                                "MikroTik router", "--json"], catch_exceptions=False)
     assert res.exit_code == 0
     hits = json.loads(res.output)
     assert hits[0]["topic"] == "home-lab" and hits[0]["line"] == 1
-    res = runner.invoke(main, ["--vault", str(root), "--model", "tokenlearn-static-model", "search", ""])
+    res = runner.invoke(main, ["--vault", str(root), "--model", "memkit-m2v", "search", ""])
     assert res.exit_code == 2 and "query is empty" in res.output
-    res = runner.invoke(main, ["--vault", str(root), "--model", "tokenlearn-static-model", "search", "x", "--mode", "magic"])
+    res = runner.invoke(main, ["--vault", str(root), "--model", "memkit-m2v", "search", "x", "--mode", "magic"])
     assert res.exit_code == 2

@@ -64,13 +64,13 @@ _FORTUNE_FILES = ("art computers cookie definitions education ethnic food fortun
 
 def fortune_texts(folder: Path = FORTUNES_DIR) -> list[str]:
     """The English fortune cookies, one whitespace-joined text each (about 12k)."""
-    if not folder.is_dir():
-        raise SystemExit(f"{folder} not found: apt-get install fortunes fortunes-min")
+    missing = [name for name in _FORTUNE_FILES if not (folder / name).is_file()]
+    if missing:
+        raise SystemExit(f"fortune files missing in {folder} ({', '.join(missing)}): "
+                         "apt-get install fortunes fortunes-min")
     seen: dict[str, None] = {}
     for name in _FORTUNE_FILES:
         path = folder / name
-        if not path.is_file():
-            continue
         for cookie in path.read_text(encoding="utf-8", errors="replace").split("\n%\n"):
             lines = [ln for ln in cookie.splitlines() if not re.match(r"\s*(--|-- )\s*\S", ln)]
             text = " ".join(" ".join(lines).split())

@@ -30,7 +30,8 @@ from datetime import datetime
 from .errors import MemkitError
 from .recent import render_recent
 from .search import Searcher
-from .store import INBOX_DIR, ArchiveItem, Store
+from .archive import ArchiveItem
+from .store import INBOX_DIR, Store
 from .topic import Entry, Topic, as_datetime, frontmatter_key, frontmatter_value, parse_topic_text, read_topic, remove_lines, split_lines
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]

@@ -34,7 +34,8 @@ from .names import slugify, topic_relpath
 from .route import closest_subtopic, detect_topic, is_confident
 from .search import Hit, Searcher
 from .split import maybe_split
-from .store import ArchiveItem, Store, archive_line
+from .archive import ArchiveItem, archive_line
+from .store import Store
 from .text import terms
 from .topic import Entry, Topic, append_line, check_text, format_entry, new_topic_text, normalise, remove_lines, text_hash, unified_diff
 from .transcript import Message, read_transcript, render

@@ -46,11 +46,14 @@ from .fsutil import (
     replace_checked,
     stamp_of,
 )
+from .archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from .limits import MAX_ENTRY_CHARS
 from .names import TOPICS_DIR, check_topic_name, is_topic_filename, topic_relpath, topic_stem
 from .recent import RecentTopic, parse_recent, render_recent
 from .seen import HAND_EDIT_SLACK_S, SEEN_FILE, Seen, load_seen, save_seen
 from .topic import (
+    KIND_RE,
+    LIST_MARKER_RE,
     Entry,
     Topic,
     append_line,
@@ -68,16 +71,11 @@ from .topic import (
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Store", "TopicInfo", "TopicFile", "ArchiveItem", "find_vault", "TOPICS_DIR"]
+__all__ = ["Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "find_vault", "TOPICS_DIR"]
 
 INBOX_DIR = "inbox"
 STATE_DIR = ".memkit"
 INDEX_TXT = "index.txt"
-ARCHIVE = "archive.md"
-ARCHIVE_HEADER = (
-    "# Archive\n\nEntries removed by `memkit forget` or superseded by a digest. "
-    "Move a line back to its topic to undo.\n\n"
-)
 LOCK_TIMEOUT_S = 30.0
 PROFILE_TOPIC = "profile"  #: the pinned topic `memkit init` creates
 PROFILE_SUMMARY = "who the user is, standing preferences, ongoing projects"
@@ -140,15 +138,6 @@ class TopicFile:
     def stamp(self) -> tuple[int, int, int]:
         """(size, mtime_ns, inode): changes when the file is edited or replaced."""
         return (self.stat.st_size, self.stat.st_mtime_ns, self.stat.st_ino)
-
-
-@dataclass(frozen=True)
-class ArchiveItem:
-    """A line leaving a topic for archive.md: the entry, its original text, and why."""
-
-    entry: Entry
-    original: str
-    reason: str
 
 
 class Store:
@@ -655,11 +644,11 @@ class Store:
         :raises MemkitError: for empty text or a bad kind/tag; TopicNameError for a bad topic.
         """
         text = " ".join(text.split())
-        pasted = _PASTED_ITEM_RE.match(text)  # "- [decision] Chose oak (2026-02-01)" pasted from a topic
+        pasted = LIST_MARKER_RE.match(text)  # "- [decision] Chose oak (2026-02-01)" pasted from a topic
         if pasted:
             text = text[pasted.end():]
-        if kind is not None and _KIND_PREFIX_RE.match(text):
-            text = _KIND_PREFIX_RE.sub("", text, count=1)  # --kind wins over a [kind] in the text
+        if kind is not None and KIND_RE.match(text):
+            text = KIND_RE.sub("", text, count=1)  # --kind wins over a [kind] in the text
         if not text:
             raise InvalidValue("nothing to add: the text is empty")
         if len(text) > MAX_ENTRY_CHARS:
@@ -1023,8 +1012,6 @@ class Store:
         return isinstance(self._topic_file(self.topics_dir / f"{name}.md"), TopicFile)
 
 
-_PASTED_ITEM_RE = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+(?=\S)")
-_KIND_PREFIX_RE = re.compile(r"^\[[A-Za-z][\w-]{0,30}\]\s*")
 GITIGNORE_LINES = (f"{STATE_DIR}/", f"{INBOX_DIR}/done/", "*.error")
 GITATTRIBUTES_LINES = (
     "# memkit: merge-friendly vault (`memkit git-setup` registers the memkit merge driver in each clone)",
@@ -1049,63 +1036,12 @@ def _add_lines(path: Path, lines: Sequence[str]) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class ArchivedEntry:
-    """One line of archive.md: when and from which topic an entry left, why, and the line itself."""
-
-    day: str
-    topic: str
-    reason: str  #: ``forgotten``, ``done``, ``expired: …``, ``edited, now ID``, ``superseded by ID: text``…
-    original: str  #: the entry's line as it was in its topic
-
-    @property
-    def text(self) -> str:
-        """The entry's text (the line without its list marker)."""
-        return _PASTED_ITEM_RE.sub("", self.original, count=1)
-
-    @property
-    def id(self) -> str:
-        """The id the entry had."""
-        return text_hash(self.text)[:8]
-
-    @property
-    def successor(self) -> str | None:
-        """The id of the entry that replaced it (an edit, a compaction, a digest update), if any."""
-        m = _POINTER_RE.match(self.reason)
-        return m.group(1) if m else None
-
-
-_ARCHIVE_RE = re.compile(r"^- (\d{4}-\d{2}-\d{2}) from (\S+) \((.*?)\): (.*)$")
-_ARCHIVE_LONG_RE = re.compile(r"^- (\d{4}-\d{2}-\d{2}) from (\S+) \((superseded by .*)\): ((?:[-*+]|\d{1,9}[.)]) .*)$")
-_POINTER_RE = re.compile(r"^(?:edited, now|compacted into|superseded by|replaced by) ([0-9a-f]{8})\b")
-
-
-def parse_archive(text: str) -> list[ArchivedEntry]:
-    """The entries of archive.md, oldest first (lines that are not archive entries are skipped)."""
-    out = []
-    for line in text.splitlines():
-        m = _ARCHIVE_LONG_RE.match(line) or _ARCHIVE_RE.match(line)
-        if m:
-            out.append(ArchivedEntry(m.group(1), m.group(2), m.group(3), m.group(4)))
-    return out
-
-
-def archive_line(item: ArchiveItem, now: datetime) -> str:
-    """The archive.md line of an item: ``- 2026-02-12 from cooking (forgotten): - the line``."""
-    return f"- {now.date().isoformat()} from {item.entry.topic} ({item.reason}): {item.original}"
-
-
 def check_word(value: str, what: str) -> str:
     """A kind or tag as stored (lower-cased). :raises InvalidValue: not one word."""
     value = value.strip()
     if not re.fullmatch(r"[^\W\d_][\w-]{0,39}", value):
         raise InvalidValue(f"invalid {what} {value!r}: use one word of letters, digits, '-' or '_'")
     return value.lower()
-
-
-def _last_line(text: str) -> int:
-    """The 1-based number of the last non-empty line of ``text`` (where an append landed)."""
-    return len(text.rstrip("\r\n").split("\n"))
 
 
 def _short(text: str, width: int = 60) -> str:

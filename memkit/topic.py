@@ -28,7 +28,9 @@ _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s|$)")
 _COMMENT_RE = re.compile(r"\s+#.*$")
-_KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
+KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")  #: an entry's ``[kind]`` prefix
+_KIND_RE = KIND_RE
+LIST_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+(?=\S)")  #: a list item's marker ("- ", "* ", "1. ")
 _TAG_RE = re.compile(r"(?:^|(?<=\s))#([^\W\d_][\w/-]*)", re.UNICODE)
 _DATE_RE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
 

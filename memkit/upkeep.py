@@ -27,7 +27,8 @@ from .errors import EntryNotFound, InvalidValue, LLMError, MemkitError
 from .lifecycle import PENDING, due_date, expiry, is_pending
 from .llm import LLM, ask_json
 from .search import Searcher
-from .store import PROFILE_SUMMARY, PROFILE_TOPIC, ArchivedEntry, Store, check_word
+from .archive import ArchivedEntry
+from .store import PROFILE_SUMMARY, PROFILE_TOPIC, Store, check_word
 from .topic import Entry, Topic, format_entry, new_topic_text, normalise, text_hash
 
 __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edit_entry", "history", "pending",

@@ -313,14 +313,15 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     topics = [(t.name, t.summary) for t in store.topics()]
     conclusions, new_topic, skipped = extract_conclusions(llm, messages, topics)
     report.skipped += skipped
-    fresh = _drop_duplicates(searcher, conclusions, report)
-    pairs = _update_candidates(searcher, fresh)
+    nearest = _Nearest(searcher)
+    fresh = _drop_duplicates(searcher, conclusions, report, nearest)
+    pairs = _update_candidates(searcher, fresh, nearest)
     if pairs:
         try:
             find_updates(llm, pairs)
         except LLMError as exc:  # keep the new entries; keep the old ones too (nothing is lost)
             log.warning("could not check which entries are outdated (%s); kept them all", exc)
-    _route(searcher, fresh, new_topic, {name for name, _ in topics})
+    _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
     _apply(store, fresh, new_topic, report, now, dry_run)
     if not dry_run:
         if not report.written and not report.already_digested:
@@ -330,7 +331,25 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     return report
 
 
-def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: DigestReport) -> list[Conclusion]:
+NEAREST = 5  #: hits of a conclusion looked at (duplicates, updates, routing): searched once each
+
+
+class _Nearest:
+    """Each conclusion's nearest entries (hybrid, words first, no threshold), searched once for the
+    duplicate check, the update candidates and the routing (nothing is written in between)."""
+
+    def __init__(self, searcher: Searcher) -> None:
+        self.searcher = searcher
+        self._hits: dict[str, list[Hit]] = {}
+
+    def __call__(self, text: str) -> list[Hit]:
+        if text not in self._hits:
+            self._hits[text] = self.searcher.search(text, k=NEAREST, threshold=None, words_first=True)
+        return self._hits[text]
+
+
+def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: DigestReport,
+                     nearest: _Nearest) -> list[Conclusion]:
     existing = {normalise(e.body): e for e in searcher.store.entries()}
     seen: dict[str, Conclusion] = {}
     fresh = []
@@ -342,7 +361,7 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
         if key in seen:
             report.skipped.append((c.text, "repeated in this transcript"))
             continue
-        near = _near_duplicate(searcher, c.text)
+        near = _near_duplicate(nearest(c.text), c.text)
         if near is not None:
             report.skipped.append((c.text, f"near duplicate of {near.id} in {near.topic}: {near.text}"))
             continue
@@ -351,13 +370,13 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
     return fresh
 
 
-def _near_duplicate(searcher: Searcher, text: str) -> Hit | None:
+def _near_duplicate(found: list[Hit], text: str) -> Hit | None:
     """An existing entry that says the same (the hybrid search's best hits, judged on the words and
     the meaning): a cosine of NEAR_DUPLICATE_COSINE, or words that mostly coincide (Jaccard of
     NEAR_DUPLICATE_JACCARD, or the new text's words nearly all in the entry already: containment of
     NEAR_DUPLICATE_CONTAINMENT with a Jaccard of at least half that). A new text that adds words
     to an entry is not a duplicate (it may be an update)."""
-    hits = searcher.search(text, k=3, threshold=None, words_first=True)
+    hits = found[:3]
     words = set(terms(text))
     for h in hits:
         other = set(terms(_DATE_TAIL.sub("", h.text)))
@@ -370,7 +389,8 @@ def _near_duplicate(searcher: Searcher, text: str) -> Hit | None:
     return None
 
 
-def _update_candidates(searcher: Searcher, conclusions: list[Conclusion]) -> list[tuple[Conclusion, list[Entry]]]:
+def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
+                       nearest: _Nearest) -> list[tuple[Conclusion, list[Entry]]]:
     """The entries each conclusion may make outdated: its best hybrid-search hits that are real
     evidence (they share a word and come close in meaning, or are very close in meaning:
     :func:`memkit.route.is_confident`), never what the cosine alone ranks high."""
@@ -378,8 +398,7 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion]) -> lis
     by_id = {e.id: e for e in searcher.store.entries()}
     pairs = []
     for c in conclusions:
-        hits = [h for h in searcher.search(c.text, k=UPDATE_CANDIDATES + 2, threshold=None, words_first=True)
-                if is_confident(h, threshold)][:UPDATE_CANDIDATES]
+        hits = [h for h in nearest(c.text) if is_confident(h, threshold)][:UPDATE_CANDIDATES]
         entries = [by_id[h.id] for h in hits if h.id in by_id]
         if entries:
             pairs.append((c, entries))
@@ -387,7 +406,7 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion]) -> lis
 
 
 def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
-           existing: set[str]) -> None:
+           existing: set[str], nearest: _Nearest) -> None:
     """Where each conclusion goes, by the design's seed rules: the LLM's hint when it names a topic (a
     split parent: its closest subtopic); else the topic the vault's hits agree on (a detected topic);
     else, when at least ``min_conclusions_for_new_topic`` conclusions are left, a new topic: the one
@@ -406,7 +425,7 @@ def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[st
         if children:  # the LLM named a topic that was split since: its closest part
             c.topic = closest_subtopic(searcher, hint, children, c.text)
             continue
-        guess = detect_topic(searcher, c.text, words_first=True)
+        guess = detect_topic(searcher, c.text, words_first=True, hits=nearest(c.text))
         if guess is not None:
             c.topic = guess.topic
             continue
@@ -422,8 +441,8 @@ def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[st
     for c in unrouted:
         if c.topic is not None:
             continue
-        best = next((h for h in searcher.search(c.text, k=5, threshold=None, words_first=True)
-                     if shares_evidence(c.text, h.text) and is_confident(h, threshold)), None)
+        best = next((h for h in nearest(c.text) if shares_evidence(c.text, h.text) and is_confident(h, threshold)),
+                    None)
         c.topic = best.topic if best is not None and best.topic in existing else "general"
 
 

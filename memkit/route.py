@@ -29,7 +29,7 @@ class TopicGuess:
 
 
 def detect_topic(searcher: Searcher, text: str, threshold: float | None = None, *,
-                 words_first: bool = False) -> TopicGuess | None:
+                 words_first: bool = False, hits: list[Hit] | None = None) -> TopicGuess | None:
     """The topic that at least ``MIN_VOTES`` of the ``VOTES`` best hits for ``text`` come from,
     counting hits that share a word with the text and come within ``WORDS_MARGIN`` of the
     similarity threshold, or share none but beat it by ``MEANING_MARGIN`` (static models give small talk like "hi"
@@ -41,10 +41,11 @@ def detect_topic(searcher: Searcher, text: str, threshold: float | None = None, 
     :param text: what to place.
     :param threshold: cosine the best hit must reach (default: the vault's search threshold).
     :param words_first: ``text`` is a memory (a digest's conclusion), not a person's message.
+    :param hits: its hits already found (the best ``VOTES`` or more, no threshold), to search once.
     """
     if not terms(text):  # nothing but stop words and punctuation: no topic to detect
         return None
-    hits = searcher.search(text, k=VOTES, threshold=None, words_first=words_first)
+    hits = searcher.search(text, k=VOTES, threshold=None, words_first=words_first) if hits is None else hits[:VOTES]
     if not hits:
         return None
     if threshold is None:

@@ -7,11 +7,11 @@ Problems a person must look at (``check`` exits 1 while any is left):
 - ``skipped``: a file in topics/ memkit does not read (not UTF-8, binary, too large, a FIFO, a
   symlink leading out of the vault or looping);
 - ``parent-recreated``: a topic file beside the subtopics a split made of it;
-- ``inbox-error``: a transcript the watcher could not digest (``inbox/NAME.error``);
-- ``inbox-undigested``: a transcript waiting in inbox/ while no LLM is configured: nothing will
-  digest it until ``llm:`` is set in memkit.yaml.
+- ``inbox-error``: a transcript the watcher could not digest (``inbox/NAME.error``).
 
-Notes (no one needs to act): ``inbox-waiting``, a transcript the watcher digests once it is idle.
+Notes (listed, exit 0, so the pre-commit hook never blocks on them): ``inbox-waiting``, a
+transcript the watcher digests once it is idle; ``inbox-undigested``, one waiting while no LLM is
+configured (nothing will digest it until ``llm:`` is set in memkit.yaml).
 
 Problems ``--fix`` repairs (reported, but they need no person):
 
@@ -36,8 +36,8 @@ from .topic import Entry, Topic, as_datetime, frontmatter_key, frontmatter_value
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 
-PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "inbox-undigested")
-NOTE_KINDS = ("inbox-waiting",)
+PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error")
+NOTE_KINDS = ("inbox-waiting", "inbox-undigested")
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,8 @@ class CheckReport:
         return all(p.note for p in self.problems)
 
     def to_dict(self) -> dict[str, object]:
-        return {"problems": [asdict(p) for p in self.problems], "fixed": self.fixed,
-                "needs_person": self.needs_person}
+        return {"problems": [dict(asdict(p), needs_person=p.needs_person, note=p.note) for p in self.problems],
+                "fixed": self.fixed, "needs_person": self.needs_person, "clean": self.clean}
 
 
 def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = False) -> CheckReport:

@@ -48,7 +48,7 @@ def hoist_global_options(args: list[str], commands: set[str]) -> list[str]:
             rest += args[i:]
             break
         name = arg.split("=", 1)[0]
-        if seen_command and name in GLOBAL_OPTIONS:
+        if seen_command and name in GLOBAL_OPTIONS and ("=" in arg or i + 1 < len(args)):
             take = 1 if "=" in arg else 2
             head += args[i:i + take]
             i += take
@@ -104,6 +104,9 @@ class MemkitGroup(click.Group):
         as_json = wants_json(argv)
         try:
             result = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # plain `memkit`: its help, as always
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else "")
+            sys.exit(0)
         except click.UsageError as exc:
             report_error(usage_line(exc, argv), exc.exit_code, as_json)
             sys.exit(exc.exit_code)

@@ -419,8 +419,9 @@ def locate_model(spec: str | None = None, *, allow_fallback: bool = True) -> tup
     if allow_fallback:
         for fallback, name in ((builtin_model_folder(), BUILTIN_MODEL), (offline_model_folder(), OFFLINE_MODEL)):
             if fallback is not None:
-                log.warning("model %s is not available (%s); using %s instead. To use it without this warning "
-                            "remove `model:` from memkit.yaml (or set it to %s)", spec, problem, name, name)
+                log.warning("model %s is not available (%s); using %s instead. To use it without this warning, "
+                            "name %s (`model:` in memkit.yaml, MEMKIT_MODEL or --model) instead of %s",
+                            spec, problem, name, name, spec)
                 return fallback, name
     raise ModelError(
         f"model {spec!r} is not available: {problem}. Fix: run once with network access to cache it, "

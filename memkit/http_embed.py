@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -27,6 +28,7 @@ from .errors import ModelError
 __all__ = ["HTTPEmbedder"]
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
+RETRY_AFTER_S = 60.0  #: after a failure, the server is not asked again for this long (no wait per search)
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
@@ -43,8 +45,10 @@ class HTTPEmbedder:
     def __init__(self, settings: EmbedderSettings, env: Mapping[str, str] | None = None) -> None:
         self.settings = settings
         self.url = settings.base_url.rstrip("/") + "/embeddings"
-        host = urllib.parse.urlsplit(self.url).hostname or ""
-        self.name = f"{settings.model}@{host}"
+        parts = urllib.parse.urlsplit(self.url)
+        host = parts.hostname or ""
+        self.name = f"{settings.model}@{parts.netloc}"  #: the sidecar's name: two servers on one host differ by port
+        self._down: tuple[float, str] | None = None  #: (until when, why) after a failure
         self._dim = settings.dim
         self._key: str | None = None
         if settings.api_key_env:
@@ -73,7 +77,7 @@ class HTTPEmbedder:
         :raises ModelError: the server cannot be reached, is too slow, or answers nonsense."""
         texts = list(texts)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
         parts = [self._request(texts[i:i + self.settings.batch_size])
                  for i in range(0, len(texts), self.settings.batch_size)]
         out = np.concatenate(parts)
@@ -87,6 +91,17 @@ class HTTPEmbedder:
         return (out / norms).astype(np.float32)
 
     def _request(self, texts: list[str]) -> np.ndarray:
+        if self._down is not None:
+            if time.monotonic() < self._down[0]:
+                raise ModelError(self._down[1])  # not asked again yet: no timeout to wait out per search
+            self._down = None
+        try:
+            return self._send(texts)
+        except ModelError as exc:
+            self._down = (time.monotonic() + RETRY_AFTER_S, str(exc))
+            raise
+
+    def _send(self, texts: list[str]) -> np.ndarray:
         payload = json.dumps({"model": self.settings.model, "input": texts}).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key:

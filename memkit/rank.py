@@ -518,7 +518,9 @@ class Ranker:
         if mode == "lexical":  # on a 0..1 scale like the others, order kept: 0.63 = every query word once
             ideal = sum(self.lex.idf(tid) for tid, _ in qt)
             score = -np.expm1(lex * np.float32(-1 / ideal)) if ideal > 0 else lex
-            keep = lex > 0 if keep is None else keep & (lex > 0)
+            coverage = self.lex.coverage(qt)
+            own = coverage > 0  # a query word in the entry's own text, not only in its context
+            keep = own if keep is None else keep & own
         elif mode == "vector":
             assert vec is not None
             score = vec

@@ -920,7 +920,8 @@ class Store:
             elif changed and not pulled:
                 when = max(when, mtime)  # a topic file that appeared since memkit last looked
             best[name] = RecentTopic(when, name, summary)
-            fresh.add(name)
+            if changed:  # (a topic left out by index_max_entries, unchanged, is no news: no churn)
+                fresh.add(name)
         # newest first; in a tie, what changed just now first, then index.txt's order
         result = sorted(best.values(), key=lambda r: (r.updated, r.topic in fresh), reverse=True)
         result = result[: self.config.index_max_entries]

@@ -348,6 +348,8 @@ class Vault:
             try:
                 if self.config.embedder is not None and self.model is None:  # a server, unless a model is named
                     chosen = HTTPEmbedder(self.config.embedder)
+                elif self.config.embedder is not None:
+                    self.store.warn_once(f"both a model ({self.model}) and an embedder: are set; using the model")
                 chosen.dim  # located now (a model's files read, a server asked once), loaded later
                 self._embedder = chosen
             except ModelError as exc:  # what needs no vectors still works: words only, with a warning

@@ -35,7 +35,7 @@ def test_the_server_embeds_incrementally_and_in_batches(tmp_path, server):
     vault = vault_for(tmp_path, server)
     hits = vault.search("paella rice", k=1)
     assert hits[0].text == "Prefers bomba rice for paella" and hits[0].cosine > 0.5
-    assert vault.searcher.index.embedder.name == f"fake-embed@127.0.0.1"
+    assert vault.searcher.index.embedder.name == "fake-embed@" + server.base_url.split("/")[2]  # host:port
     sizes = [len(r["input"]) for r in server.requests]
     assert max(sizes) <= 2  # batch_size
     sent = server.texts_sent
@@ -106,3 +106,21 @@ def test_the_key_is_sent_as_a_bearer_token(server):
 def test_bad_settings_name_the_key(given, message):
     with pytest.raises(ConfigError, match=message):
         EmbedderSettings.from_config(given)
+
+
+def test_a_server_that_failed_is_not_asked_again_for_a_while(server, monkeypatch):
+    import memkit.http_embed as http_embed
+
+    embedder = HTTPEmbedder(EmbedderSettings(base_url=server.base_url, model="m", dim=32))
+    server.down = True
+    with pytest.raises(ModelError, match="HTTP 503"):
+        embedder.embed(["a"])
+    server.down = False
+    asked = len(server.requests)
+    with pytest.raises(ModelError, match="HTTP 503"):  # within RETRY_AFTER_S: no request, no timeout to wait
+        embedder.embed(["a"])
+    assert len(server.requests) == asked
+    monkeypatch.setattr(http_embed, "RETRY_AFTER_S", 0.0)
+    embedder._down = (0.0, "expired")  # the pause is over
+    assert embedder.embed(["a"]).shape == (1, 32)
+    assert embedder.embed([]).shape == (0, 32)

@@ -87,3 +87,19 @@ def test_a_pull_gives_every_clone_the_same_index_txt(tmp_path):
         outputs.append((root / "index.txt").read_bytes())
     assert outputs[0] == outputs[1]
     assert outputs[0].decode().count("|travel|") == 1
+
+
+def test_topics_left_out_by_the_cap_do_not_churn_index_txt(tmp_path):
+    from datetime import datetime
+
+    vault = Vault.init(tmp_path / "v")
+    (vault.root / "memkit.yaml").write_text("index_max_entries: 3\n")
+    vault = Vault(vault.root)
+    when = datetime(2026, 9, 21, 10, 0, 0)  # a digest writes several topics in the same second
+    for name in "abcde":
+        vault.add(f"x {name}", topic=name, when=when)
+    first = (vault.root / "index.txt").read_bytes()
+    for _ in range(3):
+        Vault(vault.root).recent()
+        assert (vault.root / "index.txt").read_bytes() == first
+    assert not [p for p in Vault(vault.root).check().problems if p.kind == "recent"]

@@ -63,10 +63,12 @@ def test_killed_writer_leaves_old_or_new(tmp_path):
     valid = {b"original\n", b"A" * 3_000_000, b"B" * 2_000_000 + b"\n"}
     for delay in (0.0, 0.003, 0.011, 0.029, 0.05, 0.07, 0.13, 0.2):
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE)
-        assert proc.stdout.readline() == b"ready\n"
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        try:
+            assert proc.stdout.readline() == b"ready\n"
+            time.sleep(delay)
+        finally:  # the writer loops forever: never leave it running, whatever fails above
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
         assert target.read_bytes() in valid
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "topic.md"]
     # a kill between mkstemp and rename may leave a hidden temp file, never a damaged topic

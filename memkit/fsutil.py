@@ -89,8 +89,9 @@ def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None) -
 
     The windows that remain: a rewrite (not an append) in the microseconds between that check and
     the rename is overwritten; and a writer that opened the old file before the rename and appends
-    to it after the salvage read (a program keeping the file open for appending) writes into the
-    replaced file. Plain additions never take this path (:func:`append_bytes`).
+    to it after the salvage (which reads the old file until it has been quiet for a few
+    milliseconds, :func:`_salvage`) writes into the replaced file: a program keeping the file open
+    for appending. Plain additions never take this path (:func:`append_bytes`).
     """
     tmp = _write_temp(path, data)
     renamed = False
@@ -113,10 +114,7 @@ def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None) -
             os.replace(tmp, path)
             renamed = True
             if fd >= 0:  # what was appended to the old file since it was read goes to the new one
-                late = _read_fd(fd, len(base))
-                if late:
-                    join = b"" if not data or data.endswith((b"\n", b"\r")) or late.startswith((b"\n", b"\r")) else b"\n"
-                    append_bytes(path, join + late)
+                _salvage(fd, len(base), path, data)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -125,6 +123,33 @@ def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None) -
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     _fsync_dir(path.parent)
+
+
+SALVAGE_POLL_S = 0.004  #: after a rewrite, the old file is read again this often …
+SALVAGE_QUIET_READS = 3  #: … until this many reads in a row find nothing new …
+SALVAGE_MAX_S = 0.1  #: … or this long has passed
+
+
+def _salvage(fd: int, offset: int, path: Path, before: bytes) -> None:
+    """Append to ``path`` what was appended to the old file (``fd``) beyond ``offset``, reading it
+    until it has been quiet for a few polls: a writer that opened the old file just before the
+    rename (a shell's ``>>``) may write a moment after it."""
+    deadline = time.monotonic() + SALVAGE_MAX_S
+    quiet = 0
+    tail = before[-1:]
+    while True:
+        late = _read_fd(fd, offset)
+        if late:
+            join = b"" if not tail or tail in (b"\n", b"\r") or late.startswith((b"\n", b"\r")) else b"\n"
+            append_bytes(path, join + late)
+            offset += len(late)
+            tail = late[-1:]
+            quiet = 0
+        else:
+            quiet += 1
+        if quiet >= SALVAGE_QUIET_READS or time.monotonic() >= deadline:
+            return
+        time.sleep(SALVAGE_POLL_S)
 
 
 def _read_fd(fd: int, offset: int = 0) -> bytes:

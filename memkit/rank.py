@@ -420,9 +420,11 @@ class Ranker:
         return bool(self.speaker_names)
 
     def _weights(self, query: str, qt: list[tuple[int, int]], coverage: np.ndarray,
-                 rows: np.ndarray | slice) -> np.ndarray | float:
-        """The lexical weight of each of ``rows``: ``lex_weight`` in conversations, the query's
-        note weight elsewhere (a float when they are all alike)."""
+                 rows: np.ndarray | slice, words_first: bool = False) -> np.ndarray | float:
+        """The lexical weight of each of ``rows``: ``lex_weight`` in conversations (and everywhere
+        for ``words_first``), the query's note weight elsewhere (a float when they are all alike)."""
+        if words_first:
+            return self.params.lex_weight
         note = self.note_weight(query, qt, coverage)
         if note == self.params.lex_weight or not self.has_speakers:
             return note
@@ -534,7 +536,7 @@ class Ranker:
                 lmax = float(lv.max()) if lv.size else 0.0
             coverage = self.lex.coverage(qt)
             score = self._fuse(lex, vec, vmin, vmax, lmax, self._boost(set(text_terms(query))), self.next_ok, None,
-                               self.params.lex_weight if words_first else self._weights(query, qt, coverage, slice(None)))
+                               self._weights(query, qt, coverage, slice(None), words_first))
         if threshold is not None and cos is not None and ctx is not None:
             passed = (np.maximum(cos, ctx) >= np.float32(threshold)) | (
                 (self.lex.coverage(qt) if coverage is None else coverage) >= np.float32(self.params.lexical_keep))
@@ -553,7 +555,7 @@ class Ranker:
         assert self.prefix is not None
         p, n, dead = self.params, self.n, self.dead
         coverage = self.lex.coverage(qt)
-        weight = p.lex_weight if words_first else self._weights(query, qt, coverage, slice(None))
+        weight = self._weights(query, qt, coverage, slice(None), words_first)
         if isinstance(weight, np.ndarray):
             return None  # notes and conversations weighted apart: the candidates' proxy would not hold
         a = np.float32(weight)

@@ -28,7 +28,6 @@ from .limits import MAX_QUERY_CHARS
 from .names import check_topic_name, in_topic
 from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
 from .store import Store
-from .text import terms
 
 log = logging.getLogger("memkit")
 
@@ -274,11 +273,9 @@ class Searcher:
         with single_thread():
             closest = ranker.search_hits(query, qvec, k=3 * min(k, weak) + len(gone), mode=mode, threshold=None, mask=mask)
             noise = ranker.cosine_noise(qvec, mask)
-        words = set(terms(query))
-        closest = [r for r in closest if r[0] not in gone]
-        shown = [h for h, r in zip(hits_at(view, closest), closest)
-                 if r[2] > noise or (r[3] > 0 and words & set(terms(h.text)))]  # its own words, not its neighbours'
-        return [replace(h, confident=False) for h in shown[:min(k, weak)]]
+        own = ranker.lex.coverage(ranker.lex.query_terms(query))  # query words in an entry's own text
+        shown = [r for r in closest if r[0] not in gone and (r[2] > noise or own[r[0]] > 0)][:min(k, weak)]
+        return [replace(h, confident=False) for h in hits_at(view, shown)]
 
     def expired_rows(self, view: IndexView, today: date | None = None) -> np.ndarray:
         """The rows of ``view`` whose entry has expired by ``today`` (past its ``(until DATE)`` or

@@ -40,6 +40,14 @@ class Seen:
 
     files: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     index: str | None = None
+    #: hashes taken while looking (name -> (mtime_ns, sha1)), so :meth:`updated` reads no file twice
+    _hashed: dict[str, tuple[int, str | None]] = field(default_factory=dict, repr=False, compare=False)
+
+    def _hash(self, name: str, mtime_ns: int, path: Path) -> str | None:
+        got = self._hashed.get(name)
+        if got is None or got[0] != mtime_ns:
+            got = self._hashed[name] = (mtime_ns, file_hash(path))
+        return got[1]
 
     def changed(self, name: str, mtime_ns: int, path: Path) -> bool:
         """Whether the topic file's bytes changed since then (a new file counts as changed)."""
@@ -48,7 +56,7 @@ class Seen:
             return True
         if before[0] == mtime_ns:
             return False
-        return before[1] is None or file_hash(path) != before[1]
+        return before[1] is None or self._hash(name, mtime_ns, path) != before[1]
 
     def updated(self, files: dict[str, tuple[int, Path]], index_sha: str | None) -> "Seen":
         """The record for now: hashes are kept for files whose mtime did not move."""
@@ -56,7 +64,7 @@ class Seen:
         for name, (mtime_ns, path) in files.items():
             before = self.files.get(name)
             out[name] = (mtime_ns, before[1] if before is not None and before[0] == mtime_ns and before[1]
-                         else file_hash(path))
+                         else self._hash(name, mtime_ns, path))
         return Seen(out, index_sha)
 
     def to_json(self) -> str:

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from memkit import Vault
@@ -31,6 +32,12 @@ def total_embedded(fake) -> int:
 
 def db_path(v: Vault):
     return next((v.state_dir / "index").glob("*.sqlite3"))
+
+
+def matrix_path(v: Vault):
+    """The model's current .npy matrix (the one the index names)."""
+    name, = query(v, "SELECT value FROM meta WHERE key = 'matrix'")[0]
+    return v.state_dir / "index" / name
 
 
 def query(v: Vault, sql: str):
@@ -90,7 +97,8 @@ def test_deleted_topic_drops_entries_and_unused_vectors(tmp_path, fake):
     assert query(v, "SELECT COUNT(*) FROM entries") == [(1,)]
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncate", "empty", "wrong_dim", "other_schema", "folder"])
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "empty", "wrong_dim", "matrix_gone", "matrix_short",
+                                    "other_schema", "folder"])
 def test_damaged_sidecar_is_rebuilt(tmp_path, fake, damage):
     v = make_vault(tmp_path, fake, {"a": "- apple pie\n- apple tart\n"})
     v.index()
@@ -103,11 +111,13 @@ def test_damaged_sidecar_is_rebuilt(tmp_path, fake, damage):
         db.write_bytes(db.read_bytes()[:1500])
     elif damage == "empty":
         db.write_bytes(b"")
-    elif damage == "wrong_dim":
-        con = sqlite3.connect(db)
-        con.execute("UPDATE file_data SET vecs = x'0000'")
-        con.commit()
-        con.close()
+    elif damage == "wrong_dim":  # a matrix of another dimension in its place
+        np.save(matrix_path(v), np.zeros((2, 16), dtype=np.float32))
+    elif damage == "matrix_gone":
+        matrix_path(v).unlink()
+    elif damage == "matrix_short":  # fewer rows than the index names
+        data = np.load(matrix_path(v))
+        np.save(matrix_path(v), data[:1])
     elif damage == "other_schema":
         con = sqlite3.connect(db)
         con.execute("UPDATE meta SET value = '999' WHERE key = 'schema'")
@@ -119,12 +129,8 @@ def test_damaged_sidecar_is_rebuilt(tmp_path, fake, damage):
         (db / "x").write_text("x")
     fake2 = FakeEmbedder()
     v2 = Vault(v.root, embedder=fake2)
-    if damage == "wrong_dim":  # rows of the wrong size are never used: the entries still search
-        assert v2.search("apple tart", k=1, threshold=None)[0].text == "apple tart"
-        v2.index(full=True)
-    else:
-        report = v2.index()
-        assert report.new == 2 and report.entries == 2
+    report = v2.index()
+    assert report.new == 2 and report.entries == 2
     assert v2.search("apple tart", k=1, threshold=None)[0].text == "apple tart"
     assert db.is_file()
 
@@ -217,11 +223,14 @@ def test_sidecar_layout_is_as_documented(tmp_path, fake):
     v.index()
     assert db_path(v).name == "fake-bow-32.sqlite3"
     meta = dict(query(v, "SELECT key, value FROM meta"))
-    assert (meta["model"], meta["dim"], meta["schema"], meta["entries"]) == ("fake-bow", "32", "2", "1")
-    assert query(v, "SELECT path, topic, n, pending FROM files") == [("topics/a.md", "a", 1, 0)]
-    (vecs, terms, counts, lines, days, hashes, body), = query(
-        v, "SELECT vecs, terms, counts, lines, days, hashes, body FROM file_data")
-    assert len(vecs) == 64  # 32 float16 values
+    assert (meta["model"], meta["dim"], meta["schema"], meta["entries"]) == ("fake-bow", "32", "3", "1")
+    assert (meta["matrix"], meta["rows"]) == ("fake-bow-32.0.npy", "1")
+    assert query(v, "SELECT path, topic, n, pending, row0 FROM files") == [("topics/a.md", "a", 1, 0, 0)]
+    (terms, counts, lines, days, hashes, body), = query(
+        v, "SELECT terms, counts, lines, days, hashes, body FROM file_data")
+    vectors = np.load(v.state_dir / "index" / "fake-bow-32.0.npy", mmap_mode="r")
+    assert vectors.shape == (1, 32) and vectors.dtype == np.float32
+    assert abs(float(np.linalg.norm(vectors[0])) - 1) < 1e-5  # unit rows
     vocab = dict(query(v, "SELECT id, term FROM terms"))
     ids = [int.from_bytes(terms[i:i + 4], "little") for i in range(0, len(terms), 4)]
     assert [vocab[i] for i in ids] == ["fact", "apple", "fruit", "2026-01-02", "2026", "01", "02"]

@@ -341,3 +341,65 @@ def test_search_rechecks_files_at_most_once_a_second(tmp_path, fake, monkeypatch
     assert calls == [1]
     v.search("apple", refresh=True)
     assert calls == [1, 1]
+
+
+def test_another_tool_reads_the_vectors_as_the_readme_says(tmp_path, fake):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n- apple tart\n", "b": "- banana bread\n"})
+    v.index()
+    write(v.topics_dir / "a.md", "- apple pie\n- plum tart\n")  # a changed file: a new block, the old one dead
+    v.index()
+    con = sqlite3.connect(db_path(v))
+    name, = con.execute("SELECT value FROM meta WHERE key = 'matrix'").fetchone()
+    rows, = con.execute("SELECT value FROM meta WHERE key = 'rows'").fetchone()
+    matrix = np.load(v.state_dir / "index" / name, mmap_mode="r")[:int(rows)]
+    got = {}
+    for path, row0, n, hashes in con.execute("SELECT f.path, f.row0, f.n, d.hashes FROM files f "
+                                             "JOIN file_data d ON d.file_id = f.id"):
+        texts = json.loads(con.execute("SELECT body FROM file_data d JOIN files f ON f.id = d.file_id "
+                                       "WHERE f.path = ?", (path,)).fetchone()[0])[0]
+        for pos, text in enumerate(texts):
+            got[text] = np.asarray(matrix[row0 + pos])
+    con.close()
+    assert sorted(got) == ["apple pie", "banana bread", "plum tart"] and matrix.shape[0] == 5  # 2 rows dead
+    for text, row in got.items():
+        want = fake.embed([text])[0]
+        assert np.allclose(row, want / np.linalg.norm(want), atol=1e-6)
+
+
+def test_a_writer_that_dies_before_its_commit_leaves_the_index_as_it_was(tmp_path, fake, monkeypatch):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
+    v.index()
+
+    def die(*args, **kwargs):
+        raise KeyboardInterrupt("killed between writing the matrix and committing")
+
+    write(v.topics_dir / "b.md", "- banana bread\n- banana split\n")
+    monkeypatch.setattr(Index, "_compact", die)  # runs after the rows are appended, before the commit
+    with pytest.raises(KeyboardInterrupt):
+        v.index()
+    monkeypatch.undo()
+    assert dict(query(v, "SELECT key, value FROM meta"))["rows"] == "1"
+    assert np.load(matrix_path(v), mmap_mode="r").shape[0] == 3  # rows past the committed one: never read
+    fresh = Vault(v.root, embedder=FakeEmbedder())
+    assert [h.text for h in fresh.search("banana", threshold=None, refresh=False)] == ["apple pie"]
+    report = fresh.index()  # the next writer writes over them
+    assert report.new == 2 and dict(query(v, "SELECT key, value FROM meta"))["rows"] == "3"
+    assert fresh.search("banana split", k=1, threshold=None)[0].text == "banana split"
+    assert np.load(matrix_path(v), mmap_mode="r").shape[0] == 3
+
+
+def test_a_read_only_vault_keeps_its_matrix_in_memory(tmp_path, fake, monkeypatch):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
+    v.index()
+    import memkit.matrix as matrix_mod
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(matrix_mod.FileMatrix, "append", refuse)
+    monkeypatch.setattr(Index, "_open_file", refuse)
+    ro = Vault(v.root, embedder=FakeEmbedder())
+    write(v.topics_dir / "b.md", "- banana bread\n")
+    assert ro.search("banana bread", k=1, threshold=None)[0].text == "banana bread"
+    assert ro.searcher.index.in_memory and ro.searcher.index.matrix.in_memory
+    assert ro.search("apple pie", k=1, threshold=None)[0].text == "apple pie"  # seeded from the disk

@@ -315,7 +315,8 @@ class Ranker:
     def _set_prefix(self) -> None:
         self.prefix: np.ndarray | None = None  #: the fast path's scan (None: exact path only)
         if self.n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS and self._P.shape[1] == PREFIX_DIMS:
-            self.prefix = self._P
+            # a contiguous copy of the matrix's first columns: the scan reads 1/4 of the bytes
+            self.prefix = np.ascontiguousarray(self._P)
 
     @property
     def vectors(self) -> np.ndarray:
@@ -590,7 +591,7 @@ class Ranker:
         rows = mark[:n].nonzero()[0]
         exact = np.empty(n + 2, dtype=np.float32)  # read at the rows computed only (and [-1]: 0)
         # the scan's products are the first dimensions' share of the exact cosines
-        exact[rows] = self._cosines(q, rows, approx[rows] if self.prefix is self._P else None)
+        exact[rows] = self._cosines(q, rows, approx[rows])
         exact[-1] = 0
         m = e.shape[0]
         both = np.concatenate([e, low])  # the candidates, then the lowest (their vector scores only)

@@ -48,7 +48,6 @@ import sqlite3
 import threading
 import time
 from array import array
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -57,6 +56,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .embed import Embedder
+from .embedqueue import EMBED_BATCH, EmbedQueue, f32_rows
 from .errors import MemkitError, TopicNotFound, TopicParseError
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from .sidecar import Sidecar
@@ -70,11 +70,9 @@ log = logging.getLogger("memkit")
 
 __all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
 
-EMBED_BATCH = 2048
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
 TERM_CACHE_MAX = 500_000  #: term ids a writer keeps (then forgets them all)
 OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
-THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
 VOCAB_LOAD_MAX = 100_000  #: a view reads a vocabulary of at most this many terms whole (else term by term)
 COMPACT_SHARE = 0.25  #: the matrix is written anew once dead rows pass this share of it …
 COMPACT_MIN_ROWS = 4096  #: … and this many rows
@@ -385,94 +383,26 @@ class Index:
                wait: float, full: bool, embed: bool) -> None:
         """Parse the changed files, find or make their vectors, and write them in one transaction.
         Large refreshes embed in a worker thread while the files are still being parsed."""
-        dim = self.embedder.dim
         parsed: list[_Parsed] = []
-        vectors: dict[str, bytes] = {}  # hash -> float32 row
-        queued: list[Entry] = []
-        seen: set[str] = set()
-        unembedded: list[Entry] = []
-        jobs: list[tuple[list[Entry], Future[np.ndarray]]] = []
-        worker: ThreadPoolExecutor | None = None
-        total_bytes = sum(s.stamp[0] for s in sources) or 1
-        done_bytes = 0
-        embedded = 0
-
-        def estimate() -> int:
-            """Entries to embed in all: those found so far, scaled by the bytes still to parse."""
-            return max(len(unembedded), int(len(unembedded) * total_bytes / max(done_bytes, 1)))
-
-        def tell(final: bool = False) -> None:
-            if progress is not None:
-                progress(embedded, max(embedded, len(unembedded) if final else estimate()))
-
-        batch_of: dict[str, int] = {}  # hash -> number of the worker's batch embedding it
-        taken = 0  # worker batches collected so far
-
-        def collect(until: int) -> None:
-            """Take the worker's batches up to number ``until`` (waiting), and any finished one."""
-            nonlocal embedded, taken
-            while jobs and (taken <= until or jobs[0][1].done()):
-                batch, job = jobs.pop(0)
-                vectors.update(zip((e.hash for e in batch), _f32_rows(job.result())))
-                embedded += len(batch)
-                taken += 1
-                tell(final=not jobs and done_bytes >= total_bytes)
-
-        def ready(entries: list[Entry]) -> None:
-            """Wait until the vectors of ``entries`` are made (the worker embeds in order)."""
-            if jobs:
-                collect(max((batch_of.get(e.hash, -1) for e in entries), default=-1))
-
-        def flush() -> None:
-            nonlocal worker, embedded
-            batch = queued[:]
-            queued.clear()
-            if not full and batch:
-                batch = [e for e in batch if e.hash not in vectors]  # in the file's own old row
-                found = self._known_vectors([e.hash for e in batch]) if batch else {}
-                vectors.update(found)
-                batch = [e for e in batch if e.hash not in found]
-            unembedded.extend(batch)
-            if not embed or not batch:
-                return
-            for i in range(0, len(batch), EMBED_BATCH):
-                part = batch[i:i + EMBED_BATCH]
-                if worker is None and len(sources) > 1 and estimate() >= THREAD_MIN_ENTRIES:
-                    worker = ThreadPoolExecutor(1, thread_name_prefix="memkit-embed")
-                if worker is not None:
-                    number = taken + len(jobs)
-                    batch_of.update((e.hash, number) for e in part)
-                    jobs.append((part, worker.submit(self._embed_rows, part)))
-                else:
-                    vectors.update(zip((e.hash for e in part), _f32_rows(self._embed_rows(part))))
-                    embedded += len(part)
-                    tell(final=done_bytes >= total_bytes)
-            collect(-1)
-
+        queue = EmbedQueue(self._embed_rows, None if full else self._known_vectors, embed=embed, files=len(sources),
+                           total_bytes=sum(s.stamp[0] for s in sources), progress=progress)
         if not full and len(sources) <= OWN_ROWS_MAX:  # an edited file's unchanged lines: from its own row
-            vectors.update(self._row_vectors([s.rel for s in sources]))
+            queue.vectors.update(self._row_vectors([s.rel for s in sources]))
         try:
             for source in sources:
                 item = self._parse(source)
                 parsed.append(item)
-                done_bytes += source.stamp[0]
                 if item.error is not None:
                     report.errors.append(item.error)
-                for e in item.topic.entries if item.topic is not None else ():
-                    if e.hash not in seen:
-                        seen.add(e.hash)
-                        queued.append(e)
-                if len(queued) >= EMBED_BATCH:
-                    flush()
-            flush()
-            report.new = len(unembedded) if embed else 0
-            pending = not embed and bool(unembedded)
+                queue.add(item.topic.entries if item.topic is not None else (), source.stamp[0])
+            queue.finish()
+            report.new = len(queue.unembedded) if embed else 0
+            pending = not embed and bool(queue.unembedded)
             # written while the worker still embeds: each file waits for its own vectors only
-            self._write(parsed, gone, vectors, report, wait, full, pending, dim, ready)
+            self._write(parsed, gone, queue.vectors, report, wait, full, pending, self.embedder.dim, queue.ready)
         finally:
-            if worker is not None:
-                worker.shutdown(wait=True, cancel_futures=True)
-        report.reused = sum(len(p.topic.entries) for p in parsed if p.topic is not None) - len(unembedded)
+            queue.close()
+        report.reused = sum(len(p.topic.entries) for p in parsed if p.topic is not None) - len(queue.unembedded)
         report.changed_files = len(parsed)
 
     def _write(self, parsed: list[_Parsed], gone: list[str], vectors: dict[str, bytes], report: IndexReport,
@@ -688,7 +618,7 @@ class Index:
                 if row is None or row[0] + row[1] > data.shape[0]:
                     continue
                 row0, n, hashes = row
-                out.update(zip(_split_hashes(hashes), _f32_rows(data[row0:row0 + n])))
+                out.update(zip(_split_hashes(hashes), f32_rows(data[row0:row0 + n])))
             return out
         return self._snapshot(read)
 
@@ -709,7 +639,7 @@ class Index:
             if not where:
                 return {}
             found = data[np.fromiter(where.values(), dtype=np.int64, count=len(where))]
-            return dict(zip(where, _f32_rows(found)))
+            return dict(zip(where, f32_rows(found)))
         return self._snapshot(read)
 
     def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
@@ -724,7 +654,7 @@ class Index:
             texts.update(zip(hashes, bodies))
         vectors = self._known_vectors(list(texts))
         missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
-        vectors.update(zip((e.hash for e in missing), _f32_rows(self._embed_rows(missing, progress))))
+        vectors.update(zip((e.hash for e in missing), f32_rows(self._embed_rows(missing, progress))))
         con = self.db.begin(wait)
         try:
             gen = int(self.db.meta("generation") or 0) + 1
@@ -860,12 +790,5 @@ class Index:
 
 def _split_hashes(hashes: str) -> list[str]:
     return [hashes[i:i + _HASH_LEN] for i in range(0, len(hashes), _HASH_LEN)]
-
-
-def _f32_rows(rows: np.ndarray) -> list[bytes]:
-    data = np.ascontiguousarray(rows, dtype=np.float32)
-    width = data.shape[1] * 4
-    raw = data.tobytes()
-    return [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * data.shape[0]
 
 

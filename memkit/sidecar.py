@@ -100,7 +100,10 @@ class Sidecar:
                     if existed:
                         self._check_matrix(con)
                     else:
-                        self.matrix.remove_others(keep="")  # a matrix left by an index that is gone
+                        # matrices left by an index that is gone; not the first one, which the
+                        # first write overwrites from row 0 (another process creating the index
+                        # at the same moment may have written it already)
+                        self.matrix.remove_others(keep=self.matrix.name(0))
                     self.created = not existed
                     return con
             except (sqlite3.DatabaseError, MatrixError) as exc:

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from .digest import load_digested
 from .errors import EntryNotFound, InvalidValue, LLMError, MemkitError
-from .lifecycle import PENDING, due_date, expiry, is_pending
+from .lifecycle import PENDING, due_date, expiry, is_pending, question, urgency
 from .llm import LLM, ask_json
 from .search import Searcher
 from .archive import ArchivedEntry
@@ -212,6 +212,8 @@ class FollowUp:
     entry: Entry
     due: date | None
     overdue_days: int  #: days past due (0: due today; negative: not yet)
+    urgency: str | None = None  #: ``high``, ``medium`` or ``low`` (``(urgency …)``), None: not said
+    question: str | None = None  #: the question to ask (``(ask: …)``), None: not said
 
     @property
     def is_due(self) -> bool:
@@ -219,20 +221,24 @@ class FollowUp:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.entry.to_dict(), due=self.due.isoformat() if self.due else None,
-                    overdue_days=self.overdue_days if self.due else None)
+                    overdue_days=self.overdue_days if self.due else None, urgency=self.urgency,
+                    question=self.question)
 
 
 def pending(store: Store, *, today: date | None = None, entries: Sequence[Entry] | None = None) -> list[FollowUp]:
-    """Every follow-up (kind ``pending``), the most urgent first: overdue, due, then by due day;
-    those without a due day last. Expired ones are left out."""
+    """Every follow-up (kind ``pending``), the most urgent first: overdue and due ones by due day,
+    then the others by urgency (high, medium or unsaid, low) and due day, those without a due day
+    last. Expired ones are left out."""
     today = today or date.today()
     items = []
     for e in entries if entries is not None else store.entries():
         if not is_pending(e) or expiry(e, store.config.expire, today):
             continue
         due = due_date(e)
-        items.append(FollowUp(e, due, (today - due).days if due else 0))
-    return sorted(items, key=lambda f: (f.due is None, f.due or date.max))
+        items.append(FollowUp(e, due, (today - due).days if due else 0, urgency(e), question(e)))
+    rank = {"high": 0, None: 1, "medium": 1, "low": 2}
+    return sorted(items, key=lambda f: (not f.is_due, 0 if f.is_due else rank[f.urgency], f.due is None,
+                                        f.due or date.max))
 
 
 def done(store: Store, target: Entry) -> Entry:

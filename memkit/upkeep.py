@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from .digest import load_digested
 from .errors import EntryNotFound, InvalidValue, LLMError, MemkitError
-from .lifecycle import PENDING, due_date, expiry, is_pending, question, urgency
+from .lifecycle import PENDING, due_date, expiry, importance, importance_marker, is_pending, question, urgency
 from .llm import LLM, ask_json
 from .search import Searcher
 from .archive import ArchivedEntry
@@ -306,6 +306,8 @@ COMPACT_PROMPT = """You condense old entries of a personal memory topic ({topic}
 
 Rules:
 - Keep every fact, preference, decision, name, number and date that matters. Invent nothing.
+- "(importance X)" says how much an entry matters to the person (0 to 1): keep the important ones
+  (0.7 and above) whole, in their own entries; condense the least important hardest.
 - Merge entries that say related things; an entry that stands alone may stay as it is.
 - Write at most {most} entries, each one self-contained sentence.
 - For each new entry list the numbers of the original entries it replaces. Every original number
@@ -364,6 +366,9 @@ def compact(store: Store, llm: LLM | None, topic: str, *, before: date, dry_run:
         originals = [old[n - 1] for n in nums]
         kinds = {e.kind for e in originals}
         day = max(e.date or "" for e in originals)
+        marked = [importance(e.text) for e in originals if "(importance" in e.text.lower()]
+        if marked and "(importance" not in text.lower():  # the most important original's weight stays
+            text = f"{text} {importance_marker(max(marked))}"
         line = format_entry(text, kinds.pop() if len(kinds) == 1 else None, (), day or None)
         new_id = text_hash(line[2:])[:8]
         lines.append(line)

@@ -339,3 +339,18 @@ def test_markers_read_and_written():
     assert importance("Loves sailing (importance 1)") == 1.0
     assert importance("no marker") == 0.5 and importance("(importance 7)") == 0.5
     assert importance_marker(1.7) == "(importance 1.0)" and importance_marker(0.26) == "(importance 0.3)"
+
+
+def test_compact_keeps_the_importance_of_what_it_merges(tmp_path):
+    vault = make(tmp_path, {"family": f"- Lina's first chess win (importance 0.9) ({day(-200)})\n"
+                                      f"- Lina played chess at school ({day(-199)})\n"
+                                      f"- The chess club meets in room 4 (importance 0.2) ({day(-198)})\n"})
+    reply = {"entries": [{"text": "Lina won her first chess game at school", "replaces": [1, 2]},
+                         {"text": "Chess club: room 4", "replaces": [3]}]}
+    with FakeLLM(lambda request: json.dumps(reply)) as fake:
+        vault = configure_llm(vault, fake)
+        vault.compact("family", before=TODAY - timedelta(days=100))
+        prompt = fake.requests[0]["messages"][-1]["content"]
+    assert "keep the important ones" in prompt and "(importance 0.9)" in prompt
+    assert [e.body for e in vault.topic("family").entries] == [
+        "Lina won her first chess game at school (importance 0.9)", "Chess club: room 4 (importance 0.2)"]

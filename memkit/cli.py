@@ -564,8 +564,8 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
     Runs until Ctrl-C or SIGTERM. Editors' save patterns, swap files, bursts of changes (git pull)
     and moved or deleted topics are handled; a change is searchable within about a second.
     With an LLM configured, a transcript in inbox/ unchanged for session_timeout_minutes is
-    digested and moved to inbox/done/ (on failure: inbox/NAME.error). Once a day, expired entries
-    move to archive.md (`memkit tidy`).
+    digested and moved to inbox/done/ (on failure: inbox/NAME.error). Once a day from
+    upkeep_hour it runs `memkit upkeep` (expired entries to archive.md, the profile when due).
 
     \b
     Example:
@@ -574,7 +574,6 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
     """
     vault = get_vault(ctx)
     llm = vault.llm() if vault.config.llm else None
-    tidied: list[str] = []  # the day of the last tidy: expired entries move to archive.md once a day
 
     def upkeep() -> None:
         if llm is not None:
@@ -584,13 +583,10 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
                 elif result.report is not None:
                     summary = result.report.summary().split(": ", 1)[-1]
                     click.echo(f"inbox/{result.file}: {summary} (moved to inbox/done/)")
-        today = datetime.now().date().isoformat()
-        if tidied[-1:] != [today]:
-            report = vault.tidy()
-            tidied.append(today)
-            if report.expired:
-                click.echo(f"tidy: {len(report.expired)} expired entr{'y' if len(report.expired) == 1 else 'ies'} "
-                           "moved to archive.md")
+        if vault.upkeep_due():  # once a day, from upkeep_hour: the scheduled jobs
+            for job in vault.upkeep(llm=llm).jobs:
+                if job.changed:
+                    click.echo(f"upkeep: {job.name}: {job.did}")
 
     inbox_handler: Callable[[], None] | None = upkeep
 
@@ -805,13 +801,7 @@ def proactive(ctx: click.Context, at: str | None, no_llm: bool, json_: bool) -> 
       memkit proactive
       memkit proactive --json --at "2026-11-28 09:00"
     """
-    when = None
-    if at is not None:
-        try:
-            when = datetime.fromisoformat(at.strip())
-        except ValueError:
-            raise BadValue(f"--at must be like '2026-11-28 09:00', got {at!r}") from None
-    nudge = get_vault(ctx).proactive(now=when, llm=None if no_llm else "auto")
+    nudge = get_vault(ctx).proactive(now=_moment(at), llm=None if no_llm else "auto")
     if json_:
         echo_json(nudge.to_dict())
         return
@@ -871,20 +861,58 @@ def compact(ctx: click.Context, topic: str, before: str, dry_run: bool, json_: b
 
 @main.command()
 @click.option("--dry-run", is_flag=True, help="Show the proposed profile as a diff; write nothing.")
+@click.option("--proposed", is_flag=True, help="The rewrite `memkit upkeep` proposed, as it was (no LLM call).")
 @json_option
 @click.pass_context
-def distill(ctx: click.Context, dry_run: bool, json_: bool) -> None:
+def distill(ctx: click.Context, dry_run: bool, proposed: bool, json_: bool) -> None:
     """Rewrite the pinned profile (topics/profile.md) from the vault's durable memories (LLM).
 
     The profile is always the first layer of `memkit context`; it is kept under
-    profile_max_entries lines, and lines it drops go to archive.md.
+    profile_max_entries lines, and lines it drops go to archive.md. After distill_after new
+    conclusions `memkit upkeep` proposes a rewrite: --proposed --dry-run shows it, --proposed
+    writes it.
 
     \b
-    Example:
+    Examples:
       memkit distill --dry-run
+      memkit distill --proposed
     """
-    report = get_vault(ctx).distill(dry_run=dry_run)
+    report = get_vault(ctx).distill(dry_run=dry_run, proposed=proposed)
     _print_change(report, json_, "profile")
+
+
+@main.command()
+@click.option("--at", "at", metavar="TIME", help="Run as if at this moment: 'YYYY-MM-DD HH:MM'.")
+@json_option
+@click.pass_context
+def upkeep(ctx: click.Context, at: str | None, json_: bool) -> None:
+    """Run every scheduled job now and say what each did.
+
+    Expired entries move to archive.md (tidy); after distill_after new conclusions the pinned
+    profile is distilled again (written at once with distill_apply: true, else proposed for
+    review). `memkit watch` runs this once a day from upkeep_hour.
+
+    \b
+    Examples:
+      memkit upkeep
+      memkit upkeep --json
+    """
+    report = get_vault(ctx).upkeep(now=_moment(at))
+    if json_:
+        echo_json(report.to_dict())
+        return
+    for line in report.lines():
+        click.echo(line)
+
+
+def _moment(at: str | None) -> datetime | None:
+    """An --at option's moment (None: now)."""
+    if at is None:
+        return None
+    try:
+        return datetime.fromisoformat(at.strip())
+    except ValueError:
+        raise BadValue(f"--at must be like '2026-11-28 09:00', got {at!r}") from None
 
 
 def _print_change(report: Any, json_: bool, what: str) -> None:

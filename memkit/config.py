@@ -237,6 +237,13 @@ expire:
 # The most entries `memkit distill` keeps in the pinned profile (topics/profile.md).
 profile_max_entries: 20
 
+# `memkit upkeep` (and `memkit watch`, daily from upkeep_hour) re-distils the pinned profile after
+# this many new conclusions (0: never); distill_apply: true writes it at once, false leaves it as a
+# proposal (`memkit distill --proposed` shows and applies it).
+distill_after: 0
+distill_apply: false
+upkeep_hour: 4
+
 # `memkit proactive`: never a follow-up during these hours ("22:00-07:30"; empty: none), nor
 # within this many hours of the last conversation.
 quiet_hours: ""
@@ -266,6 +273,9 @@ class Config:
     #: kind -> lifetime in days (None: never expires); memkit.yaml's ``expire:`` is merged over the defaults
     expire: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_EXPIRE))
     profile_max_entries: int = 20  #: the most entries `memkit distill` keeps in the pinned profile
+    distill_after: int = 0  #: `memkit upkeep` re-distils the profile after this many new conclusions (0: never)
+    distill_apply: bool = False  #: apply that rewrite at once (else it waits as a proposal for review)
+    upkeep_hour: int = 4  #: `memkit watch` runs `memkit upkeep` once a day, from this hour (0-23)
     quiet_hours: str = ""  #: "22:00-07:30": when `memkit proactive` never says now ("": none)
     proactive_gap_hours: float = 4  #: a follow-up waits this long after the last conversation
 
@@ -280,6 +290,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "model": (str,),
     "profile_max_entries": (int,),
     "quiet_hours": (str,),
+    "distill_after": (int,),
+    "distill_apply": (bool,),
+    "upkeep_hour": (int,),
     "proactive_gap_hours": (int, float),
 }
 DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30, "pending": 7}
@@ -354,7 +367,7 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
                 raise LLMConfigError(f"{source}: {exc}") from None
             continue
         types = _TYPES[key]
-        if isinstance(given, bool) or not isinstance(given, types):
+        if (isinstance(given, bool) and bool not in types) or not isinstance(given, types):
             want = " or ".join(t.__name__ for t in types)
             raise ConfigError(f"{source}: {key} must be {want}, got {given!r}")
         value: Any = given
@@ -363,8 +376,10 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
         if key == "quiet_hours" and value.strip() and parse_quiet_hours(value) is None:
             raise ConfigError(f"{source}: {key} must be like \"22:00-07:30\" (or empty), got {value!r}")
-        if key in ("session_timeout_minutes", "proactive_gap_hours") and value < 0:
+        if key in ("session_timeout_minutes", "proactive_gap_hours", "distill_after") and value < 0:
             raise ConfigError(f"{source}: {key} must be 0 or more, got {value}")
+        if key == "upkeep_hour" and not 0 <= value <= 23:
+            raise ConfigError(f"{source}: {key} must be an hour from 0 to 23, got {value}")
         if key == "embedding_similarity_threshold":
             if isinstance(value, str) and value.strip().lower() != "auto":
                 raise ConfigError(f"{source}: {key} must be a number between -1 and 1 or 'auto', got {value!r}")

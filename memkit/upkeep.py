@@ -32,7 +32,7 @@ from .store import PROFILE_SUMMARY, PROFILE_TOPIC, Store, check_word
 from .topic import Entry, Topic, format_entry, new_topic_text, normalise, text_hash
 
 __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edit_entry", "history", "pending",
-           "done", "stats", "compact", "distill", "ensure_profile", "PROFILE"]
+           "done", "stats", "compact", "distill", "propose_profile", "ensure_profile", "PROFILE"]
 
 PROFILE = PROFILE_TOPIC
 DURABLE_KINDS = ("fact", "preference", "decision", "discovery", "observation", None)  #: what distill reads
@@ -414,13 +414,37 @@ def ensure_profile(store: Store) -> Topic:
     return store.topic(PROFILE)
 
 
-def distill(store: Store, llm: LLM | None, *, dry_run: bool = False) -> ChangeReport:
+def distill(store: Store, llm: LLM | None, *, dry_run: bool = False, lines: Sequence[str] | None = None) -> ChangeReport:
     """Propose (``dry_run``) or write a rewrite of the pinned profile from the vault's durable
-    entries (LLM); profile lines it drops or rewrites go to archive.md, lines it keeps stay."""
-    if llm is None:
-        raise LLMError("memkit distill needs an LLM: set llm: in memkit.yaml (see the README's LLM section)")
+    entries (LLM); profile lines it drops or rewrites go to archive.md, lines it keeps stay.
+
+    :param lines: the new profile, as proposed before (:func:`propose_profile`): no LLM is asked.
+    """
+    if lines is None:
+        lines = propose_profile(store, llm)
     profile = ensure_profile(store) if not dry_run else (store.topic(store.pinned_topics()[0])
                                                          if store.pinned_topics() else None)
+    today = date.today()
+    current = profile.entries if profile is not None else []
+    keep = {normalise(e.body) for e in current}
+    wanted = {normalise(text) for text in lines}
+    gone = [e for e in current if normalise(e.body) not in wanted]
+    new_lines = [format_entry(text, None, (), today.isoformat()) for text in lines if normalise(text) not in keep]
+    if profile is None:  # a dry run on a vault with no profile yet
+        diff = "".join(f"+{line}\n" for line in new_lines)
+        return ChangeReport([], new_lines, f"--- /dev/null\n+++ b/topics/{PROFILE}.md\n" + diff, True)
+    diff, removed = store.replace_entries(profile.name, gone, new_lines, {e.hash: "replaced in the profile" for e in gone},
+                                          datetime.now().replace(microsecond=0), dry_run=dry_run)
+    return ChangeReport(removed, new_lines, diff, dry_run)
+
+
+def propose_profile(store: Store, llm: LLM | None) -> list[str]:
+    """The profile the LLM proposes from the current one and the vault's durable entries: at
+    most ``profile_max_entries`` one-sentence lines, the most important first."""
+    if llm is None:
+        raise LLMError("memkit distill needs an LLM: set llm: in memkit.yaml (see the README's LLM section)")
+    pinned = store.pinned_topics()
+    profile = store.topic(pinned[0]) if pinned else None
     most = store.config.profile_max_entries
     today = date.today()
     durable = [e for t in store.iter_topics() if profile is None or t.name != profile.name for e in t.entries
@@ -435,19 +459,9 @@ def distill(store: Store, llm: LLM | None, *, dry_run: bool = False) -> ChangeRe
             raise ValueError('expected {"profile": ["...", ...]}')
         return [" ".join(r.split()) for r in rows if r.strip()]
 
-    lines = ask_json(llm, [{"role": "user", "content": DISTILL_PROMPT.format(
+    return ask_json(llm, [{"role": "user", "content": DISTILL_PROMPT.format(
         most=most, profile="\n".join(f"- {e.text}" for e in current) or "(empty)", memories=memories)}],
         validate=validate)[:most]
-    keep = {normalise(e.body) for e in current}
-    wanted = {normalise(text) for text in lines}
-    gone = [e for e in current if normalise(e.body) not in wanted]
-    new_lines = [format_entry(text, None, (), today.isoformat()) for text in lines if normalise(text) not in keep]
-    if profile is None:  # a dry run on a vault with no profile yet
-        diff = "".join(f"+{line}\n" for line in new_lines)
-        return ChangeReport([], new_lines, f"--- /dev/null\n+++ b/topics/{PROFILE}.md\n" + diff, True)
-    diff, removed = store.replace_entries(profile.name, gone, new_lines, {e.hash: "replaced in the profile" for e in gone},
-                                          datetime.now().replace(microsecond=0), dry_run=dry_run)
-    return ChangeReport(removed, new_lines, diff, dry_run)
 
 
 def add_follow_up(store: Store, text: str, *, due: date | None, topic: str | None) -> Entry:

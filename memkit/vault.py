@@ -17,6 +17,7 @@ from .config import Config, load_config, resolve_model
 from .check import CheckReport, check_vault
 from .context import Context, build_context, reset_session
 from .proactive import Nudge, proactive
+from .schedule import UpkeepReport, apply_proposal, run_upkeep, upkeep_due
 from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
 from .embed import Embedder, LazyEmbedder, MissingModel
 from .http_embed import HTTPEmbedder
@@ -231,12 +232,29 @@ class Vault:
             self.changed()
         return report
 
-    def distill(self, *, llm: LLMChoice = "auto", dry_run: bool = False) -> ChangeReport:
-        """Rewrite the pinned profile from the vault's durable entries (LLM)."""
-        report = distill(self.store, self._llm(llm), dry_run=dry_run)
+    def distill(self, *, llm: LLMChoice = "auto", dry_run: bool = False, proposed: bool = False) -> ChangeReport:
+        """Rewrite the pinned profile from the vault's durable entries (LLM).
+
+        :param proposed: write the rewrite `memkit upkeep` proposed instead (as reviewed: no LLM
+            call; the proposal goes once written).
+        """
+        report = apply_proposal(self.store, dry_run=dry_run) if proposed else \
+            distill(self.store, self._llm(llm), dry_run=dry_run)
         if not dry_run:
             self.changed()
         return report
+
+    def upkeep(self, *, now: datetime | None = None, llm: LLMChoice = "auto") -> UpkeepReport:
+        """Run every scheduled job once: expiry tidy, the profile's re-distillation when due (see
+        :mod:`memkit.schedule`)."""
+        report = run_upkeep(self.store, self._llm(llm), now=now)
+        if any(j.changed for j in report.jobs):
+            self.changed()
+        return report
+
+    def upkeep_due(self, now: datetime | None = None) -> bool:
+        """Whether the daily upkeep is due (not run today, and ``upkeep_hour`` has come)."""
+        return upkeep_due(self.store, now or datetime.now())
 
     # ---- writing -----------------------------------------------------------------------------------
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),

@@ -302,7 +302,7 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
         return
     children = vault.subtopics(t.name)
     if json_:
-        echo_json(dict(t.to_dict(), file=vault.rel(t.path), split_into=children))
+        echo_json(dict(t.to_dict(), file=t.path.relative_to(vault.root).as_posix(), split_into=children))
         return
     click.echo(f"{t.title} ({t.name}, {plural(len(t.entries), 'entry', 'entries')})"
                f"{' — ' + t.summary if t.summary else ''}")

@@ -643,7 +643,7 @@ def process_inbox(searcher: Searcher, llm: LLM | None, *, now: datetime | None =
     idle = store.config.session_timeout_minutes if idle_minutes is None else idle_minutes
     now_ts = (now or datetime.now()).timestamp()
     results = []
-    for path in store.waiting_transcripts():
+    for path in store.inbox.waiting():
         try:
             before = path.stat()
         except OSError:
@@ -656,10 +656,10 @@ def process_inbox(searcher: Searcher, llm: LLM | None, *, now: datetime | None =
         try:
             report = digest_file(searcher, path, llm)
         except MemkitError as exc:
-            store.inbox_error(path, f"{datetime.now().replace(microsecond=0).isoformat()} {exc}")
+            store.inbox.error(path, f"{datetime.now().replace(microsecond=0).isoformat()} {exc}")
             results.append(InboxResult(path.name, error=str(exc)))
             continue
-        if not store.inbox_done(path, before):  # replaced while it was digested: digest it again later
+        if not store.inbox.done(path, before):  # replaced while it was digested: digest it again later
             continue
         results.append(InboxResult(path.name, report=report))
     return results

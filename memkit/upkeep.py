@@ -28,7 +28,8 @@ from .lifecycle import PENDING, due_date, expiry, is_pending
 from .llm import LLM, ask_json
 from .search import Searcher
 from .archive import ArchivedEntry
-from .store import PROFILE_SUMMARY, PROFILE_TOPIC, Store, check_word
+from .newvault import PROFILE_SUMMARY, PROFILE_TOPIC
+from .store import Store, check_word
 from .topic import Entry, Topic, format_entry, new_topic_text, normalise, text_hash
 
 __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edit_entry", "history", "pending",

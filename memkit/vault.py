@@ -20,7 +20,6 @@ from .digest import DigestReport, InboxResult, digest_file, digest_messages, pro
 from .embed import Embedder, LazyEmbedder, MissingModel
 from .http_embed import HTTPEmbedder
 from .errors import MemkitError, ModelError
-from .fsutil import VaultLock
 from .gitsync import GitSetup, git_setup
 from .index import Index, IndexReport, Progress
 from .llm import LLM, make_llm
@@ -28,7 +27,7 @@ from .recent import RecentTopic
 from .search import Hit, Mode, Searcher, Threshold
 from .route import closest_subtopic
 from .split import SplitPlan, maybe_split, split_topic
-from .store import Store, TopicFile, TopicInfo, find_vault
+from .store import Store, TopicInfo, find_vault
 from .topic import Entry, Topic
 from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log, history, pending, stats, tidy
 from .transcript import parse_transcript
@@ -78,7 +77,7 @@ class Vault:
         return f"Vault({str(self.root)!r})"
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], *, profile: bool | None = None) -> "Vault":
+    def init(cls, path: str | os.PathLike[str], *, profile: bool = True) -> "Vault":
         """Create a vault: memkit.yaml (commented defaults), topics/ with an empty pinned
         ``profile.md`` (the first layer of every context; ``profile=False`` leaves it out), inbox/,
         index.txt, .gitignore and .gitattributes.
@@ -100,40 +99,11 @@ class Vault:
     def topics_dir(self) -> Path:
         return self.store.topics_dir
 
-    @property
-    def state_dir(self) -> Path:
-        return self.store.state_dir
-
-    @property
-    def inbox_dir(self) -> Path:
-        return self.store.inbox_dir
-
-    @property
-    def recent_path(self) -> Path:
-        """index.txt."""
-        return self.store.recent_path
-
-    def topic_path(self, name: str) -> Path:
-        """The file of topic ``name`` (validated: it can never leave topics/)."""
-        return self.store.topic_path(name)
-
-    def rel(self, path: Path) -> str:
-        """``path`` relative to the vault, with '/' separators."""
-        return self.store.rel(path)
-
-    def lock(self) -> VaultLock:
-        """The vault's write lock (``with vault.lock():``), re-entrant within a process."""
-        return self.store.lock()
-
     def ensure_topics_dir(self) -> Path:
         """Create topics/ if it is missing; returns it. :raises MemkitError: it cannot be created."""
         return self.store.ensure_topics_dir()
 
     # ---- reading -----------------------------------------------------------------------------------
-    def topic_files(self) -> list[TopicFile]:
-        """Every topic file, sorted by name (see :meth:`memkit.store.Store.topic_files`)."""
-        return self.store.topic_files()
-
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, updated time and summary."""
         return self.store.topics()
@@ -155,11 +125,11 @@ class Vault:
 
     def recent(self) -> list[RecentTopic]:
         """The lines of index.txt (recent topics), newest first."""
-        return self.store.recent()
+        return self.store.index_txt.read()
 
     def rebuild_recent(self) -> list[RecentTopic]:
         """Regenerate index.txt from the topic files."""
-        return self.store.rebuild_recent()
+        return self.store.index_txt.rebuild(self.store.iter_topics())
 
     def subtopics(self, parent: str) -> list[str]:
         """The topics a split made of ``parent`` (their frontmatter says ``parent: NAME``)."""
@@ -300,15 +270,6 @@ class Vault:
         return capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
                                     llm_configured=bool(self.config.llm))
 
-    def queue_transcript(self, name: str, data: bytes) -> Path:
-        """Put a transcript in inbox/ (atomically; a file of that name is replaced) for
-        :meth:`process_inbox` / ``memkit watch`` to digest once it is idle."""
-        return self.store.queue_transcript(name, data)
-
-    def inbox_done(self, path: Path, read: os.stat_result) -> bool:
-        """Move a digested inbox transcript to inbox/done/ unless it changed since ``read``."""
-        return self.store.inbox_done(path, read)
-
     def changed(self) -> None:
         """Say the files were just written (by this object, or by another one in this process,
         such as a second Vault that digested): the next search re-checks them at once instead
@@ -404,7 +365,7 @@ class Vault:
     # ---- the flows ----------------------------------------------------------------------------------
     def waiting_transcripts(self) -> list[Path]:
         """The transcripts in inbox/ waiting for a digest."""
-        return self.store.waiting_transcripts()
+        return self.store.inbox.waiting()
 
     def llm(self) -> LLM | None:
         """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm`)."""

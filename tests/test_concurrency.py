@@ -23,7 +23,7 @@ for i in range(n):
 
 
 def test_eight_processes_forty_adds_each(tmp_path):
-    v = Vault.init(tmp_path / "v")
+    v = Vault.init(tmp_path / "v", profile=False)
     (v.root / "memkit.yaml").write_text("topic_split_threshold_lines: 100000\n")  # this test is about the lock
     v = Vault(v.root)
     v.add("seed line", topic="shared")

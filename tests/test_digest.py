@@ -207,7 +207,7 @@ def test_llm_failures_write_nothing(tmp_path, vault, replies, message):
         with pytest.raises(LLMError, match=message):
             digest_file(vault.searcher, transcript(tmp_path), llm, now=NOW)
     assert snapshot(vault) == before
-    assert not (vault.state_dir / "digested.json").exists()
+    assert not (vault.root / ".memkit" / "digested.json").exists()
 
 
 def test_repair_request_rescues_a_bad_reply(tmp_path, vault):
@@ -275,16 +275,16 @@ def test_two_digests_at_once_lose_nothing(tmp_path, vault):
 # ---- inbox ---------------------------------------------------------------------------------
 
 def test_inbox_digests_idle_transcripts_and_keeps_failures(tmp_path, vault):
-    ok = write(vault.inbox_dir / "s1.txt", "Maya: I have a cat named Miso\n")
-    bad = write(vault.inbox_dir / "s2.txt", b"\x00binary")
-    fresh = write(vault.inbox_dir / "s3.txt", "Maya: still talking\n")
+    ok = write(vault.root / "inbox" / "s1.txt", "Maya: I have a cat named Miso\n")
+    bad = write(vault.root / "inbox" / "s2.txt", b"\x00binary")
+    fresh = write(vault.root / "inbox" / "s3.txt", "Maya: still talking\n")
     old = time.time() - 3600
     os.utime(ok, (old, old))
     os.utime(bad, (old, old))
     with FakeLLM(responder([{"kind": "fact", "text": "Has a cat named Miso"}])) as fake:
         results = process_inbox(vault.searcher, llm_for(fake))
         assert {r.file: (r.error is None) for r in results} == {"s1.txt": True, "s2.txt": False}
-        assert (vault.inbox_dir / "done" / "s1.txt").exists() and not ok.exists()
-        assert bad.exists() and "binary" in (vault.inbox_dir / "s2.txt.error").read_text()
+        assert (vault.root / "inbox" / "done" / "s1.txt").exists() and not ok.exists()
+        assert bad.exists() and "binary" in (vault.root / "inbox" / "s2.txt.error").read_text()
         assert fresh.exists()
         assert process_inbox(vault.searcher, llm_for(fake)) == []  # the failure is not retried until it changes

@@ -30,7 +30,7 @@ def _python(code: str) -> list[str]:
 def test_hand_appends_are_never_lost_while_memkit_adds_and_forgets(tmp_path: Path) -> None:
     """Processes: 3 memkit writers (adds, and forgets that rewrite the file) and a shell appending
     with ``>>`` to the same topic file at the same time; every line is there at the end."""
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     seeded = [f"seed line {i:02d}x" for i in range(15)]
     for text in seeded:
         vault.add(text, topic="cooking")
@@ -105,7 +105,7 @@ def test_replace_checked_refuses_a_file_created_meanwhile(tmp_path: Path) -> Non
 
 
 def test_forget_refuses_when_the_topic_changed_under_it(tmp_path: Path, monkeypatch) -> None:
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     e = vault.add("keep me safe", topic="t")
     vault.add("forget me", topic="t")
     path = vault.topics_dir / "t.md"
@@ -127,7 +127,7 @@ def test_forget_refuses_when_the_topic_changed_under_it(tmp_path: Path, monkeypa
 # ---- format edges ------------------------------------------------------------------------------
 
 def test_cr_only_file_is_read_and_appended_with_its_line_ending(tmp_path: Path) -> None:
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     original = b"---\rtitle: Old Mac\r---\r# Old Mac\r\r- first entry\r- second entry\r"
     path = write(vault.topics_dir / "oldmac.md", original)
     topic = vault.topic("oldmac")
@@ -156,7 +156,7 @@ def test_a_fence_closes_only_with_the_same_character_and_length() -> None:
 
 
 def test_add_after_an_unclosed_fence_lands_outside_it(tmp_path: Path) -> None:
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     path = write(vault.topics_dir / "notes.md", "- before\n~~~\nsome code the person never closed\n")
     entry = vault.add("after the code", topic="notes", when=datetime(2026, 3, 1))
     assert path.read_text() == ("- before\n~~~\nsome code the person never closed\n~~~\n"
@@ -167,7 +167,7 @@ def test_add_after_an_unclosed_fence_lands_outside_it(tmp_path: Path) -> None:
 
 
 def test_add_to_a_file_without_final_newline(tmp_path: Path) -> None:
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     path = write(vault.topics_dir / "t.md", "- no newline at the end")
     vault.add("next", topic="t", when=datetime(2026, 3, 1))
     assert path.read_text() == "- no newline at the end\n- next (2026-03-01)\n"
@@ -194,7 +194,7 @@ ALIAS_BOMB = ('a: &a ["x","x","x","x","x","x","x","x","x"]\n'
 ])
 def test_hostile_frontmatter_is_refused_with_a_warning_and_the_vault_goes_on(tmp_path: Path, caplog,
                                                                              frontmatter: str, problem: str) -> None:
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     write(vault.topics_dir / "bomb.md", f"---\n{frontmatter}---\n- inside the bomb\n")
     vault.add("a normal memory", topic="fine")
     # returns at once: the frontmatter is refused, the body's entries are still read
@@ -209,7 +209,7 @@ def test_hostile_frontmatter_is_refused_with_a_warning_and_the_vault_goes_on(tmp
 
 
 def test_alias_bomb_in_memkit_yaml_is_a_config_error(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     (root / "memkit.yaml").write_text(ALIAS_BOMB.replace("title", "model"))
     with pytest.raises(MemkitError, match=r"memkit.yaml line 2: not valid YAML: its aliases"):
         Vault(root)
@@ -218,7 +218,7 @@ def test_alias_bomb_in_memkit_yaml_is_a_config_error(tmp_path: Path) -> None:
 def test_closing_an_open_fence_on_add_changes_no_existing_entry(tmp_path: Path) -> None:
     """An unclosed fence runs to the end of the file (CommonMark): what follows it is code both
     before and after the add closes it, so every existing entry keeps its id, text and lines."""
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     write(vault.topics_dir / "notes.md", "- before\n~~~\n- [decision] Switched to fish shell #shell (2026-01-05)\n")
     before = [(e.id, e.text, e.line, e.end_line) for e in vault.topic("notes").entries]
     vault.add("after", topic="notes", when=datetime(2026, 3, 1))
@@ -299,7 +299,7 @@ def test_unusable_conclusions_are_skipped_and_reported(tmp_path: Path) -> None:
 
     from util import FakeEmbedder
 
-    vault = Vault(Vault.init(tmp_path / "v").root, embedder=FakeEmbedder())
+    vault = Vault(Vault.init(tmp_path / "v", profile=False).root, embedder=FakeEmbedder())
     items = [None, 3, {"kind": "fact", "text": 42}, {"kind": "fact", "text": "Moved to Seattle last month"},
              "Started running 5 km"]
     reply = json_.dumps({"conclusions": items})
@@ -324,7 +324,7 @@ def _cli(root: Path, *args: str):
 
 
 def test_symlink_loop_is_skipped_by_every_command(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
     os.symlink("loop2.md", root / "topics" / "loop1.md")
     os.symlink("loop1.md", root / "topics" / "loop2.md")
@@ -340,7 +340,7 @@ def test_symlink_loop_is_skipped_by_every_command(tmp_path: Path) -> None:
 def test_a_fifo_never_blocks(tmp_path: Path) -> None:
     import time
 
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     os.mkfifo(root / "topics" / "fifo.md")
     os.mkfifo(tmp_path / "x.fifo")
     started = time.monotonic()
@@ -354,7 +354,7 @@ def test_a_fifo_never_blocks(tmp_path: Path) -> None:
 
 
 def test_state_dir_that_is_not_a_folder_inside_the_vault(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -372,7 +372,7 @@ def test_state_dir_that_is_not_a_folder_inside_the_vault(tmp_path: Path) -> None
 
 
 def test_archive_symlink_out_of_the_vault_is_never_written(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "pets.md", "- Has a cat named Miso\n- Walks daily\n")
     secret = write(tmp_path / "secret.txt", "do not touch\n")
     os.symlink(secret, root / "archive.md")
@@ -392,7 +392,7 @@ def test_a_read_only_vault_can_be_searched(tmp_path: Path) -> None:
     base = Path(tempfile.mkdtemp())
     try:
         os.chmod(base, 0o755)
-        root = Vault.init(base / "v").root
+        root = Vault.init(base / "v", profile=False).root
         write(root / "topics" / "pets.md", "- Has a cat named Miso\n- Walks the dog daily\n")
         if os.geteuid() != 0:
             pytest.skip("needs root to drop to an unprivileged user")
@@ -403,7 +403,7 @@ def test_a_read_only_vault_can_be_searched(tmp_path: Path) -> None:
         code = ("import os, sys, json, tempfile, sqlite3, encodings.utf_8_sig, encodings.idna;"
                 "sys.path.insert(0, sys.argv[2]); from util import FakeEmbedder;"
                 "from click.testing import CliRunner; from memkit import Vault; from memkit.cli import main;"
-                "warm = Vault.init(tempfile.mkdtemp() + '/w'); warm.add('x', topic='t');"
+                "warm = Vault.init(tempfile.mkdtemp() + '/w', profile=False); warm.add('x', topic='t');"
                 "CliRunner().invoke(main, ['--vault', str(warm.root), 'search', 'x'],"
                 " obj={'vault_obj': Vault(warm.root, embedder=FakeEmbedder())});"  # imports all it needs
                 "os.setgid(65534); os.setuid(65534);"  # then drops privileges: /root is not readable
@@ -423,7 +423,7 @@ def test_a_read_only_vault_can_be_searched(tmp_path: Path) -> None:
 def test_a_full_disk_is_one_line(tmp_path: Path, monkeypatch) -> None:
     import errno
 
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -462,7 +462,7 @@ def test_a_split_killed_at_any_rename_leaves_each_entry_once(tmp_path: Path) -> 
     lines = [f"- {themes[i % 3]} note number {i}" for i in range(30)]
     n = 1
     while True:
-        root = Vault.init(tmp_path / f"v{n}").root
+        root = Vault.init(tmp_path / f"v{n}", profile=False).root
         write(root / "topics" / "big.md", "# Big\n\n" + "\n".join(lines) + "\n")
         proc = subprocess.run([sys.executable, "-c", SPLITTER, str(root), str(n), str(Path(__file__).parent)],
                               capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -485,7 +485,7 @@ def test_a_split_killed_at_any_rename_leaves_each_entry_once(tmp_path: Path) -> 
 def test_a_topic_reachable_under_two_names_is_listed_and_searched_once(tmp_path: Path) -> None:
     from util import FakeEmbedder
 
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
     os.symlink("pets.md", root / "topics" / "animals.md")  # an alias inside the vault
     vault = Vault(root, embedder=FakeEmbedder())
@@ -499,7 +499,7 @@ def test_a_topic_reachable_under_two_names_is_listed_and_searched_once(tmp_path:
 def test_text_that_would_break_the_file_is_refused_before_writing(tmp_path: Path, text: str) -> None:
     from util import FakeEmbedder
 
-    vault = Vault(Vault.init(tmp_path / "v").root, embedder=FakeEmbedder())
+    vault = Vault(Vault.init(tmp_path / "v", profile=False).root, embedder=FakeEmbedder())
     vault.add("likes pasta", topic="food")
     before = (vault.topics_dir / "food.md").read_bytes()
     with pytest.raises(MemkitError, match="memkit writes plain UTF-8 text only"):
@@ -514,7 +514,7 @@ def test_a_split_whose_parent_changes_meanwhile_writes_nothing(tmp_path: Path, m
     import memkit.store as store_mod
     from util import FakeEmbedder
 
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     lines = [f"- {('basil tomato garden', 'stuff boxes attic')[i % 2]} note {i}" for i in range(24)]
     path = write(root / "topics" / "stuff.md", "\n".join(lines) + "\n")
     vault = Vault(root, embedder=FakeEmbedder())
@@ -536,7 +536,7 @@ def test_a_split_whose_parent_changes_meanwhile_writes_nothing(tmp_path: Path, m
 
 
 def test_the_temp_sweep_touches_only_memkits_own_files_inside_the_vault(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     mine = write(root / ".notes.txt.abcdefgh.tmp", "a person's file")
     outside = tmp_path / "outside"
     write(outside / ".report.2024_q1x.tmp", "another program's file")
@@ -548,7 +548,7 @@ def test_the_temp_sweep_touches_only_memkits_own_files_inside_the_vault(tmp_path
 
 
 def test_tidy_never_archives_prose_or_code_that_mentions_until(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     text = ("I rented in Paris (until 2019-06-30) and then moved to Lyon.\n\n"
             "```python\ndef f():\n    return 1  # (until 2020-01-01)\n```\n\n"
             "- Parking spot B14 (until 2020-01-01)\n")
@@ -564,7 +564,7 @@ def test_check_fix_never_breaks_frontmatter_or_repeated_code(tmp_path: Path) -> 
     from memkit.cli import main
     from util import FakeEmbedder
 
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     text = ("---\ntitle: Setup\ntags:\n  - linux\n  - shell\ntags:\n  - ops\n---\n"
             "## A\n```\nmake install\n```\n\n## B\n```\nmake install\n```\n\n- same line\n- same line\n")
     path = write(root / "topics" / "setup.md", text)
@@ -576,7 +576,7 @@ def test_check_fix_never_breaks_frontmatter_or_repeated_code(tmp_path: Path) -> 
 
 
 def test_editing_a_code_block_is_refused_and_add_after_a_bare_cr_keeps_lines(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "code.md", "```\nx = 1\n    y = 2\n```\n")
     vault = Vault(root)
     block = vault.topic("code").entries[0]

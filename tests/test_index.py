@@ -30,7 +30,7 @@ def total_embedded(fake) -> int:
 
 
 def db_path(v: Vault):
-    return next((v.state_dir / "index").glob("*.sqlite3"))
+    return next((v.store.state_dir / "index").glob("*.sqlite3"))
 
 
 def query(v: Vault, sql: str):
@@ -141,13 +141,13 @@ def test_other_model_gets_its_own_sidecar_then_old_is_pruned(tmp_path, fake, cap
         v2 = Vault(v.root, embedder=Other())
         report = v2.index()
     assert report.new == 1 and report.rebuilt_model
-    assert [p.name for p in (v.state_dir / "index").glob("*.sqlite3")] == ["other-model-16.sqlite3"]
+    assert [p.name for p in (v.store.state_dir / "index").glob("*.sqlite3")] == ["other-model-16.sqlite3"]
 
 
 def test_pruning_removes_other_models_journal_files_too(tmp_path, fake):
     v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
     v.index()
-    folder = v.state_dir / "index"
+    folder = v.store.state_dir / "index"
     ours = sorted(p.name for p in folder.iterdir())
     others = ["gone-model-32.sqlite3", "gone-model-32.sqlite3-shm", "gone-model-32.sqlite3-wal"]
     for name in [*others, "notes.txt", "gone-model.sqlite3"]:

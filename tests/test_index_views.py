@@ -102,7 +102,7 @@ def test_refresh_of_named_files_only(vault):
     write(v.topics_dir / "t01.md", "- quince paste on toast\n")
     write(v.topics_dir / "t02.md", "- hidden change elsewhere\n")
     index = v.searcher.index
-    report = index.refresh(paths=[v.topic_path("t01")])
+    report = index.refresh(paths=[v.store.topic_path("t01")])
     assert report.changed_files == 1 and report.new == 1
     assert [tf.name for tf in index.stale()[0]] == ["t02"]  # the other file waits for a full check
     assert v.search("quince paste", k=1, refresh=False)[0].topic == "t01"
@@ -121,7 +121,7 @@ def test_refresh_files_without_a_loaded_model_leaves_vectors_for_the_next_search
     v.search("apple", threshold=None)
     calls = len(lazy.calls)
     write(v.topics_dir / "t01.md", "- quince paste on toast\n")
-    v.searcher.refresh_files([v.topic_path("t01")])
+    v.searcher.refresh_files([v.store.topic_path("t01")])
     assert len(lazy.calls) == calls  # nothing embedded
     hits = v.search("quince paste", k=1)  # re-checks every file, embeds what is pending
     assert hits[0].topic == "t01" and hits[0].cosine > 0.5

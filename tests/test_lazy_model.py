@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _vault(tmp_path: Path) -> Path:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "cooking.md", "- Prefers bomba rice for paella\n- Bakes sourdough with rye\n")
     write(root / "topics" / "home.md", "- Router is a MikroTik hAP ax3\n")
     return root

@@ -75,7 +75,7 @@ def test_hand_named_topic_file_is_addressable(tmp_path):
 def test_symlinked_topics_folder_outside_is_not_followed(tmp_path):
     outside = tmp_path / "outside"
     write(outside / "general.md", "- secret\n")
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     (root / "topics").rmdir()
     os.symlink(outside, root / "topics")
     v = Vault(root, embedder=FakeEmbedder())
@@ -86,7 +86,7 @@ def test_symlinked_topics_folder_outside_is_not_followed(tmp_path):
 
 
 def test_symlink_inside_the_vault_is_written_through(tmp_path):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     real = write(root / "notes" / "real.md", "- one\n")
     os.symlink(real, root / "topics" / "linked.md")
     v = Vault(root, embedder=FakeEmbedder())

@@ -37,7 +37,7 @@ THEMES = {
 
 def make_vault(tmp_path: Path, name: str = "v", **config) -> Vault:
     root = tmp_path / name
-    Vault.init(root)
+    Vault.init(root, profile=False)
     return Vault(root, config=Config(**config) if config else None, embedder=FakeEmbedder())
 
 

@@ -26,19 +26,19 @@ from util import write
 
 
 def test_init_creates_layout(tmp_path):
-    v = Vault.init(tmp_path / "mem")
+    v = Vault.init(tmp_path / "mem", profile=False)
     assert (v.root / "memkit.yaml").is_file()
     assert (v.root / "topics").is_dir() and (v.root / "inbox").is_dir()
     assert (v.root / "index.txt").read_text() == ""
     assert ".memkit/" in (v.root / ".gitignore").read_text()
     assert v.config.max_memories_per_search == 5
     with pytest.raises(VaultExists):
-        Vault.init(tmp_path / "mem")
+        Vault.init(tmp_path / "mem", profile=False)
 
 
 def test_discovery_order(tmp_path):
-    a = Vault.init(tmp_path / "a").root
-    b = Vault.init(tmp_path / "b").root
+    a = Vault.init(tmp_path / "a", profile=False).root
+    b = Vault.init(tmp_path / "b", profile=False).root
     deep = a / "topics" / "x"
     deep.mkdir()
     assert find_vault(cwd=deep) == a
@@ -78,7 +78,7 @@ def test_config_values(tmp_path):
 
 
 def test_model_precedence_flag_then_env_then_yaml(tmp_path, monkeypatch):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "memkit.yaml", "model: from/yaml\n")
     assert Vault(root, env={}).model == "from/yaml"
     assert Vault(root, env={"MEMKIT_MODEL": "from/env"}).model == "from/env"
@@ -232,7 +232,7 @@ def test_forget_prose_paragraph(vault):
 
 
 def test_recent_index_order_limit_and_rebuild(tmp_path):
-    v = Vault.init(tmp_path / "v")
+    v = Vault.init(tmp_path / "v", profile=False)
     (v.root / "memkit.yaml").write_text("index_max_entries: 2\n")
     v = Vault(v.root)
     v.add("a", topic="one", when=datetime(2026, 1, 1, 10, 0))
@@ -274,7 +274,7 @@ def test_read_only_vault(tmp_path):
     import tempfile
 
     if os.geteuid() != 0:
-        vault = Vault.init(tmp_path / "v")
+        vault = Vault.init(tmp_path / "v", profile=False)
         path = write(vault.topics_dir / "t.md", "- one\n")
         os.chmod(vault.topics_dir, 0o555)
         try:
@@ -288,9 +288,9 @@ def test_read_only_vault(tmp_path):
     base = Path(tempfile.mkdtemp())
     try:
         os.chmod(base, 0o755)
-        vault = Vault.init(base / "v")
+        vault = Vault.init(base / "v", profile=False)
         path = write(vault.topics_dir / "t.md", "- one\n")
-        (vault.state_dir).mkdir(exist_ok=True)
+        (vault.root / ".memkit").mkdir(exist_ok=True)
         code = (
             "import os, sys, yaml, json, tempfile, encodings.utf_8_sig, frontmatter.default_handlers, memkit.cli;"
             "os.setgid(65534); os.setuid(65534);"

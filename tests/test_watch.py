@@ -97,7 +97,7 @@ def recent_topics(root: Path) -> list[str]:
 
 @pytest.fixture
 def vault(tmp_path) -> Vault:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     return Vault(root, embedder=FakeEmbedder())
 
 
@@ -195,7 +195,7 @@ def test_swap_and_temp_files_trigger_nothing(vault, watch):
     for name in junk:
         write(vault.topics_dir / name, "- swapword junk\n")
     (vault.topics_dir / "4913").unlink()  # vim's probe file comes and goes
-    (vault.state_dir / "x.md").write_text("- swapword state\n")
+    (vault.root / ".memkit" / "x.md").write_text("- swapword state\n")
     # each junk file sent at least a create and a close event; all of them were seen and dropped
     assert wait_until(lambda: watcher.ignored >= 2 * len(junk))
     assert watcher.wait_idle(DEADLINE_S)
@@ -299,7 +299,7 @@ def test_malformed_files_are_reported_and_the_rest_goes_on(vault, watch, caplog)
 
 
 def test_a_failing_refresh_is_reported_and_retried(tmp_path, watch, caplog):
-    root = Vault.init(tmp_path / "w").root
+    root = Vault.init(tmp_path / "w", profile=False).root
     vault = Vault(root, embedder=FakeEmbedder(fail_on="explodeword"))
     write(vault.topics_dir / "ok.md", topic_text("Ok", "Fine line"))
     watcher, rec = watch(vault)
@@ -342,7 +342,7 @@ def test_a_failing_callback_does_not_stop_the_watcher(vault, no_thread_leaks, ca
 # ---- readers and stopping ---------------------------------------------------------------------
 
 def test_search_does_not_wait_for_a_refresh(tmp_path, watch):
-    root = Vault.init(tmp_path / "w").root
+    root = Vault.init(tmp_path / "w", profile=False).root
     slow = FakeEmbedder(delay=1.5)
     vault = Vault(root, embedder=slow)
     watcher, rec = watch(vault)
@@ -382,7 +382,7 @@ SUBPROCESS_SEARCH = textwrap.dedent("""
 
 
 def test_stop_during_a_refresh_leaves_a_readable_sidecar(tmp_path, no_thread_leaks):
-    root = Vault.init(tmp_path / "w").root
+    root = Vault.init(tmp_path / "w", profile=False).root
     slow = FakeEmbedder(delay=0.5)
     vault = Vault(root, embedder=slow)
     rec = Recorder()
@@ -429,7 +429,7 @@ def test_polling_observer(vault, watch):
 
 
 def test_topics_folder_is_a_symlink(tmp_path, watch):
-    root = Vault.init(tmp_path / "w").root
+    root = Vault.init(tmp_path / "w", profile=False).root
     shutil.rmtree(root / "topics")
     (root / "notes").mkdir()
     (root / "topics").symlink_to(root / "notes", target_is_directory=True)

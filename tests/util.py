@@ -51,7 +51,7 @@ def vault_with(tmp_path: Path, topics: dict, embedder=None):
     ``embedder`` (a fresh :class:`FakeEmbedder` by default)."""
     from memkit import Vault
 
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     for name, text in topics.items():
         write(root / "topics" / f"{name}.md", text)
     return Vault(root, embedder=embedder if embedder is not None else FakeEmbedder())

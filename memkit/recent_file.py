@@ -126,41 +126,45 @@ class RecentFile:
         with self._files.lock():
             # the files' own dates only (frontmatter, entries): file times mean nothing after a git checkout
             items = [RecentTopic(t.updated(), t.name, t.summary) for t in topics]
-            self.write(items)
+            self._write(items)
             recent, index_sha = self._read_sha()
             self._remember_seen({tf.name: tf for tf in self._files.topic_files()}, index_sha, None)
         return recent
 
     def touch(self, topic: str, summary: str, now: datetime) -> None:
-        """Put ``topic`` at the top of index.txt; topics that vanished drop out."""
-        with self._files.lock():
-            items = [r for r in self._read_sha()[0] if r.topic != topic and self._files.is_topic(r.topic)]
-            if self._files.is_topic(topic):
-                items.insert(0, RecentTopic(now, topic, summary))  # first among topics of the same second
-            self.write(items)
+        """Put ``topic`` at the top of index.txt; topics that vanished drop out. The caller holds
+        the write lock (a topic was just written under it)."""
+        items = [r for r in self._read_sha()[0] if r.topic != topic and self._files.is_topic(r.topic)]
+        if self._files.is_topic(topic):
+            items.insert(0, RecentTopic(now, topic, summary))  # first among topics of the same second
+        self._write(items)
 
     def write(self, items: Sequence[RecentTopic]) -> None:
         """Write index.txt: one line per topic, newest first, at most ``index_max_entries``."""
+        with self._files.lock():
+            self._write(items)
+
+    def _write(self, items: Sequence[RecentTopic]) -> None:
+        """:meth:`write`, the lock held."""
         text = render_recent(items, self._files.config.index_max_entries).encode("utf-8")
         path = self._files.recent_path
-        with self._files.lock():
+        try:
+            target = self._files.write_target(path)
             try:
-                target = self._files.write_target(path)
-                try:
-                    old, st = read_regular(target, MAX_RECENT_BYTES)
-                except FileNotFoundError:
-                    old, st = b"", None
-                if old == text:
-                    return
-                replace_checked(target, text, old, stamp_of(st) if st is not None else None)
-                seen = load_seen(self._files.state_dir / SEEN_FILE)
-                if seen is not None:  # memkit's own write: not a change that came from elsewhere (a pull)
-                    seen.index = hashlib.sha1(text).hexdigest()
-                    save_seen(self._files.state_dir / SEEN_FILE, seen)
-            except FileChanged as exc:
-                raise FileChanged(f"{INDEX_TXT}: {exc}") from None
-            except NotRegularFile as exc:
-                raise MemkitError(f"{INDEX_TXT} {exc}; memkit will not write to it") from None
-            except OSError as exc:
-                raise describe_os_error(exc, INDEX_TXT) from exc
+                old, st = read_regular(target, MAX_RECENT_BYTES)
+            except FileNotFoundError:
+                old, st = b"", None
+            if old == text:
+                return
+            replace_checked(target, text, old, stamp_of(st) if st is not None else None)
+            seen = load_seen(self._files.state_dir / SEEN_FILE)
+            if seen is not None:  # memkit's own write: not a change that came from elsewhere (a pull)
+                seen.index = hashlib.sha1(text).hexdigest()
+                save_seen(self._files.state_dir / SEEN_FILE, seen)
+        except FileChanged as exc:
+            raise FileChanged(f"{INDEX_TXT}: {exc}") from None
+        except NotRegularFile as exc:
+            raise MemkitError(f"{INDEX_TXT} {exc}; memkit will not write to it") from None
+        except OSError as exc:
+            raise describe_os_error(exc, INDEX_TXT) from exc
 

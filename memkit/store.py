@@ -30,6 +30,7 @@ from .errors import (
     TopicParseError,
 )
 from .fsutil import (
+    AppendFile,
     FileChanged,
     NotRegularFile,
     append_bytes,
@@ -51,9 +52,12 @@ from .topic import (
     LIST_MARKER_RE,
     Entry,
     Topic,
+    MAX_TOPIC_BYTES,
     append_line,
+    decode_topic,
     encode_topic,
     format_entry,
+    is_cr_only,
     new_topic_text,
     newline_of,
     parse_topic_text,
@@ -233,14 +237,18 @@ class Store(VaultFiles):
         return topic
 
     def write_topic(self, name: str, text: str, *, current: Topic | None, now: datetime,
-                    touch_recent: bool = True) -> Topic:
+                    touch_recent: bool = True, path: Path | None = None) -> Topic:
         """Replace (or create) topic ``name`` with ``text``; the caller holds the lock and read
         ``current`` under it. The file is replaced atomically and only if nobody changed it since
         ``current`` was read (:func:`memkit.fsutil.replace_checked`: lines appended meanwhile by an
         editor are kept; any other change raises :class:`FileChanged` and nothing is written). Its
         BOM and line endings are kept. Puts the topic at the top of index.txt unless
-        ``touch_recent`` is False. Returns the topic as written."""
-        path = current.path if current is not None else self.topic_path(name)
+        ``touch_recent`` is False (``path``: the new topic's file, when the caller resolved it).
+        Returns the topic as written."""
+        if current is not None:
+            path = current.path
+        elif path is None:
+            path = self.topic_path(name)
         target = self.write_target(path)
         data = current.data(text) if current is not None else encode_topic(text)
         try:
@@ -302,11 +310,16 @@ class Store(VaultFiles):
         journal.unlink(missing_ok=True)
 
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
-            when: datetime | None = None) -> tuple[Entry, int]:
+            when: datetime | None = None, path: Path | None = None) -> tuple[Entry, int]:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; bumps ``updated`` and index.txt. Returns the new entry and how many entries
         its topic now has.
 
+        Under the lock (taken once) the topic file is opened once, read and appended to through
+        the same descriptor (:class:`memkit.fsutil.AppendFile`), and parsed once: the text as it
+        will be, which is also what refuses a file with a merge conflict or bad frontmatter.
+
+        :param path: the topic's file when the caller resolved it already (:meth:`topic_path`).
         :raises MemkitError: for empty text or a bad kind/tag; TopicNameError for a bad topic.
         """
         text = " ".join(text.split())
@@ -323,34 +336,17 @@ class Store(VaultFiles):
         if kind is not None:
             kind = check_word(kind, "kind")
         tags = [check_word(t.lstrip("#"), "tag") for t in tags]
-        name = self.topic_path(topic or "general").stem
+        if path is None:
+            path = self.topic_path(topic or "general")
         now = (when or datetime.now()).replace(microsecond=0)
         line = format_entry(text, kind, tags, now.date().isoformat())
         with self.lock():
-            current = self.read_for_write(name)
-            if current is None:
-                title = name.replace("-", " ").capitalize()
-                written = self.write_topic(name, new_topic_text(title, "", now) + line + "\n", current=None, now=now)
+            written = self._append(path, line, now)
+            if written is None:  # no such topic yet: created with its frontmatter
+                title = path.stem.replace("-", " ").capitalize()
+                written = self.write_topic(path.stem, new_topic_text(title, "", now) + line + "\n", current=None,
+                                           now=now, path=path)
             else:
-                # A plain append (no frontmatter rewrite): lines an editor appends at the same time
-                # cannot be lost, and two clones that both add merge in git without a conflict.
-                suffix = encode_topic(current.append_suffix(line), cr=current.cr)
-                newline = encode_topic(newline_of(current.raw), cr=current.cr)
-
-                def fit(last: bytes) -> bytes:
-                    """The suffix, with a leading newline exactly when the file (as it is now) lacks one."""
-                    ends = last in ((b"", b"\n", b"\r") if current.cr else (b"", b"\n"))
-                    if ends and suffix.startswith(newline):
-                        return suffix[len(newline):]
-                    return suffix if ends or suffix.startswith(newline) else newline + suffix
-
-                try:
-                    append_bytes(self.write_target(current.path), fit)
-                except NotRegularFile as exc:
-                    raise MemkitError(f"{self.rel(current.path)} {exc}; memkit will not write to it") from None
-                except OSError as exc:
-                    raise describe_os_error(exc, self.rel(current.path)) from exc
-                written = self.topic(name)
                 self.index_txt.touch(written.name, written.summary, now)
         wanted = text_hash(line[2:])
         entry = next((e for e in reversed(written.entries) if e.hash == wanted), None)
@@ -358,6 +354,54 @@ class Store(VaultFiles):
             entry = Entry(line[2:], written.name, self.rel(written.path), 0, 0, kind, tuple(tags), now.date().isoformat(),
                           True, wanted)
         return entry, len(written.entries)
+
+    def _append(self, path: Path, line: str, now: datetime) -> Topic | None:
+        """Append ``line`` to the topic file at ``path`` (the lock held): a plain append, no
+        frontmatter rewrite, so lines an editor appends at the same time cannot be lost and two
+        clones that both add merge in git without a conflict. Returns the topic as written, or
+        None when there is no file yet.
+
+        :raises MemkitError: the file may not be written (a symlink out of the vault, a FIFO…).
+        :raises TopicNotWritable: it has a merge conflict or bad frontmatter.
+        """
+        if not self.topics_dir_inside():
+            raise MemkitError(f"{TOPICS_DIR}/ is a symlink to a folder outside the vault; refusing to write through it")
+        rel = self.rel(path)
+        try:
+            f = AppendFile(self.write_target(path), MAX_TOPIC_BYTES)
+        except FileNotFoundError:
+            if path.is_symlink():  # a dangling link: not a topic to create behind a person's back
+                raise TopicParseError(rel, "cannot read: a broken symlink") from None
+            return None
+        except NotRegularFile as exc:
+            message = str(exc) + (" for a topic; split it into smaller topics" if "limit" in str(exc) else "")
+            raise TopicParseError(rel, message) from None
+        except OSError as exc:
+            raise describe_os_error(exc, rel) from exc
+        with f:
+            old, bom = decode_topic(f.data, rel)
+            cr = is_cr_only(f.data.decode("utf-8", errors="replace"))
+            new = append_line(old, line)
+            written = parse_topic_text(new, path.stem, rel, path, bom)
+            written.cr = cr
+            problem = written.write_problem()  # a conflict or bad frontmatter was there before the line
+            if problem is not None:
+                raise TopicNotWritable(f"{problem.message}. Nothing was written")
+            suffix = encode_topic(new[len(old):], cr=cr)
+            newline = encode_topic(newline_of(old), cr=cr)
+
+            def fit(last: bytes) -> bytes:
+                """The suffix, with a leading newline exactly when the file (as it is now) lacks one."""
+                ends = last in ((b"", b"\n", b"\r") if cr else (b"", b"\n"))
+                if ends and suffix.startswith(newline):
+                    return suffix[len(newline):]
+                return suffix if ends or suffix.startswith(newline) else newline + suffix
+
+            try:
+                f.append(fit)
+            except OSError as exc:
+                raise describe_os_error(exc, rel) from exc
+        return written
 
     def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
                reason: str = "forgotten", every: bool = False) -> list[Entry]:

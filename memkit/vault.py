@@ -212,15 +212,15 @@ class Vault:
 
         :raises MemkitError: empty text, a bad kind or tag; TopicNameError: a bad topic name.
         """
-        if topic is not None:
-            name = self.store.topic_path(topic).stem
-            if not self.store.topic_path(name).exists():
-                children = self.store.subtopics(name)
-                if children:  # split before: never recreate the parent, go to the closest part
-                    topic = closest_subtopic(self.searcher, name, children, text)
-                    log.info("topic %s was split: added to %s", name, topic)
-        entry, count = self.store.add(text, topic=topic, kind=kind, tags=tags, when=when)
-        self._wrote(entry.topic)
+        path = self.store.topic_path(topic or "general")  # resolved once for the whole add
+        if topic is not None and not path.exists() and not path.is_symlink():
+            children = self.store.subtopics(path.stem)
+            if children:  # split before: never recreate the parent, go to the closest part
+                topic = closest_subtopic(self.searcher, path.stem, children, text)
+                log.info("topic %s was split: added to %s", path.stem, topic)
+                path = self.store.topic_path(topic)
+        entry, count = self.store.add(text, kind=kind, tags=tags, when=when, path=path)
+        self._wrote(entry.topic, path)
         if split and count > self.config.topic_split_threshold_lines:
             plan = self._maybe_split(entry.topic)
             if plan is not None:  # the entry now lives in one of the subtopics: return where
@@ -277,14 +277,14 @@ class Vault:
         if self._searcher is not None:
             self._searcher.changed()
 
-    def _wrote(self, topic: str) -> None:
-        """This object just wrote one topic file: index that file now (not the whole vault), so a
-        search finds it at once and a long-running process (the MCP server) stays fast. Nothing
-        is done before the first search (the model is not loaded for a write)."""
+    def _wrote(self, topic: str, path: Path | None = None) -> None:
+        """This object just wrote one topic file (``path``, when known): index that file now (not
+        the whole vault), so a search finds it at once and a long-running process (the MCP server)
+        stays fast. Nothing is done before the first search (the model is not loaded for a write)."""
         if self._searcher is None:
             return
         try:
-            self._searcher.refresh_files([self.store.topic_path(topic)])
+            self._searcher.refresh_files([path if path is not None else self.store.topic_path(topic)])
         except MemkitError as exc:  # the write happened; the next search re-checks every file
             log.debug("indexing %s after the write failed: %s", topic, exc)
             self._searcher.changed()

@@ -29,7 +29,8 @@ from .route import closest_subtopic
 from .split import SplitPlan, maybe_split, split_topic
 from .store import Store, TopicInfo, find_vault
 from .topic import Entry, Topic
-from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log, history, pending, stats, tidy
+from .upkeep import (ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log,
+                     history, pending, stats, tidy, with_dates)
 from .transcript import parse_transcript
 from .capture import Captured
 from .capture import capture as capture_conversation
@@ -202,7 +203,8 @@ class Vault:
 
     # ---- writing -----------------------------------------------------------------------------------
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
-            when: datetime | None = None, split: bool = True) -> Entry:
+            due: date | None = None, until: date | None = None, when: datetime | None = None,
+            split: bool = True) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; updates index.txt. A topic pushed past ``topic_split_threshold_lines`` is
         split at once, its parts named from their own words (``split=False`` leaves it); the entry
@@ -210,8 +212,13 @@ class Vault:
         text goes to the subtopic whose entries share most of its words, else ``TOPIC-general``
         (the entry returned says where).
 
-        :raises MemkitError: empty text, a bad kind or tag; TopicNameError: a bad topic name.
+        ``due``: a follow-up due that day (``(due DATE)``, kind ``pending`` unless one is given);
+        ``until``: the memory expires after that day (``(until DATE)``; not in the past).
+
+        :raises MemkitError: empty text, a bad kind or tag, ``until`` in the past; TopicNameError: a
+            bad topic name.
         """
+        text, kind = with_dates(text, kind, due=due, until=until)
         path = self.store.topic_path(topic or "general")  # resolved once for the whole add
         if topic is not None and not path.exists() and not path.is_symlink():
             children = self.store.subtopics(path.stem)

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -152,13 +151,11 @@ def test_folder_and_fifo_refused_quickly(tmp_path):
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)  # nobody ever writes to it: opening it for reading the usual way would block
     env = {**os.environ, "MEMKIT_VAULT": str(vault.root)}
-    started = time.monotonic()
-    for args, stdin in (([str(fifo)], None), ([], hook_payload(fifo))):
+    for args, stdin in (([str(fifo)], None), ([], hook_payload(fifo))):  # a blocking open would time out
         proc = subprocess.run([sys.executable, "-m", "memkit", "capture", *args], input=stdin or "",
                               capture_output=True, text=True, timeout=30, env=env)
         assert proc.returncode == 1, proc.stderr
         assert "is a FIFO, not a regular file" in proc.stderr and proc.stdout == ""
-    assert time.monotonic() - started < 15
     assert inbox(vault) == []
 
 

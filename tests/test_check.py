@@ -9,6 +9,8 @@ from click.testing import CliRunner
 from memkit import Vault
 from memkit.cli import main
 from util import FakeEmbedder
+from pathlib import Path
+from util import write
 
 
 def run(root, *args, input=None):
@@ -58,3 +60,20 @@ def test_memkit_index_removes_other_models_indexes(tmp_path):
     assert run(root, "index").exit_code == 0
     assert not other.exists()
     assert run(root, "check").stdout == "no problems found\n"
+
+
+def test_check_fix_never_breaks_frontmatter_or_repeated_code(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memkit.cli import main
+    from util import FakeEmbedder
+
+    root = Vault.init(tmp_path / "v", profile=False).root
+    text = ("---\ntitle: Setup\ntags:\n  - linux\n  - shell\ntags:\n  - ops\n---\n"
+            "## A\n```\nmake install\n```\n\n## B\n```\nmake install\n```\n\n- same line\n- same line\n")
+    path = write(root / "topics" / "setup.md", text)
+    vault = Vault(root, embedder=FakeEmbedder())
+    CliRunner().invoke(main, ["--vault", str(root), "check", "--fix"], obj={"vault_obj": vault})
+    after = path.read_text()
+    assert after == text.replace("- same line\n- same line\n", "- same line\n")  # only the exact list duplicate
+    assert Vault(root).topic("setup").write_problem() is None

@@ -364,19 +364,16 @@ def test_symlink_loop_is_skipped_by_every_command(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_never_blocks(tmp_path: Path) -> None:
-    import time
-
+    """Nobody ever writes to these FIFOs: a blocking open would never return."""
     root = Vault.init(tmp_path / "v", profile=False).root
     os.mkfifo(root / "topics" / "fifo.md")
     os.mkfifo(tmp_path / "x.fifo")
-    started = time.monotonic()
     added = _cli(root, "add", "x", "--topic", "fifo")
     assert added.exit_code == 1 and "FIFO" in added.output
     (root / "memkit.yaml").write_text("llm: {base_url: 'http://127.0.0.1:9', model: m}\n")
     digested = _cli(root, "digest", str(tmp_path / "x.fifo"))
     assert digested.exit_code == 1 and "FIFO" in digested.output
     assert _cli(root, "topics").exit_code == 0
-    assert time.monotonic() - started < 10  # each returned at once (a blocking open would hang forever)
 
 
 def test_state_dir_that_is_not_a_folder_inside_the_vault(tmp_path: Path) -> None:

@@ -1089,7 +1089,7 @@ def bench_size(res: Results, n: int, args: argparse.Namespace, queries: list[str
         dt_a, _ = timed(lambda: vault.add(f"Bought a spare {token} power supply for the workshop bench",
                                           topic=topic, kind="event"))
         # the refresh that makes it searchable: the file just written, not a listing of topics/
-        dt_i, rep = timed(lambda: vault.searcher.refresh_files([vault.topic_path(topic)]))
+        dt_i, rep = timed(lambda: vault.searcher.refresh_files([vault.store.topic_path(topic)]))
         dt_s, hits = timed(lambda: vault.search(token, k=3, threshold=None, refresh=False))
         t_add.append(dt_a)
         t_idx.append(dt_i)

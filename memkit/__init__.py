@@ -22,13 +22,19 @@ from .errors import (
     VaultExists,
     VaultNotFound,
 )
+# what Vault's methods return
+from .capture import Captured
+from .check import CheckReport, Finding
 from .context import Context
-from .digest import DigestReport
+from .digest import DigestReport, InboxResult
+from .gitsync import GitSetup
 from .index import IndexReport
+from .recent import RecentTopic
 from .search import Hit
-from .split import SplitPlan
+from .split import SplitPart, SplitPlan
 from .store import TopicInfo
 from .topic import Entry, Topic
+from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
 from .vault import Vault, find_vault
 
 __version__ = "0.1.0"
@@ -41,11 +47,22 @@ __all__ = [
     "Entry",
     "Topic",
     "TopicInfo",
+    "RecentTopic",
     "Hit",
     "Context",
     "DigestReport",
+    "InboxResult",
+    "Captured",
     "IndexReport",
     "SplitPlan",
+    "SplitPart",
+    "CheckReport",
+    "Finding",
+    "GitSetup",
+    "TidyReport",
+    "ChangeReport",
+    "FollowUp",
+    "HistoryStep",
     "MemkitError",
     "ConfigError",
     "EntryNotFound",

@@ -355,7 +355,7 @@ def capture(store: Store, *, path: str | os.PathLike[str] | None = None, stdin: 
         if target.is_symlink() or (target.exists() and not target.is_file()):
             raise MemkitError(f"{store.rel(target)} exists and is not a regular file; not replaced")
         result.status = "replaced" if target.exists() else "queued"
-        store.queue_transcript(name, data)
+        store.inbox.queue(name, data)
     if digest is None:
         return result
     read = target.stat()
@@ -363,7 +363,7 @@ def capture(store: Store, *, path: str | os.PathLike[str] | None = None, stdin: 
         report = digest(target)
     except MemkitError as exc:
         raise MemkitError(f"{exc} (the transcript stays queued in {store.rel(target)} for `memkit watch`)") from exc
-    store.inbox_done(target, read)
+    store.inbox.done(target, read)
     result.status = "digested"
     result.file = store.rel(inbox / "done" / name)
     result.report = report

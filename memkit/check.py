@@ -131,7 +131,7 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
         report.problems.append(Finding("inbox-error", rel, None,
                                        f"{rel}: {why} (fix the cause; delete this file or touch the transcript to retry)"))
     errored = {p.name[:-len(".error")] for p in errors}
-    for path in store.waiting_transcripts():
+    for path in store.inbox.waiting():
         rel = f"{INBOX_DIR}/{path.name}"
         if path.name in errored:
             continue  # reported with its error above
@@ -143,7 +143,7 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
                                            f"{rel} waits in inbox/ but no LLM is configured, so nothing digests it: "
                                            "set `llm:` in memkit.yaml, then run `memkit watch` (or `memkit digest "
                                            f"{rel}`)"))
-    listed = render_recent(store.recent(write=False), store.config.index_max_entries)
+    listed = render_recent(store.index_txt.read(write=False), store.config.index_max_entries)
     try:
         current = store.recent_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -204,7 +204,7 @@ def _fix(store: Store, index: Searcher | None) -> list[str]:
             if tidied != text:
                 fixed.append(f"{rel}: duplicate frontmatter keys tidied")
     before = store.recent_path.read_text(encoding="utf-8", errors="replace") if store.recent_path.is_file() else ""
-    store.recent()
+    store.index_txt.read()
     if store.recent_path.is_file() and store.recent_path.read_text(encoding="utf-8", errors="replace") != before:
         fixed.append("index.txt rewritten")
     if index is not None:

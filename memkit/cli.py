@@ -6,7 +6,7 @@ import logging
 import os
 import sqlite3
 import sys
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Callable
 
 import click
@@ -237,15 +237,8 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
     if text == "-":
         text = sys.stdin.read()
     vault = get_vault(ctx)
-    for label, value in (("due", due), ("until", until)):
-        if value is not None:
-            day = parse_day(value, f"--{label}")
-            if label == "until" and day < date.today():
-                raise BadValue(f"--until {day} is in the past: the memory would expire at once (give a later day)")
-            text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
-    if due is not None and kind is None:
-        kind = "pending"
-    entry = vault.add(text, topic=topic, kind=kind, tags=tags)
+    entry = vault.add(text, topic=topic, kind=kind, tags=tags, due=parse_day(due, "--due") if due is not None else None,
+                      until=parse_day(until, "--until") if until is not None else None)
     if json_:
         echo_json(entry.to_dict())
     else:
@@ -300,7 +293,7 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
         return
     children = vault.subtopics(t.name)
     if json_:
-        echo_json(dict(t.to_dict(), file=vault.rel(t.path), split_into=children))
+        echo_json(dict(t.to_dict(), file=t.path.relative_to(vault.root).as_posix(), split_into=children))
         return
     click.echo(f"{t.title} ({t.name}, {plural(len(t.entries), 'entry', 'entries')})"
                f"{' — ' + t.summary if t.summary else ''}")

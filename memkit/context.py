@@ -283,7 +283,7 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
             log.warning("%s; showing memories instead of the topic", exc)
     if topic is not None:  # expired entries are never shown; the profile is shown above
         topic.entries = [e for e in topic.entries if not expiry(e, store.config.expire, today)]
-    recent = [r for r in store.recent() if r.topic not in pinned]  # the profile is shown whole above
+    recent = [r for r in store.index_txt.read() if r.topic not in pinned]  # the profile is shown whole above
     order = None
     if topic is not None and message:
         current = topic

@@ -36,7 +36,8 @@ from .search import Hit, Searcher
 from .split import maybe_split
 from .archive import ArchiveItem, archive_line
 from .lifecycle import PENDING, follow_up_markers, importance_marker
-from .store import PROFILE_TOPIC, Store
+from .newvault import PROFILE_TOPIC
+from .store import Store
 from .text import terms
 from .topic import Entry, Topic, append_line, check_text, format_entry, new_topic_text, normalise, remove_lines, text_hash, unified_diff
 from .transcript import Message, read_transcript, render
@@ -711,7 +712,7 @@ def process_inbox(searcher: Searcher, llm: LLM | None, *, now: datetime | None =
     idle = store.config.session_timeout_minutes if idle_minutes is None else idle_minutes
     now_ts = (now or datetime.now()).timestamp()
     results = []
-    for path in store.waiting_transcripts():
+    for path in store.inbox.waiting():
         try:
             before = path.stat()
         except OSError:
@@ -724,10 +725,10 @@ def process_inbox(searcher: Searcher, llm: LLM | None, *, now: datetime | None =
         try:
             report = digest_file(searcher, path, llm)
         except MemkitError as exc:
-            store.inbox_error(path, f"{datetime.now().replace(microsecond=0).isoformat()} {exc}")
+            store.inbox.error(path, f"{datetime.now().replace(microsecond=0).isoformat()} {exc}")
             results.append(InboxResult(path.name, error=str(exc)))
             continue
-        if not store.inbox_done(path, before):  # replaced while it was digested: digest it again later
+        if not store.inbox.done(path, before):  # replaced while it was digested: digest it again later
             continue
         results.append(InboxResult(path.name, report=report))
     return results

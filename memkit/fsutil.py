@@ -58,19 +58,64 @@ def append_bytes(path: Path, data: bytes | Callable[[bytes], bytes]) -> None:
     :raises NotRegularFile: the path is a FIFO, a device or a folder (checked without blocking).
     :raises OSError: the file cannot be opened or written.
     """
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(f"is {file_kind(st.st_mode)}, not a regular file")
+    with AppendFile(path) as f:
+        f.append(data)
+
+
+class AppendFile:
+    """A regular file opened once (``O_RDWR | O_APPEND``, never blocking) to read it and then append
+    to it: what :meth:`memkit.store.Store.add` does with a topic, in one open.
+
+    ``with AppendFile(path, limit) as f:`` reads the file whole into :attr:`data` (when ``limit``
+    is given); :meth:`append` writes as :func:`append_bytes` does.
+
+    :raises NotRegularFile: a FIFO, a device or a folder, or over ``limit`` bytes.
+    :raises OSError: the file cannot be opened (``FileNotFoundError`` when it does not exist).
+    """
+
+    def __init__(self, path: Path, limit: int | None = None) -> None:
+        self.data = b""  #: the file's bytes when opened (read only when a ``limit`` is given)
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        try:
+            st = os.fstat(self._fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotRegularFile(f"is {file_kind(st.st_mode)}, not a regular file")
+            if limit is not None:
+                if st.st_size > limit:
+                    raise NotRegularFile(f"is {st.st_size / 1e6:.0f} MB, over the {limit / 1e6:.0f} MB limit")
+                chunks, offset = [], 0
+                while offset <= limit:
+                    chunk = os.pread(self._fd, min(limit + 1 - offset, 1 << 20), offset)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    offset += len(chunk)
+                self.data = b"".join(chunks)
+                if len(self.data) > limit:
+                    raise NotRegularFile(f"grew over the {limit / 1e6:.0f} MB limit while being read")
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def append(self, data: bytes | Callable[[bytes], bytes]) -> None:
+        """One ``O_APPEND`` write, then fsync; ``data`` may be a function of the file's last byte
+        as it is now (see :func:`append_bytes`)."""
         if callable(data):
-            data = data(os.pread(fd, 1, st.st_size - 1) if st.st_size else b"")
+            size = os.fstat(self._fd).st_size
+            data = data(os.pread(self._fd, 1, size - 1) if size else b"")
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+            view = view[os.write(self._fd, view):]
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def __enter__(self) -> "AppendFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None) -> None:

@@ -31,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 
 from .errors import MemkitError
+from .newvault import ensure_git_files
 from .store import Store
 from .topic import as_datetime, frontmatter_key, frontmatter_value
 
@@ -187,12 +188,6 @@ def _take(counter: Counter[bytes], item: bytes) -> bool:
     return False
 
 
-def _newline_first(before: list[bytes], after: list[bytes]) -> list[bytes]:
-    if before and after and not before[-1].endswith(b"\n"):
-        before[-1] += b"\n"
-    return after
-
-
 def _timestamps(ours: list[bytes], base: list[bytes], theirs: list[bytes]) -> list[bytes] | None:
     """Both sides changed only timestamp keys: one line per key, the newest ``updated`` and the
     oldest ``created``; None otherwise."""
@@ -247,7 +242,7 @@ def git_setup(store: Store, command: list[str] | None = None) -> GitSetup:
 
     :param command: how git should start memkit (default: this Python with ``-m memkit``).
     """
-    changed = store.ensure_git_files()
+    changed = ensure_git_files(store)
     top = _git(["rev-parse", "--show-toplevel"], cwd=store.root)
     if top.returncode != 0:
         return GitSetup(changed, False, None)

@@ -331,7 +331,7 @@ class Memory:
                 raise
             split = {"name": name, "split_into": children}  # like `memkit show` on a split topic
             return Outcome(_as_json(split), split)
-        data = dict(t.to_dict(), file=self.vault.rel(t.path), split_into=self.vault.subtopics(t.name))
+        data = dict(t.to_dict(), file=t.path.relative_to(self.vault.root).as_posix(), split_into=self.vault.subtopics(t.name))
         return Outcome(_as_json(data), data)
 
     def recent_topics(self) -> Outcome:

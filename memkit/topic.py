@@ -29,7 +29,6 @@ _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s|$)")
 _COMMENT_RE = re.compile(r"\s+#.*$")
 KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")  #: an entry's ``[kind]`` prefix
-_KIND_RE = KIND_RE
 LIST_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+(?=\S)")  #: a list item's marker ("- ", "* ", "1. ")
 _TAG_RE = re.compile(r"(?:^|(?<=\s))#([^\W\d_][\w/-]*)", re.UNICODE)
 _DATE_RE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
@@ -73,7 +72,7 @@ class Entry:
     @property
     def body(self) -> str:
         """The text without the ``[kind]`` prefix and the trailing date."""
-        text = _KIND_RE.sub("", self.text, count=1)
+        text = KIND_RE.sub("", self.text, count=1)
         return _DATE_RE.sub("", text)
 
 
@@ -315,7 +314,7 @@ def is_list_line(line: str) -> bool:
 
 def parse_entry_text(text: str) -> tuple[str | None, tuple[str, ...], str | None]:
     """Return (kind, tags, date) found in an entry's text."""
-    kind_match = _KIND_RE.match(text)
+    kind_match = KIND_RE.match(text)
     kind = kind_match.group(1).lower() if kind_match else None
     tags = tuple(dict.fromkeys(t.lower() for t in _TAG_RE.findall(text)))
     date_match = _DATE_RE.search(text)

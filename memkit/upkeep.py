@@ -28,7 +28,8 @@ from .lifecycle import PENDING, due_date, expiry, importance, importance_marker,
 from .llm import LLM, ask_json
 from .search import Searcher
 from .archive import ArchivedEntry
-from .store import PROFILE_SUMMARY, PROFILE_TOPIC, Store, check_word
+from .newvault import PROFILE_SUMMARY, PROFILE_TOPIC
+from .store import Store
 from .topic import Entry, Topic, format_entry, new_topic_text, normalise, text_hash
 
 __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edit_entry", "history", "pending",
@@ -464,13 +465,21 @@ def propose_profile(store: Store, llm: LLM | None) -> list[str]:
         validate=validate)[:most]
 
 
-def add_follow_up(store: Store, text: str, *, due: date | None, topic: str | None) -> Entry:
-    """Append a follow-up: ``- [pending] TEXT (due DATE) (today)``."""
-    body = " ".join(text.split())
-    if due is not None and "(due " not in body:
-        body += f" (due {due.isoformat()})"
-    entry, _ = store.add(body, topic=topic, kind=check_word(PENDING, "kind"))
-    return entry
+def with_dates(text: str, kind: str | None, *, due: date | None = None, until: date | None = None,
+               today: date | None = None) -> tuple[str, str | None]:
+    """The text and kind of an entry with a due day (a follow-up: ``(due DATE)``, kind ``pending``
+    unless another is given) and/or a last day (``(until DATE)``: it expires after it).
+
+    :raises InvalidValue: ``until`` is in the past (the memory would expire at once).
+    """
+    if until is not None and until < (today or date.today()):
+        raise InvalidValue(f"until {until} is in the past: the memory would expire at once (give a later day)")
+    for label, day in (("due", due), ("until", until)):
+        if day is not None:
+            text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
+    if due is not None and kind is None:
+        kind = PENDING
+    return text, kind
 
 
 def parse_day(value: str, what: str) -> date:

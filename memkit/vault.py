@@ -22,7 +22,6 @@ from .digest import DigestReport, InboxResult, digest_file, digest_messages, pro
 from .embed import Embedder, LazyEmbedder, MissingModel
 from .http_embed import HTTPEmbedder
 from .errors import MemkitError, ModelError
-from .fsutil import VaultLock
 from .gitsync import GitSetup, git_setup
 from .index import Index, IndexReport, Progress
 from .llm import LLM, make_llm
@@ -30,9 +29,10 @@ from .recent import RecentTopic
 from .search import Hit, Mode, Searcher, Threshold
 from .route import closest_subtopic
 from .split import SplitPlan, maybe_split, split_topic
-from .store import Store, TopicFile, TopicInfo, find_vault
+from .store import Store, TopicInfo, find_vault
 from .topic import Entry, Topic
-from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log, history, pending, stats, tidy
+from .upkeep import (ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log,
+                     history, pending, stats, tidy, with_dates)
 from .transcript import parse_transcript
 from .capture import Captured
 from .capture import capture as capture_conversation
@@ -80,7 +80,7 @@ class Vault:
         return f"Vault({str(self.root)!r})"
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], *, profile: bool | None = None) -> "Vault":
+    def init(cls, path: str | os.PathLike[str], *, profile: bool = True) -> "Vault":
         """Create a vault: memkit.yaml (commented defaults), topics/ with an empty pinned
         ``profile.md`` (the first layer of every context; ``profile=False`` leaves it out), inbox/,
         index.txt, .gitignore and .gitattributes.
@@ -102,40 +102,11 @@ class Vault:
     def topics_dir(self) -> Path:
         return self.store.topics_dir
 
-    @property
-    def state_dir(self) -> Path:
-        return self.store.state_dir
-
-    @property
-    def inbox_dir(self) -> Path:
-        return self.store.inbox_dir
-
-    @property
-    def recent_path(self) -> Path:
-        """index.txt."""
-        return self.store.recent_path
-
-    def topic_path(self, name: str) -> Path:
-        """The file of topic ``name`` (validated: it can never leave topics/)."""
-        return self.store.topic_path(name)
-
-    def rel(self, path: Path) -> str:
-        """``path`` relative to the vault, with '/' separators."""
-        return self.store.rel(path)
-
-    def lock(self) -> VaultLock:
-        """The vault's write lock (``with vault.lock():``), re-entrant within a process."""
-        return self.store.lock()
-
     def ensure_topics_dir(self) -> Path:
         """Create topics/ if it is missing; returns it. :raises MemkitError: it cannot be created."""
         return self.store.ensure_topics_dir()
 
     # ---- reading -----------------------------------------------------------------------------------
-    def topic_files(self) -> list[TopicFile]:
-        """Every topic file, sorted by name (see :meth:`memkit.store.Store.topic_files`)."""
-        return self.store.topic_files()
-
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, updated time and summary."""
         return self.store.topics()
@@ -157,11 +128,11 @@ class Vault:
 
     def recent(self) -> list[RecentTopic]:
         """The lines of index.txt (recent topics), newest first."""
-        return self.store.recent()
+        return self.store.index_txt.read()
 
     def rebuild_recent(self) -> list[RecentTopic]:
         """Regenerate index.txt from the topic files."""
-        return self.store.rebuild_recent()
+        return self.store.index_txt.rebuild(self.store.iter_topics())
 
     def subtopics(self, parent: str) -> list[str]:
         """The topics a split made of ``parent`` (their frontmatter says ``parent: NAME``)."""
@@ -258,7 +229,8 @@ class Vault:
 
     # ---- writing -----------------------------------------------------------------------------------
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
-            when: datetime | None = None, split: bool = True) -> Entry:
+            due: date | None = None, until: date | None = None, when: datetime | None = None,
+            split: bool = True) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; updates index.txt. A topic pushed past ``topic_split_threshold_lines`` is
         split at once, its parts named from their own words (``split=False`` leaves it); the entry
@@ -266,17 +238,22 @@ class Vault:
         text goes to the subtopic whose entries share most of its words, else ``TOPIC-general``
         (the entry returned says where).
 
-        :raises MemkitError: empty text, a bad kind or tag; TopicNameError: a bad topic name.
+        ``due``: a follow-up due that day (``(due DATE)``, kind ``pending`` unless one is given);
+        ``until``: the memory expires after that day (``(until DATE)``; not in the past).
+
+        :raises MemkitError: empty text, a bad kind or tag, ``until`` in the past; TopicNameError: a
+            bad topic name.
         """
-        if topic is not None:
-            name = self.store.topic_path(topic).stem
-            if not self.store.topic_path(name).exists():
-                children = self.store.subtopics(name)
-                if children:  # split before: never recreate the parent, go to the closest part
-                    topic = closest_subtopic(self.searcher, name, children, text)
-                    log.info("topic %s was split: added to %s", name, topic)
-        entry, count = self.store.add(text, topic=topic, kind=kind, tags=tags, when=when)
-        self._wrote(entry.topic)
+        text, kind = with_dates(text, kind, due=due, until=until)
+        path = self.store.topic_path(topic or "general")  # resolved once for the whole add
+        if topic is not None and not path.exists() and not path.is_symlink():
+            children = self.store.subtopics(path.stem)
+            if children:  # split before: never recreate the parent, go to the closest part
+                topic = closest_subtopic(self.searcher, path.stem, children, text)
+                log.info("topic %s was split: added to %s", path.stem, topic)
+                path = self.store.topic_path(topic)
+        entry, count = self.store.add(text, kind=kind, tags=tags, when=when, path=path)
+        self._wrote(entry.topic, path)
         if split and count > self.config.topic_split_threshold_lines:
             plan = self._maybe_split(entry.topic)
             if plan is not None:  # the entry now lives in one of the subtopics: return where
@@ -326,15 +303,6 @@ class Vault:
         return capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
                                     llm_configured=bool(self.config.llm))
 
-    def queue_transcript(self, name: str, data: bytes) -> Path:
-        """Put a transcript in inbox/ (atomically; a file of that name is replaced) for
-        :meth:`process_inbox` / ``memkit watch`` to digest once it is idle."""
-        return self.store.queue_transcript(name, data)
-
-    def inbox_done(self, path: Path, read: os.stat_result) -> bool:
-        """Move a digested inbox transcript to inbox/done/ unless it changed since ``read``."""
-        return self.store.inbox_done(path, read)
-
     def changed(self) -> None:
         """Say the files were just written (by this object, or by another one in this process,
         such as a second Vault that digested): the next search re-checks them at once instead
@@ -342,14 +310,14 @@ class Vault:
         if self._searcher is not None:
             self._searcher.changed()
 
-    def _wrote(self, topic: str) -> None:
-        """This object just wrote one topic file: index that file now (not the whole vault), so a
-        search finds it at once and a long-running process (the MCP server) stays fast. Nothing
-        is done before the first search (the model is not loaded for a write)."""
+    def _wrote(self, topic: str, path: Path | None = None) -> None:
+        """This object just wrote one topic file (``path``, when known): index that file now (not
+        the whole vault), so a search finds it at once and a long-running process (the MCP server)
+        stays fast. Nothing is done before the first search (the model is not loaded for a write)."""
         if self._searcher is None:
             return
         try:
-            self._searcher.refresh_files([self.store.topic_path(topic)])
+            self._searcher.refresh_files([path if path is not None else self.store.topic_path(topic)])
         except MemkitError as exc:  # the write happened; the next search re-checks every file
             log.debug("indexing %s after the write failed: %s", topic, exc)
             self._searcher.changed()
@@ -434,7 +402,7 @@ class Vault:
     # ---- the flows ----------------------------------------------------------------------------------
     def waiting_transcripts(self) -> list[Path]:
         """The transcripts in inbox/ waiting for a digest."""
-        return self.store.waiting_transcripts()
+        return self.store.inbox.waiting()
 
     def llm(self) -> LLM | None:
         """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm`)."""

@@ -107,6 +107,7 @@ class Watcher:
         self.inbox_handler = inbox_handler
         self.inbox_interval_s = float(inbox_interval_s)
         self._topics = str(vault.topics_dir)
+        self._topics_rel = vault.topics_dir.relative_to(vault.root).as_posix()  # for messages
         self._cond = threading.Condition()
         # The whole queue: a flag and two times. A thousand events cost no more than one.
         self._pending = False
@@ -160,7 +161,7 @@ class Watcher:
         except OSError as exc:
             self._stop_observer(5.0)
             raise MemkitError(
-                f"cannot watch {self.vault.rel(self.vault.topics_dir)}/: {exc.strerror or exc}"
+                f"cannot watch {self._topics_rel}/: {exc.strerror or exc}"
                 " (too many watches? raise fs.inotify.max_user_watches, or use polling)"
             ) from exc
         except BaseException:
@@ -241,7 +242,7 @@ class Watcher:
     def _stale_paths(self) -> set[str]:
         assert self._index is not None
         changed, gone = self._index.stale()
-        return {self.vault.rel(tf.path) for tf in changed} | set(gone)
+        return {tf.path.relative_to(self.vault.root).as_posix() for tf in changed} | set(gone)
 
     # ---- events (observer thread) ------------------------------------------------------------
     def on_event(self, event: Any) -> None:
@@ -332,7 +333,7 @@ class Watcher:
         try:
             with _QUIET:  # topic_files() warns about outside symlinks at every call
                 changed, gone = index.stale()
-            changed_paths = [self.vault.rel(tf.path) for tf in changed]
+            changed_paths = [tf.path.relative_to(self.vault.root).as_posix() for tf in changed]
             report = index.refresh()
             if report.rebuilt_model:
                 index.prune_other_models()
@@ -426,13 +427,13 @@ class Watcher:
         try:
             self._topics_watch = self._schedule_topics()
         except OSError as exc:
-            message = f"cannot watch {self.vault.rel(self.vault.topics_dir)}/ again: {exc.strerror or exc}"
+            message = f"cannot watch {self._topics_rel}/ again: {exc.strerror or exc}"
             log.error("%s", message)
             self._report(message)
 
 
 class _Quiet(logging.Filter):
-    """Drops the warnings ``Vault.rebuild_recent`` and ``Vault.topic_files`` log about malformed
+    """Drops the warnings ``Vault.rebuild_recent`` and the topic listing log about malformed
     topics and outside symlinks while this thread is in a ``with _QUIET:`` block: the index has
     already named each of those files once, and a rebuild follows every change, so they would
     repeat at every save. Other threads' records pass untouched."""

@@ -9,7 +9,6 @@ import pytest
 from click.testing import CliRunner
 
 from memkit import Vault
-from memkit.store import Store
 
 
 @pytest.fixture(autouse=True)
@@ -19,14 +18,12 @@ def env_setup(tmp_path, monkeypatch):
     monkeypatch.delenv("MEMKIT_MODEL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
-    # vaults made by tests have no topics/profile.md unless a test asks (init(..., profile=True))
-    monkeypatch.setattr(Store, "init_profile", False)
     yield
 
 
 @pytest.fixture
 def vault(tmp_path) -> Vault:
-    return Vault.init(tmp_path / "v")
+    return Vault.init(tmp_path / "v", profile=False)
 
 
 @pytest.fixture

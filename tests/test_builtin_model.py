@@ -37,7 +37,7 @@ def test_it_is_the_default_when_nothing_is_named_and_potion_is_not_cached(monkey
 
 
 def test_a_new_vault_searches_with_it_offline_in_a_fresh_process(tmp_path):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     (root / "topics" / "car.md").write_text("- I drive a 2014 Subaru Outback\n- Allergic to penicillin\n")
     env = {k: v for k, v in os.environ.items() if k not in ("MEMKIT_MODEL", "HF_HOME", "HF_HUB_CACHE")}
     env.update(HF_HUB_OFFLINE="1", HOME=str(tmp_path), HF_HUB_CACHE=str(tmp_path / "no-cache"))

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -67,11 +66,11 @@ def invoke(vault, args, input=None, code=0):
 
 
 def inbox(vault):
-    return sorted(p.name for p in vault.inbox_dir.iterdir() if p.is_file())
+    return sorted(p.name for p in (vault.root / "inbox").iterdir() if p.is_file())
 
 
 def test_claude_code_hook_queues_one_transcript_per_session(tmp_path):
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     transcript = cc_transcript(tmp_path / "proj" / f"{SESSION}.jsonl")
     out = json.loads(invoke(vault, ["--json"], input=hook_payload(transcript)).output)
     assert out["status"] == "queued" and out["format"] == "claude-code" and out["event"] == "Stop"
@@ -101,11 +100,11 @@ def test_claude_code_hook_queues_one_transcript_per_session(tmp_path):
     # the transcript file given directly lands on the same file (its sessionId)
     direct = json.loads(invoke(vault, [str(transcript), "--json"]).output)
     assert direct["file"] == out["file"] and direct["status"] == "unchanged"
-    assert not [p for p in vault.inbox_dir.iterdir() if p.name.startswith(".")]  # no temp file left
+    assert not [p for p in (vault.root / "inbox").iterdir() if p.name.startswith(".")]  # no temp file left
 
 
 def test_plain_text_and_json_messages_on_stdin(tmp_path):
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     text = "Maya: I adopted a cat called Miso\nAssistant: Lovely name!\n"
     first = json.loads(invoke(vault, ["--json"], input=text).output)
     assert first["format"] == "text" and first["messages"] == 2
@@ -138,27 +137,25 @@ def test_session_ids_make_safe_names(tmp_path):
     ("\x00\x01", "binary"),
 ])
 def test_bad_input_exits_1(tmp_path, payload, message):
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     result = invoke(vault, [], input=payload, code=1)
     assert message in result.output and "Traceback" not in result.output
     assert inbox(vault) == []
 
 
 def test_folder_and_fifo_refused_quickly(tmp_path):
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     assert "is a folder, not a regular file" in invoke(vault, [str(tmp_path)], code=1).output
     if not hasattr(os, "mkfifo"):
         pytest.skip("no FIFOs on this platform")
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)  # nobody ever writes to it: opening it for reading the usual way would block
     env = {**os.environ, "MEMKIT_VAULT": str(vault.root)}
-    started = time.monotonic()
-    for args, stdin in (([str(fifo)], None), ([], hook_payload(fifo))):
+    for args, stdin in (([str(fifo)], None), ([], hook_payload(fifo))):  # a blocking open would time out
         proc = subprocess.run([sys.executable, "-m", "memkit", "capture", *args], input=stdin or "",
                               capture_output=True, text=True, timeout=30, env=env)
         assert proc.returncode == 1, proc.stderr
         assert "is a FIFO, not a regular file" in proc.stderr and proc.stdout == ""
-    assert time.monotonic() - started < 15
     assert inbox(vault) == []
 
 
@@ -181,7 +178,7 @@ def test_claude_code_messages_skip_broken_lines():
 
 
 def test_queued_file_is_digested_by_the_inbox_and_now(tmp_path):
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     vault = Vault(vault.root, embedder=FakeEmbedder())
     transcript = cc_transcript(tmp_path / f"{SESSION}.jsonl")
     conclusions = json.dumps({"conclusions": [{"kind": "fact", "text": "Lives in Porto since last month"}]})
@@ -192,7 +189,7 @@ def test_queued_file_is_digested_by_the_inbox_and_now(tmp_path):
         results = process_inbox(vault.searcher, loopback_llm(fake), idle_minutes=0)
         assert [r.error for r in results] == [None]
         assert "Lives in Porto since last month" in vault.topic("general").raw
-        assert (vault.inbox_dir / "done" / queued.file.split("/")[-1]).is_file()
+        assert (vault.root / "inbox" / "done" / queued.file.split("/")[-1]).is_file()
         # captured again after the digest: the same bytes are not queued a second time
         assert vault.capture(stdin=hook_payload(transcript).encode()).status == "already-digested"
 
@@ -203,6 +200,6 @@ def test_queued_file_is_digested_by_the_inbox_and_now(tmp_path):
 
 
 def test_now_needs_an_llm(tmp_path):
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     result = invoke(vault, ["--now"], input="Maya: hi\n", code=1)
     assert "--now needs an LLM" in result.output and inbox(vault) == []

@@ -9,6 +9,8 @@ from click.testing import CliRunner
 from memkit import Vault
 from memkit.cli import main
 from util import FakeEmbedder
+from pathlib import Path
+from util import write
 
 
 def run(root, *args, input=None):
@@ -17,7 +19,7 @@ def run(root, *args, input=None):
 
 
 def test_check_after_init_and_adds_finds_nothing(tmp_path):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     assert run(root, "check").stdout == "no problems found\n"
     for text in ("Prefers bomba rice", "Allergic to tree nuts"):
         assert run(root, "add", text, "--topic", "cooking").exit_code == 0
@@ -26,7 +28,7 @@ def test_check_after_init_and_adds_finds_nothing(tmp_path):
 
 
 def test_a_transcript_no_llm_will_digest_is_listed_without_blocking_a_commit(tmp_path):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     captured = run(root, "capture", "--session", "chat-1", input="Maya: I moved to Porto\nAssistant: nice\n")
     assert captured.exit_code == 0 and "no LLM is configured, so nothing digests it yet" in captured.stdout
     result = run(root, "check", "--json")
@@ -39,7 +41,7 @@ def test_a_transcript_no_llm_will_digest_is_listed_without_blocking_a_commit(tmp
 
 
 def test_a_transcript_the_watcher_will_digest_is_a_note(tmp_path):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     (root / "memkit.yaml").write_text("llm: {base_url: 'http://127.0.0.1:9/v1', model: m}\n")
     captured = run(root, "capture", "--session", "chat-1", "--json", input="Maya: I moved to Porto\n")
     assert json.loads(captured.stdout)["llm_configured"] is True
@@ -49,7 +51,7 @@ def test_a_transcript_the_watcher_will_digest_is_a_note(tmp_path):
 
 
 def test_memkit_index_removes_other_models_indexes(tmp_path):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     run(root, "add", "Prefers bomba rice", "--topic", "cooking")
     other = root / ".memkit" / "index" / "some-other-model-256.sqlite3"
     other.parent.mkdir(parents=True, exist_ok=True)
@@ -58,3 +60,20 @@ def test_memkit_index_removes_other_models_indexes(tmp_path):
     assert run(root, "index").exit_code == 0
     assert not other.exists()
     assert run(root, "check").stdout == "no problems found\n"
+
+
+def test_check_fix_never_breaks_frontmatter_or_repeated_code(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memkit.cli import main
+    from util import FakeEmbedder
+
+    root = Vault.init(tmp_path / "v", profile=False).root
+    text = ("---\ntitle: Setup\ntags:\n  - linux\n  - shell\ntags:\n  - ops\n---\n"
+            "## A\n```\nmake install\n```\n\n## B\n```\nmake install\n```\n\n- same line\n- same line\n")
+    path = write(root / "topics" / "setup.md", text)
+    vault = Vault(root, embedder=FakeEmbedder())
+    CliRunner().invoke(main, ["--vault", str(root), "check", "--fix"], obj={"vault_obj": vault})
+    after = path.read_text()
+    assert after == text.replace("- same line\n- same line\n", "- same line\n")  # only the exact list duplicate
+    assert Vault(root).topic("setup").write_problem() is None

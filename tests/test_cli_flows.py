@@ -52,7 +52,7 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 def make_vault(tmp_path: Path, topics: dict[str, str], config: str = "") -> Vault:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     if config:
         write(root / "memkit.yaml", config)
     for name, text in topics.items():
@@ -114,7 +114,7 @@ def test_digest_dry_run_then_real_then_again(tmp_path):
         assert "--- a/archive.md\n+++ b/archive.md\n" in out
         assert "chat.txt: would write 2 entries, archived 1 outdated, skipped 1\n" in out
         assert files(vault.root) == before
-        assert not (vault.state_dir / "digested.json").exists()
+        assert not (vault.root / ".memkit" / "digested.json").exists()
 
         # the real run: the report, and the files changed accordingly
         out = ok(cli(vault, "digest", name)).stdout
@@ -172,7 +172,7 @@ def test_digest_llm_garbage_is_one_line_and_writes_nothing(tmp_path):
     assert result.stderr.startswith("memkit: error: ") and "even after a repair request" in result.stderr
     assert "Traceback" not in result.output
     assert files(vault.root) == before
-    assert not (vault.state_dir / "digested.json").exists()
+    assert not (vault.root / ".memkit" / "digested.json").exists()
 
 
 def test_digest_of_several_transcripts_reports_each_failure_and_goes_on(tmp_path):
@@ -396,12 +396,12 @@ def test_watch_indexes_changes_until_sigterm(tmp_path, monkeypatch, no_thread_le
 def test_watch_digests_an_idle_inbox_transcript(tmp_path, monkeypatch, no_thread_leaks):
     with FakeLLM(responder) as fake:
         vault = llm_vault(tmp_path, fake)
-        transcript = write(vault.inbox_dir / "s1.txt", "Maya: the cat Miso moved to Seattle with us\n")
+        transcript = write(vault.root / "inbox" / "s1.txt", "Maya: the cat Miso moved to Seattle with us\n")
         old = time.time() - 3600  # idle for an hour: over session_timeout_minutes
         os.utime(transcript, (old, old))
 
         def digested(watcher: memkit.watch.Watcher) -> None:
-            assert wait_until(lambda: (vault.inbox_dir / "done" / "s1.txt").exists())
+            assert wait_until(lambda: (vault.root / "inbox" / "done" / "s1.txt").exists())
             assert watcher.wait_idle(DEADLINE_S)
 
         result, failure = run_watch_command(vault, monkeypatch, digested, "--debounce", "0.05")
@@ -443,7 +443,7 @@ def test_unexpected_error_is_one_line_unless_debugging(tmp_path, monkeypatch, co
 
 def test_watch_banner_lists_transcripts_nothing_will_digest(tmp_path, monkeypatch):
     vault = make_vault(tmp_path, {"garden": "- Grows San Marzano tomatoes\n"})
-    write(vault.inbox_dir / "chat-1.jsonl", '{"role": "user", "content": "I moved to Porto"}\n')
+    write(vault.root / "inbox" / "chat-1.jsonl", '{"role": "user", "content": "I moved to Porto"}\n')
     result, failure = run_watch_command(vault, monkeypatch, lambda watcher: None)
     assert failure is None and result.exit_code == 0, (result.output, failure)
     assert result.stderr.splitlines()[1] == ("1 transcript waiting in inbox/: no LLM is configured, so nothing "

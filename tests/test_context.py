@@ -40,7 +40,7 @@ TOPICAL = {
 
 
 def make_vault(tmp_path, topics: dict[str, list[str]], summaries: dict[str, str] | None = None) -> Vault:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     # explicit settings, so the tests do not depend on the defaults of the day
     write(root / "memkit.yaml", "embedding_similarity_threshold: 0.4\nmax_memories_per_search: 3\n"
                                 "session_timeout_minutes: 7\n")
@@ -96,7 +96,7 @@ def test_layers_in_order_with_relative_times(spread):
 
 
 def test_empty_vault_and_empty_message_still_give_a_block(tmp_path):
-    v = Vault(Vault.init(tmp_path / "v").root, embedder=FakeEmbedder())
+    v = Vault(Vault.init(tmp_path / "v", profile=False).root, embedder=FakeEmbedder())
     for message in ("", "   ", "what should I cook tonight?"):
         ctx = build_context(v.searcher, message, now=NOW)
         assert "## Recent topics\n- none yet\n" in ctx.text
@@ -270,7 +270,7 @@ def test_budget_trims_memories_from_the_bottom():
 def test_session_ids_stay_inside_the_sessions_folder(spread, tmp_path, session):
     ctx = build_context(spread.searcher, "bomba rice paella", session=session, now=NOW)
     path = session_path(spread.store, session)
-    sessions = spread.state_dir / "sessions"
+    sessions = spread.store.state_dir / "sessions"
     assert path.parent == sessions and path.exists() and path.resolve().parent == sessions.resolve()
     assert ctx.session == session and state_of(spread, session)["session"] == session
     assert [p.name for p in tmp_path.iterdir()] == ["v"]  # nothing written beside the vault
@@ -284,7 +284,7 @@ def test_distinct_ids_get_distinct_files(spread):
 
 def test_blank_session_is_stateless(spread):
     assert build_context(spread.searcher, "bomba rice paella", session="  ", now=NOW).session is None
-    assert not (spread.state_dir / "sessions").exists()
+    assert not (spread.store.state_dir / "sessions").exists()
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe\x00", b"[]", b'{"format": 1}',
@@ -322,7 +322,7 @@ def test_concurrent_builds_on_one_session_lose_nothing(spread):
     assert state["turns"] == len(messages)
     assert {m["topic"] for m in state["memories"]} == set(SPREAD)  # every thread's hits survived
     assert len({m["id"] for m in state["memories"]}) == len(state["memories"]) == 6
-    assert not list((spread.state_dir / "sessions").glob("*.tmp"))
+    assert not list((spread.store.state_dir / "sessions").glob("*.tmp"))
 
 
 def test_to_dict_shape(spread):

@@ -18,6 +18,7 @@ from memkit.errors import TranscriptError
 from memkit.llm import HTTPChatLLM, LLMSettings
 from memkit.transcript import parse_transcript
 from util import FakeEmbedder, loopback_llm, vault_with, write
+from memkit.digest import _new_topic_name
 
 NOW = datetime(2026, 11, 21, 18, 0, 0)
 
@@ -207,7 +208,7 @@ def test_llm_failures_write_nothing(tmp_path, vault, replies, message):
         with pytest.raises(LLMError, match=message):
             digest_file(vault.searcher, transcript(tmp_path), llm, now=NOW)
     assert snapshot(vault) == before
-    assert not (vault.state_dir / "digested.json").exists()
+    assert not (vault.root / ".memkit" / "digested.json").exists()
 
 
 def test_repair_request_rescues_a_bad_reply(tmp_path, vault):
@@ -275,19 +276,94 @@ def test_two_digests_at_once_lose_nothing(tmp_path, vault):
 # ---- inbox ---------------------------------------------------------------------------------
 
 def test_inbox_digests_idle_transcripts_and_keeps_failures(tmp_path, vault):
-    ok = write(vault.inbox_dir / "s1.txt", "Maya: I have a cat named Miso\n")
-    bad = write(vault.inbox_dir / "s2.txt", b"\x00binary")
-    fresh = write(vault.inbox_dir / "s3.txt", "Maya: still talking\n")
+    ok = write(vault.root / "inbox" / "s1.txt", "Maya: I have a cat named Miso\n")
+    bad = write(vault.root / "inbox" / "s2.txt", b"\x00binary")
+    fresh = write(vault.root / "inbox" / "s3.txt", "Maya: still talking\n")
     old = time.time() - 3600
     os.utime(ok, (old, old))
     os.utime(bad, (old, old))
     with FakeLLM(responder([{"kind": "fact", "text": "Has a cat named Miso"}])) as fake:
         results = process_inbox(vault.searcher, llm_for(fake))
         assert {r.file: (r.error is None) for r in results} == {"s1.txt": True, "s2.txt": False}
-        assert (vault.inbox_dir / "done" / "s1.txt").exists() and not ok.exists()
-        assert bad.exists() and "binary" in (vault.inbox_dir / "s2.txt.error").read_text()
+        assert (vault.root / "inbox" / "done" / "s1.txt").exists() and not ok.exists()
+        assert bad.exists() and "binary" in (vault.root / "inbox" / "s2.txt.error").read_text()
         assert fresh.exists()
         assert process_inbox(vault.searcher, llm_for(fake)) == []  # the failure is not retried until it changes
+
+
+def test_unusable_conclusions_are_skipped_and_reported(tmp_path: Path) -> None:
+    import json as json_
+
+    from memkit.digest import digest_file
+
+    from fake_llm import FakeLLM
+    from util import loopback_llm
+
+    from util import FakeEmbedder
+
+    vault = Vault(Vault.init(tmp_path / "v", profile=False).root, embedder=FakeEmbedder())
+    items = [None, 3, {"kind": "fact", "text": 42}, {"kind": "fact", "text": "Moved to Seattle last month"},
+             "Started running 5 km"]
+    reply = json_.dumps({"conclusions": items})
+    transcript = write(tmp_path / "t.txt", "Maya: I moved to Seattle last month, and I run 5 km now\n")
+    with FakeLLM(lambda request: reply) as fake:
+        report = digest_file(vault.searcher, transcript, loopback_llm(fake))
+    written = sorted(line.split(" (")[0] for _, line in report.written)
+    assert written == ["- [fact] Moved to Seattle last month", "- [fact] Started running 5 km"]  # the good ones
+    reasons = [why for _, why in report.skipped]
+    assert sum("unusable" in why for why in reasons) == 3
+
+
+def test_a_conclusion_with_a_nul_is_skipped_not_written() -> None:
+    from memkit.digest import _validate_extraction  # noqa: PLC2701 - the validator itself
+
+    items, _, bad = _validate_extraction({"conclusions": [{"text": "ok fact"}, {"text": "bad\u0000fact"}]})
+    assert [i["text"] for i in items] == ["ok fact"] and "control character U+0000" in bad[0][1]
+
+
+HOME = "- Lives in Portland Oregon\n- Keeps the spare key under the blue flowerpot\n- Wife's birthday is March 3\n"
+
+
+def test_two_conclusions_outdating_one_entry_remove_only_it(tmp_path):
+    v = vault_with(tmp_path, {"home": HOME})
+    old = next(e for e in v.entries() if "Portland" in e.text)
+    conclusions = [{"kind": "event", "text": "Moved from Portland Oregon to Seattle", "topic": "home"},
+                   {"kind": "fact", "text": "Lives in Seattle now, not Portland Oregon", "topic": "home"}]
+
+    def answer(req):
+        if "outdated" in req["messages"][-1]["content"]:
+            return json.dumps({"updates": [{"new": 1, "outdated": [old.id]}, {"new": 2, "outdated": [old.id]}]})
+        return json.dumps({"conclusions": conclusions})
+
+    with FakeLLM(answer) as fake:
+        digest_file(v.searcher, write(tmp_path / "t.txt", "A: moved\n"), loopback_llm(fake), split=False)
+    text = (v.topics_dir / "home.md").read_text()
+    assert "spare key under the blue flowerpot" in text and "Wife's birthday" in text
+    assert "Lives in Portland Oregon\n" not in text
+    assert (v.root / "archive.md").read_text().count("Lives in Portland Oregon") == 1
+
+
+def test_same_transcript_digested_twice_at_once_writes_once(tmp_path):
+    v = vault_with(tmp_path, {"pets": "- Dog named Biscuit\n"})
+    reply = Reply(delay=0.4, content=json.dumps({"conclusions": [{"kind": "fact", "text": "Cat Miso eats salmon kibble", "topic": "pets"}]}))
+    path = write(tmp_path / "t.txt", "A: cat\n")
+    with FakeLLM([reply]) as fake:
+        threads = [threading.Thread(target=digest_file, args=(Vault(v.root, embedder=FakeEmbedder()).searcher, path, loopback_llm(fake)),
+                                    kwargs={"split": False}) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert (v.topics_dir / "pets.md").read_text().count("Cat Miso eats salmon kibble") == 1
+
+
+def test_new_topic_name_never_reuses_an_existing_topic():
+    assert _new_topic_name({"name": "cooking"}, [], {"cooking", "general"}) == "cooking-2"
+
+
+def test_transcript_null_and_string_parts():
+    data = b'[{"role": "assistant", "content": null}, {"role": "user", "content": ["hi", {"text": "there"}]}]'
+    assert [(m.role, m.content) for m in parse_transcript(data)] == [("user", "hi there")]
 
 
 # ---- what matters to this person; follow-ups to pick up again (issue 20) ----------------------------

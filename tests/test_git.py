@@ -44,7 +44,7 @@ def clones(tmp_path: Path) -> tuple[Path, Path]:
     """A vault with a `pets` topic, committed to a bare origin and cloned twice (git-setup in each)."""
     origin = tmp_path / "origin.git"
     seed = tmp_path / "seed"
-    Vault.init(seed)
+    Vault.init(seed, profile=False)
     vault = open_vault(seed)
     for text in ("Has a cat named Miso", "Miso eats wet food twice a day", "The vet is Dr. Alves"):
         vault.add(text, topic="pets")
@@ -82,7 +82,7 @@ def all_texts(root: Path) -> list[str]:
 
 
 def test_init_writes_gitattributes_and_gitignore(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     attrs = (root / ".gitattributes").read_text()
     assert "topics/*.md merge=memkit" in attrs and "archive.md merge=union" in attrs and "index.txt merge=union" in attrs
     ignore = (root / ".gitignore").read_text().split()
@@ -90,7 +90,7 @@ def test_init_writes_gitattributes_and_gitignore(tmp_path: Path) -> None:
 
 
 def test_git_setup_is_idempotent_and_registers_the_driver(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     (root / ".gitattributes").write_text("*.png binary\n")
     git(root, "init")
     for _ in range(2):
@@ -170,7 +170,7 @@ def test_a_real_conflict_is_loud_and_loses_nothing(clones: tuple[Path, Path]) ->
 
 
 def test_hand_edit_puts_the_topic_first_in_recent(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     vault = open_vault(root)
     vault.add("Has a cat", topic="pets")
     vault.add("Lives in Porto", topic="general")
@@ -188,7 +188,7 @@ def test_hand_edit_puts_the_topic_first_in_recent(tmp_path: Path) -> None:
 
 
 def test_adding_to_a_split_parent_goes_to_its_closest_subtopic(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "cooking-rice.md", "---\ntitle: Rice\nparent: cooking\n---\n- Bomba rice for paella\n- Soaks rice\n")
     write(root / "topics" / "cooking-general.md", "---\ntitle: Cooking\nparent: cooking\n---\n- Oven runs hot\n")
     vault = open_vault(root)
@@ -200,7 +200,7 @@ def test_adding_to_a_split_parent_goes_to_its_closest_subtopic(tmp_path: Path) -
 
 
 def test_forget_a_duplicated_line(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "pets.md", "- Has a cat\n- Walks the dog\n- Has a cat\n")
     vault = open_vault(root)
     entry = vault.forget(match="Has a cat")
@@ -213,7 +213,7 @@ def test_forget_a_duplicated_line(tmp_path: Path) -> None:
 
 
 def test_add_odd_input(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     assert cli(root, "add", "--", "-5 degrees tonight").exit_code == 0
     assert cli(root, "add", "--topic", "home", "--", "- [decision] Chose oak flooring (2026-02-01)").exit_code == 0
     (entry,) = open_vault(root).topic("home").entries
@@ -222,7 +222,7 @@ def test_add_odd_input(tmp_path: Path) -> None:
 
 
 def test_check_reports_and_fixes(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "pets.md", "---\ntitle: Pets\nupdated: 2026-01-01T00:00:00\nupdated: 2026-02-01T00:00:00\n---\n"
                                        "- Has a cat\n- Has a cat\n")
     write(root / "topics" / "bad.md", "---\ntitle: [unclosed\n---\n- Still searchable\n")
@@ -243,7 +243,7 @@ def test_check_reports_and_fixes(tmp_path: Path) -> None:
 
 
 def test_invalid_frontmatter_keeps_the_body_searchable_and_refuses_writes(tmp_path: Path) -> None:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     path = write(root / "topics" / "bad.md", "---\ntitle: [unclosed\n---\n- Router is a MikroTik\n")
     vault = open_vault(root)
     assert [h.topic for h in vault.search("MikroTik router", threshold=None)] == ["bad"]
@@ -255,7 +255,7 @@ def test_invalid_frontmatter_keeps_the_body_searchable_and_refuses_writes(tmp_pa
 def test_search_warns_about_a_conflict_on_every_command(tmp_path: Path, caplog) -> None:
     import logging
 
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "pets.md", "- Has a cat\n<<<<<<< ours\n- Miso is grey\n=======\n- Miso is black\n>>>>>>> theirs\n")
     open_vault(root).index()
     for _ in range(2):  # each new process (a new Vault), the index already current, warns again

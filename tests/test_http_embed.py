@@ -24,7 +24,7 @@ def server():
 
 
 def vault_for(tmp_path, server, extra: str = "") -> Vault:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     (root / "memkit.yaml").write_text(f"embedder: {{base_url: '{server.base_url}', model: fake-embed, "
                                       f"batch_size: 2{extra}}}\n")
     (root / "topics" / "home.md").write_text(NOTES)

@@ -101,7 +101,7 @@ def test_a_compacted_matrix_reloads_the_view_whole(vault, monkeypatch):
     view = vault.searcher.index.view()
     assert view.matrix.endswith(".1.npy") and view.lineage != view0.lineage and view.live is None
     assert len(view) == sum(n for _, n in view.slot_rows)  # live rows only
-    folder = vault.state_dir / "index"
+    folder = vault.store.state_dir / "index"
     assert sorted(p.name for p in folder.glob("*.npy")) == [view.matrix]  # the old one deleted
     assert live_rows(view0) == before  # a view over the old matrix still reads it (its pages are mapped)
     assert ("topics/t03.md", 1, "a single new line") in [r[:3] for r in live_rows(view)]
@@ -112,7 +112,7 @@ def test_refresh_of_named_files_only(vault):
     write(v.topics_dir / "t01.md", "- quince paste on toast\n")
     write(v.topics_dir / "t02.md", "- hidden change elsewhere\n")
     index = v.searcher.index
-    report = index.refresh(paths=[v.topic_path("t01")])
+    report = index.refresh(paths=[v.store.topic_path("t01")])
     assert report.changed_files == 1 and report.new == 1
     assert [tf.name for tf in index.stale()[0]] == ["t02"]  # the other file waits for a full check
     assert v.search("quince paste", k=1, refresh=False)[0].topic == "t01"
@@ -131,7 +131,7 @@ def test_refresh_files_without_a_loaded_model_leaves_vectors_for_the_next_search
     v.search("apple", threshold=None)
     calls = len(lazy.calls)
     write(v.topics_dir / "t01.md", "- quince paste on toast\n")
-    v.searcher.refresh_files([v.topic_path("t01")])
+    v.searcher.refresh_files([v.store.topic_path("t01")])
     assert len(lazy.calls) == calls  # nothing embedded
     hits = v.search("quince paste", k=1)  # re-checks every file, embeds what is pending
     assert hits[0].topic == "t01" and hits[0].cosine > 0.5

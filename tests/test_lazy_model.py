@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _vault(tmp_path: Path) -> Path:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "topics" / "cooking.md", "- Prefers bomba rice for paella\n- Bakes sourdough with rye\n")
     write(root / "topics" / "home.md", "- Router is a MikroTik hAP ax3\n")
     return root
@@ -43,16 +43,19 @@ def test_lexical_search_never_loads_the_model_and_vectors_follow_later(tmp_path:
 def test_cli_commands_that_need_no_vectors_do_not_import_the_tokenizer(tmp_path: Path) -> None:
     root = _vault(tmp_path)
     (root / "memkit.yaml").write_text(f"model: {BUILTIN_MODEL}\n")
+    # one fresh process runs the commands one after the other, saying after each whether the
+    # tokenizer library has been imported by then
     code = ("import sys, json; from memkit.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(json.dumps({'code': code, 'loaded': 'tokenizers' in sys.modules}), file=sys.stderr)")
+            "for args in json.loads(sys.argv[1]):\n"
+            "    try:\n        main(['--vault', sys.argv[2], *args])\n    except SystemExit as e:\n        code = e.code\n"
+            "    print(json.dumps({'args': args, 'code': code, 'loaded': 'tokenizers' in sys.modules}), file=sys.stderr)")
     env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
-    for args in (["search", "hAP", "--mode", "lexical"], ["topics"], ["show", "cooking"], ["recent"],
-                 ["add", "Soaks rice overnight", "--topic", "cooking"], ["forget", "--match", "overnight"]):
-        out = subprocess.run([sys.executable, "-c", code, "--vault", str(root), *args], env=env,
-                             capture_output=True, text=True, timeout=60)
-        status = json.loads(out.stderr.strip().splitlines()[-1])
-        assert status == {"code": 0, "loaded": False}, (args, out.stdout, out.stderr)
+    commands = [["search", "hAP", "--mode", "lexical"], ["topics"], ["show", "cooking"], ["recent"],
+                ["add", "Soaks rice overnight", "--topic", "cooking"], ["forget", "--match", "overnight"]]
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(commands), str(root)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    statuses = [json.loads(line) for line in out.stderr.splitlines() if line.startswith('{"args"')]
+    assert statuses == [{"args": args, "code": 0, "loaded": False} for args in commands], (out.stdout, out.stderr)
 
 
 def test_model_dim_reads_only_the_safetensors_header(tmp_path: Path) -> None:

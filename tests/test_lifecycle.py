@@ -293,6 +293,17 @@ def test_expired_entries_leave_search_and_context_at_once(tmp_path):
     assert any("C2" in h.text for h in vault.search("parking spot", threshold=None))  # the new one is found
 
 
+def test_tidy_never_archives_prose_or_code_that_mentions_until(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v", profile=False).root
+    text = ("I rented in Paris (until 2019-06-30) and then moved to Lyon.\n\n"
+            "```python\ndef f():\n    return 1  # (until 2020-01-01)\n```\n\n"
+            "- Parking spot B14 (until 2020-01-01)\n")
+    path = write(root / "topics" / "notes.md", text)
+    report = Vault(root).tidy()
+    assert [e.text for e, _ in report.expired] == ["Parking spot B14 (until 2020-01-01)"]
+    assert path.read_text() == text.replace("- Parking spot B14 (until 2020-01-01)\n", "")
+
+
 # ---- follow-ups with urgency and a question; importance (issue 20) -------------------------------
 
 def test_follow_up_markers_and_their_order(tmp_path):

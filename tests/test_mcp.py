@@ -36,7 +36,7 @@ ENV = {"MEMKIT_MODEL": "memkit-m2v", "HF_HUB_OFFLINE": "1"}
 
 
 def make_vault(tmp_path: Path, config: str = "") -> Vault:
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     for name, text in TOPICS.items():
         write(vault.topics_dir / f"{name}.md", text)
     if config:

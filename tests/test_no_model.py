@@ -13,7 +13,7 @@ from memkit.cli import main
 
 @pytest.fixture()
 def vault(tmp_path, monkeypatch):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     (root / "topics" / "home-lab.md").write_text("- Router is a MikroTik hAP ax3 in the hallway\n- node-3 runs Grafana\n")
     monkeypatch.setenv("MEMKIT_MODEL", str(tmp_path / "no-such-model"))
     return root

@@ -53,7 +53,6 @@ from click.testing import CliRunner
 
 from fake_llm import FakeLLM
 from memkit.cli import main
-from memkit.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -390,7 +389,6 @@ def test_every_example_is_marked():
 
 @pytest.fixture
 def readme_env(tmp_path, monkeypatch):
-    monkeypatch.setattr(Store, "init_profile", True)  # conftest turns it off: `memkit init` as users see it
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_DIR"):
         monkeypatch.delenv(name, raising=False)

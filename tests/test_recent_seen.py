@@ -51,7 +51,7 @@ def test_a_fresh_copy_is_not_reordered_nor_rewritten(tmp_path):
 
 
 def test_a_hand_edit_in_a_vault_made_by_init_reaches_recent(tmp_path):
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     vault.add("Prefers bomba rice", topic="cooking")
     path = vault.topics_dir / "cooking.md"
     st = path.stat()
@@ -92,7 +92,7 @@ def test_a_pull_gives_every_clone_the_same_index_txt(tmp_path):
 def test_topics_left_out_by_the_cap_do_not_churn_index_txt(tmp_path):
     from datetime import datetime
 
-    vault = Vault.init(tmp_path / "v")
+    vault = Vault.init(tmp_path / "v", profile=False)
     (vault.root / "memkit.yaml").write_text("index_max_entries: 3\n")
     vault = Vault(vault.root)
     when = datetime(2026, 9, 21, 10, 0, 0)  # a digest writes several topics in the same second

@@ -14,7 +14,7 @@ NOW = datetime(2026, 11, 21, 18, 0, 0)
 
 
 def vault_of(tmp_path, topics: dict[str, str]) -> Vault:
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     for name, text in topics.items():
         write(root / "topics" / f"{name}.md", text)
     return Vault(root, embedder=FakeEmbedder())

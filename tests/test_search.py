@@ -69,7 +69,7 @@ def test_huge_and_emoji_queries(v):
 
 
 def test_empty_vault(tmp_path):
-    vault = Vault(Vault.init(tmp_path / "e").root, embedder=FakeEmbedder())
+    vault = Vault(Vault.init(tmp_path / "e", profile=False).root, embedder=FakeEmbedder())
     assert vault.search("anything") == []
     assert vault.index().entries == 0
 
@@ -84,7 +84,7 @@ def test_new_entry_searchable_in_same_process(v):
 # ---- the CLI, on the real offline model (loaded once per test session) --------------------
 
 def test_cli_index_and_search_with_offline_model(tmp_path):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     for name, text in TOPICS.items():
         write(root / "topics" / f"{name}.md", text)
     runner = CliRunner()

@@ -27,6 +27,7 @@ from memkit.split import (
     split_topic,
 )
 from memkit.topic import parse_topic_text, read_topic, scan_blocks, split_lines
+from util import vault_with
 
 THEMES = {
     "rice": ["bomba", "paella", "saffron", "sushi", "risotto", "arborio", "basmati", "steamed", "cooker", "grain"],
@@ -37,7 +38,7 @@ THEMES = {
 
 def make_vault(tmp_path: Path, name: str = "v", **config) -> Vault:
     root = tmp_path / name
-    Vault.init(root)
+    Vault.init(root, profile=False)
     return Vault(root, config=Config(**config) if config else None, embedder=FakeEmbedder())
 
 
@@ -621,3 +622,88 @@ def test_add_over_the_threshold_splits_automatically(tmp_path):
     assert len(names) >= 2
     assert entry.topic in names  # add reports where the entry lives now
     assert any(e.hash == entry.hash and e.line == entry.line for e in vault.topic(entry.topic).entries)
+
+
+def _split_dying_at_rename(root: Path, n: int) -> None:
+    """Split ``big``, killing this process (SIGKILL: nothing is cleaned up) at its ``n``-th rename."""
+    import signal
+
+    from util import FakeEmbedder
+
+    count, real = [0], os.replace
+
+    def dying_replace(src, dst, *a, **k):
+        count[0] += 1
+        if count[0] == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(src, dst, *a, **k)
+
+    os.replace = dying_replace  # in this forked process only
+    Vault(root, embedder=FakeEmbedder()).split("big", llm=None)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the splits are forked processes")
+def test_a_split_killed_at_any_rename_leaves_each_entry_once(tmp_path: Path) -> None:
+    from collections import Counter
+
+    from util import fork, reap
+
+    themes = ["rice paella bomba saffron", "bread sourdough rye flour", "kimchi cabbage ferment jar"]
+    lines = [f"- {themes[i % 3]} note number {i}" for i in range(30)]
+    n = 1
+    while True:
+        root = Vault.init(tmp_path / f"v{n}", profile=False).root
+        write(root / "topics" / "big.md", "# Big\n\n" + "\n".join(lines) + "\n")
+        code = reap(fork(_split_dying_at_rename, root, n))
+        assert code in (0, -9), code  # finished, or killed at the n-th rename
+        killed = code != 0
+        vault = Vault(root)
+        vault.add("a later write takes the lock", topic="other")  # recovery runs here
+        found = Counter(line for f in (root / "topics").glob("*.md") for line in f.read_text().splitlines()
+                        if line.startswith("- ") and "note number" in line)
+        assert all(found[line] == 1 for line in lines), (n, killed, +found)
+        assert not [p.name for p in (root / "topics").iterdir() if p.name.endswith(".tmp")]
+        assert not [p.name for p in root.iterdir() if p.name.endswith(".tmp")]
+        assert not (root / ".memkit" / "split-journal.json").exists()
+        if not killed:
+            break
+        n += 1
+    assert n >= 4  # the journal, the parts and index.txt: each rename was a kill point
+
+
+def test_a_split_whose_parent_changes_meanwhile_writes_nothing(tmp_path: Path, monkeypatch) -> None:
+    import memkit.store as store_mod
+    from util import FakeEmbedder
+
+    root = Vault.init(tmp_path / "v", profile=False).root
+    lines = [f"- {('basil tomato garden', 'stuff boxes attic')[i % 2]} note {i}" for i in range(24)]
+    path = write(root / "topics" / "stuff.md", "\n".join(lines) + "\n")
+    vault = Vault(root, embedder=FakeEmbedder())
+    real = store_mod.atomic_write
+    typed = []
+
+    def write_then_type(target, data):
+        real(target, data)
+        if not typed and target.name.startswith("stuff-"):  # a person saves the parent mid-split
+            typed.append(1)
+            with open(path, "a") as fh:
+                fh.write("- PERSON TYPED\n")
+
+    monkeypatch.setattr(store_mod, "atomic_write", write_then_type)
+    with pytest.raises(MemkitError, match="changed by someone else during the split"):
+        vault.split("stuff", llm=None)
+    assert "- PERSON TYPED" in path.read_text() and path.read_text().count("note ") == 24
+    assert sorted(p.name for p in (root / "topics").iterdir()) == ["stuff.md"]
+
+
+def test_split_keeps_a_custom_heading_and_the_summary(tmp_path):
+    from memkit.split import split_topic
+
+    themes = {"rice": "rice paella bomba saffron", "bread": "bread sourdough flour oven", "kimchi": "kimchi cabbage ferment jar"}
+    lines = [f"- {words} note {i} {theme}\n" for theme, words in themes.items() for i in range(8)]
+    head = "---\ntitle: Cooking\nsummary: recipes from grandma\n---\n# Cooking — recipes from grandma Rosa, do not share\n\n"
+    v = vault_with(tmp_path, {"cooking": head + "".join(lines)})
+    plan = split_topic(v.searcher, "cooking", min_part=3)
+    texts = "".join((v.topics_dir / f"{n}.md").read_text() for n in plan.names)
+    assert texts.count("# Cooking — recipes from grandma Rosa, do not share") == 1
+    assert "parent_summary: recipes from grandma" in texts

@@ -244,3 +244,47 @@ def test_frontmatter_agrees_with_python_frontmatter_on_the_sample_vault():
         theirs = frontmatter.loads(path.read_text(encoding="utf-8-sig"))
         assert ours.meta == theirs.metadata, path.name
         assert theirs.content.strip() in ours.raw
+
+
+@pytest.mark.parametrize("fence", ["```", "~~~", "````"])
+def test_lines_in_a_fenced_block_are_not_list_entries(fence: str) -> None:
+    text = f"# T\n\n- real entry\n{fence}python\n- not an entry\n* nor this\n{fence}\n- another real one\n"
+    topic = parse_topic_text(text, "t", "topics/t.md")
+    listed = [e.text for e in topic.entries if e.is_list]
+    assert listed == ["real entry", "another real one"]
+    code = [e for e in topic.entries if not e.is_list]
+    assert len(code) == 1 and "not an entry" in code[0].text  # the block's text stays searchable, as one
+
+
+def test_a_fence_closes_only_with_the_same_character_and_length() -> None:
+    text = "````\n- in code\n```\n- still code\n~~~\n````\n- outside\n"
+    topic = parse_topic_text(text, "t", "topics/t.md")
+    assert [e.text for e in topic.entries if e.is_list] == ["outside"]
+
+
+def test_many_unclosed_fences_parse_in_linear_time() -> None:
+    text = "````\n```\n" * 20000  # no fence of four ever closes; a naive scan is quadratic
+    topic = parse_topic_text(text, "t", "topics/t.md")
+    assert topic.entries is not None
+
+
+def test_set_frontmatter_sets_every_copy_of_a_key_and_keeps_comments() -> None:
+    from memkit.topic import set_frontmatter
+
+    text = ("---\ntitle: T\nupdated: 2026-01-01T00:00:00  # bumped by hand\n"
+            "updated: 2026-01-02T00:00:00\n---\n- a\n")
+    new = set_frontmatter(text, {"updated": datetime(2026, 3, 1, 8)})
+    assert new == ("---\ntitle: T\nupdated: 2026-03-01T08:00:00  # bumped by hand\n"
+                   "updated: 2026-03-01T08:00:00\n---\n- a\n")
+    assert parse_topic_text(new, "t", "topics/t.md").meta["updated"] == datetime(2026, 3, 1, 8)
+
+
+def test_a_heading_underline_is_not_a_merge_marker() -> None:
+    import shutil as sh
+
+    from memkit.gitsync import merge_topic
+
+    if sh.which("git") is None:
+        pytest.skip("git is not installed")
+    merged, left = merge_topic(b"# T\n- a\n", b"# T\n- a\nNotes\n=======\n- o\n", b"# T\n- t\n")
+    assert (merged, left) == (b"# T\n- t\nNotes\n=======\n- o\n", 0)

@@ -23,22 +23,23 @@ from memkit.recent import relative_time
 from memkit.topic import read_topic
 
 from util import write
+import re
 
 
 def test_init_creates_layout(tmp_path):
-    v = Vault.init(tmp_path / "mem")
+    v = Vault.init(tmp_path / "mem", profile=False)
     assert (v.root / "memkit.yaml").is_file()
     assert (v.root / "topics").is_dir() and (v.root / "inbox").is_dir()
     assert (v.root / "index.txt").read_text() == ""
     assert ".memkit/" in (v.root / ".gitignore").read_text()
     assert v.config.max_memories_per_search == 5
     with pytest.raises(VaultExists):
-        Vault.init(tmp_path / "mem")
+        Vault.init(tmp_path / "mem", profile=False)
 
 
 def test_discovery_order(tmp_path):
-    a = Vault.init(tmp_path / "a").root
-    b = Vault.init(tmp_path / "b").root
+    a = Vault.init(tmp_path / "a", profile=False).root
+    b = Vault.init(tmp_path / "b", profile=False).root
     deep = a / "topics" / "x"
     deep.mkdir()
     assert find_vault(cwd=deep) == a
@@ -78,7 +79,7 @@ def test_config_values(tmp_path):
 
 
 def test_model_precedence_flag_then_env_then_yaml(tmp_path, monkeypatch):
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     write(root / "memkit.yaml", "model: from/yaml\n")
     assert Vault(root, env={}).model == "from/yaml"
     assert Vault(root, env={"MEMKIT_MODEL": "from/env"}).model == "from/env"
@@ -232,7 +233,7 @@ def test_forget_prose_paragraph(vault):
 
 
 def test_recent_index_order_limit_and_rebuild(tmp_path):
-    v = Vault.init(tmp_path / "v")
+    v = Vault.init(tmp_path / "v", profile=False)
     (v.root / "memkit.yaml").write_text("index_max_entries: 2\n")
     v = Vault(v.root)
     v.add("a", topic="one", when=datetime(2026, 1, 1, 10, 0))
@@ -274,7 +275,7 @@ def test_read_only_vault(tmp_path):
     import tempfile
 
     if os.geteuid() != 0:
-        vault = Vault.init(tmp_path / "v")
+        vault = Vault.init(tmp_path / "v", profile=False)
         path = write(vault.topics_dir / "t.md", "- one\n")
         os.chmod(vault.topics_dir, 0o555)
         try:
@@ -288,9 +289,9 @@ def test_read_only_vault(tmp_path):
     base = Path(tempfile.mkdtemp())
     try:
         os.chmod(base, 0o755)
-        vault = Vault.init(base / "v")
+        vault = Vault.init(base / "v", profile=False)
         path = write(vault.topics_dir / "t.md", "- one\n")
-        (vault.state_dir).mkdir(exist_ok=True)
+        (vault.root / ".memkit").mkdir(exist_ok=True)
         code = (
             "import os, sys, yaml, json, tempfile, encodings.utf_8_sig, frontmatter.default_handlers, memkit.cli;"
             "os.setgid(65534); os.setuid(65534);"
@@ -303,3 +304,177 @@ def test_read_only_vault(tmp_path):
         assert path.read_text() == "- one\n"
     finally:
         shutil.rmtree(base)
+
+
+ALIAS_BOMB = ('a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+              + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+                        for p, c in zip("abcdefgh", "bcdefghi"))
+              + "title: *i\n")
+
+
+@pytest.mark.parametrize("frontmatter, problem", [
+    (ALIAS_BOMB, "aliases .*name. expand to more than"),
+    ("title: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than 64 levels"),
+    ("title: x\nnote: '" + "y" * 300_000 + "'\n", "over the 256 kB limit"),
+])
+def test_hostile_frontmatter_is_refused_with_a_warning_and_the_vault_goes_on(tmp_path: Path, caplog,
+                                                                             frontmatter: str, problem: str) -> None:
+    vault = Vault.init(tmp_path / "v", profile=False)
+    write(vault.topics_dir / "bomb.md", f"---\n{frontmatter}---\n- inside the bomb\n")
+    vault.add("a normal memory", topic="fine")
+    # returns at once: the frontmatter is refused, the body's entries are still read
+    assert [t.name for t in vault.topics()] == ["bomb", "fine"]
+    assert [e.text for e in vault.topic("bomb").entries] == ["inside the bomb"]
+    assert any("topics/bomb.md" in r.getMessage() and re.search(problem, r.getMessage()) for r in caplog.records)
+    path = vault.topics_dir / "bomb.md"
+    before = path.read_bytes()
+    with pytest.raises(MemkitError, match=problem):
+        vault.add("more", topic="bomb")
+    assert path.read_bytes() == before
+
+
+def test_alias_bomb_in_memkit_yaml_is_a_config_error(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v", profile=False).root
+    (root / "memkit.yaml").write_text(ALIAS_BOMB.replace("title", "model"))
+    with pytest.raises(MemkitError, match=r"memkit.yaml line 2: not valid YAML: its aliases"):
+        Vault(root)
+
+
+def _cli(root: Path, *args: str):
+    from click.testing import CliRunner
+
+    from memkit.cli import main
+    from util import FakeEmbedder
+
+    return CliRunner().invoke(main, ["--vault", str(root), *args], obj={"vault_obj": Vault(root, embedder=FakeEmbedder())})
+
+
+def test_symlink_loop_is_skipped_by_every_command(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v", profile=False).root
+    write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
+    os.symlink("loop2.md", root / "topics" / "loop1.md")
+    os.symlink("loop1.md", root / "topics" / "loop2.md")
+    for args in (["topics"], ["recent"], ["index"], ["search", "cat", "--threshold", "0"], ["context", "my cat"],
+                 ["check"]):
+        result = _cli(root, *args)
+        assert "unexpected error" not in result.output, (args, result.output)
+        assert result.exit_code == (1 if args == ["check"] else 0), (args, result.output)
+    assert "loop1.md" in _cli(root, "check").output
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_never_blocks(tmp_path: Path) -> None:
+    """Nobody ever writes to these FIFOs: a blocking open would never return."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    os.mkfifo(root / "topics" / "fifo.md")
+    os.mkfifo(tmp_path / "x.fifo")
+    added = _cli(root, "add", "x", "--topic", "fifo")
+    assert added.exit_code == 1 and "FIFO" in added.output
+    (root / "memkit.yaml").write_text("llm: {base_url: 'http://127.0.0.1:9', model: m}\n")
+    digested = _cli(root, "digest", str(tmp_path / "x.fifo"))
+    assert digested.exit_code == 1 and "FIFO" in digested.output
+    assert _cli(root, "topics").exit_code == 0
+
+
+def test_state_dir_that_is_not_a_folder_inside_the_vault(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v", profile=False).root
+    write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, root / ".memkit")
+    result = _cli(root, "add", "x", "--topic", "pets")
+    assert result.exit_code == 1 and ".memkit is a symlink" in result.output
+    assert _cli(root, "search", "cat").exit_code == 1
+    assert list(outside.iterdir()) == []  # nothing written outside the vault, not even a lock file
+    os.unlink(root / ".memkit")
+    (root / ".memkit").write_text("not a folder")
+    found = _cli(root, "search", "cat", "--threshold", "0")  # the index lives in memory instead
+    assert found.exit_code == 0 and "Miso" in found.output
+    result = _cli(root, "add", "x", "--topic", "pets")
+    assert result.exit_code == 1 and ".memkit is a file" in result.output
+
+
+def test_archive_symlink_out_of_the_vault_is_never_written(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v", profile=False).root
+    write(root / "topics" / "pets.md", "- Has a cat named Miso\n- Walks daily\n")
+    secret = write(tmp_path / "secret.txt", "do not touch\n")
+    os.symlink(secret, root / "archive.md")
+    result = _cli(root, "forget", "--match", "Walks")
+    assert result.exit_code == 1 and "outside the vault" in result.output
+    assert secret.read_text() == "do not touch\n"
+    assert "Walks daily" in (root / "topics" / "pets.md").read_text()  # nothing removed either
+
+
+def test_a_read_only_vault_can_be_searched(tmp_path: Path) -> None:
+    """As an unprivileged user (root ignores permission bits), on a vault nobody may write."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    base = Path(tempfile.mkdtemp())
+    try:
+        os.chmod(base, 0o755)
+        root = Vault.init(base / "v", profile=False).root
+        write(root / "topics" / "pets.md", "- Has a cat named Miso\n- Walks the dog daily\n")
+        if os.geteuid() != 0:
+            pytest.skip("needs root to drop to an unprivileged user")
+        for folder, _, files in os.walk(root):
+            os.chmod(folder, 0o555)
+            for name in files:
+                os.chmod(Path(folder) / name, 0o444)
+        code = ("import os, sys, json, tempfile, sqlite3, encodings.utf_8_sig, encodings.idna;"
+                "sys.path.insert(0, sys.argv[2]); from util import FakeEmbedder;"
+                "from click.testing import CliRunner; from memkit import Vault; from memkit.cli import main;"
+                "warm = Vault.init(tempfile.mkdtemp() + '/w', profile=False); warm.add('x', topic='t');"
+                "CliRunner().invoke(main, ['--vault', str(warm.root), 'search', 'x'],"
+                " obj={'vault_obj': Vault(warm.root, embedder=FakeEmbedder())});"  # imports all it needs
+                "os.setgid(65534); os.setuid(65534);"  # then drops privileges: /root is not readable
+                "r = CliRunner().invoke(main, ['--vault', sys.argv[1], 'search', 'cat', '--threshold', '0'],"
+                " obj={'vault_obj': Vault(sys.argv[1], embedder=FakeEmbedder())});"
+                "print(r.exit_code); print(r.output)")
+        proc = subprocess.run([sys.executable, "-c", code, str(root), str(Path(__file__).parent)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.stdout.startswith("0\n") and "Miso" in proc.stdout, proc.stdout + proc.stderr
+        assert not (root / ".memkit").exists()
+    finally:
+        for folder, _, _ in os.walk(base):
+            os.chmod(folder, 0o755)
+        shutil.rmtree(base)
+
+
+def test_a_full_disk_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    root = Vault.init(tmp_path / "v", profile=False).root
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Vault, "index", full)
+    result = _cli(root, "index", "--full")
+    assert result.exit_code == 1 and result.output.strip() == "memkit: error: No space left on device"
+
+
+def test_a_topic_reachable_under_two_names_is_listed_and_searched_once(tmp_path: Path) -> None:
+    from util import FakeEmbedder
+
+    root = Vault.init(tmp_path / "v", profile=False).root
+    write(root / "topics" / "pets.md", "- Has a cat named Miso\n")
+    os.symlink("pets.md", root / "topics" / "animals.md")  # an alias inside the vault
+    vault = Vault(root, embedder=FakeEmbedder())
+    assert [t.name for t in vault.topics()] == ["pets"]
+    assert [h.topic for h in vault.search("cat named Miso", threshold=None)] == ["pets"]
+
+
+def test_editing_a_code_block_is_refused_and_add_after_a_bare_cr_keeps_lines(tmp_path: Path) -> None:
+    root = Vault.init(tmp_path / "v", profile=False).root
+    write(root / "topics" / "code.md", "```\nx = 1\n    y = 2\n```\n")
+    vault = Vault(root)
+    block = vault.topic("code").entries[0]
+    with pytest.raises(MemkitError, match="not a list item"):
+        vault.edit(block.id, "x = 3")
+    odd = write(root / "topics" / "odd.md", b"- a\r\n- b\r")
+    entry = vault.add("c", topic="odd", when=datetime(2026, 3, 1))
+    assert [e.text for e in vault.topic("odd").entries] == ["a", "b", "c (2026-03-01)"] and entry.text == "c (2026-03-01)"
+    assert odd.read_bytes().startswith(b"- a\r\n- b\r")

@@ -51,7 +51,7 @@ def vault_with(tmp_path: Path, topics: dict, embedder=None):
     ``embedder`` (a fresh :class:`FakeEmbedder` by default)."""
     from memkit import Vault
 
-    root = Vault.init(tmp_path / "v").root
+    root = Vault.init(tmp_path / "v", profile=False).root
     for name, text in topics.items():
         write(root / "topics" / f"{name}.md", text)
     return Vault(root, embedder=embedder if embedder is not None else FakeEmbedder())
@@ -77,3 +77,34 @@ def wait_until(predicate, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.01)
     return bool(predicate())
+
+
+def fork(fn, *args) -> int:
+    """Start ``fn(*args)`` in a child process forked from this one (a real process, with memkit
+    already imported: no interpreter start-up to pay); returns its pid, for :func:`reap`. The child
+    exits 0 when ``fn`` returns, 1 when it raises (the traceback on stderr), and never runs the
+    parent's clean-up (``os._exit``)."""
+    import os
+    import sys
+    import traceback
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            fn(*args)
+            code = 0
+        except BaseException:  # noqa: BLE001 - reported to the parent through the exit code
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return pid
+
+
+def reap(pid: int) -> int:
+    """Wait for a :func:`fork` child; its exit code (``-N``: killed by signal N)."""
+    import os
+
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])

@@ -235,6 +235,13 @@ expire:
 # The most entries `memkit distill` keeps in the pinned profile (topics/profile.md).
 profile_max_entries: 20
 
+# How a long conversation session is fitted to a token budget (`memkit session load`): simple
+# (the newest messages that fit), summary (older ones condensed by the LLM, cached in the session
+# file) or hybrid (system and important messages kept verbatim, routine ones condensed, at most
+# session_keep_recent newest verbatim). Without an LLM, summary and hybrid fall back to windowing.
+session_strategy: simple
+session_keep_recent: 6
+
 # LLM for digest and split naming; empty = none. Examples:
 #   llm: {base_url: "http://127.0.0.1:11434/v1", model: "llama3.2"}          # Ollama
 #   llm: {base_url: "https://api.openai.com/v1", model: "gpt-4o-mini", api_key_env: OPENAI_API_KEY}
@@ -259,6 +266,8 @@ class Config:
     #: kind -> lifetime in days (None: never expires); memkit.yaml's ``expire:`` is merged over the defaults
     expire: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_EXPIRE))
     profile_max_entries: int = 20  #: the most entries `memkit distill` keeps in the pinned profile
+    session_strategy: str = "simple"  #: simple, summary or hybrid (see memkit.session_window)
+    session_keep_recent: int = 6  #: hybrid: the most newest messages kept verbatim
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -270,6 +279,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "index_max_entries": (int,),
     "model": (str,),
     "profile_max_entries": (int,),
+    "session_strategy": (str,),
+    "session_keep_recent": (int,),
 }
 DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30}
 _LIFETIME = re.compile(r"^(\d{1,5})\s*([dwmy])$")
@@ -336,10 +347,14 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             raise ConfigError(f"{source}: {key} must be {want}, got {given!r}")
         value: Any = given
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
-                   "min_conclusions_for_new_topic", "profile_max_entries") and value < 1:
+                   "min_conclusions_for_new_topic", "profile_max_entries", "session_keep_recent") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
         if key == "session_timeout_minutes" and value < 0:
             raise ConfigError(f"{source}: {key} must be 0 or more, got {value}")
+        if key == "session_strategy":
+            value = value.strip().lower()
+            if value not in ("simple", "summary", "hybrid"):
+                raise ConfigError(f"{source}: {key} must be simple, summary or hybrid, got {given!r}")
         if key == "embedding_similarity_threshold":
             if isinstance(value, str) and value.strip().lower() != "auto":
                 raise ConfigError(f"{source}: {key} must be a number between -1 and 1 or 'auto', got {value!r}")

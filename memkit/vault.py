@@ -35,9 +35,14 @@ from .transcript import parse_transcript
 from .capture import Captured
 from .capture import capture as capture_conversation
 from .gitsync import merge_files
-from .names import is_topic_filename
+from .names import is_topic_filename, session_file_name
 from .upkeep import parse_day
 from .recent import relative_time
+from .sessions import check_session_id
+from .sessions import PruneReport, Session, SessionInfo, SessionMessage, Sessions, SessionSummary
+from .session_window import Window, window
+from .session_io import Imported, export_jsonl, import_conversations, parse_conversations
+from .session_search import SessionHit, SessionSearch
 
 log = logging.getLogger("memkit")
 
@@ -45,7 +50,8 @@ __all__ = ["Vault", "find_vault", "LLMChoice",
            # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
            # module, memkit.errors and memkit.limits (.importlinter)
            "Captured", "Index", "IndexReport", "Threshold", "is_topic_filename", "merge_files", "parse_day",
-           "relative_time"]
+           "relative_time", "Session", "SessionInfo", "SessionMessage", "SessionHit", "Window", "PruneReport",
+           "Imported"]
 
 #: which LLM a flow uses: ``"auto"`` the one memkit.yaml configures (none if it configures none),
 #: None no LLM, or an LLM client
@@ -73,6 +79,8 @@ class Vault:
         self.model = embedder.name if embedder is not None else resolve_model(model, self.config, env)
         self._embedder = embedder
         self._searcher: Searcher | None = None
+        self._sessions: Sessions | None = None
+        self._session_search: SessionSearch | None = None
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"
@@ -278,7 +286,8 @@ class Vault:
         return entries
 
     def capture(self, *, path: str | os.PathLike[str] | None = None, stdin: bytes | IO[bytes] | None = None,
-                session: str | None = None, now: bool = False, llm: LLMChoice = "auto") -> Captured:
+                session: str | None = None, now: bool = False, llm: LLMChoice = "auto",
+                save: bool = False) -> Captured:
         """Queue an assistant's conversation in inbox/ for the digest (see :mod:`memkit.capture`):
         a Claude Code hook payload or transcript, JSON messages or ``Speaker: text`` lines.
 
@@ -286,6 +295,8 @@ class Vault:
         :param session: the id the inbox file is named after (the same session replaces its file).
         :param now: digest it at once (needs an LLM) and move it to inbox/done/.
         :param llm: for ``now``: ``"auto"`` (memkit.yaml's), None (fails) or an LLM client.
+        :param save: also store the conversation as a session (:meth:`import_sessions`) named after
+            the capture's session id: capturing it again appends only the new messages.
         """
         digest = None
         if now:
@@ -297,8 +308,17 @@ class Vault:
             def digest(target: Path) -> dict[str, Any]:
                 return self.digest(target, llm=client).to_dict()
 
-        return capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
-                                    llm_configured=bool(self.config.llm))
+        result = capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
+                                      llm_configured=bool(self.config.llm))
+        if save:
+            try:
+                sid = check_session_id(result.session)
+            except MemkitError:  # a path or a long id: its readable, collision-free file stem
+                sid = session_file_name(result.session, result.session, "")
+            (saved,) = self.import_sessions((self.root / result.file).read_bytes(), name=result.file, fmt="jsonl",
+                                            session_id=sid)
+            result.saved = saved.to_dict()
+        return result
 
     def queue_transcript(self, name: str, data: bytes) -> Path:
         """Put a transcript in inbox/ (atomically; a file of that name is replaced) for
@@ -337,6 +357,90 @@ class Vault:
         except MemkitError as exc:
             log.warning("could not split %s: %s", topic, exc)
             return None
+
+    # ---- conversation sessions (see memkit.sessions, memkit.session_window, memkit.session_io) --------
+    @property
+    def conversations(self) -> Sessions:
+        """The vault's ``sessions/`` folder (:class:`memkit.sessions.Sessions`)."""
+        if self._sessions is None:
+            self._sessions = Sessions(self.root, self.state_dir, self.config)
+        return self._sessions
+
+    def sessions(self, *, archived: bool = False) -> list[SessionInfo]:
+        """Every conversation session, most recently updated first (``archived``: the pruned ones)."""
+        return self.conversations.list(archived)
+
+    def session(self, session_id: str) -> Session:
+        """One session with all its messages (its id, a unique prefix, or its file name).
+
+        :raises SessionNotFound: none or several match."""
+        return self.conversations.load(session_id)
+
+    def create_session(self, *, system_prompt: str | None = None, title: str | None = None,
+                       metadata: Mapping[str, Any] | None = None, user: str | None = None, tags: Sequence[str] = (),
+                       session_id: str | None = None, now: datetime | None = None) -> Session:
+        """Start a conversation: ``sessions/<day>-<id>.md`` (``session_id`` or 8 hex digits). The
+        id also works as :meth:`context`'s session. :raises MemkitError: the id is taken or invalid."""
+        with self.store.lock():
+            return self.conversations.create(session_id=session_id, title=title, system=system_prompt, user=user,
+                                             tags=tags, metadata=metadata, now=now)
+
+    def save_message(self, session_id: str, role: str, content: str, *, important: bool = False,
+                     name: str | None = None, now: datetime | None = None) -> SessionMessage:
+        """Append a message (role user, assistant, system or tool) to a session: one ``O_APPEND``
+        write, so concurrent writers lose nothing. ``important`` keeps it verbatim in ``hybrid``."""
+        return self.conversations.append(session_id, role, content, important=important, name=name, now=now)
+
+    def recent_messages(self, session_id: str, max_tokens: int = 4096, *, strategy: str | None = None,
+                        llm: LLMChoice = "auto", keep_recent: int | None = None,
+                        now: datetime | None = None) -> Window:
+        """The session's history within ``max_tokens``, oldest first, the system prompt first (see
+        :mod:`memkit.session_window`; ``strategy`` default: memkit.yaml's ``session_strategy``).
+        A summary made on the way is cached in the session file."""
+        chosen = strategy or self.config.session_strategy
+        path, archived = self.conversations.find(session_id)
+        conv = self.conversations.load_path(path, archived)
+        client = self._llm(llm) if chosen != "simple" else None
+        return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
+                      keep_recent=keep_recent or self.config.session_keep_recent, now=now,
+                      save_summary=lambda s: self.conversations.add_summary(path, s))
+
+    def delete_session(self, session_id: str) -> SessionInfo:
+        """Delete a session's file for good (:meth:`prune_sessions` archives instead)."""
+        with self.store.lock():
+            return self.conversations.delete(session_id)
+
+    def prune_sessions(self, days: int | None = None, *, delete: bool = False, dry_run: bool = False,
+                       now: datetime | None = None) -> PruneReport:
+        """Move sessions idle for more than ``days`` (default: ``expire: conversation``, 30 days)
+        to ``sessions/archive/``, or delete them with ``delete``."""
+        with self.store.lock():
+            return self.conversations.prune(days, delete=delete, dry_run=dry_run, now=now)
+
+    def export_session(self, session_id: str) -> str:
+        """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""
+        return export_jsonl(self.session(session_id))
+
+    def import_sessions(self, data: bytes, *, name: str = "import", fmt: str = "auto", session_id: str | None = None,
+                        title: str | None = None, now: datetime | None = None) -> list[Imported]:
+        """Store the conversations of a JSONL / JSON messages file, a Claude Code transcript or a
+        ChatGPT export (``fmt``: ``auto`` detects it) as sessions; into an existing ``session_id``
+        only the messages it lacks are appended."""
+        _, conversations = parse_conversations(data, name, fmt, now)
+        with self.store.lock():
+            return import_conversations(self.conversations, conversations, session_id=session_id, title=title,
+                                        now=now)
+
+    def search_sessions(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
+                        since: str | None = None) -> list[SessionHit]:
+        """Messages of past conversations that match ``query`` by meaning and words, best first
+        (see :mod:`memkit.session_search`)."""
+        if self._session_search is None:
+            embedder: Any = self.embedder
+            if isinstance(embedder, MissingModel):
+                embedder = None
+            self._session_search = SessionSearch(self.conversations, embedder)
+        return self._session_search.search(query, k=k, session=session, role=role, since=since)
 
     # ---- index and search -----------------------------------------------------------------------------
     @property

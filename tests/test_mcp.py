@@ -127,7 +127,9 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 # ---- the tools and their input schemas
                 tools = {t.name: t for t in (await session.list_tools()).tools}
                 assert list(tools) == ["search_memories", "add_memory", "forget_memory", "get_context",
-                                       "list_topics", "read_topic", "recent_topics", "digest_transcript"]
+                                       "list_topics", "read_topic", "recent_topics", "list_sessions",
+                                       "start_session", "save_message", "load_session", "search_sessions",
+                                       "digest_transcript"]
                 for tool in tools.values():
                     schema = tool.input_schema
                     assert schema["type"] == "object" and schema["additionalProperties"] is False
@@ -375,3 +377,35 @@ def test_the_schemas_use_the_librarys_own_limits():
 
     assert TOOLS["add_memory"]["schema"]["properties"]["text"]["maxLength"] == MAX_ENTRY_CHARS
     assert TOOLS["search_memories"]["schema"]["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
+
+
+def test_session_tools_continue_yesterdays_conversation(tmp_path):
+    """An assistant lists sessions, loads one's recent history, appends to it and searches past ones."""
+    vault = make_vault(tmp_path)
+    vault.create_session(session_id="yesterday", title="Lisbon trip", system_prompt="You are a travel assistant.")
+    vault.save_message("yesterday", "user", "I fly to Lisbon on March 3rd")
+    vault.save_message("yesterday", "assistant", "Noted: TAP, March 3rd.", important=True)
+
+    async def scenario() -> None:
+        with open(tmp_path / "stderr.txt", "w") as errlog:
+            async with connect(vault.root, errlog) as session:
+                error, _, listing = await call(session, "list_sessions")
+                assert not error and [(s["id"], s["title"], s["messages"]) for s in listing["sessions"]] == [
+                    ("yesterday", "Lisbon trip", 2)]
+                error, text, loaded = await call(session, "load_session", session="yesterday", max_tokens=100)
+                assert not error and text.splitlines()[0] == "system: You are a travel assistant."
+                assert [m["role"] for m in loaded["messages"]] == ["system", "user", "assistant"]
+                error, _, saved = await call(session, "save_message", session="yesterday", role="user",
+                                             content="Which hotel did we pick?")
+                assert not error and saved["role"] == "user" and saved["session"] == "yesterday"
+                error, _, started = await call(session, "start_session", title="New chat")
+                assert not error and len(started["id"]) == 8
+                error, _, found = await call(session, "search_sessions", query="when do I fly to Lisbon")
+                assert not error and found["hits"][0]["session"] == "yesterday"
+                error, text, _ = await call(session, "save_message", session="nope", role="user", content="x")
+                assert error and text.startswith("no session 'nope'")
+                error, text, _ = await call(session, "save_message", session="yesterday", role="robot", content="x")
+                assert error and text.startswith("invalid role 'robot'")
+
+    anyio.run(scenario)
+    assert [m.content for m in Vault(vault.root).session("yesterday").messages][-1] == "Which hotel did we pick?"

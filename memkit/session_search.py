@@ -66,12 +66,19 @@ class _FileRows:
 
 
 class SessionSearch:
-    """Searches the messages of ``sessions`` with ``embedder`` (None: by words only)."""
+    """Searches the messages of ``sessions`` with ``embedder`` (None: by words only).
+
+    Every file's rows are joined into one matrix and one term -> rows map, rebuilt when a file
+    changed (only the changed files are parsed and embedded again), so a search is one matrix
+    product plus a count of the query's terms."""
 
     def __init__(self, sessions: Sessions, embedder: _Embedder | None) -> None:
         self.sessions = sessions
         self.embedder = embedder
         self._files: dict[str, _FileRows] = {}
+        self._parsed: dict[str, tuple[tuple[int, int, int], Any]] = {}  #: file -> (stamp, Session) of hits shown
+        self._joined: tuple[tuple[tuple[str, tuple[int, int, int]], ...], list[tuple[Path, int]], np.ndarray | None,
+                            dict[str, np.ndarray]] | None = None
 
     def _rows(self, path: Path) -> _FileRows | None:
         try:
@@ -94,6 +101,29 @@ class SessionSearch:
         self._files[str(path)] = held
         return held
 
+    def _join(self, paths: list[Path]) -> tuple[list[tuple[Path, int]], np.ndarray | None, dict[str, np.ndarray]]:
+        """(row -> (file, line), the rows' vectors, term -> rows) of ``paths``, rebuilt when a file changed."""
+        files = [(p, self._rows(p)) for p in paths]
+        key = tuple((str(p), r.stamp) for p, r in files if r is not None)
+        if self._joined is not None and self._joined[0] == key:
+            return self._joined[1], self._joined[2], self._joined[3]
+        where: list[tuple[Path, int]] = []
+        blocks: list[np.ndarray] = []
+        postings: dict[str, list[int]] = {}
+        for path, rows in files:
+            if rows is None or not rows.texts:
+                continue
+            for line, row_terms in zip(rows.lines, rows.terms):
+                for term in row_terms:
+                    postings.setdefault(term, []).append(len(where))
+                where.append((path, line))
+            if rows.vectors is not None:
+                blocks.append(rows.vectors)
+        matrix = np.vstack(blocks) if blocks and self.embedder is not None else None
+        index = {t: np.asarray(rows_of, dtype=np.int64) for t, rows_of in postings.items()}
+        self._joined = (key, where, matrix, index)
+        return where, matrix, index
+
     def search(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
                since: str | None = None) -> list[SessionHit]:
         """The ``k`` best messages for ``query``, best first.
@@ -106,48 +136,59 @@ class SessionSearch:
             raise InvalidValue("the query is empty")
         if k < 1:
             raise InvalidValue(f"k must be at least 1, got {k}")
+        paths = self.sessions.paths()
         if session is not None:
-            path, archived = self.sessions.find(session)
-            paths = [(path, archived)]
-        else:
-            paths = [(p, False) for p in self.sessions.paths()]
-        wanted = frozenset(terms(query))
-        qvec = None
-        if self.embedder is not None:
+            only, _ = self.sessions.find(session)
+            paths = [only] if only in paths else []
+        where, matrix, index = self._join(paths)
+        if not where:
+            return []
+        wanted = sorted(set(terms(query)))
+        lexical = np.zeros(len(where), dtype=np.float32)
+        for term in wanted:
+            rows_of = index.get(term)
+            if rows_of is not None:
+                lexical[rows_of] += 1.0
+        if wanted:
+            lexical /= len(wanted)
+        cos = np.zeros(len(where), dtype=np.float32)
+        if matrix is not None and self.embedder is not None:
             qvec = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
-            if not np.any(qvec):
-                qvec = None
-        found: list[tuple[float, float, float, Path, bool, int]] = []
-        for path, archived in paths:
-            rows = self._rows(path)
-            if rows is None or not rows.texts:
-                continue
-            cos = rows.vectors @ qvec if rows.vectors is not None and qvec is not None else np.zeros(len(rows.texts))
-            for i, row_terms in enumerate(rows.terms):
-                lexical = len(wanted & row_terms) / len(wanted) if wanted else 0.0
-                c = float(cos[i])
-                if lexical == 0.0 and c < MIN_COSINE:
-                    continue
-                score = VECTOR_WEIGHT * c + (1 - VECTOR_WEIGHT) * lexical if qvec is not None else lexical
-                found.append((score, c, lexical, path, archived, rows.lines[i]))
-        found.sort(key=lambda f: f[0], reverse=True)
+            if np.any(qvec):
+                cos = matrix @ qvec
+        use_vectors = bool(np.any(cos))
+        score = VECTOR_WEIGHT * cos + (1 - VECTOR_WEIGHT) * lexical if use_vectors else lexical
+        keep = (lexical > 0) | (cos >= MIN_COSINE)
+        order = [int(i) for i in np.argsort(-np.where(keep, score, -np.inf), kind="stable") if keep[i]]
         hits: list[SessionHit] = []
         loaded: dict[Path, Any] = {}
-        for score, c, lexical, path, archived, line in found:
+        for i in order:
             if len(hits) >= k:
                 break
+            path, line = where[i]
             if path not in loaded:
-                try:
-                    loaded[path] = self.sessions.load_path(path, archived)
-                except MemkitError:
-                    loaded[path] = None
+                loaded[path] = self._session(path)
             conv = loaded[path]
             message: SessionMessage | None = locate_row(conv, line) if conv is not None else None
             if message is None or (role and message.role != role) or (since and message.time < since):
                 continue
-            hits.append(SessionHit(conv.id, conv.file, line, message.time, message.role, message.content, score, c,
-                                   lexical, conv.display_title))
+            hits.append(SessionHit(conv.id, conv.file, line, message.time, message.role, message.content,
+                                   float(score[i]), float(cos[i]), float(lexical[i]), conv.display_title))
         return hits
+
+    def _session(self, path: Path) -> Any:
+        """The parsed session of ``path`` (kept while the file is unchanged), or None."""
+        rows = self._files.get(str(path))
+        held = self._parsed.get(str(path))
+        if rows is not None and held is not None and held[0] == rows.stamp:
+            return held[1]
+        try:
+            conv = self.sessions.load_path(path)
+        except MemkitError:
+            return None
+        if rows is not None:
+            self._parsed[str(path)] = (rows.stamp, conv)
+        return conv
 
     def locate(self, path: Path, line: int) -> SessionHit | None:
         """An index row ``(path, line)`` back to its session and message (None: the file changed)."""

@@ -151,7 +151,7 @@ def _summarise(llm: LLM, previous: str | None, messages: Sequence[SessionMessage
 
 def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple", llm: LLM | None = None,
            keep_recent: int = 6, now: datetime | None = None,
-           save_summary: Callable[[SessionSummary], None] | None = None) -> Window:
+           save_summary: Callable[[SessionSummary], None] | None = None, earlier: int = 0) -> Window:
     """Fit ``session`` to ``max_tokens`` with ``strategy`` (see the module docstring).
 
     :param llm: condenses older messages (``summary``, ``hybrid``); None: fall back, saying so.
@@ -171,11 +171,11 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
         head.append(SessionMessage("system", session.system, session.created))
     budget = max_tokens - sum(estimate_tokens(m) for m in head)
     if budget <= 0:  # the system prompt alone fills the budget: it is still sent, nothing else
-        return Window(session.id, head, strategy, strategy, max_tokens - budget, max_tokens, len(messages),
-                      len(messages))
+        return Window(session.id, head, strategy, strategy, max_tokens - budget, max_tokens,
+                      len(messages) + earlier, len(messages) + earlier)
     start = _newest_fitting(messages, budget)
-    simple = Window(session.id, head + list(messages[start:]), "simple", strategy, 0, max_tokens, len(messages),
-                    start)
+    simple = Window(session.id, head + list(messages[start:]), "simple", strategy, 0, max_tokens,
+                    len(messages) + earlier, start + earlier)
     if strategy == "simple" or start == 0:
         return _sized(simple)
     hybrid = strategy == "hybrid"

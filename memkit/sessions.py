@@ -74,7 +74,7 @@ log = logging.getLogger("memkit")
 
 __all__ = ["SESSIONS_DIR", "ROLES", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "Sessions",
            "PruneReport", "parse_session", "render_message", "message_rows", "locate_row", "format_time",
-           "parse_time", "check_session_id", "messages_sha"]
+           "parse_time", "check_session_id", "messages_sha", "parse_session_tail"]
 
 SESSIONS_DIR = "sessions"
 ARCHIVE_DIR = "archive"
@@ -170,7 +170,10 @@ class Session:
     @property
     def updated(self) -> str:
         """The time of the last message (the creation time while it has none)."""
-        return max((m.time for m in self.messages), default=self.created, key=_sort_key)
+        if not self.messages:
+            return self.created
+        last = self.messages[-1].time  # messages are in time order
+        return self.created if _before(self.created, last) else last
 
     @property
     def display_title(self) -> str:
@@ -224,6 +227,13 @@ class PruneReport:
     def to_dict(self) -> dict[str, Any]:
         return {"days": self.days, "action": self.action, "dry_run": self.dry_run,
                 "sessions": [s.to_dict() for s in self.sessions]}
+
+
+def _before(a: str, b: str) -> bool:
+    """Whether time ``a`` is later than ``b`` (strings compared when both are memkit's own UTC form)."""
+    if len(a) == len(b) == 20 and a[-1] == b[-1] == "Z":
+        return a > b
+    return _sort_key(a) > _sort_key(b)
 
 
 def _sort_key(time: str) -> datetime:
@@ -363,8 +373,11 @@ def _flags(rest: str) -> tuple[bool, dict[str, str]]:
     return important, values
 
 
+_UNESCAPE_RE = re.compile(rf"^\\(\\*### (?:user|assistant|system|tool|summary) · {_TIME})", re.M)
+
+
 def _unescape(content: str) -> str:
-    return re.sub(rf"^\\(\\*### (?:user|assistant|system|tool|summary) · {_TIME})", r"\1", content, flags=re.M)
+    return _UNESCAPE_RE.sub(r"\1", content) if "\\###" in content else content
 
 
 def parse_blocks(text: str, start: int = 0, first_line: int = 1
@@ -405,7 +418,33 @@ def parse_session(text: str, file: str, session_id: str, archived: bool = False)
         text = text[1:]
     data, body = _header(text, file)
     messages, summaries = parse_blocks(text, body, text.count("\n", 0, body) + 1)
-    if any(_sort_key(a.time) > _sort_key(b.time) for a, b in zip(messages, messages[1:])):
+    return _session(data, messages, summaries, file, session_id, archived)
+
+
+def parse_session_tail(text: str, file: str, session_id: str, chars: int, archived: bool = False
+                       ) -> tuple[Session, int]:
+    """Like :func:`parse_session`, parsing only the messages that start in the last ``chars``
+    characters (from the first heading there); returns the session and how many messages come
+    before them (not parsed). A long session's recent history is read this way."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    data, body = _header(text, file)
+    cut = max(body, len(text) - chars)
+    start = body
+    if cut > body:
+        head = next((m for m in _HEAD_RE.finditer(text, cut) if not m.group(1)), None)
+        start = head.start() if head is not None else len(text)
+    earlier = 0
+    if start > body:  # counted, not parsed: every message heading starts a line (content never does, escaped)
+        part = "\n" + text[body:start]
+        earlier = sum(part.count(f"\n### {role} · ") for role in ROLES)
+    messages, summaries = parse_blocks(text, start, text.count("\n", 0, start) + 1)
+    return _session(data, messages, summaries, file, session_id, archived), earlier
+
+
+def _session(data: dict[str, Any], messages: list[SessionMessage], summaries: list[SessionSummary], file: str,
+             session_id: str, archived: bool) -> Session:
+    if any(_before(a.time, b.time) for a, b in zip(messages, messages[1:])):
         messages.sort(key=lambda m: _sort_key(m.time))
     known = ("id", "created", "title", "system", "user", "tags", "metadata", "stage", "updated")
     metadata = dict(data.get("metadata") or {}) if isinstance(data.get("metadata"), dict) else {}
@@ -544,6 +583,13 @@ class Sessions:
         m = _NAME_RE.match(path.name)
         return parse_session(text, self.rel(path), m.group(2) if m else path.stem, archived)
 
+    def load_tail(self, path: Path, chars: int, archived: bool = False) -> tuple[Session, int]:
+        """The session of ``path`` with only its newest messages parsed (see
+        :func:`parse_session_tail`), and how many earlier ones were not."""
+        text, _ = self._read(path)
+        m = _NAME_RE.match(path.name)
+        return parse_session_tail(text, self.rel(path), m.group(2) if m else path.stem, chars, archived)
+
     def text(self, path: Path) -> str:
         """A session file's text (checked: a regular file inside the vault)."""
         return self._read(path)[0]
@@ -602,6 +648,8 @@ class Sessions:
     def _save_listing(self, cache: Mapping[str, tuple[tuple[int, int, int], SessionInfo]]) -> None:
         data = {"format": 1, "files": {k: [list(stamp), info.to_dict()] for k, (stamp, info) in cache.items()}}
         with contextlib.suppress(OSError):
+            if not self.state_dir.exists():
+                self.state_dir.mkdir()
             if self.state_dir.is_dir() and not self.state_dir.is_symlink():
                 atomic_write(self.state_dir / LIST_CACHE, json.dumps(data, ensure_ascii=False))
 

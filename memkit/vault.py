@@ -399,11 +399,20 @@ class Vault:
         A summary made on the way is cached in the session file."""
         chosen = strategy or self.config.session_strategy
         path, archived = self.conversations.find(session_id)
-        conv = self.conversations.load_path(path, archived)
+        earlier = 0
+        if chosen == "simple":  # only the newest messages are read: a long session loads as fast as a short one
+            chars = max_tokens * 5 + 4096
+            while True:
+                conv, earlier = self.conversations.load_tail(path, chars, archived)
+                if not earlier or sum(len(m.content) + 16 for m in conv.messages) >= max_tokens * 4:
+                    break
+                chars *= 4
+        else:
+            conv = self.conversations.load_path(path, archived)
         client = self._llm(llm) if chosen != "simple" else None
         return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
                       keep_recent=keep_recent or self.config.session_keep_recent, now=now,
-                      save_summary=lambda s: self.conversations.add_summary(path, s))
+                      save_summary=lambda s: self.conversations.add_summary(path, s), earlier=earlier)
 
     def delete_session(self, session_id: str) -> SessionInfo:
         """Delete a session's file for good (:meth:`prune_sessions` archives instead)."""

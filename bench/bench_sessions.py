@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from memkit import Vault  # noqa: E402
 from memkit.fsutil import atomic_write  # noqa: E402
-from memkit.sessions import SessionMessage, format_time, render_header, render_message  # noqa: E402
+from memkit.session_format import SessionMessage, format_time, render_header, render_message  # noqa: E402
 
 WORDS = ("lisbon trip flight hotel march booked train bread sourdough starter recipe oven running half "
          "marathon plan knee doctor appointment garden tomatoes kayak weekend budget rent invoice client "

@@ -26,8 +26,8 @@ from typing import Any
 
 from .capture import claude_code_turns, is_claude_code_entry
 from .errors import InvalidValue, MemkitError, TranscriptError
-from .sessions import ROLES, Session, SessionMessage, Sessions, check_session_id, format_time, parse_time, \
-    render_message
+from .session_format import ROLES, Session, SessionMessage, check_session_id, format_time, parse_time, render_message
+from .sessions import Sessions
 
 __all__ = ["Conversation", "FORMATS", "Imported", "export_jsonl", "parse_conversations", "import_conversations"]
 

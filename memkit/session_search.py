@@ -21,7 +21,8 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from .errors import InvalidValue, MemkitError
-from .sessions import SessionMessage, Sessions, locate_row, message_rows
+from .session_format import SessionMessage, locate_row, message_rows
+from .sessions import Sessions
 from .text import terms
 
 __all__ = ["SessionHit", "SessionSearch", "VECTOR_WEIGHT", "MIN_COSINE"]

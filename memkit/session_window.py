@@ -27,7 +27,7 @@ from typing import Any, Callable, Literal, Sequence
 
 from .errors import InvalidValue, LLMError
 from .llm import LLM
-from .sessions import Session, SessionMessage, SessionSummary, format_time, messages_sha
+from .session_format import Session, SessionMessage, SessionSummary, format_time, messages_sha
 
 log = logging.getLogger("memkit")
 

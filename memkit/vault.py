@@ -38,8 +38,8 @@ from .gitsync import merge_files
 from .names import is_topic_filename, session_file_name
 from .upkeep import parse_day
 from .recent import relative_time
-from .sessions import check_session_id
-from .sessions import PruneReport, Session, SessionInfo, SessionMessage, Sessions, SessionSummary
+from .session_format import PruneReport, Session, SessionInfo, SessionMessage, check_session_id
+from .sessions import Sessions
 from .session_window import Window, window
 from .session_io import Imported, export_jsonl, import_conversations, parse_conversations
 from .session_search import SessionHit, SessionSearch

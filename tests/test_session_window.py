@@ -151,13 +151,13 @@ def test_the_strategy_comes_from_memkit_yaml(tmp_path):
 
 
 def test_estimate_tokens():
-    from memkit.sessions import SessionMessage
+    from memkit.session_format import SessionMessage
     assert estimate_tokens(SessionMessage("user", "x" * 9, "2026-03-01T09:00:00Z")) == 3 + 4
 
 
 def test_simple_reads_a_long_session_from_its_end_with_the_same_result(vault):
     from memkit.session_window import window
-    from memkit.sessions import parse_session_tail
+    from memkit.session_format import parse_session_tail
     s = long_session(vault, n=300)
     vault.save_message(s.id, "user", "### user · 2026-01-01T00:00:00Z\nescaped heading inside", now=at(400))
     full = vault.session("long")
@@ -172,7 +172,7 @@ def test_simple_reads_a_long_session_from_its_end_with_the_same_result(vault):
 
 
 def test_tail_of_a_file_without_a_header():
-    from memkit.sessions import parse_session_tail
+    from memkit.session_format import parse_session_tail
     text = "".join(f"### user · 2026-03-01T09:0{i}:00Z\nm{i}\n\n" for i in range(5))
     last = len("### user · 2026-03-01T09:04:00Z\nm4\n\n")
     tail, earlier = parse_session_tail(text, "f", "x", last)

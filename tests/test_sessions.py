@@ -13,7 +13,7 @@ import pytest
 
 from memkit import InvalidValue, MemkitError, Vault
 from memkit.errors import SessionNotFound, TranscriptError
-from memkit.sessions import message_rows, parse_session
+from memkit.session_format import message_rows, parse_session
 from util import FakeEmbedder
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)

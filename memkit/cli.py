@@ -13,9 +13,7 @@ import click
 
 from .errors import InvalidValue, MemkitError, TopicNameError, TopicNotFound
 from .cli_session import print_session_hits, session_group
-from .mcp_server import require_sdk, serve
 from .vault import Threshold, Vault, find_vault, merge_files, parse_day, relative_time
-from .watch import run_watch
 
 DEBUG_ENV = "MEMKIT_DEBUG"
 
@@ -612,6 +610,8 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
     # errors are already printed by the memkit logger on stderr; no on_error echo here
     # check the inbox often enough that an idle transcript waits at most ~half its timeout extra
     interval = max(1.0, min(30.0, vault.config.session_timeout_minutes * 30))
+    from .watch import run_watch  # only this command needs watchdog
+
     run_watch(vault, polling=polling, debounce_s=debounce, on_update=on_update, inbox_handler=inbox_handler,
               inbox_interval_s=interval)
     click.echo("stopped", err=True)
@@ -963,6 +963,8 @@ def mcp_cmd(ctx: click.Context) -> None:
       memkit --vault ~/memory mcp
       claude mcp add memkit -- memkit --vault ~/memory mcp
     """
+    from .mcp_server import require_sdk, serve  # only this command needs the MCP SDK
+
     require_sdk()
     serve(get_vault(ctx))
 

@@ -354,7 +354,8 @@ def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
     view = searcher.index.view()
     where: dict[str, int] = {}
     for i, entry_id in enumerate(view.ids.tolist()):
-        where.setdefault(entry_id.decode("ascii"), i)
+        if view.is_live(i):  # a dead row: a forgotten or edited entry's old place
+            where.setdefault(entry_id.decode("ascii"), i)
     out = []
     for hit in memories:
         found = where.get(hit.id)

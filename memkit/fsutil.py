@@ -33,7 +33,7 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 Stamp = tuple[int, int, int]  #: (size, mtime_ns, inode): changes when a file is edited or replaced
@@ -122,7 +122,7 @@ def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None) -
         if not renamed:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 SALVAGE_POLL_S = 0.002  #: after a rewrite, the old file is read again this often …
@@ -282,7 +282,7 @@ def _umask() -> int:
     return mask
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     if os.name != "posix":
         return
     with contextlib.suppress(OSError):

@@ -1,108 +1,86 @@
-"""The embedding sidecar: one SQLite file per model under ``.memkit/index/``, and its in-memory view.
+"""The embedding sidecar of one model under ``.memkit/index/``: a SQLite file and an ``.npy`` matrix.
 
 Layout (derived data: delete it any time, it is rebuilt)::
 
     .memkit/index/<model-slug>-<dim>.sqlite3
         meta       schema version, model name, dimension, generation (bumped by every write),
-                   entries (their count), pending (entries indexed without vectors)
+                   entries (their count), pending (entries indexed without vectors),
+                   matrix (the name of the current .npy file), rows (its committed rows)
         files      one row per topic file: path, topic, size, mtime_ns, inode, updated date, error,
-                   gen (the generation that wrote it), n (its entries), pending (vectors missing)
-        file_data  one row per topic file, everything a search loads, as a few blobs: the entries'
-                   float16 unit vectors in file order, their search terms as int32 term ids, first
-                   lines and dates as int32, hashes, and their texts, kinds and tags (JSON)
+                   gen (the generation that wrote it), n (its entries), pending (vectors missing),
+                   row0 (the matrix row of its first entry: its entries are rows row0 .. row0+n-1)
+        file_data  one row per topic file, everything else a search loads, as a few blobs: the
+                   entries' search terms as int32 term ids, first lines and dates as int32,
+                   hashes, and their texts, kinds and tags (JSON)
         entries    one row per entry: (file, position) -> its hash (finds a known text's vector)
         terms      search term -> id (append-only: an id never changes meaning)
+    .memkit/index/<model-slug>-<dim>.<n>.npy
+        the vectors: a float32 (rows, dim) matrix of unit rows, numpy.load(path, mmap_mode="r")
+        (see memkit.matrix). Rows no file claims (a file's block before it changed) are dead
+        until the matrix is compacted into the next <n>.
 
 **Incremental.** A refresh lists topics/ once (one ``scandir`` and a stat per file) and compares
-each file's (size, mtime_ns, inode) with its ``files`` row; only changed files are parsed again.
-:meth:`Index.refresh` with ``paths`` checks only the files named (what a process that just wrote a
-file calls). Vectors are keyed by the hash of an entry's normalised text, so an edited line
-re-embeds only itself and a line moved between files is not re-embedded at all.
+each file's (size, mtime_ns, inode) with its ``files`` row; only changed files are parsed again
+and their entries appended to the matrix as a new block. :meth:`Index.refresh` with ``paths``
+checks only the files named (what a process that just wrote a file calls). Vectors are keyed by
+the hash of an entry's normalised text, so an edited line re-embeds only itself and a line moved
+between files is not re-embedded at all.
 
-**Atomic and concurrent.** Each refresh is one SQLite transaction (WAL journal): a crash leaves
-the previous state, a reader never sees half a refresh, and concurrent writers queue on SQLite's
-own lock. A reader knows whether its in-memory view is current from ``PRAGMA data_version`` (no
-query of its own) and the ``generation`` counter.
+**Atomic and concurrent.** Each refresh is one SQLite transaction (WAL journal) that appends its
+rows to the matrix (fsynced) before it commits: a crash leaves the previous state, a reader never
+sees half a refresh, and concurrent writers queue on SQLite's own lock. A reader knows whether
+its view is current from ``PRAGMA data_version`` (no query of its own) and the ``generation``.
 
 **Never trusted.** A file that is not a readable memkit index of this schema, model and dimension
-(damaged, foreign, another version, a folder in its place…) is deleted, with its journal files,
-and rebuilt: it is derived data. A vault where nothing can be written (a read-only mount) is
-indexed in memory instead.
+(damaged, foreign, another version, a folder in its place…), or whose matrix is missing or short,
+is deleted with its matrix and journal files, and rebuilt: it is derived data. A vault where
+nothing can be written (a read-only mount) is indexed in memory instead.
 
-**The view.** :meth:`Index.view` loads every entry into arrays (the first ``PREFIX_DIMS``
-dimensions of the float32 unit vectors and the rest as two contiguous arrays, the search terms as
-ids, the columns a hit shows) from the ``file_data`` rows: a few blobs per file, no work per
-entry. When files change, the next view reads only their rows: their entries are appended and
-their old rows marked dead (:attr:`IndexView.live`), until dead and appended rows reach a quarter
-of the view and it is loaded whole again.
+**The view** (:mod:`memkit.view`) is the matrix itself, memory-mapped, with the columns a hit
+shows read from ``file_data``; after a write only the files that changed are read.
 """
 from __future__ import annotations
 
-import ctypes
-import itertools
 import json
 import logging
 import os
-import re
-import shutil
 import sqlite3
-import stat
 import threading
 import time
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from .embed import Embedder
 from .errors import MemkitError, TopicNotFound, TopicParseError
+from .matrix import FileMatrix, MatrixError, MemoryMatrix
+from .sidecar import Sidecar
 from .names import topic_relpath
-from .store import STATE_DIR, Store, TopicFile
+from .store import Store, TopicFile
 from .text import terms as text_terms
 from .topic import Entry, Topic, read_topic
+from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, days_of, trim_memory
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Index", "IndexReport", "IndexView", "TermIds", "PREFIX_DIMS"]
+__all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
 
-SCHEMA = 2
 EMBED_BATCH = 2048
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
-INDEX_DIR = "index"
-PREFIX_DIMS = 64  #: the view keeps the first dimensions of every vector as their own array (the ranker's scan)
 TERM_CACHE_MAX = 500_000  #: term ids a writer keeps (then forgets them all)
 OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
 THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
-RELOAD_SHARE = 0.25  #: a view is loaded whole again once dead plus appended rows would pass this share
-TRIM_MIN_ROWS = 20_000  #: after loading a view this large, freed memory is given back (trim_memory)
 VOCAB_LOAD_MAX = 100_000  #: a view reads a vocabulary of at most this many terms whole (else term by term)
-COMPACT_MIN_ROWS = 50_000  #: from this many entries a view keeps the dimensions after PREFIX_DIMS as bfloat16
+COMPACT_SHARE = 0.25  #: the matrix is written anew once dead rows pass this share of it …
+COMPACT_MIN_ROWS = 4096  #: … and this many rows
 _HASH_LEN = 40  # sha1 hex digest
-NO_DAY = -(2 ** 31)  #: no own date
-_EPOCH = date(1970, 1, 1).toordinal()
-_LINEAGE = itertools.count(1)
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
-
-_SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
-    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, updated TEXT NOT NULL,
-    error TEXT, gen INTEGER NOT NULL, n INTEGER NOT NULL, pending INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS file_data (
-    file_id INTEGER PRIMARY KEY, vecs BLOB NOT NULL, terms BLOB NOT NULL, counts BLOB NOT NULL,
-    lines BLOB NOT NULL, days BLOB NOT NULL, hashes TEXT NOT NULL, body TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS entries (
-    file_id INTEGER NOT NULL, pos INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (file_id, pos)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS entries_hash ON entries (hash);
-CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
-"""
-
 
 @dataclass
 class IndexReport:
@@ -134,115 +112,6 @@ class IndexReport:
         if self.reused:
             text += f", {self.reused:,} reused"
         return text
-
-
-class TermIds:
-    """Search term -> term id, from the sidecar's ``terms`` table. A vocabulary of at most
-    ``VOCAB_LOAD_MAX`` terms is read whole when first needed (then only the terms added since);
-    a larger one is looked up term by term. Term ids never change meaning, so an id learnt once
-    stays right; an unknown term is asked again after the next change of the view.
-
-    :param lookup: term -> id of the terms given (those the sidecar knows).
-    :param after: term -> id of every term whose id is above the one given; None: look up only.
-    """
-
-    def __init__(self, lookup: Callable[[list[str]], dict[str, int]],
-                 after: Callable[[int], dict[str, int]] | None = None, known: dict[str, int] | None = None,
-                 loaded: int = -1) -> None:
-        self._lookup = lookup
-        self._after = after
-        self._known: dict[str, int] = dict(known or {})
-        self._loaded = loaded  # ids up to this one are all in _known (with ``after``)
-
-    def ids(self, terms: Sequence[str]) -> list[int]:
-        """The id of each term (-1: no entry ever held it)."""
-        known = self._known
-        missing = [t for t in dict.fromkeys(terms) if t not in known]
-        if missing:
-            if self._after is not None:
-                found = self._after(self._loaded)
-                known.update(found)
-                self._loaded = max(found.values(), default=self._loaded)
-            else:
-                found = self._lookup(missing)
-            for t in missing:
-                known[t] = found.get(t, -1)
-        return [known[t] for t in terms]
-
-    def get(self, term: str, default: int = -1) -> int:
-        tid = self.ids([term])[0]
-        return default if tid < 0 else tid
-
-    def forget_unknown(self) -> "TermIds":
-        """A copy that asks again for the terms not found so far (after the view changed)."""
-        return TermIds(self._lookup, self._after, {t: i for t, i in self._known.items() if i >= 0}, self._loaded)
-
-
-@dataclass(eq=False)
-class IndexView:
-    """Every entry of the vault as parallel arrays: the entries of a file together, in their
-    order in the file. Rows of files that changed since the view was loaded whole stay in place,
-    dead (:attr:`live` False), and the files' new entries follow at the end."""
-
-    generation: int
-    files: list[str]  #: vault-relative path per file slot
-    topics: list[str]  #: topic name per file slot
-    file_ids: np.ndarray  #: int32, per entry: its file slot
-    lines: np.ndarray  #: int32, first line per entry
-    ids: np.ndarray  #: bytes ``S8``: each entry's id (the first 8 hex digits of its hash)
-    texts: list[str]
-    kinds: list[str | None]
-    tags: list[tuple[str, ...]]
-    own_days: np.ndarray  #: int32 per entry: its own ``(YYYY-MM-DD)`` as days since 1970 (NO_DAY: none)
-    dates: np.ndarray  #: ``datetime64[D]`` per entry: its own date, else its topic's updated date
-    prefix: np.ndarray  #: (n, PREFIX_DIMS) float32: the first dimensions of the unit vectors
-    rest: np.ndarray  #: (n, dim - PREFIX_DIMS): the other dimensions, float32 (or bfloat16 as uint16 in a large view)
-    term_ids: np.ndarray  #: int32, the search terms of every entry, concatenated
-    term_offsets: np.ndarray  #: int64 (n + 1,): entry i's terms are term_ids[offsets[i]:offsets[i + 1]]
-    vocab: TermIds  #: search term -> id
-    live: np.ndarray | None = None  #: bool per entry; None: every row is live
-    lineage: int = 0  #: views of one lineage extend each other: a later one holds an earlier one's rows first
-    loaded_rows: int = 0  #: rows when the view was last loaded whole
-    dead_rows: int = 0
-    slot_file: list[int] = field(default_factory=list)  #: sidecar file id per slot (-1: dead)
-    slot_gen: list[int] = field(default_factory=list)
-    slot_rows: list[tuple[int, int]] = field(default_factory=list)  #: (first row, count) per slot
-    capacity: tuple[np.ndarray, np.ndarray] | None = None  #: the arrays ``prefix``/``rest`` are the start of
-
-    def __len__(self) -> int:
-        return int(self.file_ids.shape[0])
-
-    @property
-    def dim(self) -> int:
-        return int(self.prefix.shape[1] + self.rest.shape[1])
-
-    @property
-    def vectors(self) -> np.ndarray:
-        """The full (n, dim) float32 vectors (a copy: the view keeps them split)."""
-        rest = self.rest if self.rest.dtype != np.uint16 else (self.rest.astype(np.uint32) << 16).view(np.float32)
-        return np.hstack([self.prefix, rest]) if rest.shape[1] else self.prefix.copy()
-
-    odd_dates: dict[int, str] = field(default_factory=dict)  #: own dates that are no real day ("2024-13-45")
-
-    def is_live(self, i: int) -> bool:
-        return self.live is None or bool(self.live[i])
-
-    def own_dates_at(self, rows: np.ndarray) -> list[str | None]:
-        """:meth:`own_date` of each of ``rows``."""
-        days = self.own_days[rows]
-        text = np.datetime_as_string(np.where(days == NO_DAY, 0, days).astype("M8[D]")).tolist()
-        return [self.odd_dates.get(int(r)) if d == NO_DAY else t for r, d, t in zip(rows.tolist(), days.tolist(), text)]
-
-    def own_date(self, i: int) -> str | None:
-        """Entry ``i``'s own ``(YYYY-MM-DD)`` as written, or None."""
-        day = int(self.own_days[i])
-        if day == NO_DAY:
-            return self.odd_dates.get(i)
-        return str(np.datetime64(day, "D"))
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "model"
 
 
 def _day(ns: int) -> str:
@@ -279,11 +148,8 @@ class Index:
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
-        self.dir = store.state_dir / INDEX_DIR
-        self.path = self.dir / f"{_slug(embedder.name)}-{embedder.dim}.sqlite3"
-        self.in_memory = False  #: True when the vault cannot be written (the index lives in memory)
+        self.db = Sidecar(store, embedder)  #: the SQLite file and the matrix
         self.last_check = 0.0  #: time.monotonic() of the last freshness check of every file
-        self._con: sqlite3.Connection | None = None
         self._mutex = threading.RLock()  # one connection, shared by this process's threads
         self._files: dict[str, tuple[int, tuple[int, int, int]]] | None = None  # path -> (id, stamp)
         self._files_epoch = -1
@@ -292,130 +158,36 @@ class Index:
         self._view_epoch = -1
         self._epoch = 0  # bumped whenever the sidecar may have changed (PRAGMA data_version, own writes)
         self._data_version: int | None = None
-        self._created = False
         self._term_cache: dict[str, int] = {}  # term -> id, as committed to this connection's file
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r})"
 
-    # ---- the database ----------------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
-        if self._con is not None:
-            return self._con
-        try:
-            self._con = self._open_file()
-        except (sqlite3.Error, OSError) as exc:
-            log.debug("index %s not writable (%s): indexing in memory", self.path, exc)
-            self._con = self._open_memory()
-        return self._con
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self.db.path
 
-    def _open_file(self) -> sqlite3.Connection:
-        self._check_state_dir()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        try:
-            if not stat.S_ISREG(os.lstat(self.path).st_mode):  # a folder, a link, a FIFO: not ours
-                log.info("index %s is not a file: rebuilding it", self.store.rel(self.path))
-                self._discard()
-        except FileNotFoundError:
-            pass
-        for attempt in (1, 2):
-            existed = self.path.exists()
-            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            try:
-                if self._prepare(con, existed):
-                    self._created = not existed
-                    return con
-            except sqlite3.DatabaseError as exc:
-                con.close()
-                if isinstance(exc, sqlite3.OperationalError) and _read_only(exc):
-                    raise
-                if attempt == 2:
-                    raise
-                log.info("index %s is unusable (%s): rebuilding it", self.store.rel(self.path), exc)
-                self._discard()
-                continue
-            con.close()  # another schema, model or dimension: rebuilt
-            self._discard()
-        raise sqlite3.DatabaseError("cannot create the index")  # pragma: no cover
+    @property
+    def dir(self) -> Path:
+        """The folder of the index files (``.memkit/index``)."""
+        return self.db.dir
 
-    def _open_memory(self) -> sqlite3.Connection:
-        """A private in-memory index, seeded from a current sidecar when one can be read."""
-        self.in_memory = True
-        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        try:
-            if self.path.is_file():
-                disk = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True)
-                try:
-                    disk.backup(con)
-                finally:
-                    disk.close()
-                if self._prepare(con, True):
-                    return con
-        except sqlite3.Error:
-            pass
-        con.close()
-        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._prepare(con, False)
-        return con
+    @property
+    def matrix(self) -> FileMatrix | MemoryMatrix:
+        """The vectors (a ``.npy`` file, or arrays in memory for a read-only vault)."""
+        return self.db.matrix
 
-    def _prepare(self, con: sqlite3.Connection, existed: bool) -> bool:
-        """Set up ``con``; False when it holds another schema, model or dimension."""
-        con.execute("PRAGMA busy_timeout = 30000")
-        if con.execute("PRAGMA database_list").fetchone()[2]:  # a file: a WAL journal, cheap syncs
-            if con.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
-                con.execute("PRAGMA journal_mode = DELETE")
-            con.execute("PRAGMA synchronous = NORMAL")
-        if existed:
-            try:
-                meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-            except sqlite3.OperationalError:
-                meta = {}
-            want = {"schema": str(SCHEMA), "model": self.embedder.name, "dim": str(self.embedder.dim)}
-            if any(meta.get(k) != v for k, v in want.items()):
-                if meta:
-                    log.info("index %s was made by %s (%s-d): building a new one for %s (%d-d)",
-                             self.store.rel(self.path), meta.get("model"), meta.get("dim"),
-                             self.embedder.name, self.embedder.dim)
-                return False
-            return True
-        con.executescript(_SCHEMA_SQL)
-        con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-            ("schema", str(SCHEMA)), ("model", self.embedder.name), ("dim", str(self.embedder.dim)),
-            ("generation", "0"), ("entries", "0"), ("pending", "0")])
-        return True
-
-    def _check_state_dir(self) -> None:
-        """``.memkit`` must be a real folder inside the vault: never write the index elsewhere."""
-        state = self.store.state_dir
-        if state.is_symlink():
-            raise MemkitError(f"{STATE_DIR} is a symlink (to {os.readlink(state)}); memkit keeps derived data "
-                              f"only inside the vault: remove the link (it is rebuilt)")
-        for folder in (state, self.dir):
-            try:
-                st = os.lstat(folder)
-            except FileNotFoundError:
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                raise OSError(f"{self.store.rel(folder)} is not a folder")
-
-    def _discard(self) -> None:
-        """Remove an unusable sidecar (and its journal files); it is derived data."""
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            path = Path(str(self.path) + suffix)
-            try:
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
-            except FileNotFoundError:
-                pass
+    @property
+    def in_memory(self) -> bool:
+        """True when the vault cannot be written (the index lives in memory)."""
+        return self.db.in_memory
 
     def close(self) -> None:
         """Close the database connection (a later call reopens it)."""
         with self._mutex:
-            if self._con is not None:
-                self._con.close()
-                self._con = None
+            if self.db.open:
+                self.db.close()
                 self._files = None
                 self._view = None
                 self._term_cache = {}
@@ -425,7 +197,7 @@ class Index:
     def _sync(self) -> int:
         """The current epoch: it moves when another connection committed (``PRAGMA
         data_version``, no table read) or this one wrote; caches are kept per epoch."""
-        dv = self._connect().execute("PRAGMA data_version").fetchone()[0]
+        dv = self.db.connect().execute("PRAGMA data_version").fetchone()[0]
         if dv != self._data_version:
             self._data_version = dv
             self._epoch += 1
@@ -434,14 +206,14 @@ class Index:
     def generation(self) -> int:
         """The sidecar's write counter (bumped by every refresh that changed something)."""
         with self._mutex:
-            return int(self._meta("generation") or 0)
+            return int(self.db.meta("generation") or 0)
 
     def _file_rows(self) -> dict[str, tuple[int, tuple[int, int, int]]]:
         """path -> (file id, stamp) of every indexed file; after another writer's commit only the
         rows it wrote are read (``gen`` above the last seen), unless files went away."""
         epoch = self._sync()
         if self._files is None or epoch != self._files_epoch:
-            con = self._connect()
+            con = self.db.connect()
             files = self._files
             if files is not None:
                 for p, i, s, m, n, g in con.execute("SELECT path, id, size, mtime_ns, ino, gen FROM files "
@@ -484,7 +256,7 @@ class Index:
         """What is wrong with the indexed topic files (a merge conflict, bad frontmatter: read
         anyway, memkit will not write to them), one message each."""
         with self._mutex:
-            return [str(e) for (e,) in self._connect().execute("SELECT error FROM files WHERE error IS NOT NULL")]
+            return [str(e) for (e,) in self.db.connect().execute("SELECT error FROM files WHERE error IS NOT NULL")]
 
     def is_stale(self) -> bool:
         """Whether a topic file changed, appeared or vanished since the last refresh."""
@@ -510,9 +282,9 @@ class Index:
         started = time.perf_counter()
         report = IndexReport(model=self.embedder.name, dim=self.embedder.dim)
         with self._mutex:
-            self._connect()
-            report.rebuilt_model = self._created
-            self._created = False
+            self.db.connect()
+            report.rebuilt_model = self.db.created
+            self.db.created = False
             sources: list[_Source] | None = None
             gone: list[str] = []
             if paths is not None and not full:
@@ -536,7 +308,7 @@ class Index:
             try:
                 if sources or gone:
                     self._apply(sources, gone, report, progress, wait, full, embed)
-                if embed and self._meta("pending") == "1":
+                if embed and self.db.meta("pending") == "1":
                     self._embed_pending(report, progress, wait)
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
@@ -544,8 +316,8 @@ class Index:
                 log.debug("index %s busy (%s): left for the next refresh", self.path, exc)
                 report.busy = True
             if report.files < 0:
-                report.files = int(self._connect().execute("SELECT COUNT(*) FROM files").fetchone()[0])
-            report.entries = int(self._meta("entries") or 0)
+                report.files = int(self.db.connect().execute("SELECT COUNT(*) FROM files").fetchone()[0])
+            report.entries = int(self.db.meta("entries") or 0)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -577,20 +349,6 @@ class Index:
             if row is None or row[1] != topic.stamp:
                 sources.append(_Source(rel, topic.name, topic.path, topic.stamp, topic))
         return sources, gone
-
-    def _meta(self, key: str) -> str | None:
-        row = self._connect().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def _begin(self, wait: float) -> sqlite3.Connection:
-        """Start a write transaction, waiting at most ``wait`` seconds for another writer."""
-        con = self._connect()
-        con.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
-        try:
-            con.execute("BEGIN IMMEDIATE")
-        finally:
-            con.execute("PRAGMA busy_timeout = 30000")
-        return con
 
     def _commit(self, con: sqlite3.Connection, rows: dict[str, tuple[int, tuple[int, int, int]] | None] | None = None) -> None:
         """Commit; ``rows``: the file rows written (None: removed), to keep the cache of file rows
@@ -629,7 +387,7 @@ class Index:
         Large refreshes embed in a worker thread while the files are still being parsed."""
         dim = self.embedder.dim
         parsed: list[_Parsed] = []
-        vectors: dict[str, bytes] = {}  # hash -> float16 row
+        vectors: dict[str, bytes] = {}  # hash -> float32 row
         queued: list[Entry] = []
         seen: set[str] = set()
         unembedded: list[Entry] = []
@@ -655,7 +413,7 @@ class Index:
             nonlocal embedded, taken
             while jobs and (taken <= until or jobs[0][1].done()):
                 batch, job = jobs.pop(0)
-                vectors.update(zip((e.hash for e in batch), _f16_rows(job.result())))
+                vectors.update(zip((e.hash for e in batch), _f32_rows(job.result())))
                 embedded += len(batch)
                 taken += 1
                 tell(final=not jobs and done_bytes >= total_bytes)
@@ -686,7 +444,7 @@ class Index:
                     batch_of.update((e.hash, number) for e in part)
                     jobs.append((part, worker.submit(self._embed_rows, part)))
                 else:
-                    vectors.update(zip((e.hash for e in part), _f16_rows(self._embed_rows(part))))
+                    vectors.update(zip((e.hash for e in part), _f32_rows(self._embed_rows(part))))
                     embedded += len(part)
                     tell(final=done_bytes >= total_bytes)
             collect(-1)
@@ -719,10 +477,11 @@ class Index:
 
     def _write(self, parsed: list[_Parsed], gone: list[str], vectors: dict[str, bytes], report: IndexReport,
                wait: float, full: bool, pending: bool, dim: int, ready: Callable[[list[Entry]], None]) -> None:
-        con = self._begin(wait)
+        con = self.db.begin(wait)
         try:
-            gen = int(self._meta("generation") or 0) + 1
-            count = int(self._meta("entries") or 0)
+            gen = int(self.db.meta("generation") or 0) + 1
+            count = int(self.db.meta("entries") or 0)
+            matrix, rows = was_matrix, _ = self.db.matrix_state(con)
             replaced = [p.source.rel for p in parsed] + gone
             old: dict[str, int] = {}  # hash -> entries holding it among the rows replaced
             ids: dict[str, int] = {}
@@ -737,6 +496,7 @@ class Index:
                 ids = {p: i for p, i in con.execute("SELECT path, id FROM files")}
                 con.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
                 count = 0
+                matrix, rows = self.db.next_matrix(matrix), 0  # every row anew: a new matrix
             else:
                 for path in replaced:
                     row = con.execute("SELECT f.id, f.n, d.hashes FROM files f LEFT JOIN file_data d "
@@ -759,23 +519,27 @@ class Index:
                         con.execute("DELETE FROM files WHERE id = ?", (fid,))
             term_id = self._term_ids(con, {t for p in parsed for ts in p.terms for t in ts})
             written: dict[str, tuple[int, tuple[int, int, int]] | None] = dict.fromkeys(gone)
-            zero = bytes(2 * dim)
+            zero = bytes(4 * dim)
             new: dict[str, int] = {}
+            block: list[bytes] = []  # the rows appended to the matrix, in order
             for item in parsed:
                 src, topic = item.source, item.topic
                 entries = topic.entries if topic is not None else []
                 updated = topic.updated().date().isoformat() if topic is not None else _day(src.stamp[1])
                 ready(entries)
-                rows = [vectors.get(e.hash) for e in entries]
-                missing = any(r is None for r in rows)
-                values = (src.name, *src.stamp, updated, item.error, gen, len(entries), int(missing))
+                vecs = [vectors.get(e.hash) for e in entries]
+                missing = any(r is None for r in vecs)
+                row0 = rows + len(block) if entries else -1
+                block.extend(zero if r is None else r for r in vecs)
+                values = (src.name, *src.stamp, updated, item.error, gen, len(entries), int(missing), row0)
                 fid = ids.get(src.rel)
                 if fid is None:
                     fid = con.execute("INSERT INTO files (topic, size, mtime_ns, ino, updated, error, gen, n, pending, "
-                                      "path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (*values, src.rel)).lastrowid
+                                      "row0, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                      (*values, src.rel)).lastrowid
                 else:
                     con.execute("UPDATE files SET topic = ?, size = ?, mtime_ns = ?, ino = ?, updated = ?, error = ?, "
-                                "gen = ?, n = ?, pending = ? WHERE id = ?", (*values, fid))
+                                "gen = ?, n = ?, pending = ?, row0 = ? WHERE id = ?", (*values, fid))
                 assert fid is not None
                 written[src.rel] = (fid, src.stamp)
                 tids = array("i")
@@ -783,16 +547,15 @@ class Index:
                 for ts in item.terms:
                     tids.extend([term_id[t] for t in ts])
                     counts.append(len(ts))
-                days = array("i", [_days(e.date) for e in entries])
+                days = array("i", [days_of(e.date) for e in entries])
                 # texts; kinds, tags and dates that are no real day only where an entry has them
                 body = json.dumps([[e.text for e in entries], {p: e.kind for p, e in enumerate(entries) if e.kind},
                                    {p: e.tags for p, e in enumerate(entries) if e.tags},
                                    {p: e.date for p, e in enumerate(entries) if e.date and days[p] == NO_DAY}],
                                   ensure_ascii=False, separators=(",", ":"))
-                con.execute("INSERT OR REPLACE INTO file_data VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (
-                    fid, b"".join(zero if r is None else r for r in rows), tids.tobytes(), counts.tobytes(),
-                    array("i", [e.line for e in entries]).tobytes(), days.tobytes(), "".join(e.hash for e in entries),
-                    body))
+                con.execute("INSERT OR REPLACE INTO file_data VALUES (?, ?, ?, ?, ?, ?, ?)", (
+                    fid, tids.tobytes(), counts.tobytes(), array("i", [e.line for e in entries]).tobytes(),
+                    days.tobytes(), "".join(e.hash for e in entries), body))
                 # only the positions whose text changed (an append writes one row)
                 was = before.get(fid, [])
                 now = [e.hash for e in entries]
@@ -814,12 +577,38 @@ class Index:
             report.removed = sum(old[h] for h in orphans)
             if pending:
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('pending', '1')")
+            if block or full:
+                self.db.matrix.append(matrix, rows, np.frombuffer(b"".join(block), dtype=np.float32).reshape(len(block), dim))
+                rows += len(block)
+            matrix, rows = self._compact(con, matrix, rows, count)
             con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                            [("generation", str(gen)), ("entries", str(count))])
+                            [("generation", str(gen)), ("entries", str(count)), ("matrix", matrix),
+                             ("rows", str(rows))])
             self._commit(con, None if full else written)
         except BaseException:
             con.execute("ROLLBACK")
             raise
+        if matrix != was_matrix:  # replaced: readers of the old one read their snapshot again
+            self.db.matrix.remove(was_matrix)
+
+    def _compact(self, con: sqlite3.Connection, matrix: str, rows: int, live: int) -> tuple[str, int]:
+        """Write the matrix anew, live rows only, when dead rows passed ``COMPACT_SHARE`` of it
+        (inside the write transaction); returns the (name, rows) to commit."""
+        dead = rows - live
+        if dead < COMPACT_MIN_ROWS or dead <= COMPACT_SHARE * rows:
+            return matrix, rows
+        data = self.db.matrix.read(matrix, rows)
+        files = con.execute("SELECT id, row0, n FROM files WHERE row0 >= 0 AND n > 0 ORDER BY row0").fetchall()
+        new_name = self.db.next_matrix(matrix)
+        self.db.matrix.write(new_name, (data[r:r + n] for _, r, n in files), live)
+        at = 0
+        moved = []
+        for fid, _, n in files:
+            moved.append((at, fid))
+            at += n
+        con.executemany("UPDATE files SET row0 = ? WHERE id = ?", moved)
+        log.debug("index matrix compacted: %d rows -> %d (%s)", rows, live, new_name)
+        return new_name, live
 
     def _term_ids(self, con: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
         """The ids of ``terms``, adding the new ones (inside the write transaction)."""
@@ -859,7 +648,7 @@ class Index:
     def lookup_terms(self, terms: list[str]) -> dict[str, int]:
         """Term -> id for the terms the sidecar knows (for :class:`TermIds`)."""
         with self._mutex:
-            con = self._connect()
+            con = self.db.connect()
             if len(terms) > 16:
                 return self._lookup_terms(con, terms)
             out = {}
@@ -872,51 +661,61 @@ class Index:
     def terms_after(self, last: int) -> dict[str, int]:
         """Term -> id of every term whose id is above ``last`` (for :class:`TermIds`)."""
         with self._mutex:
-            return dict(self._connect().execute("SELECT term, id FROM terms WHERE id > ?", (last,)))
+            return dict(self.db.connect().execute("SELECT term, id FROM terms WHERE id > ?", (last,)))
+
+    def _snapshot(self, read: Callable[[sqlite3.Connection, np.ndarray], dict[str, bytes]]) -> dict[str, bytes]:
+        """``read(con, matrix rows)`` inside one read transaction; nothing when the matrix was
+        just replaced (the vectors are made again instead)."""
+        con = self.db.connect()
+        con.execute("BEGIN")
+        try:
+            try:
+                data = self.db.matrix.read(*self.db.matrix_state(con))
+            except (FileNotFoundError, MatrixError) as exc:
+                log.debug("index matrix unreadable for reuse (%s)", exc)
+                return {}
+            return read(con, data)
+        finally:
+            con.execute("COMMIT")
 
     def _row_vectors(self, paths: Sequence[str]) -> dict[str, bytes]:
-        """hash -> float16 row of the entries these files held when last indexed (complete rows)."""
-        con = self._connect()
-        width = 2 * self.embedder.dim
-        out: dict[str, bytes] = {}
-        for path in paths:
-            row = con.execute("SELECT d.vecs, d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
-                              "WHERE f.path = ? AND f.pending = 0", (path,)).fetchone()
-            if row is None:
-                continue
-            vecs, hashes = row
-            hashes = _split_hashes(hashes)
-            if len(vecs) == width * len(hashes):
-                out.update((h, vecs[i * width:(i + 1) * width]) for i, h in enumerate(hashes))
-        return out
+        """hash -> float32 row of the entries these files held when last indexed (complete rows)."""
+        def read(con: sqlite3.Connection, data: np.ndarray) -> dict[str, bytes]:
+            out: dict[str, bytes] = {}
+            for path in paths:
+                row = con.execute("SELECT f.row0, f.n, d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
+                                  "WHERE f.path = ? AND f.pending = 0 AND f.row0 >= 0", (path,)).fetchone()
+                if row is None or row[0] + row[1] > data.shape[0]:
+                    continue
+                row0, n, hashes = row
+                out.update(zip(_split_hashes(hashes), _f32_rows(data[row0:row0 + n])))
+            return out
+        return self._snapshot(read)
 
     def _known_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:
-        """The float16 rows the sidecar holds for these entry hashes (from files whose vectors
-        are complete), found through ``entries`` and read from each file's blob once."""
-        con = self._connect()
-        width = 2 * self.embedder.dim
-        where: dict[int, list[tuple[str, int]]] = {}
-        wanted = list(dict.fromkeys(hashes))
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            for h, fid, pos in con.execute(f"SELECT e.hash, e.file_id, e.pos FROM entries e JOIN files f ON "
-                                           f"f.id = e.file_id WHERE f.pending = 0 AND e.hash IN ({marks})", chunk):
-                where.setdefault(fid, []).append((h, pos))
-        out: dict[str, bytes] = {}
-        for fid, items in where.items():
-            row = con.execute("SELECT vecs, n FROM file_data d JOIN files f ON f.id = d.file_id WHERE d.file_id = ?",
-                              (fid,)).fetchone()
-            if row is None or len(row[0]) != width * row[1]:
-                continue
-            blob = row[0]
-            for h, pos in items:
-                out.setdefault(h, blob[pos * width:(pos + 1) * width])
-        return out
+        """The float32 rows the sidecar holds for these entry hashes (from files whose vectors
+        are complete), found through ``entries``."""
+        def read(con: sqlite3.Connection, data: np.ndarray) -> dict[str, bytes]:
+            where: dict[str, int] = {}
+            wanted = list(dict.fromkeys(hashes))
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for h, row in con.execute(f"SELECT e.hash, f.row0 + e.pos FROM entries e JOIN files f ON "
+                                          f"f.id = e.file_id WHERE f.pending = 0 AND f.row0 >= 0 AND "
+                                          f"e.hash IN ({marks})", chunk):
+                    if row < data.shape[0]:
+                        where.setdefault(h, row)
+            if not where:
+                return {}
+            found = data[np.fromiter(where.values(), dtype=np.int64, count=len(where))]
+            return dict(zip(where, _f32_rows(found)))
+        return self._snapshot(read)
 
     def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
-        """Embed the entries a refresh without embedding left without a vector."""
-        con = self._connect()
+        """Embed the entries a refresh without embedding left without a vector: each such file's
+        block is appended anew with its vectors."""
+        con = self.db.connect()
         rows = con.execute("SELECT f.id, d.hashes, d.body FROM files f JOIN file_data d ON d.file_id = f.id "
                            "WHERE f.pending = 1").fetchall()
         files = [(fid, _split_hashes(hashes), json.loads(body)[0]) for fid, hashes, body in rows]  # texts
@@ -925,18 +724,34 @@ class Index:
             texts.update(zip(hashes, bodies))
         vectors = self._known_vectors(list(texts))
         missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
-        vectors.update(zip((e.hash for e in missing), _f16_rows(self._embed_rows(missing, progress))))
-        con = self._begin(wait)
+        vectors.update(zip((e.hash for e in missing), _f32_rows(self._embed_rows(missing, progress))))
+        con = self.db.begin(wait)
         try:
-            gen = int(self._meta("generation") or 0) + 1
+            gen = int(self.db.meta("generation") or 0) + 1
+            matrix, rows0 = was_matrix, _ = self.db.matrix_state(con)
+            block: list[bytes] = []
+            moved = []
             for fid, hashes, _ in files:
-                con.execute("UPDATE file_data SET vecs = ? WHERE file_id = ?", (b"".join(vectors[h] for h in hashes), fid))
-                con.execute("UPDATE files SET pending = 0, gen = ? WHERE id = ?", (gen, fid))
-            con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("pending", "0"), ("generation", str(gen))])
+                current = con.execute("SELECT d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
+                                      "WHERE f.id = ? AND f.pending = 1", (fid,)).fetchone()
+                if current is None or _split_hashes(current[0]) != hashes:
+                    continue  # rewritten meanwhile by another process
+                moved.append((rows0 + len(block) if hashes else -1, gen, fid))
+                block.extend(vectors[h] for h in hashes)
+            if block:
+                self.db.matrix.append(matrix, rows0, np.frombuffer(b"".join(block), dtype=np.float32)
+                                   .reshape(len(block), self.embedder.dim))
+            con.executemany("UPDATE files SET pending = 0, row0 = ?, gen = ? WHERE id = ?", moved)
+            count = int(self.db.meta("entries") or 0)
+            matrix, total = self._compact(con, matrix, rows0 + len(block), count)
+            con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
+                ("pending", "0"), ("generation", str(gen)), ("matrix", matrix), ("rows", str(total))])
             self._commit(con)
         except BaseException:
             con.execute("ROLLBACK")
             raise
+        if matrix != was_matrix:
+            self.db.matrix.remove(was_matrix)
         report.new += len(missing)
 
     def _embed_rows(self, entries: Sequence[Entry], progress: Progress | None = None) -> np.ndarray:
@@ -949,29 +764,10 @@ class Index:
         return out
 
     def prune_other_models(self) -> list[str]:
-        """Delete the sidecars of other models (after a model change), with their ``-wal``/``-shm``
-        journal files; returns the names of the files deleted."""
-        removed = []
-        try:
-            items = list(self.dir.iterdir())
-        except OSError:
-            return []
-        for path in items:
-            name = path.name
-            for journal in ("-wal", "-shm", "-journal"):
-                if name.endswith(journal):
-                    name = name[:-len(journal)]
-                    break
-            # <model-slug>-<dim>.sqlite3, and not this model's
-            if name == self.path.name or not name.endswith(".sqlite3") or \
-                    not name[:-len(".sqlite3")].rsplit("-", 1)[-1].isdigit():
-                continue
-            try:
-                path.unlink()
-                removed.append(path.name)
-            except OSError:
-                pass
-        return removed
+        """Delete the index files of other models, and this model's replaced matrices; returns
+        the names of the files deleted (see :meth:`memkit.sidecar.Sidecar.prune_other_models`)."""
+        with self._mutex:
+            return self.db.prune_other_models()
 
     # ---- the view ---------------------------------------------------------------------------------
     def view(self, *, others: bool = True) -> IndexView:
@@ -985,268 +781,91 @@ class Index:
             if self._view is not None and self._view_epoch == epoch:
                 return self._view
             current = self._view
-            if current is None or current.generation != int(self._meta("generation") or 0):
+            if current is None or current.generation != int(self.db.meta("generation") or 0):
                 self._view = self._read_view(current)
             self._view_epoch = epoch
             assert self._view is not None
             return self._view
 
     def _read_view(self, old: IndexView | None) -> IndexView:
-        con = self._connect()
-        con.execute("BEGIN")  # one consistent snapshot of the tables
-        try:
-            gen = int(self._meta("generation") or 0)
-            view = None
-            if old is not None:
-                view = self._extend_view(con, old, gen)
-            if view is None:
-                view = self._load_view(con, gen)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        return view
+        con = self.db.connect()
+        for attempt in range(5):
+            con.execute("BEGIN")  # one consistent snapshot of the tables
+            try:
+                gen = int(self.db.meta("generation") or 0)
+                matrix, rows = self.db.matrix_state(con)
+                vectors = self.db.matrix.read(matrix, rows)
+                view = None
+                if old is not None and old.matrix == matrix and len(old) <= rows:
+                    view = self._extend_view(con, old, gen, vectors)
+                if view is None:
+                    view = self._load_view(con, gen, matrix, vectors)
+                con.execute("COMMIT")
+                return view
+            except FileNotFoundError:  # replaced by a compaction after this snapshot: read it again
+                con.execute("ROLLBACK")
+                if attempt == 4:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    _COLUMNS = ("SELECT f.id, f.path, f.topic, f.updated, f.gen, f.n, d.vecs, d.terms, d.counts, d.lines, d.days, "
+    _COLUMNS = ("SELECT f.id, f.path, f.topic, f.updated, f.gen, f.n, f.row0, d.terms, d.counts, d.lines, d.days, "
                 "d.hashes, d.body FROM files f LEFT JOIN file_data d ON d.file_id = f.id")
 
-    def _load_view(self, con: sqlite3.Connection, gen: int) -> IndexView:
-        n = int(self._meta("entries") or 0)
-        builder = _ViewBuilder(self.embedder.dim, n, n + max(1024, n // 4))
-        for row in con.execute(self._COLUMNS + " ORDER BY f.id"):
+    def _load_view(self, con: sqlite3.Connection, gen: int, matrix: str, vectors: np.ndarray) -> IndexView:
+        builder = ViewBuilder()
+        for row in con.execute(self._COLUMNS + " ORDER BY f.row0, f.id"):
             builder.add(row)
         terms = int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0])
-        view = builder.view(gen, TermIds(self.lookup_terms, self.terms_after if terms <= VOCAB_LOAD_MAX else None))
+        view = builder.view(gen, matrix, vectors,
+                            TermIds(self.lookup_terms, self.terms_after if terms <= VOCAB_LOAD_MAX else None))
         del builder
-        if n >= TRIM_MIN_ROWS:
+        if len(view) >= TRIM_MIN_ROWS:
             trim_memory()
         return view
 
-    def _extend_view(self, con: sqlite3.Connection, old: IndexView, gen: int) -> IndexView | None:
-        """``old`` with the files changed since: their old rows dead, their new rows appended;
-        None when so much changed that loading the view whole is better."""
-        rows = con.execute("SELECT id, gen, n FROM files").fetchall()
+    def _extend_view(self, con: sqlite3.Connection, old: IndexView, gen: int, vectors: np.ndarray) -> IndexView | None:
+        """``old`` with the files changed since: their old rows dead, their new rows (appended to
+        the matrix after ``old``'s) added; None when they are not all after ``old``'s rows."""
+        rows = con.execute("SELECT id, gen, row0 FROM files").fetchall()
         slot_of = {fid: s for s, fid in enumerate(old.slot_file) if fid >= 0}
         current = {fid for fid, _, _ in rows}
         changed = [fid for fid, g, _ in rows if fid not in slot_of or old.slot_gen[slot_of[fid]] != g]
         removed = [fid for fid in slot_of if fid not in current]
-        dying = [slot_of[f] for f in changed + removed if f in slot_of]
-        if not changed and not removed:  # nothing a search sees changed
+        if not changed and not removed and len(old) == vectors.shape[0]:  # nothing a search sees changed
             old.generation = gen
             return old
-        dead = old.dead_rows + sum(old.slot_rows[s][1] for s in dying)
         fresh = set(changed)
-        added = sum(n for fid, _, n in rows if fid in fresh)
-        if dead + len(old) - old.loaded_rows + added > RELOAD_SHARE * max(old.loaded_rows, 1):
+        if any(0 <= r0 < len(old) for fid, _, r0 in rows if fid in fresh):
             return None
-        builder = _ViewBuilder.extending(old, added)
-        for s in dying:
-            builder.kill(s)
+        builder = ViewBuilder.extending(old)
+        for f in changed + removed:
+            if f in slot_of:
+                builder.kill(slot_of[f])
         if changed:
             marks = ",".join("?" * len(changed))
-            for row in con.execute(self._COLUMNS + f" WHERE f.id IN ({marks}) ORDER BY f.id", changed):
+            for row in con.execute(self._COLUMNS + f" WHERE f.id IN ({marks}) ORDER BY f.row0, f.id", changed):
                 builder.add(row)
-        return builder.view(gen, old.vocab.forget_unknown())
+        return builder.view(gen, old.matrix, vectors, old.vocab.forget_unknown())
 
     def vectors_for(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these entry hashes (the ones the sidecar has)."""
         with self._mutex:
             found = self._known_vectors(hashes)
-        return {h: np.frombuffer(v, dtype=np.float16).astype(np.float32) for h, v in found.items()}
-
-
-class _ViewBuilder:
-    """Fills the arrays of an :class:`IndexView` file by file (from ``file_data`` rows)."""
-
-    def __init__(self, dim: int, n: int, capacity: int) -> None:
-        self.dim = dim
-        self.p = min(PREFIX_DIMS, dim)
-        self.rest_dtype = np.dtype(np.uint16 if n >= COMPACT_MIN_ROWS else np.float32)
-        self.prefix_cap = np.empty((capacity, self.p), dtype=np.float32)
-        self.rest_cap = np.empty((capacity, dim - self.p), dtype=self.rest_dtype)
-        self.rows = 0
-        self.files: list[str] = []
-        self.topics: list[str] = []
-        self.slot_file: list[int] = []
-        self.slot_gen: list[int] = []
-        self.slot_rows: list[tuple[int, int]] = []
-        self.file_days: list[int] = []  # per file with entries: its updated day
-        self.file_rows: list[int] = []
-        self.file_slots: list[int] = []
-        self.blobs: dict[str, list[bytes]] = {"lines": [], "days": [], "terms": [], "counts": []}
-        self.ids: list[np.ndarray] = []
-        self.texts: list[str] = []
-        self.kinds: list[str | None] = []
-        self.tags: list[tuple[str, ...]] = []
-        self.odd: dict[int, str] = {}
-        self.same: dict[Any, Any] = {}  # one object per distinct kind, tags
-        self.base: IndexView | None = None
-        self.live: np.ndarray | None = None
-        self.dead_rows = 0
-        self.loaded_rows = 0
-
-    @classmethod
-    def extending(cls, old: IndexView, added: int) -> "_ViewBuilder":
-        n = len(old)
-        b = cls(old.dim, 0, 0)
-        assert old.capacity is not None
-        prefix_cap, rest_cap = old.capacity
-        b.rest_dtype = rest_cap.dtype
-        if prefix_cap.shape[0] < n + added:  # grow; the old view keeps its arrays
-            cap = n + added + max(1024, (n + added) // 4)
-            prefix_cap = np.concatenate([old.prefix, np.empty((cap - n, old.prefix.shape[1]), np.float32)])
-            rest_cap = np.concatenate([old.rest, np.empty((cap - n, old.rest.shape[1]), rest_cap.dtype)])
-        b.prefix_cap, b.rest_cap = prefix_cap, rest_cap
-        b.rows = n
-        b.base = old
-        b.live = np.ones(n, dtype=bool) if old.live is None else old.live.copy()
-        b.dead_rows, b.loaded_rows = old.dead_rows, old.loaded_rows
-        b.slot_file, b.slot_gen, b.slot_rows = list(old.slot_file), list(old.slot_gen), list(old.slot_rows)
-        b.files, b.topics = list(old.files), list(old.topics)
-        b.odd = dict(old.odd_dates)
-        return b
-
-    def kill(self, slot: int) -> None:
-        first, count = self.slot_rows[slot]
-        assert self.live is not None
-        self.live[first:first + count] = False
-        self.dead_rows += count
-        self.slot_file[slot] = -1
-
-    def add(self, row: tuple) -> None:
-        fid, path, topic, updated, gen, n, vecs, terms, counts, lines, days, hashes, body = row
-        slot = len(self.files)
-        self.files.append(path)
-        self.topics.append(topic)
-        self.slot_file.append(fid)
-        self.slot_gen.append(gen)
-        if body is None or not n:
-            n = 0
-        self.slot_rows.append((self.rows, n))
-        if not n:
-            return
-        first, stop = self.rows, self.rows + n
-        if stop > self.prefix_cap.shape[0]:  # more rows than the count said (a concurrent writer): grow
-            cap = stop + max(1024, stop // 4)
-            self.prefix_cap = np.concatenate([self.prefix_cap[:first], np.empty((cap - first, self.p), np.float32)])
-            self.rest_cap = np.concatenate([self.rest_cap[:first],
-                                            np.empty((cap - first, self.dim - self.p), self.rest_dtype)])
-        if len(vecs) == 2 * self.dim * n:
-            v = np.frombuffer(vecs, dtype=np.float16).reshape(n, self.dim)
-            self.prefix_cap[first:stop] = v[:, :self.p]
-            self.rest_cap[first:stop] = v[:, self.p:] if self.rest_dtype != np.uint16 else to_bf16(v[:, self.p:])
-        else:  # a damaged row: no vectors (the entries still search by their words)
-            self.prefix_cap[first:stop] = 0
-            self.rest_cap[first:stop] = 0
-        self.rows = stop
-        self.file_days.append(_days(updated))
-        self.file_rows.append(n)
-        self.file_slots.append(slot)
-        blobs = self.blobs
-        blobs["lines"].append(lines)
-        blobs["days"].append(days)
-        blobs["terms"].append(terms)
-        blobs["counts"].append(counts)
-        self.ids.append(np.frombuffer(hashes.encode("ascii"), dtype="S40").astype("S8"))
-        texts, kinds, tags, odd = json.loads(body)
-        self.texts.extend(texts)
-        same = self.same
-        if kinds:
-            at = len(self.kinds)
-            self.kinds.extend([None] * n)
-            for pos, kind in kinds.items():
-                self.kinds[at + int(pos)] = same.setdefault(kind, kind)
-        else:
-            self.kinds.extend([None] * n)
-        at = len(self.tags)
-        self.tags.extend([()] * n)
-        for pos, listed in tags.items():
-            both = tuple(listed)
-            self.tags[at + int(pos)] = same.setdefault(both, both)
-        for pos, day in odd.items():
-            self.odd[first + int(pos)] = day
-
-    def view(self, gen: int, vocab: TermIds) -> IndexView:
-        n = self.rows
-        base = self.base
-        start = 0 if base is None else len(base)
-        new_ids = np.concatenate(self.ids) if self.ids else np.zeros(0, "S8")
-        lens = np.array(self.file_rows, dtype=np.int64)
-        file_ids = np.repeat(np.array(self.file_slots, dtype=np.int32), lens)
-        lines = np.frombuffer(b"".join(self.blobs["lines"]), dtype=np.int32)
-        own = np.frombuffer(b"".join(self.blobs["days"]), dtype=np.int32)
-        counts = np.frombuffer(b"".join(self.blobs["counts"]), dtype=np.int32)
-        term_ids = np.frombuffer(b"".join(self.blobs["terms"]), dtype=np.int32)
-        file_day = np.repeat(np.array(self.file_days, dtype=np.int64), lens)
-        dates = np.where(own == NO_DAY, file_day, own).astype("M8[D]")
-        if base is None:
-            offsets = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            # (read-only arrays over the joined blobs: nothing writes to a view)
-            view = IndexView(gen, self.files, self.topics, file_ids, lines, new_ids, self.texts, self.kinds,
-                             self.tags, own, dates, self.prefix_cap[:n], self.rest_cap[:n], term_ids,
-                             offsets, vocab, lineage=next(_LINEAGE), loaded_rows=n)
-        else:
-            offsets = np.empty(n + 1, dtype=np.int64)
-            offsets[:start + 1] = base.term_offsets
-            np.cumsum(counts, out=offsets[start + 1:])
-            offsets[start + 1:] += base.term_offsets[-1]
-            live = np.concatenate([self.live, np.ones(n - start, dtype=bool)]) if self.live is not None else None
-            view = IndexView(gen, self.files, self.topics, np.concatenate([base.file_ids, file_ids]),
-                             np.concatenate([base.lines, lines]), np.concatenate([base.ids, new_ids]),
-                             base.texts + self.texts, base.kinds + self.kinds, base.tags + self.tags,
-                             np.concatenate([base.own_days, own]), np.concatenate([base.dates, dates]),
-                             self.prefix_cap[:n], self.rest_cap[:n], np.concatenate([base.term_ids, term_ids]),
-                             offsets, vocab, live=live, lineage=base.lineage, loaded_rows=self.loaded_rows,
-                             dead_rows=self.dead_rows)
-        view.odd_dates = self.odd
-        view.slot_file, view.slot_gen, view.slot_rows = self.slot_file, self.slot_gen, self.slot_rows
-        view.capacity = (self.prefix_cap, self.rest_cap)
-        return view
-
-
-def _days(day: str | None) -> int:
-    """``YYYY-MM-DD`` as days since 1970-01-01 (NO_DAY: none, or no real day)."""
-    if not day:
-        return NO_DAY
-    try:
-        return date.fromisoformat(day[:10]).toordinal() - _EPOCH
-    except ValueError:
-        return NO_DAY
-
-
-_LIBC: list[object] = []
-
-
-def trim_memory() -> None:
-    """Give the memory freed after building a large view back to the system (glibc keeps freed
-    blocks of its heap otherwise, and the next build would start from the higher mark)."""
-    if not _LIBC:
-        try:
-            _LIBC.append(ctypes.CDLL("libc.so.6").malloc_trim)
-        except (OSError, AttributeError):
-            _LIBC.append(None)
-    if _LIBC[0] is not None:
-        _LIBC[0](0)  # type: ignore[operator]
-
-
-def to_bf16(x: np.ndarray) -> np.ndarray:
-    """``x`` as bfloat16 (the upper half of each float32, rounded to nearest even) in uint16."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    return ((u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16)).astype(np.uint16)
+        return {h: np.frombuffer(v, dtype=np.float32).copy() for h, v in found.items()}
 
 
 def _split_hashes(hashes: str) -> list[str]:
     return [hashes[i:i + _HASH_LEN] for i in range(0, len(hashes), _HASH_LEN)]
 
 
-def _f16_rows(rows: np.ndarray) -> list[bytes]:
-    data = np.ascontiguousarray(rows, dtype=np.float16)
-    width = data.shape[1] * 2
+def _f32_rows(rows: np.ndarray) -> list[bytes]:
+    data = np.ascontiguousarray(rows, dtype=np.float32)
+    width = data.shape[1] * 4
     raw = data.tobytes()
     return [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * data.shape[0]
 
 
-def _read_only(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "readonly" in text or "read-only" in text or "unable to open" in text

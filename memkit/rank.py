@@ -44,9 +44,9 @@ turning it off alone lowered recall there (``python bench/eval.py --set smooth_n
 script behind ``make eval``; ``--set`` overrides one :class:`RankParams` weight). The speaker
 guard is what lets the person signal hold on ordinary notes too.
 
-**Vectors** are held split: the first ``PREFIX_DIMS`` dimensions as one contiguous float32
-array, the rest as another (bfloat16, in uint16, in a large view: see
-:class:`memkit.index.IndexView`); an exact cosine is the sum of the two products.
+**Vectors** are one float32 ``(n, dim)`` matrix (a vault's is the memory-mapped ``.npy`` of
+:mod:`memkit.matrix`, never copied), read as two column views: the first ``PREFIX_DIMS``
+dimensions and the rest; an exact cosine of every row is one product with the whole matrix.
 
 **Large vaults** (``FAST_MIN_N`` entries and more, hybrid mode, no filter): an approximate cosine
 over the first ``PREFIX_DIMS`` dimensions (model2vec dimensions are PCA-ordered, so they carry
@@ -225,16 +225,15 @@ def _runs(seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 Hit = tuple[int, float, float, float]  #: (entry index, score, cosine, lexical)
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce  # without ndarray.min's Python wrapper
-_BLOCK = 2048  # rows widened at a time from bfloat16
+_BLOCK = 2048  # rows at a time in the context norms
 
 
 class Ranker:
     """Scores a vault's entries for queries (see the module docstring).
 
     :param texts: the entries' texts, in file order.
-    :param vectors: ``(n, dim)`` unit rows, or the pair (first ``PREFIX_DIMS`` dimensions, the
-        rest) as :class:`memkit.index.IndexView` keeps them (the rest may be bfloat16 held in
-        uint16: a large view's; widened when read).
+    :param vectors: ``(n, dim)`` unit rows (float32 rows are used in place, not copied), or the
+        pair (first ``PREFIX_DIMS`` dimensions, the rest).
     :param file_ids: the file of each entry (entries of a file are contiguous).
     :param params: the weights.
     :param terms: the texts' search terms already encoded (``(term ids, offsets, vocab)`` as
@@ -249,7 +248,7 @@ class Ranker:
                  base: "Ranker | None" = None) -> None:
         self.params = p = params or RankParams()
         n = self.n = len(texts)
-        self._P, self._R = _split(vectors, n)
+        self._P, self._R, self._M = _split(vectors, n)
         self.dim = self._P.shape[1] + self._R.shape[1]
         files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids, dtype=np.int64).reshape(-1)
         if files.shape[0] != n:
@@ -302,11 +301,11 @@ class Ranker:
         it is 1 / sqrt(1 + w^2 + 2 w v_i.v_{i-1})."""
         dots = np.zeros(stop - start, dtype=np.float32)
         lo = max(start, 1)
-        for a in range(lo, stop, _BLOCK):  # in blocks: a bfloat16 rest is widened a block at a time
+        for a in range(lo, stop, _BLOCK):  # in blocks: small temporaries
             b = min(a + _BLOCK, stop)
             block = np.einsum("ij,ij->i", self._P[a:b], self._P[a - 1:b - 1])
             if self._R.shape[1]:
-                rest = _f32(self._R[a - 1:b])
+                rest = self._R[a - 1:b]
                 block += np.einsum("ij,ij->i", rest[1:], rest[:-1])
             dots[a - start:b - start] = block
         w = np.float32(self.params.vec_context)
@@ -316,14 +315,15 @@ class Ranker:
     def _set_prefix(self) -> None:
         self.prefix: np.ndarray | None = None  #: the fast path's scan (None: exact path only)
         if self.n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS and self._P.shape[1] == PREFIX_DIMS:
-            self.prefix = self._P
+            # a contiguous copy of the matrix's first columns: the scan reads 1/4 of the bytes
+            self.prefix = np.ascontiguousarray(self._P)
 
     @property
     def vectors(self) -> np.ndarray:
         """The ``(n, dim)`` unit rows (a copy: kept split)."""
-        return np.hstack([self._P, _f32(self._R)]) if self._R.shape[1] else self._P
+        return self._M if self._M is not None else np.hstack([self._P, self._R]) if self._R.shape[1] else self._P
 
-    def extended(self, texts: Sequence[str], vectors: tuple[np.ndarray, np.ndarray], file_ids: np.ndarray,
+    def extended(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray], file_ids: np.ndarray,
                  terms: tuple[np.ndarray, np.ndarray, Any], live: np.ndarray | None) -> "Ranker":
         """The ranker of these entries, when the first ``self.n`` are this ranker's (some now
         dead per ``live``) and the others new: only the new ones are worked out (their BM25
@@ -345,18 +345,17 @@ class Ranker:
         products of ``rows`` with the first dimensions, already known."""
         p = self._P.shape[1]
         if first is not None and rows is not None:
-            return first + _f32(self._R[rows]) @ q[p:] if self._R.shape[1] else first.copy()
+            return first + self._R[rows] @ q[p:] if self._R.shape[1] else first.copy()
         if rows is None:
+            if self._M is not None:
+                return self._M @ q
             cos = self._P @ q[:p]
-            if self._R.shape[1] and self._R.dtype == np.uint16:  # widened a block at a time
-                for a in range(0, self.n, _BLOCK):
-                    cos[a:a + _BLOCK] += _f32(self._R[a:a + _BLOCK]) @ q[p:]
-            elif self._R.shape[1]:
+            if self._R.shape[1]:
                 cos += self._R @ q[p:]
             return cos
         cos = self._P[rows] @ q[:p]
         if self._R.shape[1]:
-            cos += _f32(self._R[rows]) @ q[p:]
+            cos += self._R[rows] @ q[p:]
         return cos
 
     def _vector(self, cos: np.ndarray, prev_cos: np.ndarray, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
@@ -592,7 +591,7 @@ class Ranker:
         rows = mark[:n].nonzero()[0]
         exact = np.empty(n + 2, dtype=np.float32)  # read at the rows computed only (and [-1]: 0)
         # the scan's products are the first dimensions' share of the exact cosines
-        exact[rows] = self._cosines(q, rows, approx[rows] if self.prefix is self._P else None)
+        exact[rows] = self._cosines(q, rows, approx[rows])
         exact[-1] = 0
         m = e.shape[0]
         both = np.concatenate([e, low])  # the candidates, then the lowest (their vector scores only)
@@ -618,29 +617,23 @@ class Ranker:
         return [(int(e[i]), s, float(cos[i]), float(lex[e[i]])) for i, s in _best(ok.nonzero()[0], fused, k)]
 
 
-def _f32(x: np.ndarray) -> np.ndarray:
-    """float32 rows from float32 or bfloat16 (uint16) ones."""
-    if x.dtype != np.uint16:
-        return x
-    wide = x.astype(np.uint32)
-    wide <<= np.uint32(16)
-    return wide.view(np.float32)
-
-
-def _split(vectors: np.ndarray | tuple[np.ndarray, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first PREFIX_DIMS dimensions, the rest) as float32 arrays of ``n`` rows."""
+def _split(vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
+           n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(first PREFIX_DIMS dimensions, the rest, the whole matrix or None) as float32 arrays of
+    ``n`` rows: column views of one matrix (no copy), or the pair given."""
+    whole = None
     if isinstance(vectors, tuple):
         first = np.asarray(vectors[0], dtype=np.float32)
-        rest = vectors[1] if vectors[1].dtype == np.uint16 else np.asarray(vectors[1], dtype=np.float32)
+        rest = np.asarray(vectors[1], dtype=np.float32)
     else:
-        v = np.asarray(vectors, dtype=np.float32)
-        if v.ndim != 2:
-            raise ValueError(f"vectors must be ({n}, d); got {v.shape}")
-        p = min(PREFIX_DIMS, v.shape[1])
-        first, rest = np.ascontiguousarray(v[:, :p]), np.ascontiguousarray(v[:, p:])
+        whole = np.asarray(vectors, dtype=np.float32)
+        if whole.ndim != 2:
+            raise ValueError(f"vectors must be ({n}, d); got {whole.shape}")
+        p = min(PREFIX_DIMS, whole.shape[1])
+        first, rest = whole[:, :p], whole[:, p:]
     if first.ndim != 2 or rest.ndim != 2 or first.shape[0] != n or rest.shape[0] != n:
         raise ValueError(f"vectors must be ({n}, d); got {first.shape} + {rest.shape}")
-    return first, rest
+    return first, rest, whole
 
 
 def _best(cand: np.ndarray | None, score: np.ndarray, k: int) -> list[tuple[int, float]]:

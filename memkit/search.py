@@ -21,8 +21,9 @@ import numpy as np
 
 from .blas import single_thread
 from .config import Config
-from .errors import InvalidValue, MemkitError, ModelError, TopicNotFound
-from .index import NO_DAY, TRIM_MIN_ROWS, Index, IndexReport, IndexView, trim_memory
+from .errors import InvalidValue, ModelError, TopicNotFound
+from .index import Index, IndexReport
+from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
 from .lifecycle import last_day
 from .limits import MAX_QUERY_CHARS
 from .names import check_topic_name, in_topic
@@ -182,10 +183,10 @@ class Searcher:
                 terms = (view.term_ids, view.term_offsets, view.vocab)
                 with single_thread():
                     if ranked is not None and ranked[0].lineage == view.lineage and len(ranked[0]) <= len(view):
-                        ranker = ranked[1].extended(view.texts, (view.prefix, view.rest), view.file_ids, terms,
+                        ranker = ranked[1].extended(view.texts, view.vectors, view.file_ids, terms,
                                                     view.live)
                     else:
-                        ranker = Ranker(view.texts, (view.prefix, view.rest), view.file_ids, terms=terms,
+                        ranker = Ranker(view.texts, view.vectors, view.file_ids, terms=terms,
                                         live=view.live)
                         if len(view) >= TRIM_MIN_ROWS:
                             trim_memory()

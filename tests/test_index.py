@@ -8,10 +8,12 @@ import sqlite3
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from memkit import Vault
 from memkit.index import Index
+from memkit.sidecar import Sidecar
 
 from util import FakeEmbedder, vault_with, write
 
@@ -31,6 +33,12 @@ def total_embedded(fake) -> int:
 
 def db_path(v: Vault):
     return next((v.state_dir / "index").glob("*.sqlite3"))
+
+
+def matrix_path(v: Vault):
+    """The model's current .npy matrix (the one the index names)."""
+    name, = query(v, "SELECT value FROM meta WHERE key = 'matrix'")[0]
+    return v.state_dir / "index" / name
 
 
 def query(v: Vault, sql: str):
@@ -90,7 +98,8 @@ def test_deleted_topic_drops_entries_and_unused_vectors(tmp_path, fake):
     assert query(v, "SELECT COUNT(*) FROM entries") == [(1,)]
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncate", "empty", "wrong_dim", "other_schema", "folder"])
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "empty", "wrong_dim", "matrix_gone", "matrix_short",
+                                    "other_schema", "folder"])
 def test_damaged_sidecar_is_rebuilt(tmp_path, fake, damage):
     v = make_vault(tmp_path, fake, {"a": "- apple pie\n- apple tart\n"})
     v.index()
@@ -103,11 +112,13 @@ def test_damaged_sidecar_is_rebuilt(tmp_path, fake, damage):
         db.write_bytes(db.read_bytes()[:1500])
     elif damage == "empty":
         db.write_bytes(b"")
-    elif damage == "wrong_dim":
-        con = sqlite3.connect(db)
-        con.execute("UPDATE file_data SET vecs = x'0000'")
-        con.commit()
-        con.close()
+    elif damage == "wrong_dim":  # a matrix of another dimension in its place
+        np.save(matrix_path(v), np.zeros((2, 16), dtype=np.float32))
+    elif damage == "matrix_gone":
+        matrix_path(v).unlink()
+    elif damage == "matrix_short":  # fewer rows than the index names
+        data = np.load(matrix_path(v))
+        np.save(matrix_path(v), data[:1])
     elif damage == "other_schema":
         con = sqlite3.connect(db)
         con.execute("UPDATE meta SET value = '999' WHERE key = 'schema'")
@@ -119,12 +130,8 @@ def test_damaged_sidecar_is_rebuilt(tmp_path, fake, damage):
         (db / "x").write_text("x")
     fake2 = FakeEmbedder()
     v2 = Vault(v.root, embedder=fake2)
-    if damage == "wrong_dim":  # rows of the wrong size are never used: the entries still search
-        assert v2.search("apple tart", k=1, threshold=None)[0].text == "apple tart"
-        v2.index(full=True)
-    else:
-        report = v2.index()
-        assert report.new == 2 and report.entries == 2
+    report = v2.index()
+    assert report.new == 2 and report.entries == 2
     assert v2.search("apple tart", k=1, threshold=None)[0].text == "apple tart"
     assert db.is_file()
 
@@ -217,11 +224,14 @@ def test_sidecar_layout_is_as_documented(tmp_path, fake):
     v.index()
     assert db_path(v).name == "fake-bow-32.sqlite3"
     meta = dict(query(v, "SELECT key, value FROM meta"))
-    assert (meta["model"], meta["dim"], meta["schema"], meta["entries"]) == ("fake-bow", "32", "2", "1")
-    assert query(v, "SELECT path, topic, n, pending FROM files") == [("topics/a.md", "a", 1, 0)]
-    (vecs, terms, counts, lines, days, hashes, body), = query(
-        v, "SELECT vecs, terms, counts, lines, days, hashes, body FROM file_data")
-    assert len(vecs) == 64  # 32 float16 values
+    assert (meta["model"], meta["dim"], meta["schema"], meta["entries"]) == ("fake-bow", "32", "3", "1")
+    assert (meta["matrix"], meta["rows"]) == ("fake-bow-32.0.npy", "1")
+    assert query(v, "SELECT path, topic, n, pending, row0 FROM files") == [("topics/a.md", "a", 1, 0, 0)]
+    (terms, counts, lines, days, hashes, body), = query(
+        v, "SELECT terms, counts, lines, days, hashes, body FROM file_data")
+    vectors = np.load(v.state_dir / "index" / "fake-bow-32.0.npy", mmap_mode="r")
+    assert vectors.shape == (1, 32) and vectors.dtype == np.float32
+    assert abs(float(np.linalg.norm(vectors[0])) - 1) < 1e-5  # unit rows
     vocab = dict(query(v, "SELECT id, term FROM terms"))
     ids = [int.from_bytes(terms[i:i + 4], "little") for i in range(0, len(terms), 4)]
     assert [vocab[i] for i in ids] == ["fact", "apple", "fruit", "2026-01-02", "2026", "01", "02"]
@@ -332,3 +342,65 @@ def test_search_rechecks_files_at_most_once_a_second(tmp_path, fake, monkeypatch
     assert calls == [1]
     v.search("apple", refresh=True)
     assert calls == [1, 1]
+
+
+def test_another_tool_reads_the_vectors_as_the_readme_says(tmp_path, fake):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n- apple tart\n", "b": "- banana bread\n"})
+    v.index()
+    write(v.topics_dir / "a.md", "- apple pie\n- plum tart\n")  # a changed file: a new block, the old one dead
+    v.index()
+    con = sqlite3.connect(db_path(v))
+    name, = con.execute("SELECT value FROM meta WHERE key = 'matrix'").fetchone()
+    rows, = con.execute("SELECT value FROM meta WHERE key = 'rows'").fetchone()
+    matrix = np.load(v.state_dir / "index" / name, mmap_mode="r")[:int(rows)]
+    got = {}
+    for path, row0, n, hashes in con.execute("SELECT f.path, f.row0, f.n, d.hashes FROM files f "
+                                             "JOIN file_data d ON d.file_id = f.id"):
+        texts = json.loads(con.execute("SELECT body FROM file_data d JOIN files f ON f.id = d.file_id "
+                                       "WHERE f.path = ?", (path,)).fetchone()[0])[0]
+        for pos, text in enumerate(texts):
+            got[text] = np.asarray(matrix[row0 + pos])
+    con.close()
+    assert sorted(got) == ["apple pie", "banana bread", "plum tart"] and matrix.shape[0] == 5  # 2 rows dead
+    for text, row in got.items():
+        want = fake.embed([text])[0]
+        assert np.allclose(row, want / np.linalg.norm(want), atol=1e-6)
+
+
+def test_a_writer_that_dies_before_its_commit_leaves_the_index_as_it_was(tmp_path, fake, monkeypatch):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
+    v.index()
+
+    def die(*args, **kwargs):
+        raise KeyboardInterrupt("killed between writing the matrix and committing")
+
+    write(v.topics_dir / "b.md", "- banana bread\n- banana split\n")
+    monkeypatch.setattr(Index, "_compact", die)  # runs after the rows are appended, before the commit
+    with pytest.raises(KeyboardInterrupt):
+        v.index()
+    monkeypatch.undo()
+    assert dict(query(v, "SELECT key, value FROM meta"))["rows"] == "1"
+    assert np.load(matrix_path(v), mmap_mode="r").shape[0] == 3  # rows past the committed one: never read
+    fresh = Vault(v.root, embedder=FakeEmbedder())
+    assert [h.text for h in fresh.search("banana", threshold=None, refresh=False)] == ["apple pie"]
+    report = fresh.index()  # the next writer writes over them
+    assert report.new == 2 and dict(query(v, "SELECT key, value FROM meta"))["rows"] == "3"
+    assert fresh.search("banana split", k=1, threshold=None)[0].text == "banana split"
+    assert np.load(matrix_path(v), mmap_mode="r").shape[0] == 3
+
+
+def test_a_read_only_vault_keeps_its_matrix_in_memory(tmp_path, fake, monkeypatch):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
+    v.index()
+    import memkit.matrix as matrix_mod
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(matrix_mod.FileMatrix, "append", refuse)
+    monkeypatch.setattr(Sidecar, "_open_file", refuse)
+    ro = Vault(v.root, embedder=FakeEmbedder())
+    write(v.topics_dir / "b.md", "- banana bread\n")
+    assert ro.search("banana bread", k=1, threshold=None)[0].text == "banana bread"
+    assert ro.searcher.index.in_memory and ro.searcher.index.matrix.in_memory
+    assert ro.search("apple pie", k=1, threshold=None)[0].text == "apple pie"  # seeded from the disk

@@ -1,5 +1,5 @@
-"""The in-memory view and ranker follow changed files without a reload, the refresh of named
-files, the large-vault layouts (bfloat16 rest, postings without folded context), and the
+"""The view and ranker follow changed files without a reload, the refresh of named files, the
+large-vault layouts (the memory-mapped matrix, postings without folded context), and the
 embedding thread of a large refresh: each gives what a fresh build gives."""
 from __future__ import annotations
 
@@ -79,7 +79,8 @@ def test_view_and_ranker_follow_changes_like_a_fresh_build(vault, monkeypatch, f
         assert view.lineage == lineage and view.live is not None and not view.live.all()
         fresh = Vault(v.root, embedder=FakeEmbedder())
         fview, franker = fresh.searcher.ranker()
-        assert fview.live is None and len(fview) < len(view)
+        # a fresh process reads the same matrix: the same rows, dead ones included (until compacted)
+        assert fview.live is not None and len(fview) == len(view) and fview.lineage != view.lineage
         assert live_rows(view) == live_rows(fview)
         for kw in ({"threshold": None}, {"threshold": 0.3}, {"mode": "lexical"}, {"mode": "vector", "threshold": None},
                    {"threshold": None, "topic": "t03"}):
@@ -88,13 +89,21 @@ def test_view_and_ranker_follow_changes_like_a_fresh_build(vault, monkeypatch, f
         assert sorted(ranker.speaker_names) == sorted(franker.speaker_names)
 
 
-def test_many_changes_reload_the_view_whole(vault, monkeypatch):
-    monkeypatch.setattr(index_mod, "RELOAD_SHARE", 0.01)
+def test_a_compacted_matrix_reloads_the_view_whole(vault, monkeypatch):
+    monkeypatch.setattr(index_mod, "COMPACT_MIN_ROWS", 1)
+    monkeypatch.setattr(index_mod, "COMPACT_SHARE", 0.01)
     view0 = vault.searcher.index.view()
+    assert view0.matrix.endswith(".0.npy") and view0.live is None
+    before = live_rows(view0)
     write(vault.topics_dir / "t03.md", "- a single new line\n")
     vault.index()
     view = vault.searcher.index.view()
-    assert view.lineage != view0.lineage and view.live is None
+    assert view.matrix.endswith(".1.npy") and view.lineage != view0.lineage and view.live is None
+    assert len(view) == sum(n for _, n in view.slot_rows)  # live rows only
+    folder = vault.state_dir / "index"
+    assert sorted(p.name for p in folder.glob("*.npy")) == [view.matrix]  # the old one deleted
+    assert live_rows(view0) == before  # a view over the old matrix still reads it (its pages are mapped)
+    assert ("topics/t03.md", 1, "a single new line") in [r[:3] for r in live_rows(view)]
 
 
 def test_refresh_of_named_files_only(vault):
@@ -133,42 +142,21 @@ class Wide(FakeEmbedder):
 
 
 @pytest.mark.parametrize("fast", [False, True])
-def test_bfloat16_rest_of_a_large_view(vault, monkeypatch, fast):
+def test_wide_vectors_from_the_memory_mapped_matrix(vault, monkeypatch, fast):
     if fast:
         monkeypatch.setattr(rank_mod, "FAST_MIN_N", 10)
         monkeypatch.setattr(rank_mod, "CANDIDATE_SHARE", 1.0)
         monkeypatch.setattr(rank_mod, "LOW_CANDIDATES", 10_000)
-    wide = Vault(vault.root, embedder=Wide())
-    wide.index()
-    exact = results(wide.searcher, QUERIES, threshold=None)
-    assert all(exact)
-    monkeypatch.setattr(index_mod, "COMPACT_MIN_ROWS", 0)
     v = Vault(vault.root, embedder=Wide())
+    v.index()
     view, ranker = v.searcher.ranker()
-    assert view.rest.dtype == np.uint16 and view.rest.shape[1] == 96  # 16 bits per dimension after the first 64
+    assert not view.vectors.flags.writeable and view.rest.shape[1] == 96  # read-only pages of the .npy
     assert (ranker.prefix is not None) == fast
-    got = results(v.searcher, QUERIES, threshold=None)
-    assert [[r[:2] for r in q] for q in got] == [[r[:2] for r in q] for q in exact]
-    assert np.allclose([[r[3] for r in q] for q in got if q], [[r[3] for r in q] for q in exact if q], atol=2e-3)
-    # the exact path (a filter) widens the rest a block at a time
-    assert results(v.searcher, QUERIES[:2], threshold=None, topic="t03")[0][0][:2] == \
-        results(wide.searcher, QUERIES[:2], threshold=None, topic="t03")[0][0][:2]
-
-
-def test_bfloat16_rest_rounds_to_nearest():
-    x = np.array([[1.0, -2.5, 0.1, 3.14159, 1e-3, 0.0]], dtype=np.float32)
-    back = (index_mod.to_bf16(x).astype(np.uint32) << 16).view(np.float32)
-    assert np.allclose(back, x, rtol=2 ** -8) and back[0, 0] == 1.0 and back[0, 5] == 0.0
-    r = Ranker(["a b", "c d", "a d"], _unit(np.random.default_rng(0).standard_normal((3, 160))), [0, 0, 1])
-    packed = Ranker(["a b", "c d", "a d"], (r.vectors[:, :64].copy(), index_mod.to_bf16(r.vectors[:, 64:])), [0, 0, 1])
-    q = r.vectors[2]
-    assert np.allclose(packed.vector_scores(q)[0], r.vector_scores(q)[0], atol=2e-3)
-    assert [i for i, _ in packed.search("a", q, k=3)] == [i for i, _ in r.search("a", q, k=3)]
-
-
-def _unit(v):
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    copied = Ranker(view.texts, np.array(view.vectors), view.file_ids, terms=(view.term_ids, view.term_offsets,
+                                                                             view.vocab), live=view.live)
+    q = v.embedder.embed(["apple pear router"])[0]
+    assert [i for i, *_ in ranker.search("apple pear router", q, k=8)] == \
+        [i for i, *_ in copied.search("apple pear router", q, k=8)]
 
 
 def test_postings_with_and_without_folded_context_score_alike(monkeypatch):

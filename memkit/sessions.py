@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .config import Config
 from .errors import InvalidValue, MemkitError, SessionNotFound
+from .limits import MAX_SESSION_MESSAGE_CHARS
 from .fsutil import NotRegularFile, append_bytes, atomic_write, describe_os_error, read_head, read_regular
 from .session_format import (
     NAME_RE,
@@ -52,7 +53,6 @@ __all__ = ["SESSIONS_DIR", "Sessions"]
 SESSIONS_DIR = "sessions"
 ARCHIVE_DIR = "archive"
 MAX_SESSION_BYTES = 256 * 1024 * 1024  #: a session file is read up to this size
-MAX_MESSAGE_CHARS = 1_000_000  #: one message (a pasted document at most)
 LIST_CACHE = "session-list.json"  #: under .memkit/: what listing read of each file, by its stat
 
 
@@ -298,8 +298,8 @@ class Sessions:
         role = check_role(role)
         if not isinstance(content, str):
             raise InvalidValue("a message's content must be text")
-        if len(content) > MAX_MESSAGE_CHARS:
-            raise InvalidValue(f"the message is {len(content):,} characters; the limit is {MAX_MESSAGE_CHARS:,}")
+        if len(content) > MAX_SESSION_MESSAGE_CHARS:
+            raise InvalidValue(f"the message is {len(content):,} characters; the limit is {MAX_SESSION_MESSAGE_CHARS:,}")
         if "\0" in content:
             raise InvalidValue("the message contains a NUL character")
         if name is not None:

@@ -109,6 +109,17 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
     ("get_context", {"message": "hi", "budget_tokens": -5}, "invalid value for budget_tokens: -5 is below", None),
     ("get_context", {"message": ["hi"]}, "invalid value for message: expected a string", None),
     ("no_such_tool", {}, "unknown tool 'no_such_tool'", None),
+    ("save_message", {"session": "nope", "role": "user", "content": 5}, "invalid value for content: expected a string, got 5",
+     None),
+    ("save_message", {"session": "nope", "role": "user"}, "save_message: missing required argument 'content'", None),
+    ("save_message", {"session": "nope", "role": "user", "content": "hi"}, "no session 'nope' in sessions/",
+     ["session", "add", "nope", "user", "hi"]),
+    ("load_session", {"session": "nope", "max_tokens": 0}, "invalid value for max_tokens: 0 is below the minimum 1",
+     None),
+    ("load_session", {"session": "../../etc", "max_tokens": 10}, "no session '../../etc'", None),
+    ("list_sessions", {"archived": "yes"}, "invalid value for archived: expected true or false, got \"yes\"", None),
+    ("start_session", {"session": "../x"}, "invalid session id '../x'", ["session", "new", "--id", "../x"]),
+    ("search_sessions", {"query": "   "}, "the query is empty", None),
 ]
 
 
@@ -370,13 +381,23 @@ def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, mo
     assert "Traceback" in caplog.text and "disk on fire" in caplog.text
 
 
-def test_the_schemas_use_the_librarys_own_limits():
-    from memkit.mcp_server import TOOLS
-    from memkit.search import MAX_QUERY_CHARS
-    from memkit.store import MAX_ENTRY_CHARS
+def test_the_schemas_use_the_librarys_own_limits(tmp_path):
+    """The typed tools' schemas come from the methods' signatures, with the library's own limits."""
+    from memkit.limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SESSION_MESSAGE_CHARS
+    from memkit.mcp_server import Memory, TypedTools
 
-    assert TOOLS["add_memory"]["schema"]["properties"]["text"]["maxLength"] == MAX_ENTRY_CHARS
-    assert TOOLS["search_memories"]["schema"]["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
+    typed = TypedTools(Memory.open(vault_with(tmp_path, TOPICS, FakeEmbedder())))
+    assert typed.schema("add_memory")["properties"]["text"]["maxLength"] == MAX_ENTRY_CHARS
+    assert typed.schema("search_memories")["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
+    assert typed.schema("save_message")["properties"]["content"]["maxLength"] == MAX_SESSION_MESSAGE_CHARS
+    assert typed.schema("search_memories")["properties"]["topic"] == {
+        "type": "string", "maxLength": 200, "default": None,
+        "description": "Only this topic and its subtopics (topic-*). Topic name: lowercase words joined by '-', "
+                       "e.g. 'cooking' or 'home-lab' (list_topics shows the existing ones)."}
+    assert typed.schema("forget_memory") == {
+        "type": "object", "required": ["id"], "additionalProperties": False,
+        "properties": {"id": {"type": "string", "maxLength": 200, "minLength": 1,
+                              "description": "The entry id, e.g. '3f2a9c1e'."}}}
 
 
 def test_session_tools_continue_yesterdays_conversation(tmp_path):

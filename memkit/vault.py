@@ -296,7 +296,9 @@ class Vault:
         :param now: digest it at once (needs an LLM) and move it to inbox/done/.
         :param llm: for ``now``: ``"auto"`` (memkit.yaml's), None (fails) or an LLM client.
         :param save: also store the conversation as a session (:meth:`import_sessions`) named after
-            the capture's session id: capturing it again appends only the new messages.
+            the capture's session id: capturing it again appends only the new messages. A Claude
+            Code transcript is read again for its messages' times; other formats have none, and
+            their messages are stamped with the time of the capture.
         """
         digest = None
         if now:
@@ -315,8 +317,13 @@ class Vault:
                 sid = check_session_id(result.session)
             except MemkitError:  # a path or a long id: its readable, collision-free file stem
                 sid = session_file_name(result.session, result.session, "")
-            (saved,) = self.import_sessions((self.root / result.file).read_bytes(), name=result.file, fmt="jsonl",
-                                            session_id=sid)
+            data, fmt, name = (self.root / result.file).read_bytes(), "jsonl", result.file
+            if result.format == "claude-code" and result.source != "stdin":  # the transcript itself has the times
+                try:
+                    data, fmt, name = Path(result.source).read_bytes(), "claude-code", result.source
+                except OSError:
+                    pass
+            (saved,) = self.import_sessions(data, name=name, fmt=fmt, session_id=sid)
             result.saved = saved.to_dict()
         return result
 

@@ -336,3 +336,17 @@ def test_capture_can_save_the_session_too(tmp_path, vault):
 def test_parse_session_without_a_header():
     s = parse_session("### user · 2026-03-01T09:00:00Z\nhi\n", "sessions/x.md", "x")
     assert s.created == "2026-03-01T09:00:00Z" and [m.content for m in s.messages] == ["hi"]
+
+
+def test_capture_save_of_a_claude_code_hook_keeps_the_transcripts_times(tmp_path, vault):
+    transcript = tmp_path / "cc.jsonl"
+    lines = [{"type": "user", "sessionId": "cc-1", "timestamp": "2026-03-01T10:00:00Z", "parentUuid": None,
+              "message": {"role": "user", "content": "rename the module"}},
+             {"type": "assistant", "sessionId": "cc-1", "timestamp": "2026-03-01T10:00:09Z",
+              "message": {"role": "assistant", "content": [{"type": "text", "text": "Renamed."}]}}]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    hook = json.dumps({"session_id": "cc-1", "transcript_path": str(transcript), "hook_event_name": "Stop"})
+    result = vault.capture(stdin=hook.encode(), save=True)
+    assert result.saved["id"] == "cc-1" and result.saved["added"] == 2
+    assert [(m.role, m.time) for m in vault.session("cc-1").messages] == [
+        ("user", "2026-03-01T10:00:00Z"), ("assistant", "2026-03-01T10:00:09Z")]

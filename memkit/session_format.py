@@ -73,7 +73,8 @@ _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 NAME_RE = re.compile(r"^(\d{4}-\d\d-\d\d)-(.+)\.md$")
 _TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
 #: a block's heading; group 1: escaping backslashes (content, not a heading, when any)
-_HEAD_RE = re.compile(rf"^(\\*)### (user|assistant|system|tool|summary) · ({_TIME})((?: · [^\r\n]*)?)[ \t]*\r?$",
+#: (matched against the text after a "\n": a literal first character lets the regex engine skip ahead)
+_HEAD_RE = re.compile(rf"\n(\\*)### (user|assistant|system|tool|summary) · ({_TIME})((?: · [^\r\n]*)?)[ \t]*\r?(?=\n|\Z)",
                       re.M)
 _ESCAPE_RE = re.compile(rf"^(\\*### (?:user|assistant|system|tool|summary) · {_TIME})", re.M)
 
@@ -366,20 +367,26 @@ def _unescape(content: str) -> str:
     return _UNESCAPE_RE.sub(r"\1", content) if "\\###" in content else content
 
 
+def _heads(text: str, start: int) -> list[re.Match[str]]:
+    """The block headings of ``text`` from ``start``, matched in ``"\n" + text`` (so a match's
+    ``start()`` is its heading's offset in ``text``, its ``end()`` one past it); escaped ones left out."""
+    return [m for m in _HEAD_RE.finditer("\n" + text, start) if not m.group(1)]
+
+
 def parse_blocks(text: str, start: int = 0, first_line: int = 1
                  ) -> tuple[list[SessionMessage], list[SessionSummary]]:
     """The messages and summaries of a session file's body (``text[start:]``; ``first_line`` is
     the line number at ``start``). Messages are in file order."""
     messages: list[SessionMessage] = []
     summaries: list[SessionSummary] = []
-    heads = [m for m in _HEAD_RE.finditer(text, start) if not m.group(1)]
+    heads = _heads(text, start)
     line = first_line
     pos = start
     for i, m in enumerate(heads):
-        line += text.count("\n", pos, m.start())
+        line += text.count("\n", pos, m.start())  # m.start(): the heading's offset in ``text``
         pos = m.start()
         end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        body = text[m.end():end]
+        body = text[m.end() - 1:end]
         if body.startswith("\r"):
             body = body[1:]
         content = _unescape(body.strip("\r\n").replace("\r\n", "\n"))
@@ -418,7 +425,7 @@ def parse_session_tail(text: str, file: str, session_id: str, chars: int, archiv
     cut = max(body, len(text) - chars)
     start = body
     if cut > body:
-        head = next((m for m in _HEAD_RE.finditer(text, cut) if not m.group(1)), None)
+        head = next(iter(_heads(text, cut)), None)
         start = head.start() if head is not None else len(text)
     earlier = 0
     if start > body:  # counted, not parsed: every message heading starts a line (content never does, escaped)

@@ -181,3 +181,10 @@ def test_tail_of_a_file_without_a_header():
     assert earlier == 5 and tail.messages == []
     tail, earlier = parse_session_tail(text, "f", "x", 10_000)
     assert earlier == 0 and len(tail.messages) == 5
+
+
+def test_a_cut_inside_a_line_never_reads_a_heading_there():
+    from memkit.session_format import parse_session_tail
+    text = "### user · 2026-03-01T09:00:00Z\nsee ### user · 2026-03-01T09:01:00Z here\n"
+    tail, earlier = parse_session_tail(text, "f", "x", len(text) - 4)
+    assert (earlier, tail.messages) == (1, [])

@@ -55,7 +55,9 @@ def _text(text: str | None, what: str) -> str:
     if text is None or text == "-":
         if text is None and sys.stdin.isatty():
             raise click.UsageError(f"give the {what}, or '-' to read it from stdin")
-        return sys.stdin.read()
+        text = sys.stdin.read()
+    if not text.strip():
+        raise InvalidValue(f"the {what} is empty")
     return text
 
 
@@ -246,6 +248,24 @@ def import_cmd(ctx: click.Context, file: str, fmt: str, session_id: str | None, 
         verb = "imported" if r.created else "updated"
         click.echo(f"{verb} {r.session.id} ({r.session.file}): {_plural(r.added, 'message')} added, "
                    f"{r.session.display_title}")
+
+
+@session_group.command("digest")
+@click.argument("session_id", metavar="ID")
+@click.option("--dry-run", is_flag=True, help="Only show the change as a diff.")
+@_json_option
+@click.pass_context
+def digest(ctx: click.Context, session_id: str, dry_run: bool, json_: bool) -> None:
+    """Digest a session into memories with the configured LLM (as `memkit digest` does a transcript)."""
+    report = _vault(ctx).digest_session(session_id, dry_run=dry_run)
+    if json_:
+        _echo_json(report.to_dict())
+        return
+    if dry_run and report.diff:
+        click.echo(report.diff, nl=False)
+    click.echo(report.summary())
+    for topic, line in report.written:
+        click.echo(f"  + {topic}: {line}")
 
 
 @session_group.command("search")

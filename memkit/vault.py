@@ -7,6 +7,7 @@ the embedding sidecar to :class:`memkit.index.Index`, ranking to
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 from datetime import date, datetime
@@ -432,6 +433,16 @@ class Vault:
         to ``sessions/archive/``, or delete them with ``delete``."""
         with self.store.lock():
             return self.conversations.prune(days, delete=delete, dry_run=dry_run, now=now)
+
+    def digest_session(self, session_id: str, *, llm: LLMChoice = "auto", dry_run: bool = False) -> DigestReport:
+        """Digest a session's messages into memory entries, as :meth:`digest` does a transcript
+        (digesting the same messages twice adds nothing)."""
+        conv = self.session(session_id)
+        if not conv.messages:
+            raise MemkitError(f"session {conv.id} has no messages to digest")
+        lines = "".join(json.dumps({"role": m.role, "content": m.content}, ensure_ascii=False) + "\n"
+                        for m in conv.messages)
+        return self.digest_text(lines, name=conv.file, llm=llm, dry_run=dry_run)
 
     def export_session(self, session_id: str) -> str:
         """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""

@@ -98,3 +98,36 @@ def test_capture_save(runner, vault, tmp_path):
     result = run(runner, vault, "capture", str(chat), "--session", "porto", "--save")
     assert result.exit_code == 0 and "saved as session porto (sessions/" in result.output
     assert [m.role for m in Vault(vault.root).session("porto").messages] == ["user", "assistant"]
+
+
+def test_digest_a_session_with_the_loopback_llm(runner, tmp_path):
+    from fake_llm import FakeLLM
+
+    def answer(request):
+        if "outdated" in request["messages"][-1]["content"]:
+            return json.dumps({"updates": []})
+        assert "user: I moved to Porto in May" in request["messages"][-1]["content"]
+        return json.dumps({"conclusions": [{"kind": "fact", "text": "Moved to Porto in May", "topic": None}],
+                           "new_topic": None})
+
+    with FakeLLM(answer) as fake:
+        vault = Vault.init(tmp_path / "d")
+        (vault.root / "memkit.yaml").write_text(f"llm: {{base_url: \"{fake.base_url}\", model: m, timeout_s: 5}}\n")
+        vault = Vault(vault.root)
+        vault.create_session(session_id="move", system_prompt="You are kind.")
+        vault.save_message("move", "user", "I moved to Porto in May")
+        vault.save_message("move", "assistant", "Congratulations!")
+        dry = run(runner, vault, "session", "digest", "move", "--dry-run")
+        assert dry.exit_code == 0, dry.output
+        assert "+- [fact] Moved to Porto in May" in dry.output and "would write 1 entry" in dry.output
+        done = run(runner, vault, "session", "digest", "move")
+        assert done.exit_code == 0 and "wrote 1 entry" in done.output
+        assert "Moved to Porto in May" in (vault.root / "topics" / "general.md").read_text()
+        again = run(runner, vault, "session", "digest", "move")
+        assert "already digested" in again.output
+
+
+def test_empty_message_text_is_refused(runner, vault):
+    vault.create_session(session_id="e")
+    result = run(runner, vault, "session", "add", "e", "user", "-", input="  \n")
+    assert result.exit_code == 2 and result.output.startswith("memkit: error: the message text is empty")

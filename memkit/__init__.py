@@ -15,6 +15,7 @@ from .errors import (
     LLMError,
     MemkitError,
     ModelError,
+    SessionNotFound,
     TopicNameError,
     TopicNotFound,
     TopicNotWritable,
@@ -26,6 +27,9 @@ from .context import Context
 from .digest import DigestReport
 from .index import IndexReport
 from .search import Hit
+from .session_format import PruneReport, Session, SessionInfo, SessionMessage
+from .session_search import SessionHit
+from .session_window import Window
 from .split import SplitPlan
 from .store import TopicInfo
 from .topic import Entry, Topic
@@ -46,12 +50,19 @@ __all__ = [
     "DigestReport",
     "IndexReport",
     "SplitPlan",
+    "Session",
+    "SessionInfo",
+    "SessionMessage",
+    "SessionHit",
+    "Window",
+    "PruneReport",
     "MemkitError",
     "ConfigError",
     "EntryNotFound",
     "InvalidValue",
     "LLMError",
     "ModelError",
+    "SessionNotFound",
     "TopicNameError",
     "TopicNotFound",
     "TopicNotWritable",

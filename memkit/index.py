@@ -48,7 +48,6 @@ import sqlite3
 import threading
 import time
 from array import array
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -57,9 +56,10 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .embed import Embedder
+from .embedqueue import EMBED_BATCH, EmbedQueue, f32_rows
 from .errors import MemkitError, TopicNotFound, TopicParseError
-from .matrix import FileMatrix, MatrixError, MemoryMatrix
-from .sidecar import Sidecar
+from .matrix import FileMatrix, MemoryMatrix
+from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
 from .names import topic_relpath
 from .store import Store, TopicFile
 from .text import terms as text_terms
@@ -70,15 +70,10 @@ log = logging.getLogger("memkit")
 
 __all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
 
-EMBED_BATCH = 2048
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
-TERM_CACHE_MAX = 500_000  #: term ids a writer keeps (then forgets them all)
 OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
-THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
-VOCAB_LOAD_MAX = 100_000  #: a view reads a vocabulary of at most this many terms whole (else term by term)
 COMPACT_SHARE = 0.25  #: the matrix is written anew once dead rows pass this share of it …
 COMPACT_MIN_ROWS = 4096  #: … and this many rows
-_HASH_LEN = 40  # sha1 hex digest
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
 
@@ -158,7 +153,6 @@ class Index:
         self._view_epoch = -1
         self._epoch = 0  # bumped whenever the sidecar may have changed (PRAGMA data_version, own writes)
         self._data_version: int | None = None
-        self._term_cache: dict[str, int] = {}  # term -> id, as committed to this connection's file
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r})"
@@ -190,7 +184,6 @@ class Index:
                 self.db.close()
                 self._files = None
                 self._view = None
-                self._term_cache = {}
                 self._data_version = None
                 self._epoch += 1
 
@@ -385,94 +378,26 @@ class Index:
                wait: float, full: bool, embed: bool) -> None:
         """Parse the changed files, find or make their vectors, and write them in one transaction.
         Large refreshes embed in a worker thread while the files are still being parsed."""
-        dim = self.embedder.dim
         parsed: list[_Parsed] = []
-        vectors: dict[str, bytes] = {}  # hash -> float32 row
-        queued: list[Entry] = []
-        seen: set[str] = set()
-        unembedded: list[Entry] = []
-        jobs: list[tuple[list[Entry], Future[np.ndarray]]] = []
-        worker: ThreadPoolExecutor | None = None
-        total_bytes = sum(s.stamp[0] for s in sources) or 1
-        done_bytes = 0
-        embedded = 0
-
-        def estimate() -> int:
-            """Entries to embed in all: those found so far, scaled by the bytes still to parse."""
-            return max(len(unembedded), int(len(unembedded) * total_bytes / max(done_bytes, 1)))
-
-        def tell(final: bool = False) -> None:
-            if progress is not None:
-                progress(embedded, max(embedded, len(unembedded) if final else estimate()))
-
-        batch_of: dict[str, int] = {}  # hash -> number of the worker's batch embedding it
-        taken = 0  # worker batches collected so far
-
-        def collect(until: int) -> None:
-            """Take the worker's batches up to number ``until`` (waiting), and any finished one."""
-            nonlocal embedded, taken
-            while jobs and (taken <= until or jobs[0][1].done()):
-                batch, job = jobs.pop(0)
-                vectors.update(zip((e.hash for e in batch), _f32_rows(job.result())))
-                embedded += len(batch)
-                taken += 1
-                tell(final=not jobs and done_bytes >= total_bytes)
-
-        def ready(entries: list[Entry]) -> None:
-            """Wait until the vectors of ``entries`` are made (the worker embeds in order)."""
-            if jobs:
-                collect(max((batch_of.get(e.hash, -1) for e in entries), default=-1))
-
-        def flush() -> None:
-            nonlocal worker, embedded
-            batch = queued[:]
-            queued.clear()
-            if not full and batch:
-                batch = [e for e in batch if e.hash not in vectors]  # in the file's own old row
-                found = self._known_vectors([e.hash for e in batch]) if batch else {}
-                vectors.update(found)
-                batch = [e for e in batch if e.hash not in found]
-            unembedded.extend(batch)
-            if not embed or not batch:
-                return
-            for i in range(0, len(batch), EMBED_BATCH):
-                part = batch[i:i + EMBED_BATCH]
-                if worker is None and len(sources) > 1 and estimate() >= THREAD_MIN_ENTRIES:
-                    worker = ThreadPoolExecutor(1, thread_name_prefix="memkit-embed")
-                if worker is not None:
-                    number = taken + len(jobs)
-                    batch_of.update((e.hash, number) for e in part)
-                    jobs.append((part, worker.submit(self._embed_rows, part)))
-                else:
-                    vectors.update(zip((e.hash for e in part), _f32_rows(self._embed_rows(part))))
-                    embedded += len(part)
-                    tell(final=done_bytes >= total_bytes)
-            collect(-1)
-
+        queue = EmbedQueue(self._embed_rows, None if full else self.db.known_vectors, embed=embed, files=len(sources),
+                           total_bytes=sum(s.stamp[0] for s in sources), progress=progress)
         if not full and len(sources) <= OWN_ROWS_MAX:  # an edited file's unchanged lines: from its own row
-            vectors.update(self._row_vectors([s.rel for s in sources]))
+            queue.vectors.update(self.db.row_vectors([s.rel for s in sources]))
         try:
             for source in sources:
                 item = self._parse(source)
                 parsed.append(item)
-                done_bytes += source.stamp[0]
                 if item.error is not None:
                     report.errors.append(item.error)
-                for e in item.topic.entries if item.topic is not None else ():
-                    if e.hash not in seen:
-                        seen.add(e.hash)
-                        queued.append(e)
-                if len(queued) >= EMBED_BATCH:
-                    flush()
-            flush()
-            report.new = len(unembedded) if embed else 0
-            pending = not embed and bool(unembedded)
+                queue.add(item.topic.entries if item.topic is not None else (), source.stamp[0])
+            queue.finish()
+            report.new = len(queue.unembedded) if embed else 0
+            pending = not embed and bool(queue.unembedded)
             # written while the worker still embeds: each file waits for its own vectors only
-            self._write(parsed, gone, vectors, report, wait, full, pending, dim, ready)
+            self._write(parsed, gone, queue.vectors, report, wait, full, pending, self.embedder.dim, queue.ready)
         finally:
-            if worker is not None:
-                worker.shutdown(wait=True, cancel_futures=True)
-        report.reused = sum(len(p.topic.entries) for p in parsed if p.topic is not None) - len(unembedded)
+            queue.close()
+        report.reused = sum(len(p.topic.entries) for p in parsed if p.topic is not None) - len(queue.unembedded)
         report.changed_files = len(parsed)
 
     def _write(self, parsed: list[_Parsed], gone: list[str], vectors: dict[str, bytes], report: IndexReport,
@@ -488,7 +413,7 @@ class Index:
             before: dict[int, list[str]] = {}  # file id -> its entries' hashes, in order, as indexed
             if full:
                 for (hashes,) in con.execute("SELECT hashes FROM file_data"):
-                    for h in _split_hashes(hashes):
+                    for h in split_hashes(hashes):
                         old[h] = old.get(h, 0) + 1
                 con.execute("DROP INDEX IF EXISTS entries_hash")  # rebuilt once at the end: faster than kept
                 con.execute("DELETE FROM entries")
@@ -508,7 +433,7 @@ class Index:
                     count -= n
                     if hashes is None:  # no blobs (a damaged row): its entries rows go too
                         con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
-                    before[fid] = _split_hashes(hashes or "")
+                    before[fid] = split_hashes(hashes or "")
                     for h in before[fid]:
                         old[h] = old.get(h, 0) + 1
                 for path in gone:
@@ -517,7 +442,7 @@ class Index:
                         con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
                         con.execute("DELETE FROM file_data WHERE file_id = ?", (fid,))
                         con.execute("DELETE FROM files WHERE id = ?", (fid,))
-            term_id = self._term_ids(con, {t for p in parsed for ts in p.terms for t in ts})
+            term_id = self.db.term_ids(con, {t for p in parsed for ts in p.terms for t in ts})
             written: dict[str, tuple[int, tuple[int, int, int]] | None] = dict.fromkeys(gone)
             zero = bytes(4 * dim)
             new: dict[str, int] = {}
@@ -610,107 +535,15 @@ class Index:
         log.debug("index matrix compacted: %d rows -> %d (%s)", rows, live, new_name)
         return new_name, live
 
-    def _term_ids(self, con: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
-        """The ids of ``terms``, adding the new ones (inside the write transaction)."""
-        if not terms:
-            return {}
-        cache = self._term_cache  # committed terms only: an id never changes meaning
-        if not cache and len(terms) < 20_000:  # a first small write: the whole vocabulary when small
-            if int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0]) <= VOCAB_LOAD_MAX:
-                cache.update(con.execute("SELECT term, id FROM terms"))
-        out = {t: cache[t] for t in terms if t in cache}
-        ask = [t for t in terms if t not in out]
-        if len(ask) > 20_000:
-            wanted = set(ask)
-            found = {t: i for t, i in con.execute("SELECT term, id FROM terms") if t in wanted}
-        else:
-            found = self._lookup_terms(con, ask) if ask else {}
-        if len(cache) + len(found) > TERM_CACHE_MAX:
-            cache.clear()
-        cache.update(found)
-        out.update(found)
-        new = sorted(t for t in terms if t not in out)
-        if new:
-            start = (con.execute("SELECT MAX(id) FROM terms").fetchone()[0] or 0) + 1
-            con.executemany("INSERT INTO terms VALUES (?, ?)", [(start + i, t) for i, t in enumerate(new)])
-            out.update((t, start + i) for i, t in enumerate(new))
-        return out
-
-    @staticmethod
-    def _lookup_terms(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for i in range(0, len(terms), 500):
-            chunk = terms[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            out.update(con.execute(f"SELECT term, id FROM terms WHERE term IN ({marks})", chunk))
-        return out
-
     def lookup_terms(self, terms: list[str]) -> dict[str, int]:
         """Term -> id for the terms the sidecar knows (for :class:`TermIds`)."""
         with self._mutex:
-            con = self.db.connect()
-            if len(terms) > 16:
-                return self._lookup_terms(con, terms)
-            out = {}
-            for term in terms:  # one statement, compiled once and cached: a few microseconds each
-                row = con.execute("SELECT id FROM terms WHERE term = ?", (term,)).fetchone()
-                if row is not None:
-                    out[term] = row[0]
-            return out
+            return self.db.lookup_terms(terms)
 
     def terms_after(self, last: int) -> dict[str, int]:
         """Term -> id of every term whose id is above ``last`` (for :class:`TermIds`)."""
         with self._mutex:
-            return dict(self.db.connect().execute("SELECT term, id FROM terms WHERE id > ?", (last,)))
-
-    def _snapshot(self, read: Callable[[sqlite3.Connection, np.ndarray], dict[str, bytes]]) -> dict[str, bytes]:
-        """``read(con, matrix rows)`` inside one read transaction; nothing when the matrix was
-        just replaced (the vectors are made again instead)."""
-        con = self.db.connect()
-        con.execute("BEGIN")
-        try:
-            try:
-                data = self.db.matrix.read(*self.db.matrix_state(con))
-            except (FileNotFoundError, MatrixError) as exc:
-                log.debug("index matrix unreadable for reuse (%s)", exc)
-                return {}
-            return read(con, data)
-        finally:
-            con.execute("COMMIT")
-
-    def _row_vectors(self, paths: Sequence[str]) -> dict[str, bytes]:
-        """hash -> float32 row of the entries these files held when last indexed (complete rows)."""
-        def read(con: sqlite3.Connection, data: np.ndarray) -> dict[str, bytes]:
-            out: dict[str, bytes] = {}
-            for path in paths:
-                row = con.execute("SELECT f.row0, f.n, d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
-                                  "WHERE f.path = ? AND f.pending = 0 AND f.row0 >= 0", (path,)).fetchone()
-                if row is None or row[0] + row[1] > data.shape[0]:
-                    continue
-                row0, n, hashes = row
-                out.update(zip(_split_hashes(hashes), _f32_rows(data[row0:row0 + n])))
-            return out
-        return self._snapshot(read)
-
-    def _known_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:
-        """The float32 rows the sidecar holds for these entry hashes (from files whose vectors
-        are complete), found through ``entries``."""
-        def read(con: sqlite3.Connection, data: np.ndarray) -> dict[str, bytes]:
-            where: dict[str, int] = {}
-            wanted = list(dict.fromkeys(hashes))
-            for i in range(0, len(wanted), 500):
-                chunk = wanted[i:i + 500]
-                marks = ",".join("?" * len(chunk))
-                for h, row in con.execute(f"SELECT e.hash, f.row0 + e.pos FROM entries e JOIN files f ON "
-                                          f"f.id = e.file_id WHERE f.pending = 0 AND f.row0 >= 0 AND "
-                                          f"e.hash IN ({marks})", chunk):
-                    if row < data.shape[0]:
-                        where.setdefault(h, row)
-            if not where:
-                return {}
-            found = data[np.fromiter(where.values(), dtype=np.int64, count=len(where))]
-            return dict(zip(where, _f32_rows(found)))
-        return self._snapshot(read)
+            return self.db.terms_after(last)
 
     def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
         """Embed the entries a refresh without embedding left without a vector: each such file's
@@ -718,13 +551,13 @@ class Index:
         con = self.db.connect()
         rows = con.execute("SELECT f.id, d.hashes, d.body FROM files f JOIN file_data d ON d.file_id = f.id "
                            "WHERE f.pending = 1").fetchall()
-        files = [(fid, _split_hashes(hashes), json.loads(body)[0]) for fid, hashes, body in rows]  # texts
+        files = [(fid, split_hashes(hashes), json.loads(body)[0]) for fid, hashes, body in rows]  # texts
         texts: dict[str, str] = {}
         for _, hashes, bodies in files:
             texts.update(zip(hashes, bodies))
-        vectors = self._known_vectors(list(texts))
+        vectors = self.db.known_vectors(list(texts))
         missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
-        vectors.update(zip((e.hash for e in missing), _f32_rows(self._embed_rows(missing, progress))))
+        vectors.update(zip((e.hash for e in missing), f32_rows(self._embed_rows(missing, progress))))
         con = self.db.begin(wait)
         try:
             gen = int(self.db.meta("generation") or 0) + 1
@@ -734,7 +567,7 @@ class Index:
             for fid, hashes, _ in files:
                 current = con.execute("SELECT d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
                                       "WHERE f.id = ? AND f.pending = 1", (fid,)).fetchone()
-                if current is None or _split_hashes(current[0]) != hashes:
+                if current is None or split_hashes(current[0]) != hashes:
                     continue  # rewritten meanwhile by another process
                 moved.append((rows0 + len(block) if hashes else -1, gen, fid))
                 block.extend(vectors[h] for h in hashes)
@@ -854,18 +687,5 @@ class Index:
     def vectors_for(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these entry hashes (the ones the sidecar has)."""
         with self._mutex:
-            found = self._known_vectors(hashes)
+            found = self.db.known_vectors(hashes)
         return {h: np.frombuffer(v, dtype=np.float32).copy() for h, v in found.items()}
-
-
-def _split_hashes(hashes: str) -> list[str]:
-    return [hashes[i:i + _HASH_LEN] for i in range(0, len(hashes), _HASH_LEN)]
-
-
-def _f32_rows(rows: np.ndarray) -> list[bytes]:
-    data = np.ascontiguousarray(rows, dtype=np.float32)
-    width = data.shape[1] * 4
-    raw = data.tobytes()
-    return [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * data.shape[0]
-
-

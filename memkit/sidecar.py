@@ -15,18 +15,25 @@ import shutil
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
 
 from .embed import Embedder
+from .embedqueue import f32_rows
 from .errors import MemkitError
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from .store import STATE_DIR, Store
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Sidecar", "SCHEMA", "INDEX_DIR", "number_of"]
+__all__ = ["Sidecar", "SCHEMA", "INDEX_DIR", "number_of", "split_hashes"]
 
 SCHEMA = 3
 INDEX_DIR = "index"
+TERM_CACHE_MAX = 500_000  #: term ids a writer keeps (then forgets them all)
+_HASH_LEN = 40  # sha1 hex digest
+VOCAB_LOAD_MAX = 100_000  #: a vocabulary of at most this many terms is read whole (else term by term)
 
 _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,6 +69,7 @@ class Sidecar:
         self.in_memory = False  #: True when the vault cannot be written (the index lives in memory)
         self.created = False  #: the SQLite file was made by this object (no index existed)
         self._con: sqlite3.Connection | None = None
+        self._term_cache: dict[str, int] = {}  # term -> id, as committed to this connection's file
 
     @property
     def open(self) -> bool:
@@ -71,6 +79,7 @@ class Sidecar:
         if self._con is not None:
             self._con.close()
             self._con = None
+        self._term_cache = {}
         self.matrix.close()
 
     def connect(self) -> sqlite3.Connection:
@@ -100,7 +109,10 @@ class Sidecar:
                     if existed:
                         self._check_matrix(con)
                     else:
-                        self.matrix.remove_others(keep="")  # a matrix left by an index that is gone
+                        # matrices left by an index that is gone; not the first one, which the
+                        # first write overwrites from row 0 (another process creating the index
+                        # at the same moment may have written it already)
+                        self.matrix.remove_others(keep=self.matrix.name(0))
                     self.created = not existed
                     return con
             except (sqlite3.DatabaseError, MatrixError) as exc:
@@ -222,6 +234,108 @@ class Sidecar:
             con.execute("PRAGMA busy_timeout = 30000")
         return con
 
+    # ---- vectors known already -------------------------------------------------------------------
+    def _snapshot(self, read: Callable[[sqlite3.Connection, np.ndarray], dict[str, bytes]]) -> dict[str, bytes]:
+        """``read(con, matrix rows)`` inside one read transaction; nothing when the matrix was
+        just replaced (the vectors are made again instead)."""
+        con = self.connect()
+        con.execute("BEGIN")
+        try:
+            try:
+                data = self.matrix.read(*self.matrix_state(con))
+            except (FileNotFoundError, MatrixError) as exc:
+                log.debug("index matrix unreadable for reuse (%s)", exc)
+                return {}
+            return read(con, data)
+        finally:
+            con.execute("COMMIT")
+
+    def row_vectors(self, paths: Sequence[str]) -> dict[str, bytes]:
+        """hash -> float32 row of the entries these files held when last indexed (complete rows)."""
+        def read(con: sqlite3.Connection, data: np.ndarray) -> dict[str, bytes]:
+            out: dict[str, bytes] = {}
+            for path in paths:
+                row = con.execute("SELECT f.row0, f.n, d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
+                                  "WHERE f.path = ? AND f.pending = 0 AND f.row0 >= 0", (path,)).fetchone()
+                if row is None or row[0] + row[1] > data.shape[0]:
+                    continue
+                row0, n, hashes = row
+                out.update(zip(split_hashes(hashes), f32_rows(data[row0:row0 + n])))
+            return out
+        return self._snapshot(read)
+
+    def known_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:
+        """The float32 rows the sidecar holds for these entry hashes (from files whose vectors
+        are complete), found through ``entries``."""
+        def read(con: sqlite3.Connection, data: np.ndarray) -> dict[str, bytes]:
+            where: dict[str, int] = {}
+            wanted = list(dict.fromkeys(hashes))
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for h, row in con.execute(f"SELECT e.hash, f.row0 + e.pos FROM entries e JOIN files f ON "
+                                          f"f.id = e.file_id WHERE f.pending = 0 AND f.row0 >= 0 AND "
+                                          f"e.hash IN ({marks})", chunk):
+                    if row < data.shape[0]:
+                        where.setdefault(h, row)
+            if not where:
+                return {}
+            found = data[np.fromiter(where.values(), dtype=np.int64, count=len(where))]
+            return dict(zip(where, f32_rows(found)))
+        return self._snapshot(read)
+
+    # ---- search terms ---------------------------------------------------------------------------
+    def term_ids(self, con: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
+        """The ids of ``terms``, adding the new ones (inside the write transaction)."""
+        if not terms:
+            return {}
+        cache = self._term_cache  # committed terms only: an id never changes meaning
+        if not cache and len(terms) < 20_000:  # a first small write: the whole vocabulary when small
+            if int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0]) <= VOCAB_LOAD_MAX:
+                cache.update(con.execute("SELECT term, id FROM terms"))
+        out = {t: cache[t] for t in terms if t in cache}
+        ask = [t for t in terms if t not in out]
+        if len(ask) > 20_000:
+            wanted = set(ask)
+            found = {t: i for t, i in con.execute("SELECT term, id FROM terms") if t in wanted}
+        else:
+            found = self._lookup_terms(con, ask) if ask else {}
+        if len(cache) + len(found) > TERM_CACHE_MAX:
+            cache.clear()
+        cache.update(found)
+        out.update(found)
+        new = sorted(t for t in terms if t not in out)
+        if new:
+            start = (con.execute("SELECT MAX(id) FROM terms").fetchone()[0] or 0) + 1
+            con.executemany("INSERT INTO terms VALUES (?, ?)", [(start + i, t) for i, t in enumerate(new)])
+            out.update((t, start + i) for i, t in enumerate(new))
+        return out
+
+    @staticmethod
+    def _lookup_terms(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i in range(0, len(terms), 500):
+            chunk = terms[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(con.execute(f"SELECT term, id FROM terms WHERE term IN ({marks})", chunk))
+        return out
+
+    def lookup_terms(self, terms: list[str]) -> dict[str, int]:
+        """Term -> id for the terms the sidecar knows."""
+        con = self.connect()
+        if len(terms) > 16:
+            return self._lookup_terms(con, terms)
+        out = {}
+        for term in terms:  # one statement, compiled once and cached: a few microseconds each
+            row = con.execute("SELECT id FROM terms WHERE term = ?", (term,)).fetchone()
+            if row is not None:
+                out[term] = row[0]
+        return out
+
+    def terms_after(self, last: int) -> dict[str, int]:
+        """Term -> id of every term whose id is above ``last``."""
+        return dict(self.connect().execute("SELECT term, id FROM terms WHERE id > ?", (last,)))
+
     def next_matrix(self, name: str) -> str:
         """The name of the matrix that follows ``name`` (``<stem>.<n+1>.npy``)."""
         return self.matrix.name(number_of(name) + 1)
@@ -280,3 +394,8 @@ def number_of(matrix: str) -> int:
 def _read_only(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def split_hashes(hashes: str) -> list[str]:
+    """The entry hashes (sha1 hex) of a ``file_data.hashes`` column, in order."""
+    return [hashes[i:i + _HASH_LEN] for i in range(0, len(hashes), _HASH_LEN)]

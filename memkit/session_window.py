@@ -204,7 +204,7 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
         keep, room = pinned(messages[:cached.covers], rest)
         tail = messages[cached.covers:]
         if _newest_fitting(tail, room, limit * 2 if limit else None) == 0:
-            return _assemble(session, head, cached, keep, list(tail), strategy, max_tokens, True)
+            return _assemble(session, head, cached, keep, list(tail), strategy, max_tokens, True, summary_budget)
     # 2. a new summary, covering enough that the newest messages take at most half the room
     cut = _newest_fitting(messages, rest // 2, limit)
     if cut == 0:  # even the newest message does not fit half: keep what fits whole
@@ -214,7 +214,8 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
             keep, room = pinned(messages[:cached.covers], rest)
             tail = messages[cached.covers:]
             start = cached.covers + _newest_fitting(tail, room, limit)
-            result = _assemble(session, head, cached, keep, list(messages[start:]), strategy, max_tokens, True)
+            result = _assemble(session, head, cached, keep, list(messages[start:]), strategy, max_tokens, True,
+                               summary_budget)
             result.omitted = start - cached.covers
             result.note = (f"no LLM configured: the cached summary covers {cached.covers} messages; "
                            f"{result.omitted} after it do not fit and are left out")
@@ -249,14 +250,20 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
     keep, room = pinned(messages[:cut], rest)
     tail = messages[cut:]
     start = cut + _newest_fitting(tail, room, limit)
-    result = _assemble(session, head, made, keep, list(messages[start:]), strategy, max_tokens, False)
+    result = _assemble(session, head, made, keep, list(messages[start:]), strategy, max_tokens, False,
+                       summary_budget)
     result.omitted = start - cut
     return result
 
 
 def _assemble(session: Session, head: list[SessionMessage], summary: SessionSummary, keep: list[SessionMessage],
-              recent: list[SessionMessage], strategy: str, max_tokens: int, cached: bool) -> Window:
-    note = SessionMessage("system", PREFIX + summary.text, summary.time)
+              recent: list[SessionMessage], strategy: str, max_tokens: int, cached: bool, room: int) -> Window:
+    """The window with the summary (cut to ``room`` tokens: an LLM may answer at length)."""
+    text = summary.text
+    limit = max(room - MESSAGE_OVERHEAD, 1) * CHARS_PER_TOKEN - len(PREFIX)
+    if len(text) > limit:
+        text = text[:max(limit - 1, 0)].rstrip() + "…"
+    note = SessionMessage("system", PREFIX + text, summary.time)
     summarised = summary.covers - len(keep)
     return _sized(Window(session.id, head + [note] + keep + recent, strategy, strategy, 0, max_tokens,
                          len(session.messages), 0, summarised, cached))

@@ -188,3 +188,11 @@ def test_a_cut_inside_a_line_never_reads_a_heading_there():
     text = "### user · 2026-03-01T09:00:00Z\nsee ### user · 2026-03-01T09:01:00Z here\n"
     tail, earlier = parse_session_tail(text, "f", "x", len(text) - 4)
     assert (earlier, tail.messages) == (1, [])
+
+
+def test_a_long_winded_summary_is_cut_to_its_share_of_the_budget(vault):
+    long_session(vault)
+    with FakeLLM(["word " * 2000]) as fake:
+        w = vault.recent_messages("long", max_tokens=300, strategy="summary", llm=loopback_llm(fake))
+    assert w.tokens <= 300 and w.messages[1].content.endswith("…")
+    assert contents(w)[-1] == "message number 39"

@@ -160,10 +160,11 @@ class SessionSearch:
         use_vectors = bool(np.any(cos))
         score = VECTOR_WEIGHT * cos + (1 - VECTOR_WEIGHT) * lexical if use_vectors else lexical
         keep = (lexical > 0) | (cos >= MIN_COSINE)
-        order = [int(i) for i in np.argsort(-np.where(keep, score, -np.inf), kind="stable") if keep[i]]
+        candidates = np.flatnonzero(keep)
+        order = candidates[np.argsort(-score[candidates], kind="stable")]
         hits: list[SessionHit] = []
         loaded: dict[Path, Any] = {}
-        for i in order:
+        for i in order.tolist():
             if len(hits) >= k:
                 break
             path, line = where[i]

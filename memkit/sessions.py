@@ -183,6 +183,7 @@ class Sessions:
         cache = self._load_listing()
         out: list[SessionInfo] = []
         changed = False
+        seen: set[str] = set()
         for entry in self._files(archived):
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -192,6 +193,7 @@ class Sessions:
                 log.warning("%s is not a regular file; skipped", self.rel(Path(entry.path)))
                 continue
             key = f"{'archive/' if archived else ''}{entry.name}"
+            seen.add(key)
             stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
             held = cache.get(key)
             if held is not None and held[0] == stamp:
@@ -205,7 +207,10 @@ class Sessions:
             cache[key] = (stamp, info)
             changed = True
             out.append(info)
-        if changed:
+        gone = [k for k in cache if k.startswith("archive/") == archived and k not in seen]
+        for key in gone:  # deleted, pruned or renamed since: forgotten
+            del cache[key]
+        if changed or gone:
             self._save_listing(cache)
         out.sort(key=lambda i: (time_key(i.updated), i.id), reverse=True)
         return out

@@ -181,6 +181,10 @@ def test_list_is_newest_first_and_cached_by_stat(vault):
     fresh = Vault(vault.root)  # a new process reads the cache; a changed file is read again
     fresh.save_message("b2", "user", "newer", now=at(20))
     assert [i.id for i in fresh.sessions()][0] == "b2"
+    fresh.delete_session("c3")  # a file that is gone leaves the cache
+    assert [i.id for i in fresh.sessions()] == ["b2", "a1"]
+    assert sorted(json.loads((vault.state_dir / "session-list.json").read_text())["files"]) == [
+        "2026-03-01-a1.md", "2026-03-01-b2.md"]
 
 
 def test_delete_and_prune(vault):

@@ -197,26 +197,31 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
     def routine(part: Sequence[SessionMessage]) -> list[SessionMessage]:
         return [m for m in part if not (hybrid and (m.role == "system" or m.important))]
 
+    def cost(part: Sequence[SessionMessage]) -> int:
+        return sum(estimate_tokens(m) for m in part)
+
+    # the newest messages come first; hybrid's pinned ones fill what they leave of ``rest``
     limit = keep_recent if hybrid else None
     cached = _cached(session, strategy, len(messages))
-    # 1. a cached summary whose later messages (pinned ones apart) still fit: no LLM call
+    # 1. a cached summary whose later messages still fit: no LLM call
     if cached is not None:
-        keep, room = pinned(messages[:cached.covers], rest)
         tail = messages[cached.covers:]
-        if _newest_fitting(tail, room, limit * 2 if limit else None) == 0:
-            return _assemble(session, head, cached, keep, list(tail), strategy, max_tokens, True, summary_budget)
+        if _newest_fitting(tail, rest, limit * 2 if limit else None) == 0:
+            keep, _ = pinned(messages[:cached.covers], rest - cost(tail))
+            return _assemble(session, head, cached, keep, list(tail), strategy, max_tokens, True, summary_budget,
+                             len(routine(messages[:cached.covers])))
     # 2. a new summary, covering enough that the newest messages take at most half the room
     cut = _newest_fitting(messages, rest // 2, limit)
     if cut == 0:  # even the newest message does not fit half: keep what fits whole
         cut = _newest_fitting(messages, rest, limit)
     if llm is None:
         if cached is not None:
-            keep, room = pinned(messages[:cached.covers], rest)
             tail = messages[cached.covers:]
-            start = cached.covers + _newest_fitting(tail, room, limit)
+            start = cached.covers + _newest_fitting(tail, rest, limit)
+            keep, _ = pinned(messages[:cached.covers], rest - cost(messages[start:]))
             result = _assemble(session, head, cached, keep, list(messages[start:]), strategy, max_tokens, True,
-                               summary_budget)
-            result.omitted = start - cached.covers
+                               summary_budget, len(routine(messages[:cached.covers])))
+            result.omitted += start - cached.covers
             result.note = (f"no LLM configured: the cached summary covers {cached.covers} messages; "
                            f"{result.omitted} after it do not fit and are left out")
             return result
@@ -237,6 +242,10 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
     base = _cached(session, strategy, cut)
     previous = base.text if base is not None else None
     since = routine(messages[base.covers if base is not None else 0:cut])
+    if not since and base is None:  # hybrid, every older message pinned: nothing to summarise
+        keep, _ = pinned(messages[:cut], rest + summary_budget - cost(messages[cut:]))
+        return _sized(Window(session.id, head + keep + list(messages[cut:]), strategy, strategy, 0, max_tokens,
+                             len(messages), cut - len(keep)))
     try:
         text = _summarise(llm, previous, since, words) if since else (previous or "")
     except LLMError as exc:
@@ -247,26 +256,25 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
                           messages_sha(messages[:cut]), strategy)
     if save_summary is not None:
         save_summary(made)
-    keep, room = pinned(messages[:cut], rest)
-    tail = messages[cut:]
-    start = cut + _newest_fitting(tail, room, limit)
-    result = _assemble(session, head, made, keep, list(messages[start:]), strategy, max_tokens, False,
-                       summary_budget)
-    result.omitted = start - cut
-    return result
+    keep, _ = pinned(messages[:cut], rest - cost(messages[cut:]))
+    return _assemble(session, head, made, keep, list(messages[cut:]), strategy, max_tokens, False, summary_budget,
+                     len(routine(messages[:cut])))
 
 
 def _assemble(session: Session, head: list[SessionMessage], summary: SessionSummary, keep: list[SessionMessage],
-              recent: list[SessionMessage], strategy: str, max_tokens: int, cached: bool, room: int) -> Window:
-    """The window with the summary (cut to ``room`` tokens: an LLM may answer at length)."""
+              recent: list[SessionMessage], strategy: str, max_tokens: int, cached: bool, room: int,
+              summarised: int) -> Window:
+    """The window with the summary (cut to ``room`` tokens: an LLM may answer at length), which
+    stands for ``summarised`` messages; the covered messages neither summarised nor kept (hybrid's
+    pinned ones that did not fit) count as omitted."""
     text = summary.text
     limit = max(room - MESSAGE_OVERHEAD, 1) * CHARS_PER_TOKEN - len(PREFIX)
     if len(text) > limit:
         text = text[:max(limit - 1, 0)].rstrip() + "…"
     note = SessionMessage("system", PREFIX + text, summary.time)
-    summarised = summary.covers - len(keep)
+    omitted = summary.covers - summarised - len(keep)
     return _sized(Window(session.id, head + [note] + keep + recent, strategy, strategy, 0, max_tokens,
-                         len(session.messages), 0, summarised, cached))
+                         len(session.messages), omitted, summarised, cached))
 
 
 def _sized(result: Window) -> Window:

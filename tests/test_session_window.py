@@ -196,3 +196,30 @@ def test_a_long_winded_summary_is_cut_to_its_share_of_the_budget(vault):
         w = vault.recent_messages("long", max_tokens=300, strategy="summary", llm=loopback_llm(fake))
     assert w.tokens <= 300 and w.messages[1].content.endswith("…")
     assert contents(w)[-1] == "message number 39"
+
+
+def test_hybrid_recent_messages_come_before_important_ones(vault):
+    s = vault.create_session(session_id="many", now=T0)
+    for i in range(30):
+        vault.save_message(s.id, "user", f"decision {i} " + "blah " * 20, important=True, now=at(i))
+    for i in range(4):
+        vault.save_message(s.id, "user", f"recent {i}", now=at(100 + i))
+    with FakeLLM(["routine"]) as fake:
+        w = vault.recent_messages("many", max_tokens=300, strategy="hybrid", llm=loopback_llm(fake), keep_recent=3)
+    got = contents(w)
+    assert got[-3:] == ["recent 1", "recent 2", "recent 3"] and w.tokens <= 300
+    kept = [c for c in got if c.startswith("decision")]
+    assert kept and kept[-1] == "decision 29"  # the newest important ones, as many as fit
+    assert w.summarised + len(kept) + w.omitted + 3 == 34  # every message accounted for
+
+
+def test_hybrid_with_nothing_routine_makes_no_summary(vault):
+    s = vault.create_session(session_id="all", now=T0)
+    for i in range(20):
+        vault.save_message(s.id, "user", f"decision {i} " + "blah " * 20, important=True, now=at(i))
+    with FakeLLM([]) as fake:
+        w = vault.recent_messages("all", max_tokens=300, strategy="hybrid", llm=loopback_llm(fake))
+        assert fake.requests == []
+    assert not any(m.content.startswith(PREFIX) for m in w.messages)
+    assert contents(w)[-1] == "decision 19" and w.tokens <= 300 and w.omitted + len(w) == 20
+    assert "### summary" not in (vault.root / s.file).read_text()

@@ -382,16 +382,20 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1
     heads = _heads(text, start)
     line = first_line
     pos = start
+    count = text.count
+    no_flags: tuple[bool, dict[str, str]] = (False, {})
     for i, m in enumerate(heads):
-        line += text.count("\n", pos, m.start())  # m.start(): the heading's offset in ``text``
-        pos = m.start()
+        here = m.start()  # the heading's offset in ``text``
+        line += count("\n", pos, here)
+        pos = here
         end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        body = text[m.end() - 1:end]
-        if body.startswith("\r"):
-            body = body[1:]
-        content = _unescape(body.strip("\r\n").replace("\r\n", "\n"))
-        role, time = m.group(2), m.group(3)
-        important, values = _flags(m.group(4))
+        content = text[m.end() - 1:end].strip("\r\n")
+        if "\r" in content:
+            content = content.replace("\r\n", "\n")
+        if "\\###" in content:
+            content = _unescape(content)
+        role, time, rest = m.group(2, 3, 4)
+        important, values = _flags(rest) if rest else no_flags
         if role == SUMMARY:
             try:
                 covers = int(values.get("covers", ""))

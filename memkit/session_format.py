@@ -62,11 +62,13 @@ import yaml
 from .errors import InvalidValue, MemkitError
 from .safeyaml import YamlError, load_yaml
 
-__all__ = ["ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
+__all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "is_session_filename", "ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
            "parse_session", "parse_session_tail", "parse_blocks", "render_header", "render_message", "render_summary",
            "message_rows", "locate_row", "format_time", "parse_time", "now_utc", "time_key", "check_session_id",
            "check_role", "messages_sha"]
 
+SESSIONS_DIR = "sessions"  #: the folder of session files, in the vault
+ARCHIVE_DIR = "archive"  #: pruned sessions, under SESSIONS_DIR
 ROLES = ("user", "assistant", "system", "tool")
 SUMMARY = "summary"
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
@@ -77,6 +79,12 @@ _TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
 _HEAD_RE = re.compile(rf"\n(\\*)### (user|assistant|system|tool|summary) · ({_TIME})((?: · [^\r\n]*)?)[ \t]*\r?(?=\n|\Z)",
                       re.M)
 _ESCAPE_RE = re.compile(rf"^(\\*### (?:user|assistant|system|tool|summary) · {_TIME})", re.M)
+
+
+def is_session_filename(name: str) -> bool:
+    """Whether a file name in ``sessions/`` (or ``sessions/archive/``) names a session:
+    ``YYYY-MM-DD-ID.md``, not hidden (temp files start with a dot)."""
+    return not name.startswith(".") and NAME_RE.match(name) is not None
 
 
 # ---- time ------------------------------------------------------------------------------------

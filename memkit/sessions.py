@@ -27,7 +27,9 @@ from .errors import InvalidValue, MemkitError, SessionNotFound
 from .limits import MAX_SESSION_MESSAGE_CHARS
 from .fsutil import NotRegularFile, append_bytes, atomic_write, describe_os_error, read_head, read_regular
 from .session_format import (
+    ARCHIVE_DIR,
     NAME_RE,
+    SESSIONS_DIR,
     SessionInfo,
     PruneReport,
     Session,
@@ -50,8 +52,6 @@ log = logging.getLogger("memkit")
 
 __all__ = ["SESSIONS_DIR", "Sessions"]
 
-SESSIONS_DIR = "sessions"
-ARCHIVE_DIR = "archive"
 MAX_SESSION_BYTES = 256 * 1024 * 1024  #: a session file is read up to this size
 LIST_CACHE = "session-list.json"  #: under .memkit/: what listing read of each file, by its stat
 

@@ -368,7 +368,7 @@ class Vault:
 
     # ---- conversation sessions (see memkit.sessions, memkit.session_window, memkit.session_io) --------
     @property
-    def conversations(self) -> Sessions:
+    def _conversations(self) -> Sessions:
         """The vault's ``sessions/`` folder (:class:`memkit.sessions.Sessions`)."""
         if self._sessions is None:
             self._sessions = Sessions(self.root, self.state_dir, self.config)
@@ -376,13 +376,13 @@ class Vault:
 
     def sessions(self, *, archived: bool = False) -> list[SessionInfo]:
         """Every conversation session, most recently updated first (``archived``: the pruned ones)."""
-        return self.conversations.list(archived)
+        return self._conversations.list(archived)
 
     def session(self, session_id: str) -> Session:
         """One session with all its messages (its id, a unique prefix, or its file name).
 
         :raises SessionNotFound: none or several match."""
-        return self.conversations.load(session_id)
+        return self._conversations.load(session_id)
 
     def create_session(self, *, system_prompt: str | None = None, title: str | None = None,
                        metadata: Mapping[str, Any] | None = None, user: str | None = None, tags: Sequence[str] = (),
@@ -390,14 +390,14 @@ class Vault:
         """Start a conversation: ``sessions/<day>-<id>.md`` (``session_id`` or 8 hex digits). The
         id also works as :meth:`context`'s session. :raises MemkitError: the id is taken or invalid."""
         with self.store.lock():
-            return self.conversations.create(session_id=session_id, title=title, system=system_prompt, user=user,
+            return self._conversations.create(session_id=session_id, title=title, system=system_prompt, user=user,
                                              tags=tags, metadata=metadata, now=now)
 
     def save_message(self, session_id: str, role: str, content: str, *, important: bool = False,
                      name: str | None = None, now: datetime | None = None) -> SessionMessage:
         """Append a message (role user, assistant, system or tool) to a session: one ``O_APPEND``
         write, so concurrent writers lose nothing. ``important`` keeps it verbatim in ``hybrid``."""
-        return self.conversations.append(session_id, role, content, important=important, name=name, now=now)
+        return self._conversations.append(session_id, role, content, important=important, name=name, now=now)
 
     def recent_messages(self, session_id: str, max_tokens: int = 4096, *, strategy: str | None = None,
                         llm: LLMChoice = "auto", keep_recent: int | None = None,
@@ -406,33 +406,33 @@ class Vault:
         :mod:`memkit.session_window`; ``strategy`` default: memkit.yaml's ``session_strategy``).
         A summary made on the way is cached in the session file."""
         chosen = strategy or self.config.session_strategy
-        path, archived = self.conversations.find(session_id)
+        path, archived = self._conversations.find(session_id)
         earlier = 0
         if chosen == "simple":  # only the newest messages are read: a long session loads as fast as a short one
             chars = max_tokens * 5 + 4096
             while True:
-                conv, earlier = self.conversations.load_tail(path, chars, archived)
+                conv, earlier = self._conversations.load_tail(path, chars, archived)
                 if not earlier or sum(len(m.content) + 16 for m in conv.messages) >= max_tokens * 4:
                     break
                 chars *= 4
         else:
-            conv = self.conversations.load_path(path, archived)
+            conv = self._conversations.load_path(path, archived)
         client = self._llm(llm) if chosen != "simple" else None
         return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
                       keep_recent=keep_recent or self.config.session_keep_recent, now=now,
-                      save_summary=lambda s: self.conversations.add_summary(path, s), earlier=earlier)
+                      save_summary=lambda s: self._conversations.add_summary(path, s), earlier=earlier)
 
     def delete_session(self, session_id: str) -> SessionInfo:
         """Delete a session's file for good (:meth:`prune_sessions` archives instead)."""
         with self.store.lock():
-            return self.conversations.delete(session_id)
+            return self._conversations.delete(session_id)
 
     def prune_sessions(self, days: int | None = None, *, delete: bool = False, dry_run: bool = False,
                        now: datetime | None = None) -> PruneReport:
         """Move sessions idle for more than ``days`` (default: ``expire: conversation``, 30 days)
         to ``sessions/archive/``, or delete them with ``delete``."""
         with self.store.lock():
-            return self.conversations.prune(days, delete=delete, dry_run=dry_run, now=now)
+            return self._conversations.prune(days, delete=delete, dry_run=dry_run, now=now)
 
     def digest_session(self, session_id: str, *, llm: LLMChoice = "auto", dry_run: bool = False) -> DigestReport:
         """Digest a session's messages into memory entries, as :meth:`digest` does a transcript
@@ -455,7 +455,7 @@ class Vault:
         only the messages it lacks are appended."""
         _, conversations = parse_conversations(data, name, fmt, now)
         with self.store.lock():
-            return import_conversations(self.conversations, conversations, session_id=session_id, title=title,
+            return import_conversations(self._conversations, conversations, session_id=session_id, title=title,
                                         now=now)
 
     def search_sessions(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
@@ -466,7 +466,7 @@ class Vault:
             embedder: Any = self.embedder
             if isinstance(embedder, MissingModel):
                 embedder = None
-            self._session_search = SessionSearch(self.conversations, embedder)
+            self._session_search = SessionSearch(self._conversations, embedder)
         return self._session_search.search(query, k=k, session=session, role=role, since=since)
 
     # ---- index and search -----------------------------------------------------------------------------

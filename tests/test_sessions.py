@@ -299,7 +299,8 @@ def test_rows_for_the_index_and_back(vault):
     assert [(lines[n - 1], text) for n, text in rows] == [
         ("### user · 2026-03-01T09:01:00Z", "first message"), ("### assistant · 2026-03-01T09:03:00Z", "second\nmessage")]
     from memkit.session_search import SessionSearch
-    hit = SessionSearch(vault.conversations, None).locate(path, rows[1][0])
+    from memkit.sessions import Sessions
+    hit = SessionSearch(Sessions(vault.root, vault.state_dir, vault.config), None).locate(path, rows[1][0])
     assert hit is not None and (hit.session, hit.role, hit.text, hit.time) == (
         "rows", "assistant", "second\nmessage", "2026-03-01T09:03:00Z")
 

@@ -243,6 +243,10 @@ profile_max_entries: 20
 # session_keep_recent newest verbatim). Without an LLM, summary and hybrid fall back to windowing.
 session_strategy: simple
 session_keep_recent: 6
+# `memkit proactive`: never a follow-up during these hours ("22:00-07:30"; empty: none), nor
+# within this many hours of the last conversation.
+quiet_hours: ""
+proactive_gap_hours: 4
 
 # LLM for digest and split naming; empty = none. Examples:
 #   llm: {base_url: "http://127.0.0.1:11434/v1", model: "llama3.2"}          # Ollama
@@ -270,6 +274,8 @@ class Config:
     profile_max_entries: int = 20  #: the most entries `memkit distill` keeps in the pinned profile
     session_strategy: str = "simple"  #: simple, summary or hybrid (see memkit.session_window)
     session_keep_recent: int = 6  #: hybrid: the most newest messages kept verbatim
+    quiet_hours: str = ""  #: "22:00-07:30": when `memkit proactive` never says now ("": none)
+    proactive_gap_hours: float = 4  #: a follow-up waits this long after the last conversation
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -283,6 +289,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "profile_max_entries": (int,),
     "session_strategy": (str,),
     "session_keep_recent": (int,),
+    "quiet_hours": (str,),
+    "proactive_gap_hours": (int, float),
 }
 DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30, "pending": 7}
 _LIFETIME = re.compile(r"^(\d{1,5})\s*([dwmy])$")
@@ -302,6 +310,18 @@ def parse_lifetime(value: Any, where: str) -> int | None:
     if not m:
         raise ConfigError(f"{where} must be like 1d, 2w, 6m, 1y or never, got {value!r}")
     return int(m.group(1)) * _DAYS[m.group(2)]
+
+
+_QUIET = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*-\s*([01]?\d|2[0-3]):([0-5]\d)\s*$")
+
+
+def parse_quiet_hours(text: str) -> tuple[int, int] | None:
+    """``"22:00-07:30"`` -> (start, end) in minutes after midnight; None when it is not like that."""
+    m = _QUIET.match(text)
+    if not m:
+        return None
+    h1, m1, h2, m2 = (int(x) for x in m.groups())
+    return h1 * 60 + m1, h2 * 60 + m2
 
 
 def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
@@ -351,7 +371,9 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
                    "min_conclusions_for_new_topic", "profile_max_entries", "session_keep_recent") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
-        if key == "session_timeout_minutes" and value < 0:
+        if key == "quiet_hours" and value.strip() and parse_quiet_hours(value) is None:
+            raise ConfigError(f"{source}: {key} must be like \"22:00-07:30\" (or empty), got {value!r}")
+        if key in ("session_timeout_minutes", "proactive_gap_hours") and value < 0:
             raise ConfigError(f"{source}: {key} must be 0 or more, got {value}")
         if key == "session_strategy":
             value = value.strip().lower()

@@ -41,6 +41,20 @@ step memkit search "rye starter" -k 3
 echo; echo "--- context: what an assistant puts in its system prompt ---"
 step memkit context "hi!" --session demo --budget 400
 step memkit context "I'm planning my training for the half marathon" --session demo --budget 600
+echo; echo "--- conversations: a session saved as a file, continued later from its recent history ---"
+step memkit session new --id lisbon --title "Lisbon trip" --system "You are Maya's travel assistant."
+step memkit session add lisbon user "I want to spend a week in Lisbon in March"
+step memkit session add lisbon assistant --important -- "Booked: TAP flight TP 571 on March 3rd, back on the 10th"
+step memkit session add lisbon user "Good. Remind me to look for a quiet hotel in Alfama"
+step memkit session add lisbon assistant "Noted: a quiet hotel in Alfama, to look for."
+echo "(the next day, a new process: find yesterday's conversation and carry on)"
+step memkit session list
+step memkit session load lisbon --tokens 60
+step memkit search --sessions "which flight did I book"
+step memkit session load lisbon --tokens 60 --strategy summary
+step grep -A1 "^### summary" "$work"/vault/sessions/*-lisbon.md
+step memkit session add lisbon user "Did you find a hotel?"
+step memkit session export lisbon
 echo; echo "--- memory that ages: the pinned profile, follow-ups, edits with history, expiry ---"
 step memkit context "any idea what I could cook tonight?" --budget 450
 step memkit add "Ask how the job interview at Acme went" --due "$(date +%F)" --topic work

@@ -41,9 +41,9 @@ async def demo(vault: str, bench: int) -> None:
     def step(title: str) -> None:
         print(f"\n\033[1m{title}\033[0m", flush=True)
 
-    async def call(session, tool: str, **arguments):
+    async def call(client, tool: str, /, **arguments):
         print(f"→ {tool} {json.dumps(arguments, ensure_ascii=False)}")
-        result = await session.call_tool(tool, arguments)
+        result = await client.call_tool(tool, arguments)
         if result.is_error:
             print(f"  tool error: {result.content[0].text}")
         return result
@@ -78,6 +78,18 @@ async def demo(vault: str, bench: int) -> None:
             step("forget_memory")
             gone = (await call(session, "forget_memory", id=added["id"])).structured_content
             print(f"  moved to {gone['archive']}: {gone['text']}")
+
+            step("list_sessions, load_session, save_message: an assistant continues yesterday's conversation")
+            listed = (await call(session, "list_sessions")).structured_content["sessions"]
+            for item in listed[:3]:
+                print(f"  {item['id']:<10} {item['updated']}  {item['messages']} messages  {item['title']}")
+            if listed:
+                loaded = await call(session, "load_session", session=listed[0]["id"], max_tokens=120)
+                for line in loaded.content[0].text.splitlines():
+                    print(f"  {line}")
+                saved = (await call(session, "save_message", session=listed[0]["id"], role="assistant",
+                                    content="Here are three quiet hotels in Alfama.")).structured_content
+                print(f"  saved at {saved['time']}")
 
             step("a bad argument comes back as a tool error; the server carries on")
             await call(session, "add_memory", text="x", topic="../etc")

@@ -15,6 +15,7 @@ from .errors import (
     LLMError,
     MemkitError,
     ModelError,
+    SessionNotFound,
     TopicNameError,
     TopicNotFound,
     TopicNotWritable,
@@ -31,6 +32,9 @@ from .gitsync import GitSetup
 from .index import IndexReport
 from .recent import RecentTopic
 from .search import Hit
+from .session_format import PruneReport, Session, SessionInfo, SessionMessage
+from .session_search import SessionHit
+from .session_window import Window
 from .split import SplitPart, SplitPlan
 from .store import TopicInfo
 from .topic import Entry, Topic
@@ -63,12 +67,19 @@ __all__ = [
     "ChangeReport",
     "FollowUp",
     "HistoryStep",
+    "Session",
+    "SessionInfo",
+    "SessionMessage",
+    "SessionHit",
+    "Window",
+    "PruneReport",
     "MemkitError",
     "ConfigError",
     "EntryNotFound",
     "InvalidValue",
     "LLMError",
     "ModelError",
+    "SessionNotFound",
     "TopicNameError",
     "TopicNotFound",
     "TopicNotWritable",

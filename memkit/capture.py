@@ -74,6 +74,7 @@ class Captured:
     cwd: str | None = None  #: the assistant's working folder, from the hook payload
     report: dict[str, Any] | None = None  #: the digest report (``digest_now``)
     llm_configured: bool = True  #: whether an LLM is configured (without one nothing digests the inbox)
+    saved: dict[str, Any] | None = None  #: the conversation session it was also stored in (``save``)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -83,9 +84,18 @@ class Captured:
         }
         if self.report is not None:
             data["digest"] = self.report
+        if self.saved is not None:
+            data["saved"] = self.saved
         return data
 
     def summary(self) -> str:
+        text = self._summary()
+        if self.saved is not None:
+            text += (f"; saved as session {self.saved['id']} ({self.saved['file']}, "
+                     f"{self.saved['added']} new message{'' if self.saved['added'] == 1 else 's'})")
+        return text
+
+    def _summary(self) -> str:
         what = f"{self.messages} message{'' if self.messages == 1 else 's'}"
         if self.dropped:
             what += f", {self.dropped} earlier left out (1 MB limit)"
@@ -167,7 +177,14 @@ def claude_code_messages(lines: Iterable[bytes]) -> tuple[list[Message], str | N
     """The user's and the assistant's text messages of a Claude Code JSONL transcript, and the
     session id it names. Consecutive messages of one role (an answer split by tool calls) are
     joined; lines that are not valid JSON (a line still being written) are skipped."""
-    messages: list[Message] = []
+    turns, session = claude_code_turns(lines)
+    return [m for m, _ in turns], session
+
+
+def claude_code_turns(lines: Iterable[bytes]) -> tuple[list[tuple[Message, str | None]], str | None]:
+    """Like :func:`claude_code_messages`, each message with its time (the ``timestamp`` of its
+    first entry, when the transcript has one)."""
+    turns: list[tuple[Message, str | None]] = []
     session: str | None = None
     for line in lines:
         if not line.strip():
@@ -193,11 +210,12 @@ def claude_code_messages(lines: Iterable[bytes]) -> tuple[list[Message], str | N
         if not parts:
             continue
         text = "\n\n".join(parts)
-        if messages and messages[-1].role == role:
-            messages[-1] = Message(role, f"{messages[-1].content}\n\n{text}")
+        stamp = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+        if turns and turns[-1][0].role == role:
+            turns[-1] = (Message(role, f"{turns[-1][0].content}\n\n{text}"), turns[-1][1])
         else:
-            messages.append(Message(role, text))
-    return messages, session
+            turns.append((Message(role, text), stamp))
+    return turns, session
 
 
 @dataclass
@@ -370,5 +388,5 @@ def capture(store: Store, *, path: str | os.PathLike[str] | None = None, stdin: 
     return result
 
 
-__all__ = ["Captured", "capture", "claude_code_messages", "inbox_name", "is_hook_payload", "open_transcript",
+__all__ = ["Captured", "capture", "claude_code_messages", "claude_code_turns", "inbox_name", "is_hook_payload", "open_transcript",
            "read_stream", "render_jsonl"]

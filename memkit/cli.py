@@ -12,6 +12,7 @@ from typing import Any, Callable
 import click
 
 from .errors import InvalidValue, MemkitError, TopicNameError, TopicNotFound
+from .cli_session import print_session_hits, session_group
 from .vault import Threshold, Vault, find_vault, merge_files, parse_day, relative_time
 
 DEBUG_ENV = "MEMKIT_DEBUG"
@@ -423,11 +424,13 @@ def index(ctx: click.Context, full: bool, json_: bool) -> None:
               help="Only entries of at least this (importance X), 0..1; an entry without one counts as 0.5.")
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical"]), default="hybrid", show_default=True,
               help="Ranking: lexical + vector fusion, or one side alone.")
+@click.option("--sessions", "sessions", is_flag=True,
+              help="Search the messages of past conversations (sessions/) instead of the memories.")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, k: int | None, threshold: float | None, no_threshold: bool,
            topic: str | None, kind: str | None, tag: str | None, since: str | None, min_importance: float | None,
-           mode: str, json_: bool) -> None:
+           mode: str, sessions: bool, json_: bool) -> None:
     """Search memories: exact words and meaning, fused.
 
     Indexes changed files first (a cheap check). Prints the best entries with id, topic and score.
@@ -438,10 +441,14 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "hAP ax3" --topic home-lab --json
       memkit search "vet" --kind event --since 2026-01-01 -k 10
       memkit search "family" --min-importance 0.8
+      memkit search --sessions "when do I fly to Lisbon"
     """
     if since is not None:
         since = parse_day(since, "--since").isoformat()
     vault = get_vault(ctx)
+    if sessions:
+        print_session_hits(vault.search_sessions(query, k=k or 5, since=since), json_)
+        return
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
                         mode=mode, min_importance=min_importance)  # type: ignore[arg-type]  # click.Choice checked the mode
@@ -1026,15 +1033,21 @@ def mcp_cmd(ctx: click.Context) -> None:
     serve(get_vault(ctx))
 
 
+main.add_command(session_group)
+
+
 @main.command()
 @click.argument("transcript", required=False, metavar="[TRANSCRIPT]")
 @click.option("--session", "-s", metavar="ID",
               help="Name the queued file after this id (default: the hook's session_id, the transcript's own, "
                    "the file path, or the content). The same id replaces the same file.")
 @click.option("--now", "now", is_flag=True, help="Digest at once with the configured LLM instead of queueing.")
+@click.option("--save", "save", is_flag=True,
+              help="Also store the conversation as a session in sessions/ (again: only new messages are added).")
 @json_option
 @click.pass_context
-def capture(ctx: click.Context, transcript: str | None, session: str | None, now: bool, json_: bool) -> None:
+def capture(ctx: click.Context, transcript: str | None, session: str | None, now: bool, save: bool,
+            json_: bool) -> None:
     """Queue a finished conversation in inbox/ for `memkit watch` to digest.
 
     Reads TRANSCRIPT, or stdin: a Claude Code Stop/SessionEnd hook payload (its JSONL transcript
@@ -1054,9 +1067,9 @@ def capture(ctx: click.Context, transcript: str | None, session: str | None, now
     if transcript in (None, "-"):
         if transcript is None and sys.stdin.isatty():
             raise click.ClickException("give a TRANSCRIPT path, or pipe a conversation or a hook payload on stdin")
-        result = vault.capture(stdin=sys.stdin.buffer, session=session, now=now)
+        result = vault.capture(stdin=sys.stdin.buffer, session=session, now=now, save=save)
     else:
-        result = vault.capture(path=transcript, session=session, now=now)
+        result = vault.capture(path=transcript, session=session, now=now, save=save)
     if json_:
         echo_json(result.to_dict())
     else:

@@ -244,6 +244,13 @@ distill_after: 0
 distill_apply: false
 upkeep_hour: 4
 
+# How a long conversation session is fitted to a token budget (`memkit session load`): simple
+# (the newest messages that fit), summary (older ones condensed by the LLM, cached in the session
+# file) or hybrid (system and important messages kept verbatim, routine ones condensed, at most
+# session_keep_recent newest verbatim). Without an LLM, summary and hybrid fall back to windowing.
+session_strategy: simple
+session_keep_recent: 6
+
 # `memkit proactive`: never a follow-up during these hours ("22:00-07:30"; empty: none), nor
 # within this many hours of the last conversation.
 quiet_hours: ""
@@ -276,6 +283,8 @@ class Config:
     distill_after: int = 0  #: `memkit upkeep` re-distils the profile after this many new conclusions (0: never)
     distill_apply: bool = False  #: apply that rewrite at once (else it waits as a proposal for review)
     upkeep_hour: int = 4  #: `memkit watch` runs `memkit upkeep` once a day, from this hour (0-23)
+    session_strategy: str = "simple"  #: simple, summary or hybrid (see memkit.session_window)
+    session_keep_recent: int = 6  #: hybrid: the most newest messages kept verbatim
     quiet_hours: str = ""  #: "22:00-07:30": when `memkit proactive` never says now ("": none)
     proactive_gap_hours: float = 4  #: a follow-up waits this long after the last conversation
 
@@ -289,6 +298,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "index_max_entries": (int,),
     "model": (str,),
     "profile_max_entries": (int,),
+    "session_strategy": (str,),
+    "session_keep_recent": (int,),
     "quiet_hours": (str,),
     "distill_after": (int,),
     "distill_apply": (bool,),
@@ -372,7 +383,7 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             raise ConfigError(f"{source}: {key} must be {want}, got {given!r}")
         value: Any = given
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
-                   "min_conclusions_for_new_topic", "profile_max_entries") and value < 1:
+                   "min_conclusions_for_new_topic", "profile_max_entries", "session_keep_recent") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
         if key == "quiet_hours" and value.strip() and parse_quiet_hours(value) is None:
             raise ConfigError(f"{source}: {key} must be like \"22:00-07:30\" (or empty), got {value!r}")
@@ -380,6 +391,10 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             raise ConfigError(f"{source}: {key} must be 0 or more, got {value}")
         if key == "upkeep_hour" and not 0 <= value <= 23:
             raise ConfigError(f"{source}: {key} must be an hour from 0 to 23, got {value}")
+        if key == "session_strategy":
+            value = value.strip().lower()
+            if value not in ("simple", "summary", "hybrid"):
+                raise ConfigError(f"{source}: {key} must be simple, summary or hybrid, got {given!r}")
         if key == "embedding_similarity_threshold":
             if isinstance(value, str) and value.strip().lower() != "auto":
                 raise ConfigError(f"{source}: {key} must be a number between -1 and 1 or 'auto', got {value!r}")

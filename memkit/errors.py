@@ -72,3 +72,10 @@ class LLMConfigError(ConfigError, LLMError):
 
 class TranscriptError(MemkitError):
     """A transcript that cannot be read or parsed."""
+
+
+class SessionNotFound(MemkitError, KeyError):
+    """No conversation session of that id (or several match a prefix)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

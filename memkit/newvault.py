@@ -26,6 +26,8 @@ GITATTRIBUTES_LINES = (
     "topics/*.md merge=memkit",
     "archive.md merge=union",
     "index.txt merge=union",
+    "sessions/*.md merge=union",
+    "sessions/archive/*.md merge=union",
 )
 
 

@@ -7,6 +7,7 @@ the embedding sidecar to :class:`memkit.index.Index`, ranking to
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 from datetime import date, datetime
@@ -37,9 +38,14 @@ from .transcript import parse_transcript
 from .capture import Captured
 from .capture import capture as capture_conversation
 from .gitsync import merge_files
-from .names import is_topic_filename
+from .names import is_topic_filename, session_file_name
 from .upkeep import parse_day
 from .recent import relative_time
+from .session_format import PruneReport, Session, SessionInfo, SessionMessage, check_session_id
+from .sessions import Sessions
+from .session_window import Window, window
+from .session_io import Imported, export_jsonl, import_conversations, parse_conversations
+from .session_search import SessionHit, SessionSearch
 
 log = logging.getLogger("memkit")
 
@@ -47,7 +53,8 @@ __all__ = ["Vault", "find_vault", "LLMChoice",
            # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
            # module, memkit.errors and memkit.limits (.importlinter)
            "Captured", "Index", "IndexReport", "Threshold", "is_topic_filename", "merge_files", "parse_day",
-           "relative_time"]
+           "relative_time", "Session", "SessionInfo", "SessionMessage", "SessionHit", "Window", "PruneReport",
+           "Imported"]
 
 #: which LLM a flow uses: ``"auto"`` the one memkit.yaml configures (none if it configures none),
 #: None no LLM, or an LLM client
@@ -75,6 +82,8 @@ class Vault:
         self.model = embedder.name if embedder is not None else resolve_model(model, self.config, env)
         self._embedder = embedder
         self._searcher: Searcher | None = None
+        self._sessions: Sessions | None = None
+        self._session_search: SessionSearch | None = None
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"
@@ -281,7 +290,8 @@ class Vault:
         return entries
 
     def capture(self, *, path: str | os.PathLike[str] | None = None, stdin: bytes | IO[bytes] | None = None,
-                session: str | None = None, now: bool = False, llm: LLMChoice = "auto") -> Captured:
+                session: str | None = None, now: bool = False, llm: LLMChoice = "auto",
+                save: bool = False) -> Captured:
         """Queue an assistant's conversation in inbox/ for the digest (see :mod:`memkit.capture`):
         a Claude Code hook payload or transcript, JSON messages or ``Speaker: text`` lines.
 
@@ -289,6 +299,10 @@ class Vault:
         :param session: the id the inbox file is named after (the same session replaces its file).
         :param now: digest it at once (needs an LLM) and move it to inbox/done/.
         :param llm: for ``now``: ``"auto"`` (memkit.yaml's), None (fails) or an LLM client.
+        :param save: also store the conversation as a session (:meth:`import_sessions`) named after
+            the capture's session id: capturing it again appends only the new messages. A Claude
+            Code transcript is read again for its messages' times; other formats have none, and
+            their messages are stamped with the time of the capture.
         """
         digest = None
         if now:
@@ -300,8 +314,22 @@ class Vault:
             def digest(target: Path) -> dict[str, Any]:
                 return self.digest(target, llm=client).to_dict()
 
-        return capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
-                                    llm_configured=bool(self.config.llm))
+        result = capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
+                                      llm_configured=bool(self.config.llm))
+        if save:
+            try:
+                sid = check_session_id(result.session)
+            except MemkitError:  # a path or a long id: its readable, collision-free file stem
+                sid = session_file_name(result.session, result.session, "")
+            data, fmt, name = (self.root / result.file).read_bytes(), "jsonl", result.file
+            if result.format == "claude-code" and result.source != "stdin":  # the transcript itself has the times
+                try:
+                    data, fmt, name = Path(result.source).read_bytes(), "claude-code", result.source
+                except OSError:
+                    pass
+            (saved,) = self.import_sessions(data, name=name, fmt=fmt, session_id=sid)
+            result.saved = saved.to_dict()
+        return result
 
     def changed(self) -> None:
         """Say the files were just written (by this object, or by another one in this process,
@@ -331,6 +359,109 @@ class Vault:
         except MemkitError as exc:
             log.warning("could not split %s: %s", topic, exc)
             return None
+
+    # ---- conversation sessions (see memkit.sessions, memkit.session_window, memkit.session_io) --------
+    @property
+    def _conversations(self) -> Sessions:
+        """The vault's ``sessions/`` folder (:class:`memkit.sessions.Sessions`)."""
+        if self._sessions is None:
+            self._sessions = Sessions(self.root, self.store.state_dir, self.config)
+        return self._sessions
+
+    def sessions(self, *, archived: bool = False) -> list[SessionInfo]:
+        """Every conversation session, most recently updated first (``archived``: the pruned ones)."""
+        return self._conversations.list(archived)
+
+    def session(self, session_id: str) -> Session:
+        """One session with all its messages (its id, a unique prefix, or its file name).
+
+        :raises SessionNotFound: none or several match."""
+        return self._conversations.load(session_id)
+
+    def create_session(self, *, system_prompt: str | None = None, title: str | None = None,
+                       metadata: Mapping[str, Any] | None = None, user: str | None = None, tags: Sequence[str] = (),
+                       session_id: str | None = None, now: datetime | None = None) -> Session:
+        """Start a conversation: ``sessions/<day>-<id>.md`` (``session_id`` or 8 hex digits). The
+        id also works as :meth:`context`'s session. :raises MemkitError: the id is taken or invalid."""
+        with self.store.lock():
+            return self._conversations.create(session_id=session_id, title=title, system=system_prompt, user=user,
+                                             tags=tags, metadata=metadata, now=now)
+
+    def save_message(self, session_id: str, role: str, content: str, *, important: bool = False,
+                     name: str | None = None, now: datetime | None = None) -> SessionMessage:
+        """Append a message (role user, assistant, system or tool) to a session: one ``O_APPEND``
+        write, so concurrent writers lose nothing. ``important`` keeps it verbatim in ``hybrid``."""
+        return self._conversations.append(session_id, role, content, important=important, name=name, now=now)
+
+    def recent_messages(self, session_id: str, max_tokens: int = 4096, *, strategy: str | None = None,
+                        llm: LLMChoice = "auto", keep_recent: int | None = None,
+                        now: datetime | None = None) -> Window:
+        """The session's history within ``max_tokens``, oldest first, the system prompt first (see
+        :mod:`memkit.session_window`; ``strategy`` default: memkit.yaml's ``session_strategy``).
+        A summary made on the way is cached in the session file."""
+        chosen = strategy or self.config.session_strategy
+        path, archived = self._conversations.find(session_id)
+        earlier = 0
+        if chosen == "simple":  # only the newest messages are read: a long session loads as fast as a short one
+            chars = max_tokens * 5 + 4096
+            while True:
+                conv, earlier = self._conversations.load_tail(path, chars, archived)
+                if not earlier or sum(len(m.content) + 16 for m in conv.messages) >= max_tokens * 4:
+                    break
+                chars *= 4
+        else:
+            conv = self._conversations.load_path(path, archived)
+        client = self._llm(llm) if chosen != "simple" else None
+        return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
+                      keep_recent=keep_recent or self.config.session_keep_recent, now=now,
+                      save_summary=lambda s: self._conversations.add_summary(path, s), earlier=earlier)
+
+    def delete_session(self, session_id: str) -> SessionInfo:
+        """Delete a session's file for good (:meth:`prune_sessions` archives instead)."""
+        with self.store.lock():
+            return self._conversations.delete(session_id)
+
+    def prune_sessions(self, days: int | None = None, *, delete: bool = False, dry_run: bool = False,
+                       now: datetime | None = None) -> PruneReport:
+        """Move sessions idle for more than ``days`` (default: ``expire: conversation``, 30 days)
+        to ``sessions/archive/``, or delete them with ``delete``."""
+        with self.store.lock():
+            return self._conversations.prune(days, delete=delete, dry_run=dry_run, now=now)
+
+    def digest_session(self, session_id: str, *, llm: LLMChoice = "auto", dry_run: bool = False) -> DigestReport:
+        """Digest a session's messages into memory entries, as :meth:`digest` does a transcript
+        (digesting the same messages twice adds nothing)."""
+        conv = self.session(session_id)
+        if not conv.messages:
+            raise MemkitError(f"session {conv.id} has no messages to digest")
+        lines = "".join(json.dumps({"role": m.role, "content": m.content}, ensure_ascii=False) + "\n"
+                        for m in conv.messages)
+        return self.digest_text(lines, name=conv.file, llm=llm, dry_run=dry_run)
+
+    def export_session(self, session_id: str) -> str:
+        """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""
+        return export_jsonl(self.session(session_id))
+
+    def import_sessions(self, data: bytes, *, name: str = "import", fmt: str = "auto", session_id: str | None = None,
+                        title: str | None = None, now: datetime | None = None) -> list[Imported]:
+        """Store the conversations of a JSONL / JSON messages file, a Claude Code transcript or a
+        ChatGPT export (``fmt``: ``auto`` detects it) as sessions; into an existing ``session_id``
+        only the messages it lacks are appended."""
+        _, conversations = parse_conversations(data, name, fmt, now)
+        with self.store.lock():
+            return import_conversations(self._conversations, conversations, session_id=session_id, title=title,
+                                        now=now)
+
+    def search_sessions(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
+                        since: str | None = None) -> list[SessionHit]:
+        """Messages of past conversations that match ``query`` by meaning and words, best first
+        (see :mod:`memkit.session_search`)."""
+        if self._session_search is None:
+            embedder: Any = self.embedder
+            if isinstance(embedder, MissingModel):
+                embedder = None
+            self._session_search = SessionSearch(self._conversations, embedder)
+        return self._session_search.search(query, k=k, session=session, role=role, since=since)
 
     # ---- index and search -----------------------------------------------------------------------------
     @property

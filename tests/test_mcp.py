@@ -109,6 +109,17 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
     ("get_context", {"message": "hi", "budget_tokens": -5}, "invalid value for budget_tokens: -5 is below", None),
     ("get_context", {"message": ["hi"]}, "invalid value for message: expected a string", None),
     ("no_such_tool", {}, "unknown tool 'no_such_tool'", None),
+    ("save_message", {"session": "nope", "role": "user", "content": 5}, "invalid value for content: expected a string, got 5",
+     None),
+    ("save_message", {"session": "nope", "role": "user"}, "save_message: missing required argument 'content'", None),
+    ("save_message", {"session": "nope", "role": "user", "content": "hi"}, "no session 'nope' in sessions/",
+     ["session", "add", "nope", "user", "hi"]),
+    ("load_session", {"session": "nope", "max_tokens": 0}, "invalid value for max_tokens: 0 is below the minimum 1",
+     None),
+    ("load_session", {"session": "../../etc", "max_tokens": 10}, "no session '../../etc'", None),
+    ("list_sessions", {"archived": "yes"}, "invalid value for archived: expected true or false, got \"yes\"", None),
+    ("start_session", {"session": "../x"}, "invalid session id '../x'", ["session", "new", "--id", "../x"]),
+    ("search_sessions", {"query": "   "}, "the query is empty", None),
 ]
 
 
@@ -127,7 +138,9 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 # ---- the tools and their input schemas
                 tools = {t.name: t for t in (await session.list_tools()).tools}
                 assert list(tools) == ["search_memories", "add_memory", "forget_memory", "get_context",
-                                       "list_topics", "read_topic", "recent_topics", "digest_transcript"]
+                                       "list_topics", "read_topic", "recent_topics", "list_sessions",
+                                       "start_session", "save_message", "load_session", "search_sessions",
+                                       "digest_transcript"]
                 for tool in tools.values():
                     schema = tool.input_schema
                     assert schema["type"] == "object" and schema["additionalProperties"] is False
@@ -368,10 +381,52 @@ def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, mo
     assert "Traceback" in caplog.text and "disk on fire" in caplog.text
 
 
-def test_the_schemas_use_the_librarys_own_limits():
-    from memkit.mcp_server import TOOLS
-    from memkit.search import MAX_QUERY_CHARS
-    from memkit.store import MAX_ENTRY_CHARS
+def test_the_schemas_use_the_librarys_own_limits(tmp_path):
+    """The typed tools' schemas come from the methods' signatures, with the library's own limits."""
+    from memkit.limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SESSION_MESSAGE_CHARS
+    from memkit.mcp_server import Memory, TypedTools
 
-    assert TOOLS["add_memory"]["schema"]["properties"]["text"]["maxLength"] == MAX_ENTRY_CHARS
-    assert TOOLS["search_memories"]["schema"]["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
+    typed = TypedTools(Memory.open(vault_with(tmp_path, TOPICS, FakeEmbedder())))
+    assert typed.schema("add_memory")["properties"]["text"]["maxLength"] == MAX_ENTRY_CHARS
+    assert typed.schema("search_memories")["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
+    assert typed.schema("save_message")["properties"]["content"]["maxLength"] == MAX_SESSION_MESSAGE_CHARS
+    assert typed.schema("search_memories")["properties"]["topic"] == {
+        "type": "string", "maxLength": 200, "default": None,
+        "description": "Only this topic and its subtopics (topic-*). Topic name: lowercase words joined by '-', "
+                       "e.g. 'cooking' or 'home-lab' (list_topics shows the existing ones)."}
+    assert typed.schema("forget_memory") == {
+        "type": "object", "required": ["id"], "additionalProperties": False,
+        "properties": {"id": {"type": "string", "maxLength": 200, "minLength": 1,
+                              "description": "The entry id, e.g. '3f2a9c1e'."}}}
+
+
+def test_session_tools_continue_yesterdays_conversation(tmp_path):
+    """An assistant lists sessions, loads one's recent history, appends to it and searches past ones."""
+    vault = make_vault(tmp_path)
+    vault.create_session(session_id="yesterday", title="Lisbon trip", system_prompt="You are a travel assistant.")
+    vault.save_message("yesterday", "user", "I fly to Lisbon on March 3rd")
+    vault.save_message("yesterday", "assistant", "Noted: TAP, March 3rd.", important=True)
+
+    async def scenario() -> None:
+        with open(tmp_path / "stderr.txt", "w") as errlog:
+            async with connect(vault.root, errlog) as session:
+                error, _, listing = await call(session, "list_sessions")
+                assert not error and [(s["id"], s["title"], s["messages"]) for s in listing["sessions"]] == [
+                    ("yesterday", "Lisbon trip", 2)]
+                error, text, loaded = await call(session, "load_session", session="yesterday", max_tokens=100)
+                assert not error and text.splitlines()[0] == "system: You are a travel assistant."
+                assert [m["role"] for m in loaded["messages"]] == ["system", "user", "assistant"]
+                error, _, saved = await call(session, "save_message", session="yesterday", role="user",
+                                             content="Which hotel did we pick?")
+                assert not error and saved["role"] == "user" and saved["session"] == "yesterday"
+                error, _, started = await call(session, "start_session", title="New chat")
+                assert not error and len(started["id"]) == 8
+                error, _, found = await call(session, "search_sessions", query="when do I fly to Lisbon")
+                assert not error and found["hits"][0]["session"] == "yesterday"
+                error, text, _ = await call(session, "save_message", session="nope", role="user", content="x")
+                assert error and text.startswith("no session 'nope'")
+                error, text, _ = await call(session, "save_message", session="yesterday", role="robot", content="x")
+                assert error and text.startswith("invalid role 'robot'")
+
+    anyio.run(scenario)
+    assert [m.content for m in Vault(vault.root).session("yesterday").messages][-1] == "Which hotel did we pick?"

@@ -30,7 +30,7 @@ def make(tmp_path, yaml: str = "", fake: FakeLLM | None = None) -> Vault:
 def digested(v: Vault, *runs: tuple[datetime, int]) -> None:
     """Record digests as `memkit digest` does in .memkit/digested.json: (when, conclusions added)."""
     data = {f"sha{i}": {"transcript": f"t{i}.txt", "at": at.isoformat(), "added": n} for i, (at, n) in enumerate(runs)}
-    write(v.state_dir / "digested.json", json.dumps(data))
+    write(v.store.state_dir / "digested.json", json.dumps(data))
 
 
 def test_tidy_runs_and_distill_is_off_by_default(tmp_path):

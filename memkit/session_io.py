@@ -1,0 +1,297 @@
+"""Conversations in and out of ``sessions/``: export as JSONL, import JSONL / JSON messages, a
+Claude Code transcript, or a ChatGPT export.
+
+- **Export** (``memkit session export ID``): JSONL, one ``{"role", "content", "time"}`` object a
+  line (``name`` and ``important`` when set), the system prompt first as a ``system`` message: the
+  message-list shape of the OpenAI and Anthropic APIs, one message a line.
+- **Import** (``memkit session import FILE``), the format detected from the content:
+
+  - ``jsonl``: that shape (or a JSON list of it); ``time``/``timestamp``/``created_at`` are read,
+    OpenAI content parts are joined, an assistant's ``tool_calls`` are kept compactly as
+    ``→ name(arguments)`` lines; a first ``system`` message becomes the system prompt;
+  - ``claude-code``: a Claude Code JSONL transcript, read as ``memkit capture`` reads it (user and
+    assistant text, each with its entry's timestamp);
+  - ``chatgpt``: ChatGPT's ``conversations.json`` export (one session per conversation, its
+    current branch, with titles and times).
+
+Importing into an existing session id appends only the messages after the last one it already
+holds (so re-importing a growing transcript, as ``capture --save`` does, adds only what is new).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .capture import claude_code_turns, is_claude_code_entry
+from .errors import InvalidValue, MemkitError, TranscriptError
+from .session_format import ROLES, Session, SessionMessage, check_session_id, format_time, parse_time, render_message
+from .sessions import Sessions
+
+__all__ = ["Conversation", "FORMATS", "Imported", "export_jsonl", "parse_conversations", "import_conversations"]
+
+FORMATS = ("auto", "jsonl", "claude-code", "chatgpt")
+_ROLE_NAMES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant",
+               "developer": "system", "function": "tool"}
+
+
+@dataclass
+class Conversation:
+    """A conversation read from a file, before it becomes a session."""
+
+    messages: list[SessionMessage]
+    title: str | None = None
+    system: str | None = None
+    source_id: str | None = None  #: the id the source gives it (a Claude Code or ChatGPT id)
+    created: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def export_jsonl(session: Session) -> str:
+    """The session as JSONL (see the module docstring)."""
+    lines = []
+    if session.system:
+        lines.append({"role": "system", "content": session.system, "time": session.created})
+    lines += [{k: v for k, v in m.to_dict().items() if k != "line"} for m in session.messages]
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+def _time(value: Any) -> str | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return format_time(datetime.fromtimestamp(float(value), timezone.utc))
+    if isinstance(value, str) and value.strip():
+        try:
+            return format_time(parse_time(value))
+        except ValueError:
+            return None
+    return None
+
+
+def _role(value: Any) -> tuple[str, str | None]:
+    """(role, the name a non-standard role is kept as)."""
+    raw = str(value or "user").strip()
+    low = raw.lower()
+    if low in ROLES:
+        return low, None
+    if low in _ROLE_NAMES:
+        return _ROLE_NAMES[low], None
+    return "user", raw[:80] or None
+
+
+def _content(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # OpenAI / Anthropic content parts: their text
+        texts = []
+        for part in value:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        return "\n\n".join(t for t in texts if t)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _tool_calls(calls: Any) -> str:
+    out = []
+    for call in calls if isinstance(calls, list) else []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            out.append(f"→ {fn.get('name', 'tool')}({fn.get('arguments', '')})")
+    return "\n".join(out)
+
+
+def _from_objects(items: list[Any], name: str, fallback_time: str) -> Conversation:
+    messages: list[SessionMessage] = []
+    system: str | None = None
+    created: str | None = None
+    last = fallback_time
+    for i, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            raise TranscriptError(f"{name} message {i}: not an object with role and content")
+        role, speaker = _role(item.get("role") or item.get("speaker") or item.get("author"))
+        content = _content(item.get("content", item.get("text")))
+        calls = _tool_calls(item.get("tool_calls"))
+        if calls:
+            content = f"{content}\n{calls}".strip("\n")
+        stamp = _time(item.get("time") or item.get("timestamp") or item.get("created_at")) or last
+        last = stamp
+        if not content.strip():
+            continue
+        if role == "system" and not messages and system is None:
+            system, created = content, stamp
+            continue
+        tool_name = item.get("name") if isinstance(item.get("name"), str) else None
+        messages.append(Sessions.message(role, content, important=bool(item.get("important")),
+                                         name=tool_name or speaker, time=stamp))
+    return Conversation(messages, system=system, created=created)
+
+
+def _chatgpt(conversations: list[Any], name: str) -> list[Conversation]:
+    out = []
+    for n, conv in enumerate(conversations, 1):
+        if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
+            raise TranscriptError(f"{name}: conversation {n} has no 'mapping' (not a ChatGPT export)")
+        mapping: dict[str, Any] = conv["mapping"]
+        node_id = conv.get("current_node")
+        if node_id not in mapping:  # no current node: the last leaf in file order
+            leaves = [k for k, v in mapping.items() if isinstance(v, dict) and not v.get("children")]
+            node_id = leaves[-1] if leaves else None
+        chain = []
+        seen: set[str] = set()
+        while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
+            seen.add(node_id)
+            node = mapping[node_id]
+            chain.append(node)
+            node_id = node.get("parent") if isinstance(node, dict) else None
+        created = _time(conv.get("create_time")) or format_time(datetime.now(timezone.utc))
+        items = []
+        for node in reversed(chain):
+            msg = node.get("message") if isinstance(node, dict) else None
+            if not isinstance(msg, dict):
+                continue
+            author: dict[str, Any] = msg["author"] if isinstance(msg.get("author"), dict) else {}
+            content: dict[str, Any] = msg["content"] if isinstance(msg.get("content"), dict) else {}
+            parts = content.get("parts") or ([content["text"]] if isinstance(content.get("text"), str) else [])
+            if (msg.get("metadata") or {}).get("is_visually_hidden_from_conversation"):
+                continue
+            items.append({"role": author.get("role"), "content": _content(parts),
+                          "time": msg.get("create_time"), "name": author.get("name")})
+        conversation = _from_objects(items, f"{name} conversation {n}", created)
+        conversation.title = conv.get("title") if isinstance(conv.get("title"), str) else None
+        conversation.source_id = str(conv.get("conversation_id") or conv.get("id") or "") or None
+        conversation.created = conversation.created or created
+        conversation.metadata = {"source": "chatgpt"}
+        out.append(conversation)
+    return out
+
+
+def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime | None = None
+                        ) -> tuple[str, list[Conversation]]:
+    """The conversations a file holds, and its format (see the module docstring).
+
+    :raises TranscriptError: naming the file (and line) and what is wrong.
+    """
+    if fmt not in FORMATS:
+        raise InvalidValue(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    fallback = format_time(now or datetime.now(timezone.utc))
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TranscriptError(f"{name} line {line}: not valid UTF-8") from None
+    stripped = text.strip()
+    if not stripped:
+        raise TranscriptError(f"{name}: the file is empty")
+    lines = [line for line in text.splitlines() if line.strip()]
+    if fmt in ("auto", "claude-code") and stripped.startswith("{"):
+        head: list[Any] = []
+        for first in lines[:20]:
+            try:
+                head.append(json.loads(first))
+            except ValueError:
+                head.append(None)
+        if fmt == "claude-code" or any(is_claude_code_entry(obj) for obj in head):
+            turns, sid = claude_code_turns(line.encode("utf-8") for line in lines)
+            if not turns:
+                raise TranscriptError(f"{name}: the Claude Code transcript has no user or assistant text")
+            msgs = []
+            last = fallback
+            for message, stamp in turns:
+                last = _time(stamp) or last
+                msgs.append(Sessions.message(message.role, message.content, time=last))
+            return "claude-code", [Conversation(msgs, source_id=sid, metadata={"source": "claude-code"})]
+    if stripped.startswith("["):
+        try:
+            items = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(f"{name} line {exc.lineno}: looks like JSON but is not valid: {exc.msg}") from None
+        if fmt == "chatgpt" or (fmt == "auto" and items and isinstance(items[0], dict) and "mapping" in items[0]):
+            return "chatgpt", _chatgpt(items, name)
+        return "jsonl", [_from_objects(items, name, fallback)]
+    if stripped.startswith("{"):
+        try:
+            whole = json.loads(stripped)
+        except json.JSONDecodeError:
+            whole = None
+        if isinstance(whole, dict) and "mapping" in whole:  # one ChatGPT conversation
+            return "chatgpt", _chatgpt([whole], name)
+        if isinstance(whole, dict) and isinstance(whole.get("messages"), list):  # {"messages": [...]}
+            return "jsonl", [_from_objects(whole["messages"], name, fallback)]
+        objects = []
+        for number, raw in enumerate(text.splitlines(), 1):
+            if raw.strip():
+                try:
+                    objects.append(json.loads(raw))
+                except json.JSONDecodeError as exc:
+                    raise TranscriptError(f"{name} line {number}: not valid JSON Lines: {exc.msg}") from None
+        return "jsonl", [_from_objects(objects, name, fallback)]
+    raise TranscriptError(f"{name}: not JSONL, JSON messages, a Claude Code transcript or a ChatGPT export")
+
+
+def _new_messages(stored: list[SessionMessage], incoming: list[SessionMessage]) -> list[SessionMessage]:
+    """The incoming messages after the last stored one (all when it is not among them)."""
+    if not stored:
+        return incoming
+    last = stored[-1]
+    for i in range(len(incoming) - 1, -1, -1):
+        if incoming[i].role == last.role and incoming[i].content.strip() == last.content.strip():
+            return incoming[i + 1:]
+    return incoming
+
+
+@dataclass
+class Imported:
+    """One conversation imported: the session and how many messages were added to it."""
+
+    session: Session
+    added: int
+    created: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.session.id, "file": self.session.file, "title": self.session.display_title,
+                "added": self.added, "created": self.created, "messages": len(self.session.messages)}
+
+
+def import_conversations(sessions: Sessions, conversations: list[Conversation], *, session_id: str | None = None,
+                         title: str | None = None, now: datetime | None = None) -> list[Imported]:
+    """Store conversations as sessions (one each): a new session, or the messages a session of
+    that id lacks appended in one write.
+
+    :param session_id: the id (one conversation only); default the source's id when it is a valid
+        id and no such session exists… else a new id.
+    """
+    if session_id is not None and len(conversations) != 1:
+        raise InvalidValue(f"--id names one session, but the file holds {len(conversations)} conversations")
+    out = []
+    for conv in conversations:
+        sid = session_id
+        if sid is None and conv.source_id:
+            try:
+                sid = check_session_id(conv.source_id)
+            except InvalidValue:
+                sid = None
+        existing: Session | None = None
+        if sid is not None:
+            try:
+                existing = sessions.load(sid)
+                if existing.id != sid:  # a prefix matched another session
+                    existing = None
+            except MemkitError:
+                existing = None
+        created = existing is None
+        if existing is None:
+            when = parse_time(conv.created or (conv.messages[0].time if conv.messages else format_time(
+                now or datetime.now(timezone.utc))))
+            existing = sessions.create(session_id=sid, title=title or conv.title, system=conv.system,
+                                       metadata=conv.metadata or None, now=when)
+        path, archived = sessions.find(existing.id)
+        if archived:
+            raise MemkitError(f"{existing.file} is archived: move it back to sessions/ to add to it")
+        new = _new_messages(existing.messages, conv.messages)
+        sessions.append_raw(path, [render_message(m) for m in new])
+        out.append(Imported(sessions.load_path(path), len(new), created))
+    return out

@@ -1,0 +1,414 @@
+"""The vault's ``sessions/`` folder: conversation sessions created, read, listed, appended to, deleted
+and pruned, one file each (the format: :mod:`memkit.session_format`).
+
+- Every message is one ``O_APPEND`` write, so writers appending at once lose nothing; a session
+  file is created atomically and never replaced or rewritten by memkit.
+- Nothing is followed out of the vault: a ``sessions/`` that is a symlink leading outside, and a
+  session file that is a symlink, are refused.
+- Listing caches what it read of each file by its stat in ``.memkit/session-list.json``.
+- Pruned sessions move to ``sessions/archive/`` (tracked, readable, restorable with ``mv``).
+
+A helper-layer module: files only (no index, no LLM).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import stat
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .config import Config
+from .errors import InvalidValue, MemkitError, SessionNotFound
+from .limits import MAX_SESSION_MESSAGE_CHARS
+from .fsutil import NotRegularFile, append_bytes, atomic_write, describe_os_error, read_head, read_regular
+from .session_format import (
+    ARCHIVE_DIR,
+    NAME_RE,
+    SESSIONS_DIR,
+    SessionInfo,
+    PruneReport,
+    Session,
+    SessionMessage,
+    SessionSummary,
+    check_role,
+    check_session_id,
+    format_time,
+    now_utc,
+    parse_session,
+    parse_session_tail,
+    parse_time,
+    render_header,
+    render_message,
+    render_summary,
+    time_key,
+)
+
+log = logging.getLogger("memkit")
+
+__all__ = ["SESSIONS_DIR", "Sessions"]
+
+MAX_SESSION_BYTES = 256 * 1024 * 1024  #: a session file is read up to this size
+LIST_CACHE = "session-list.json"  #: under .memkit/: what listing read of each file, by its stat
+
+
+# ---- the folder --------------------------------------------------------------------------------
+
+class Sessions:
+    """The vault's ``sessions/`` folder: create, read, list, append, delete, prune.
+
+    :param root: the vault folder; :param state_dir: its ``.memkit/`` (the listing cache);
+    :param config: its settings (``expire: conversation``).
+    """
+
+    def __init__(self, root: Path, state_dir: Path, config: Config) -> None:
+        self.root = root
+        self.dir = root / SESSIONS_DIR
+        self.archive_dir = self.dir / ARCHIVE_DIR
+        self.state_dir = state_dir
+        self.config = config
+        self._listing: dict[str, tuple[tuple[int, int, int], SessionInfo]] | None = None
+
+    # -- paths
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def _folder_ok(self, folder: Path) -> bool:
+        """A sessions folder that is a real folder inside the vault (never followed out of it)."""
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            return False
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                folder.resolve().relative_to(self.root.resolve())
+            except (ValueError, OSError, RuntimeError):
+                raise MemkitError(f"{self.rel(folder)}/ is a symlink to a folder outside the vault; "
+                                  f"memkit does not follow it") from None
+            return folder.is_dir()
+        return stat.S_ISDIR(st.st_mode)
+
+    def _files(self, archived: bool = False) -> list[os.DirEntry[str]]:
+        folder = self.archive_dir if archived else self.dir
+        if not self._folder_ok(self.dir) or (archived and not self._folder_ok(folder)):
+            return []
+        try:
+            with os.scandir(folder) as it:
+                return sorted((e for e in it if NAME_RE.match(e.name) and not e.name.startswith(".")),
+                              key=lambda e: e.name)
+        except OSError as exc:
+            raise MemkitError(f"{self.rel(folder)}/: cannot list: {exc.strerror or exc}") from None
+
+    def find(self, session: str) -> tuple[Path, bool]:
+        """The file of session ``session`` (its id, a unique prefix of it, or its file name) and
+        whether it is archived. :raises SessionNotFound: none or several match."""
+        raw = session.strip()
+        if raw.endswith(".md"):
+            raw = raw[:-3]
+        raw = raw.rsplit("/", 1)[-1]
+        if not raw or ".." in raw or "\\" in raw or "\0" in raw:
+            raise SessionNotFound(f"no session {session!r}")
+        exact: list[tuple[Path, bool]] = []
+        prefix: list[tuple[Path, bool]] = []
+        for archived in (False, True):
+            for entry in self._files(archived):
+                m = NAME_RE.match(entry.name)
+                assert m is not None
+                sid, stem = m.group(2), entry.name[:-3]
+                if raw in (sid, stem):
+                    exact.append((Path(entry.path), archived))
+                elif sid.startswith(raw):
+                    prefix.append((Path(entry.path), archived))
+            if exact:
+                break
+        found = exact or prefix
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise SessionNotFound(f"no session {session!r} in {SESSIONS_DIR}/ (`memkit session list` shows them)")
+        names = ", ".join(NAME_RE.match(p.name).group(2) for p, _ in found[:5])  # type: ignore[union-attr]
+        raise SessionNotFound(f"session {session!r} is ambiguous: {names}{'…' if len(found) > 5 else ''}")
+
+    # -- reading
+    def _read(self, path: Path) -> tuple[str, os.stat_result]:
+        try:
+            if path.is_symlink():
+                raise NotRegularFile("is a symlink; memkit does not follow it")
+            data, st = read_regular(path, MAX_SESSION_BYTES)
+        except NotRegularFile as exc:
+            raise MemkitError(f"{self.rel(path)} {exc}") from None
+        except FileNotFoundError:
+            raise SessionNotFound(f"{self.rel(path)} is gone") from None
+        except OSError as exc:
+            raise MemkitError(f"{self.rel(path)}: cannot read: {exc.strerror or exc}") from None
+        try:
+            return data.decode("utf-8"), st
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise MemkitError(f"{self.rel(path)} line {line}: not valid UTF-8") from None
+
+    def load(self, session: str) -> Session:
+        """One session, parsed. :raises SessionNotFound: no such session."""
+        path, archived = self.find(session)
+        return self.load_path(path, archived)
+
+    def load_path(self, path: Path, archived: bool = False) -> Session:
+        text, _ = self._read(path)
+        m = NAME_RE.match(path.name)
+        return parse_session(text, self.rel(path), m.group(2) if m else path.stem, archived)
+
+    def load_tail(self, path: Path, chars: int, archived: bool = False) -> tuple[Session, int]:
+        """The session of ``path`` with only its newest messages parsed (see
+        :func:`parse_session_tail`), and how many earlier ones were not."""
+        text, _ = self._read(path)
+        m = NAME_RE.match(path.name)
+        return parse_session_tail(text, self.rel(path), m.group(2) if m else path.stem, chars, archived)
+
+    def text(self, path: Path) -> str:
+        """A session file's text (checked: a regular file inside the vault)."""
+        return self._read(path)[0]
+
+    def paths(self, archived: bool = False) -> list[Path]:
+        """Every session file (sorted by name: by creation day)."""
+        return [Path(e.path) for e in self._files(archived)]
+
+    def list(self, archived: bool = False) -> list[SessionInfo]:
+        """Every session's listing line, most recently updated first. What is read of each file is
+        cached by its stat (size, mtime, inode), in memory and in ``.memkit/session-list.json``,
+        so listing reads only the files that changed."""
+        cache = self._load_listing()
+        out: list[SessionInfo] = []
+        changed = False
+        seen: set[str] = set()
+        for entry in self._files(archived):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                log.warning("%s is not a regular file; skipped", self.rel(Path(entry.path)))
+                continue
+            key = f"{'archive/' if archived else ''}{entry.name}"
+            seen.add(key)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+            held = cache.get(key)
+            if held is not None and held[0] == stamp:
+                out.append(held[1])
+                continue
+            try:
+                info = self.load_path(Path(entry.path), archived).info(st.st_size)
+            except MemkitError as exc:  # one bad file never hides the others
+                log.warning("%s; skipped", exc)
+                continue
+            cache[key] = (stamp, info)
+            changed = True
+            out.append(info)
+        gone = [k for k in cache if k.startswith("archive/") == archived and k not in seen]
+        for key in gone:  # deleted, pruned or renamed since: forgotten
+            del cache[key]
+        if changed or gone:
+            self._save_listing(cache)
+        out.sort(key=lambda i: (time_key(i.updated), i.id), reverse=True)
+        return out
+
+    def _load_listing(self) -> dict[str, tuple[tuple[int, int, int], SessionInfo]]:
+        if self._listing is not None:
+            return self._listing
+        self._listing = {}
+        path = self.state_dir / LIST_CACHE
+        try:
+            data = json.loads(read_head(path, MAX_SESSION_BYTES).decode("utf-8")) if path.is_file() else {}
+            for key, (stamp, info) in data.get("files", {}).items():
+                self._listing[key] = ((int(stamp[0]), int(stamp[1]), int(stamp[2])), SessionInfo(**info))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, NotRegularFile):
+            self._listing = {}  # derived data: rebuilt when unreadable
+        return self._listing
+
+    def _save_listing(self, cache: Mapping[str, tuple[tuple[int, int, int], SessionInfo]]) -> None:
+        data = {"format": 1, "files": {k: [list(stamp), info.to_dict()] for k, (stamp, info) in cache.items()}}
+        with contextlib.suppress(OSError):
+            if not self.state_dir.exists():
+                self.state_dir.mkdir()
+            if self.state_dir.is_dir() and not self.state_dir.is_symlink():
+                atomic_write(self.state_dir / LIST_CACHE, json.dumps(data, ensure_ascii=False))
+
+    # -- writing
+    def _ensure_dir(self) -> Path:
+        if not self._folder_ok(self.dir):
+            try:
+                self.dir.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise describe_os_error(exc, f"{SESSIONS_DIR}/") from exc
+            if not self._folder_ok(self.dir):
+                raise MemkitError(f"{SESSIONS_DIR} exists and is not a folder; memkit will not write sessions there")
+        return self.dir
+
+    def create(self, *, session_id: str | None = None, title: str | None = None, system: str | None = None,
+               user: str | None = None, tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
+               now: datetime | None = None) -> Session:
+        """Create ``sessions/<day>-<id>.md`` atomically (never replacing a file).
+
+        :raises InvalidValue: a bad id; MemkitError: the id is taken.
+        """
+        when = now_utc(now)
+        folder = self._ensure_dir()
+        given = session_id is not None
+        for _ in range(8):
+            sid = check_session_id(session_id) if given else secrets.token_hex(4)  # type: ignore[arg-type]
+            try:
+                path, _ = self.find(sid)
+                if given or path.name[11:-3] == sid:
+                    if given:
+                        raise MemkitError(f"session {sid} exists already ({self.rel(path)})")
+                    continue
+            except SessionNotFound:
+                pass
+            path = folder / f"{when.date().isoformat()}-{sid}.md"
+            text = render_header(sid, format_time(when), title=title, system=system, user=user, tags=tags,
+                                 metadata=metadata)
+            if _create_exclusive(path, text.encode("utf-8")):
+                return parse_session(text, self.rel(path), sid)
+            if given:
+                raise MemkitError(f"session {sid} exists already ({self.rel(path)})")
+        raise MemkitError("could not pick a free session id")  # pragma: no cover - 8 collisions of 32 bits
+
+    def append(self, session: str, role: str, content: str, *, important: bool = False, name: str | None = None,
+               now: datetime | None = None, time: str | None = None) -> SessionMessage:
+        """Append one message to a session with a single ``O_APPEND`` write.
+
+        :param time: the message's own time (an import); default ``now``.
+        :raises SessionNotFound, InvalidValue: no such session, a bad role, a message over the limit.
+        """
+        path, archived = self.find(session)
+        return self.append_path(path, role, content, important=important, name=name, now=now, time=time,
+                                archived=archived)
+
+    def append_path(self, path: Path, role: str, content: str, *, important: bool = False, name: str | None = None,
+                    now: datetime | None = None, time: str | None = None, archived: bool = False
+                    ) -> SessionMessage:
+        if archived:
+            raise MemkitError(f"{self.rel(path)} is archived (pruned): move it back to {SESSIONS_DIR}/ to continue it")
+        message = self.message(role, content, important=important, name=name, now=now, time=time)
+        self.append_raw(path, [render_message(message)])
+        return message
+
+    @staticmethod
+    def message(role: str, content: str, *, important: bool = False, name: str | None = None,
+                now: datetime | None = None, time: str | None = None) -> SessionMessage:
+        """A message checked and stamped (not written)."""
+        role = check_role(role)
+        if not isinstance(content, str):
+            raise InvalidValue("a message's content must be text")
+        if len(content) > MAX_SESSION_MESSAGE_CHARS:
+            raise InvalidValue(f"the message is {len(content):,} characters; the limit is {MAX_SESSION_MESSAGE_CHARS:,}")
+        if "\0" in content:
+            raise InvalidValue("the message contains a NUL character")
+        if name is not None:
+            name = " ".join(name.split()).replace("·", "-") or None
+            if name is not None and len(name) > 80:
+                raise InvalidValue("a message's name is at most 80 characters")
+        if time is not None:
+            try:
+                stamp = format_time(parse_time(time))
+            except ValueError:
+                raise InvalidValue(f"invalid time {time!r}: use ISO 8601 (2026-11-24T10:03:12Z)") from None
+        else:
+            stamp = format_time(now_utc(now))
+        return SessionMessage(role, content.strip("\r\n"), stamp, important, name)
+
+    def append_raw(self, path: Path, blocks: Iterable[str]) -> None:
+        """Append rendered blocks in one ``O_APPEND`` write (never through a symlink)."""
+        data = "".join(blocks).encode("utf-8", errors="surrogatepass")
+        if not data:
+            return
+        try:
+            if path.is_symlink():
+                raise NotRegularFile("is a symlink; memkit does not follow it")
+            append_bytes(path, lambda last: data if last in (b"", b"\n") else b"\n" + data)
+        except NotRegularFile as exc:
+            raise MemkitError(f"{self.rel(path)} {exc}; memkit will not write to it") from None
+        except FileNotFoundError:
+            raise SessionNotFound(f"{self.rel(path)} is gone") from None
+        except OSError as exc:
+            raise describe_os_error(exc, self.rel(path)) from exc
+
+    def add_summary(self, path: Path, summary: SessionSummary) -> None:
+        """Cache a summary in the session's file (appended; see the module docstring)."""
+        self.append_raw(path, [render_summary(summary)])
+
+    def delete(self, session: str) -> SessionInfo:
+        """Delete a session's file for good (the person asked). Returns what it was."""
+        path, archived = self.find(session)
+        info = self.load_path(path, archived).info(path.stat().st_size)
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise describe_os_error(exc, self.rel(path)) from exc
+        return info
+
+    def prune(self, days: int | None = None, *, delete: bool = False, dry_run: bool = False,
+              now: datetime | None = None) -> PruneReport:
+        """Archive (move to ``sessions/archive/``) or delete the sessions whose last message is
+        older than ``days`` (default: memkit.yaml's ``expire: conversation``, 30 days; ``never``
+        prunes nothing)."""
+        if days is None:
+            days = self.config.expire.get("conversation")
+        report = PruneReport(days, "deleted" if delete else "archived", [], dry_run)
+        if days is None:
+            return report
+        if days < 0:
+            raise InvalidValue(f"days must be 0 or more, got {days}")
+        cutoff = now_utc(now) - timedelta(days=days)
+        for path in self.paths():
+            try:
+                session = self.load_path(path)
+            except MemkitError as exc:
+                log.warning("%s; not pruned", exc)
+                continue
+            if time_key(session.updated) >= cutoff:
+                continue
+            info = session.info(path.stat().st_size)
+            if not dry_run:
+                try:
+                    if delete:
+                        path.unlink()
+                    else:
+                        self.archive_dir.mkdir(exist_ok=True)
+                        target = self.archive_dir / path.name
+                        if target.exists():
+                            raise MemkitError(f"{self.rel(target)} exists already; {self.rel(path)} not archived")
+                        os.rename(path, target)
+                        info = SessionInfo(**dict(info.to_dict(), file=self.rel(target), archived=True))
+                except OSError as exc:
+                    raise describe_os_error(exc, self.rel(path)) from exc
+            report.sessions.append(info)
+        return report
+
+
+def _create_exclusive(path: Path, data: bytes) -> bool:
+    """Write ``path`` atomically only if it does not exist (a temp file hard-linked into place);
+    False when it exists."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        atomic_write(tmp, data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links: exclusive create, then the bytes
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        return True
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

@@ -1,0 +1,850 @@
+"""`memkit serve`: the vault as a small local HTTP API, JSON in and out, described by OpenAPI.
+
+Routes (``GET /openapi.json`` describes each): ``GET /search``, ``POST /add``, ``POST /context``,
+``GET /pending``, ``POST /pending/done``, ``GET /stats``, ``GET /busy``, ``GET /index`` and
+``POST /index``. Built on Starlette and uvicorn, which the ``mcp`` extra installs; they are
+imported only when a server is built, so memkit works without them.
+
+How requests share the vault: the HTTP side is asynchronous and serves requests concurrently;
+every call on the served :class:`Vault` runs in a worker thread, one at a time (the Vault's
+searcher and its caches are not meant for several threads at once; a search is a millisecond or
+two). Writes also take the vault's write lock, as any writer does, so the CLI, ``memkit watch`` or
+another server writing to the same vault lose nothing. Long jobs (an index refresh asked for with
+``POST /index``, the watcher with ``--watch``) run on Vaults of their own, so searches go on
+meanwhile; ``GET /busy`` says whether one is running or whether any writer holds the write lock.
+
+Safety: the server binds 127.0.0.1 by default and then accepts only requests whose Host header
+names a loopback address (a web page cannot reach it by DNS rebinding). Binding any other address
+needs a token, and then every request needs ``Authorization: Bearer TOKEN`` (compared in constant
+time). A bad request gets a JSON 4xx naming the problem; topic names are checked by the library,
+so none leaves topics/.
+
+A front end: it imports only the facade (:mod:`memkit.vault`), :mod:`memkit.errors` and
+:mod:`memkit.limits` (``.importlinter``).
+"""
+from __future__ import annotations
+
+import hmac
+import importlib.util
+import ipaddress
+import json
+import logging
+import os
+import socket
+import stat
+import threading
+import time
+import traceback
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Mapping
+
+from . import __version__
+from .errors import (ConfigError, EntryNotFound, InvalidValue, LLMError, MemkitError, ModelError, TopicNameError,
+                     TopicNotFound, TopicNotWritable, TopicParseError, VaultLocked)
+from .limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS
+from .vault import Vault, parse_day
+from .watch import Watcher
+
+log = logging.getLogger("memkit")
+
+__all__ = ["HTTPServer", "Api", "RequestError", "build_app", "needs_token", "openapi", "require_server_libs",
+           "start_server", "DEFAULT_HOST", "DEFAULT_PORT", "TOKEN_ENV", "MAX_BODY_BYTES"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+TOKEN_ENV = "MEMKIT_TOKEN"  #: the environment variable `memkit serve` reads the token from
+INSTALL_HINT = "pip install 'mcp>=2'"
+MAX_BODY_BYTES = 256 * 1024  #: a request body larger than this is refused (413)
+MAX_MESSAGE_CHARS = 20_000  #: /context's message (as the MCP server's get_context)
+MAX_NAME_CHARS = 200  #: a topic name, a session id, an entry id
+JOB_STOP_S = 30.0  #: how long shutdown waits for a running index job
+WATCH_STOP_S = 30.0
+
+# ---- request schemas: the validation and the OpenAPI description come from the same dicts ----------
+
+def _str(description: str, max_length: int, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, "maxLength": max_length, **extra}
+
+
+TOPIC = "A topic name: lowercase words joined by '-' (e.g. cooking, home-lab)."
+
+SEARCH_PARAMS: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["q"],
+    "properties": {
+        "q": _str("What to look for: a question, keywords, a name.", MAX_QUERY_CHARS, minLength=1),
+        "k": {"type": "integer", "minimum": 1, "maximum": 100,
+              "description": "Results at most (default: memkit.yaml's max_memories_per_search)."},
+        "topic": _str(f"Only this topic and its subtopics. {TOPIC}", MAX_NAME_CHARS, minLength=1),
+        "kind": _str("Only entries of this [kind].", 40, minLength=1),
+        "tag": _str("Only entries with this #tag (without '#').", 40, minLength=1),
+        "since": _str("Only entries dated on or after this day.", 10, format="date"),
+        "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"], "default": "hybrid",
+                 "description": "hybrid: words and meaning fused; vector or lexical: one side only."},
+    },
+}
+ADD_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["text"],
+    "properties": {
+        "text": _str("The memory: one self-contained sentence.", MAX_ENTRY_CHARS, minLength=1),
+        "topic": _str(f"Where it goes (default: general; created if new). {TOPIC}", MAX_NAME_CHARS, minLength=1),
+        "kind": _str("One word: fact, preference, decision, event, pending…", 40, minLength=1),
+        "tags": {"type": "array", "items": _str("A tag, one word, without '#'.", 40), "maxItems": 20,
+                 "description": "#tags."},
+        "due": _str("A follow-up due this day: adds '(due DAY)' (kind pending unless given).", 10, format="date"),
+        "until": _str("The memory expires after this day: adds '(until DAY)'.", 10, format="date"),
+    },
+}
+CONTEXT_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["message"],
+    "properties": {
+        "message": _str("The user's latest message (may be empty).", MAX_MESSAGE_CHARS),
+        "session": _str("A conversation id: memories accumulate across calls that share it.", MAX_NAME_CHARS,
+                        minLength=1),
+        "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 2000,
+                          "description": "The most tokens the block may take (~4 characters a token)."},
+        "reset": {"type": "boolean", "default": False,
+                  "description": "Forget the session's accumulated memories and topic first."},
+    },
+}
+DONE_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "id": _str("The follow-up's id (a unique prefix of 4 characters or more).", MAX_NAME_CHARS, minLength=1),
+        "match": _str("Or: text the follow-up contains (it must be the only one).", MAX_QUERY_CHARS, minLength=1),
+        "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
+    },
+}
+INDEX_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"full": {"type": "boolean", "default": False,
+                            "description": "Parse and embed every file again, not only the changed ones."}},
+}
+
+# ---- response schemas (components) -----------------------------------------------------------------
+
+_NULL_STR = {"type": ["string", "null"]}
+ENTRY = {
+    "type": "object", "required": ["id", "text", "topic", "kind", "tags", "date", "file", "line"],
+    "properties": {"id": {"type": "string"}, "text": {"type": "string"}, "topic": {"type": "string"},
+                   "kind": _NULL_STR, "tags": {"type": "array", "items": {"type": "string"}},
+                   "date": {"type": ["string", "null"], "format": "date"}, "file": {"type": "string"},
+                   "line": {"type": "integer"}},
+}
+COMPONENTS: dict[str, Any] = {
+    "Error": {"type": "object", "required": ["error", "status"], "additionalProperties": False,
+              "properties": {"error": {"type": "string", "description": "What is wrong, in one line."},
+                             "status": {"type": "integer"}}},
+    "Entry": ENTRY,
+    "Hit": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
+        "type": "object", "required": ["score", "cosine", "lexical", "confident"],
+        "properties": {"score": {"type": "number"}, "cosine": {"type": "number"}, "lexical": {"type": "number"},
+                       "confident": {"type": "boolean", "description": "false: nothing passed the similarity "
+                                     "threshold; this is only one of the closest entries"}}}]},
+    "FollowUp": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
+        "type": "object", "required": ["due", "overdue_days"],
+        "properties": {"due": {"type": ["string", "null"], "format": "date"},
+                       "overdue_days": {"type": ["integer", "null"]}}}]},
+    "Context": {"type": "object", "required": ["text", "tokens", "recent", "memories"],
+                "properties": {"text": {"type": "string", "description": "The block for the system prompt."},
+                               "tokens": {"type": "integer"}, "session": _NULL_STR, "topic": _NULL_STR,
+                               "recent": {"type": "array"}, "memories": {"type": "array"},
+                               "omitted": {"type": "object"}}},
+    "Job": {"type": "object", "required": ["name", "running"],
+            "properties": {"name": {"type": "string", "enum": ["index"]}, "running": {"type": "boolean"},
+                           "started": _NULL_STR, "finished": _NULL_STR,
+                           "report": {"type": ["object", "null"], "description": "The last run's report."},
+                           "error": _NULL_STR}},
+    "IndexState": {"type": "object", "required": ["model", "dim", "stale_files", "job"],
+                   "properties": {"model": _NULL_STR, "dim": {"type": ["integer", "null"]}, "file": _NULL_STR,
+                                  "exists": {"type": "boolean"},
+                                  "stale_files": {"type": ["integer", "null"],
+                                                  "description": "Topic files changed since the last refresh."},
+                                  "error": _NULL_STR, "job": {"$ref": "#/components/schemas/Job"}}},
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(required: list[str], **props: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": props}
+
+
+@dataclass
+class Operation:
+    """One route: what it takes, what it answers, and the method of :class:`Api` that serves it."""
+
+    method: str
+    path: str
+    handler: str
+    summary: str
+    ok: int
+    answer: dict[str, Any]
+    query: dict[str, Any] | None = None
+    body: dict[str, Any] | None = None
+    body_required: bool = True
+    errors: tuple[int, ...] = ()
+
+
+OPERATIONS = [
+    Operation("GET", "/search", "search", "Search memories (exact words and meaning, fused), best first.", 200,
+              _obj(["hits"], hits={"type": "array", "items": _ref("Hit")}), query=SEARCH_PARAMS, errors=(400, 404)),
+    Operation("POST", "/add", "add", "Append a memory to a topic; returns the entry written (and where: a topic "
+              "over its size limit is split at once).", 201, _ref("Entry"), body=ADD_BODY, errors=(400, 409)),
+    Operation("POST", "/context", "context", "The memory block for an assistant's system prompt, for the user's "
+              "latest message.", 200, _ref("Context"), body=CONTEXT_BODY, errors=(400,)),
+    Operation("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
+              _obj(["pending"], pending={"type": "array", "items": _ref("FollowUp")})),
+    Operation("POST", "/pending/done", "done", "Resolve a follow-up (by id or text): it moves to archive.md as "
+              "done.", 200, _obj(["done"], done=_ref("Entry")), body=DONE_BODY, errors=(400, 404, 409)),
+    Operation("GET", "/stats", "stats", "Counts: entries per topic and kind, follow-ups, archive, index, inbox.",
+              200, _obj(["topics", "entries", "per_topic", "per_kind", "pending", "index"],
+                        topics={"type": "integer"}, entries={"type": "integer"}, per_topic={"type": "object"},
+                        per_kind={"type": "object"}, pending={"type": "integer"}, index={"type": "object"})),
+    Operation("GET", "/busy", "busy", "Whether a long job runs: an index refresh started by POST /index in "
+              "this server, or any writer (this server, the CLI, a watcher, a digest) holding the vault's write "
+              "lock.", 200,
+              _obj(["busy", "jobs", "write_lock"], busy={"type": "boolean"},
+                   jobs={"type": "array", "items": {"type": "string"}, "description": "Jobs running in this server."},
+                   write_lock={"type": "boolean", "description": "A writer holds the vault's write lock now."})),
+    Operation("GET", "/index", "index_status", "The index: model, dimension, topic files it is behind, and the "
+              "last index job of this server.", 200, _ref("IndexState")),
+    Operation("POST", "/index", "index_start", "Start bringing the index up to date in the background; "
+              "GET /index and GET /busy follow it.", 202, _obj(["job"], job=_ref("Job")), body=INDEX_BODY,
+              body_required=False, errors=(400, 409)),
+]
+
+STATUS_TEXT = {400: "Bad request: a missing, unknown or invalid field", 401: "Missing or wrong bearer token",
+               404: "No such topic or entry", 405: "Method not allowed", 409: "Conflict: the file or job state "
+               "does not allow it now", 413: "Body too large", 415: "The body must be application/json",
+               500: "The server could not do it", 503: "The vault is busy or the model is unavailable"}
+
+
+def openapi(*, token: bool = False) -> dict[str, Any]:
+    """The OpenAPI 3.1 description of every route (``token``: say that requests need the bearer token)."""
+    paths: dict[str, Any] = {"/openapi.json": {"get": {
+        "summary": "This description.", "operationId": "openapi",
+        "responses": {"200": {"description": "The OpenAPI document.",
+                              "content": {"application/json": {"schema": {"type": "object"}}}}}}}}
+    for op in OPERATIONS:
+        spec: dict[str, Any] = {"summary": op.summary, "operationId": op.handler}
+        if op.query is not None:
+            spec["parameters"] = [
+                {"name": name, "in": "query", "required": name in op.query.get("required", []),
+                 "description": schema.get("description", ""),
+                 "schema": {k: v for k, v in schema.items() if k != "description"}}
+                for name, schema in op.query["properties"].items()]
+        if op.body is not None:
+            spec["requestBody"] = {"required": op.body_required,
+                                   "content": {"application/json": {"schema": op.body}}}
+        codes = sorted(set(op.errors) | {405} | ({413, 415} if op.body is not None else set())
+                       | ({401} if token else set()) | {500, 503})
+        responses: dict[str, Any] = {str(op.ok): {"description": "OK" if op.ok == 200 else "Done",
+                                                  "content": {"application/json": {"schema": op.answer}}}}
+        for code in codes:
+            responses[str(code)] = {"description": STATUS_TEXT[code],
+                                    "content": {"application/json": {"schema": _ref("Error")}}}
+        spec["responses"] = responses
+        paths.setdefault(op.path, {})[op.method.lower()] = spec
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "memkit", "version": __version__,
+                 "description": "A memkit vault's long-term memory over HTTP (`memkit serve`). Errors are JSON: "
+                                "{\"error\": \"what is wrong\", \"status\": code}."},
+        "paths": paths, "components": {"schemas": COMPONENTS},
+    }
+    if token:
+        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        doc["security"] = [{"bearer": []}]
+    return doc
+
+
+# ---- validation -------------------------------------------------------------------------------------
+
+class RequestError(MemkitError):
+    """A request the API refuses before the library sees it: an HTTP status and a one-line reason."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = dict(headers or {})
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _expected(kind: str) -> str:
+    return {"string": "a string", "integer": "an integer", "boolean": "true or false",
+            "array": "a list of strings"}[kind]
+
+
+def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, Any]:
+    """Validate ``data`` against one of the request schemas above (the subset of JSON Schema they
+    use); returns it with the defaults filled in. :raises RequestError: 400 naming the field."""
+    if not isinstance(data, dict):
+        raise RequestError(400, f"the body must be a JSON object, got {_shown(data)}")
+    props: dict[str, Any] = schema["properties"]
+    unknown = sorted(set(data) - set(props))
+    if unknown:
+        raise RequestError(400, f"unknown {what} {unknown[0]!r} (expected: {', '.join(props)})")
+    for name in schema.get("required", []):
+        if data.get(name) is None:
+            raise RequestError(400, f"missing required {what} {name!r}")
+    out: dict[str, Any] = {}
+    for name, spec in props.items():
+        value: Any = data.get(name)
+        if value is None:
+            out[name] = spec.get("default")
+            continue
+        kind = spec["type"]
+        ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool), "array": isinstance(value, list),
+              "integer": (isinstance(value, int) and not isinstance(value, bool))
+              or (isinstance(value, float) and value.is_integer())}[kind]
+        if not ok:
+            raise RequestError(400, f"invalid {what} {name}: expected {_expected(kind)}, got {_shown(value)}")
+        if kind == "integer":
+            value = int(value)
+            if value < spec.get("minimum", value) or value > spec.get("maximum", value):
+                raise RequestError(400, f"invalid {what} {name}: {value} is outside "
+                                        f"{spec['minimum']}..{spec['maximum']}")
+        if kind == "string":
+            if len(value) > spec["maxLength"]:
+                raise RequestError(400, f"invalid {what} {name}: {len(value):,} characters, the limit is "
+                                        f"{spec['maxLength']:,}")
+            if len(value.strip()) < spec.get("minLength", 0):
+                raise RequestError(400, f"invalid {what} {name}: it is empty")
+            if "enum" in spec and value not in spec["enum"]:
+                raise RequestError(400, f"invalid {what} {name}: {_shown(value)} is not one of "
+                                        f"{', '.join(spec['enum'])}")
+            if spec.get("format") == "date":
+                try:
+                    date.fromisoformat(value)
+                except ValueError:
+                    raise RequestError(400, f"invalid {what} {name}: expected a date like 2026-03-01, "
+                                            f"got {_shown(value)}") from None
+        if kind == "array":
+            if len(value) > spec["maxItems"]:
+                raise RequestError(400, f"invalid {what} {name}: {len(value)} items, the limit is {spec['maxItems']}")
+            for item in value:
+                if not isinstance(item, str) or len(item) > spec["items"]["maxLength"]:
+                    raise RequestError(400, f"invalid {what} {name}: each item must be a string of at most "
+                                            f"{spec['items']['maxLength']} characters, got {_shown(item)}")
+        out[name] = value
+    return out
+
+
+def query_args(schema: dict[str, Any], params: Any) -> dict[str, Any]:
+    """The query parameters (a Starlette ``QueryParams``) as typed values, validated."""
+    data: dict[str, Any] = {}
+    for name in params.keys():
+        values = params.getlist(name)
+        if len(values) > 1:
+            raise RequestError(400, f"query parameter {name!r} is given {len(values)} times; give it once")
+        value: Any = values[0]
+        kind = schema["properties"].get(name, {}).get("type")
+        if kind == "integer":
+            try:
+                value = int(value)
+            except ValueError:
+                raise RequestError(400, f"invalid query parameter {name}: expected an integer, "
+                                        f"got {_shown(value)}") from None
+        elif kind == "boolean":
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise RequestError(400, f"invalid query parameter {name}: expected true or false, got {_shown(value)}")
+            value = value.lower() in ("true", "1")
+        data[name] = value
+    return check(schema, data, "query parameter")
+
+
+async def read_json(request: Any, required: bool) -> Any:
+    """The request's JSON body (None when there is none and none is required), read at most
+    :data:`MAX_BODY_BYTES`. :raises RequestError: 413, 415 or 400."""
+    length = request.headers.get("content-length")
+    if length is not None and length.strip().isdigit() and int(length) > MAX_BODY_BYTES:
+        raise RequestError(413, f"the body is {int(length):,} bytes; the limit is {MAX_BODY_BYTES:,}")
+    has_body = (length is not None and length.strip() not in ("", "0")) or "transfer-encoding" in request.headers
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if has_body and ctype != "application/json":
+        raise RequestError(415, f"the body must be JSON with Content-Type: application/json, "
+                                f"got {ctype or 'no Content-Type'}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise RequestError(413, f"the body is larger than the limit of {MAX_BODY_BYTES:,} bytes")
+    if not body.strip():
+        if required:
+            raise RequestError(400, "the request needs a JSON object body")
+        return None
+    if ctype != "application/json":
+        raise RequestError(415, "the body must be JSON with Content-Type: application/json")
+    try:
+        return json.loads(bytes(body))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestError(400, f"the body is not valid JSON: {exc}") from None
+
+
+def error_status(exc: BaseException) -> int:
+    """The HTTP status of a library error."""
+    if isinstance(exc, RequestError):
+        return exc.status
+    if isinstance(exc, (TopicNameError, InvalidValue)):
+        return 400
+    if isinstance(exc, (TopicNotFound, EntryNotFound)):
+        return 404
+    if isinstance(exc, (TopicNotWritable, TopicParseError)):
+        return 409  # a file a person has to fix first
+    if isinstance(exc, (VaultLocked, ModelError)):
+        return 503
+    if isinstance(exc, LLMError):
+        return 502
+    return 500  # ConfigError, a file that cannot be written, anything else
+
+
+# ---- the API ----------------------------------------------------------------------------------------
+
+def _now() -> str:
+    return datetime.now().replace(microsecond=0).isoformat()
+
+
+@dataclass
+class Job:
+    """A long job this server runs in the background (``POST /index``)."""
+
+    name: str
+    running: bool = False
+    started: str | None = None
+    finished: str | None = None
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "running": self.running, "started": self.started, "finished": self.finished,
+                "report": self.report, "error": self.error}
+
+
+class Api:
+    """What the routes do, on one served :class:`Vault` (see the module docstring for threads).
+
+    :param vault: the served vault.
+    :param watch: also run the watcher (index and index.txt follow hand edits), on a Vault of its own.
+    :param polling: the watcher polls instead of using OS events.
+    """
+
+    def __init__(self, vault: Vault, *, watch: bool = False, polling: bool = False) -> None:
+        self.vault = vault
+        self.watch = watch
+        self.polling = polling
+        self._limiter: Any = None  # anyio.CapacityLimiter(1), made in the event loop's thread
+        self._jobs_lock = threading.Lock()
+        self.index_job = Job("index")
+        self._watch_stop = threading.Event()
+        self._watch_thread: threading.Thread | None = None
+
+    def other_vault(self) -> Vault:
+        """A second Vault of the same folder and model (its own index connection and caches), for
+        work in another thread; the model object is shared, not loaded twice."""
+        return Vault(self.vault.root, config=self.vault.config, embedder=self.vault.embedder)
+
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` (a call on the served Vault) in the worker thread, one at a time."""
+        import anyio.to_thread
+
+        if self._limiter is None:
+            import anyio
+
+            self._limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
+
+    # ---- lifecycle (the app's lifespan) ----
+    def warm_up(self) -> None:
+        """Load the model and bring the index up to date, so the first search is fast."""
+        try:
+            self.vault.index()
+            self.vault.search("warm up", k=1)
+        except MemkitError as exc:
+            log.warning("%s", exc)  # each request will say it again
+
+    def start_watch(self) -> None:
+        """Run the watcher (memkit.watch's :class:`Watcher`) on a Vault of its own, until :meth:`stop`."""
+        def on_update(report: Any) -> None:
+            if report.new or report.removed or report.changed_files:
+                log.info("watch: %s", report.summary())
+                self.vault.changed()  # the served Vault re-checks the files at its next search
+
+        watcher = Watcher(self.other_vault(), polling=self.polling, on_update=on_update)
+        watcher.start()
+
+        def wait() -> None:
+            self._watch_stop.wait()
+            watcher.stop(WATCH_STOP_S)
+
+        self._watch_thread = threading.Thread(target=wait, name="memkit-serve-watch", daemon=True)
+        self._watch_thread.start()
+
+    def stop(self) -> None:
+        """Stop the watcher and wait for a running index job (shutdown)."""
+        self._watch_stop.set()
+        for thread in (self._watch_thread, self.index_job.thread):
+            if thread is not None and thread.is_alive():
+                thread.join(JOB_STOP_S)
+
+    # ---- the routes' work (each runs in a worker thread) ----
+    def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
+               mode: str) -> dict[str, Any]:
+        hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, mode=mode)  # type: ignore[arg-type]
+        return {"hits": [h.to_dict() for h in hits]}
+
+    def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
+            until: str | None) -> dict[str, Any]:
+        for label, value in (("due", due), ("until", until)):
+            if value is not None:
+                day = parse_day(value, label)
+                if label == "until" and day < date.today():
+                    raise InvalidValue(f"until {day} is in the past: the memory would expire at once")
+                text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
+        if due is not None and kind is None:
+            kind = "pending"
+        return self.vault.add(text, topic=topic, kind=kind, tags=tags or ()).to_dict()
+
+    def context(self, message: str, session: str | None, budget_tokens: int, reset: bool) -> dict[str, Any]:
+        if reset and session:
+            self.vault.reset_session(session)
+        return self.vault.context(message, session=session, budget_tokens=budget_tokens).to_dict()
+
+    def pending(self) -> dict[str, Any]:
+        return {"pending": [f.to_dict() for f in self.vault.pending()]}
+
+    def done(self, id: str | None, match: str | None, topic: str | None) -> dict[str, Any]:  # noqa: A002
+        if (id is None) == (match is None):
+            raise RequestError(400, "give the follow-up's 'id' or a 'match' of its text (one of the two)")
+        return {"done": self.vault.done(id, match=match, topic=topic).to_dict()}
+
+    def stats(self) -> dict[str, Any]:
+        return self.vault.stats()
+
+    def index_status(self) -> dict[str, Any]:
+        try:
+            state = self.vault.index_status()
+        except MemkitError as exc:
+            state = {"model": None, "dim": None, "stale_files": None, "error": str(exc)}
+        with self._jobs_lock:
+            state["job"] = self.index_job.to_dict()
+        return state
+
+    def busy(self) -> dict[str, Any]:
+        jobs = []
+        with self._jobs_lock:
+            if self.index_job.running:
+                jobs.append("index")
+        locked = self.vault.write_locked()
+        return {"busy": bool(jobs) or locked, "jobs": jobs, "write_lock": locked}
+
+    def index_start(self, full: bool) -> dict[str, Any]:
+        """Start an index refresh on a Vault of its own. :raises RequestError: 409, one is running."""
+        with self._jobs_lock:
+            job = self.index_job
+            if job.running:
+                raise RequestError(409, f"an index job is already running (started {job.started}); "
+                                        "GET /index follows it")
+            job.running, job.started, job.finished, job.report, job.error = True, _now(), None, None, None
+            job.thread = threading.Thread(target=self._index_job, args=(full,), name="memkit-serve-index",
+                                          daemon=True)
+            job.thread.start()
+            return {"job": job.to_dict()}
+
+    def _index_job(self, full: bool) -> None:
+        report: dict[str, Any] | None = None
+        error: str | None = None
+        try:
+            report = self.other_vault().index(full=full).to_dict()
+        except Exception as exc:  # reported in GET /index; the server goes on
+            error = str(exc) if isinstance(exc, MemkitError) else f"unexpected error: {type(exc).__name__}: {exc}"
+            log.error("index job failed: %s", error)
+        finally:
+            self.vault.changed()  # the served Vault re-checks the files at its next search
+            with self._jobs_lock:
+                job = self.index_job
+                job.running, job.finished, job.report, job.error = False, _now(), report, error
+
+
+# ---- the ASGI app --------------------------------------------------------------------------------------
+
+def _json(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Any:
+    from starlette.responses import Response
+
+    body = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+    return Response(body, status_code=status, headers=dict(headers or {}), media_type="application/json")
+
+
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Any:
+    return _json({"error": message, "status": status}, status, headers)
+
+
+def _is_loopback_name(host: str) -> bool:
+    host = host.strip().lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def needs_token(host: str) -> bool:
+    """Whether binding ``host`` needs a token: every address but a loopback one does."""
+    return not _is_loopback_name(host)
+
+
+def _host_name(header: str) -> str:
+    """The host of a Host header (``[::1]:8765`` -> ``::1``, ``localhost:8765`` -> ``localhost``)."""
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class Guard:
+    """ASGI middleware: the bearer token (constant-time compare) when one is set; without one, only
+    requests whose Host names a loopback address (DNS rebinding) or come over a Unix socket."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode("utf-8") if token else None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
+        problem: tuple[int, str, dict[str, str]] | None = None
+        if self.token is not None:
+            given = headers.get("authorization", b"")
+            scheme, _, value = given.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):
+                problem = (401, "missing or wrong token: send 'Authorization: Bearer TOKEN'",
+                           {"WWW-Authenticate": "Bearer"})
+        elif scope.get("server") is not None:  # TCP (a Unix socket has no server address)
+            host = _host_name(headers.get("host", b"").decode("latin-1"))
+            if not _is_loopback_name(host):
+                problem = (400, f"Host {host or '(none)'!r} is not a loopback name; this server answers "
+                                "requests for 127.0.0.1 or localhost only", {})
+        if problem is not None:
+            await _error(problem[0], problem[1], problem[2])(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _endpoint(api: Api, op: Operation) -> Callable[[Any], Awaitable[Any]]:
+    method = getattr(api, op.handler)
+
+    async def endpoint(request: Any) -> Any:
+        try:
+            if op.query is not None:
+                args = query_args(op.query, request.query_params)
+            else:
+                if request.query_params:
+                    raise RequestError(400, f"unknown query parameter {next(iter(request.query_params.keys()))!r} "
+                                            f"({op.method} {op.path} takes none)")
+                args = {}
+            if op.body is not None:
+                data = await read_json(request, op.body_required)
+                args = check(op.body, {} if data is None else data)
+            if op.handler == "busy":  # never waits behind the vault's worker
+                import anyio.to_thread
+
+                result = await anyio.to_thread.run_sync(api.busy)
+            elif op.handler == "index_start":  # starts a thread of its own; needs no vault worker
+                result = api.index_start(**args)
+            else:
+                result = await api.run(lambda: method(**args))
+        except Exception as exc:
+            status = error_status(exc)
+            if status >= 500 and not isinstance(exc, MemkitError):
+                trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+                log.error("%s %s failed:\n%s", op.method, op.path, trace)
+                message = f"unexpected error: {type(exc).__name__}: {exc} (the traceback is in the server's log)"
+            else:
+                message = str(exc)
+            headers = exc.headers if isinstance(exc, RequestError) else {}
+            if isinstance(exc, VaultLocked):
+                headers = {"Retry-After": "1"}
+            return _error(status, message, headers)
+        return _json(result, op.ok)
+
+    return endpoint
+
+
+def build_app(api: Api, *, token: str | None = None) -> Any:
+    """The Starlette application serving ``api`` (wrapped in :class:`Guard`)."""
+    import anyio.to_thread
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.routing import Route
+
+    spec = openapi(token=token is not None)
+
+    async def openapi_json(request: Any) -> Any:
+        return _json(spec)
+
+    routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
+    by_path: dict[str, list[Operation]] = {}
+    for op in OPERATIONS:
+        by_path.setdefault(op.path, []).append(op)
+    for path, ops in by_path.items():
+        handlers = {op.method: _endpoint(api, op) for op in ops}
+
+        async def dispatch(request: Any, handlers: dict[str, Any] = handlers) -> Any:
+            return await handlers[request.method](request)
+
+        routes.append(Route(path, dispatch, methods=list(handlers)))
+
+    async def http_error(request: Any, exc: Any) -> Any:
+        message = {404: f"no route {request.url.path}: see GET /openapi.json",
+                   405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+        return _error(exc.status_code, message, getattr(exc, "headers", None))
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        await api.run(api.warm_up)
+        if api.watch:
+            await anyio.to_thread.run_sync(api.start_watch)
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(api.stop)
+
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error}, lifespan=lifespan)
+    return Guard(app, token)
+
+
+# ---- running it -----------------------------------------------------------------------------------------
+
+def require_server_libs() -> None:
+    """Raise a one-line :class:`MemkitError` naming the install command when Starlette or uvicorn
+    (installed by the ``mcp`` extra) is missing."""
+    missing = [name for name in ("starlette", "uvicorn", "anyio") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MemkitError(f"memkit serve needs {' and '.join(missing)}, which the MCP extra installs: {INSTALL_HINT}")
+
+
+def _listen(host: str, port: int, unix: str | None) -> socket.socket:
+    """A listening socket on ``host:port`` (0: a free port), or on the Unix socket ``unix``."""
+    try:
+        if unix is not None:
+            path = Path(unix).expanduser()
+            try:
+                if stat.S_ISSOCK(path.lstat().st_mode):
+                    path.unlink()  # left by a server that did not stop cleanly
+            except FileNotFoundError:
+                pass
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            old = os.umask(0o177)  # the socket is the owner's alone: it needs no token
+            try:
+                sock.bind(str(path))
+            finally:
+                os.umask(old)
+        else:
+            family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            if os.name == "posix":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+        sock.listen(128)
+        sock.set_inheritable(True)
+        return sock
+    except OSError as exc:
+        where = unix if unix is not None else f"{host}:{port}"
+        raise MemkitError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+
+
+class HTTPServer:
+    """uvicorn serving an :class:`Api` on a socket bound at once (so ``port=0`` picks a free port
+    and :attr:`url` says which).
+
+    :param vault: the vault to serve.
+    :param host: the address to bind; any but a loopback one needs ``token``.
+    :param port: the port (0: any free one).
+    :param token: the bearer token requests must carry (None: none).
+    :param unix: a Unix socket path to listen on instead of ``host:port`` (mode 0600; no token needed).
+    :param watch: also run the watcher; :param polling: it polls.
+    :raises MemkitError: a non-loopback address without a token, a port in use.
+    """
+
+    def __init__(self, vault: Vault, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
+                 unix: str | None = None, watch: bool = False, polling: bool = False) -> None:
+        require_server_libs()
+        import uvicorn
+
+        if unix is None and needs_token(host) and not token:
+            raise MemkitError(f"binding {host} (not a loopback address) needs a token: --token or ${TOKEN_ENV}; "
+                              "clients then send 'Authorization: Bearer TOKEN'")
+        self.api = Api(vault, watch=watch, polling=polling)
+        self.app = build_app(self.api, token=token or None)
+        self.socket = _listen(host, port, unix)
+        if unix is not None:
+            self.url = "http://localhost"
+            self.where = str(Path(unix).expanduser())
+        else:
+            bound = self.socket.getsockname()
+            shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+            self.url = self.where = f"http://{shown}:{bound[1]}"
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
+                                timeout_graceful_shutdown=5)
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        """Serve until Ctrl-C or SIGTERM (in the main thread) or :meth:`stop`."""
+        try:
+            self.server.run(sockets=[self.socket])
+        except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it stopped on
+            pass
+        finally:
+            self.close()
+
+    def start(self, timeout: float = 120.0) -> "HTTPServer":
+        """Serve in a background thread; returns once requests are answered (the model loaded).
+
+        :raises MemkitError: the server did not start within ``timeout`` seconds.
+        """
+        self._thread = threading.Thread(target=self.run, name="memkit-serve", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise MemkitError(f"the HTTP server on {self.where} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop serving and wait for the server thread (and the watcher, an index job) to end."""
+        self.server.should_exit = True
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.socket.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> "HTTPServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(vault: Vault, **options: Any) -> HTTPServer:
+    """Serve ``vault`` in a background thread (options as for :class:`HTTPServer`); ``.url`` says
+    where, ``.stop()`` ends it."""
+    return HTTPServer(vault, **options).start()

@@ -25,7 +25,6 @@ A front end: it imports only the facade (:mod:`memkit.vault`), :mod:`memkit.erro
 from __future__ import annotations
 
 import hmac
-import importlib.util
 import ipaddress
 import json
 import logging
@@ -218,7 +217,7 @@ OPERATIONS = [
               body_required=False, errors=(400, 409)),
 ]
 
-STATUS_TEXT = {400: "Bad request: a missing, unknown or invalid field", 401: "Missing or wrong bearer token",
+STATUS_TEXT = {400: "Bad request: a missing, unknown or invalid field or parameter, or a Host that is not loopback", 401: "Missing or wrong bearer token",
                404: "No such topic or entry", 405: "Method not allowed", 409: "Conflict: the file or job state "
                "does not allow it now", 413: "Body too large", 415: "The body must be application/json",
                500: "The server could not do it", 503: "The vault is busy or the model is unavailable"}
@@ -226,10 +225,17 @@ STATUS_TEXT = {400: "Bad request: a missing, unknown or invalid field", 401: "Mi
 
 def openapi(*, token: bool = False) -> dict[str, Any]:
     """The OpenAPI 3.1 description of every route (``token``: say that requests need the bearer token)."""
+    def error_responses(codes: set[int]) -> dict[str, Any]:
+        # every route: 400 (an unknown query parameter, a Host that is not loopback), 405; 401 with a token
+        codes = codes | {400, 405} | ({401} if token else set())
+        return {str(code): {"description": STATUS_TEXT[code],
+                            "content": {"application/json": {"schema": _ref("Error")}}} for code in sorted(codes)}
+
     paths: dict[str, Any] = {"/openapi.json": {"get": {
         "summary": "This description.", "operationId": "openapi",
         "responses": {"200": {"description": "The OpenAPI document.",
-                              "content": {"application/json": {"schema": {"type": "object"}}}}}}}}
+                              "content": {"application/json": {"schema": {"type": "object"}}}},
+                      **error_responses(set())}}}}
     for op in OPERATIONS:
         spec: dict[str, Any] = {"summary": op.summary, "operationId": op.handler}
         if op.query is not None:
@@ -241,14 +247,10 @@ def openapi(*, token: bool = False) -> dict[str, Any]:
         if op.body is not None:
             spec["requestBody"] = {"required": op.body_required,
                                    "content": {"application/json": {"schema": op.body}}}
-        codes = sorted(set(op.errors) | {405} | ({413, 415} if op.body is not None else set())
-                       | ({401} if token else set()) | {500, 503})
-        responses: dict[str, Any] = {str(op.ok): {"description": "OK" if op.ok == 200 else "Done",
-                                                  "content": {"application/json": {"schema": op.answer}}}}
-        for code in codes:
-            responses[str(code)] = {"description": STATUS_TEXT[code],
-                                    "content": {"application/json": {"schema": _ref("Error")}}}
-        spec["responses"] = responses
+        codes = set(op.errors) | ({413, 415} if op.body is not None else set()) | {500, 503}
+        spec["responses"] = {str(op.ok): {"description": "OK" if op.ok == 200 else "Done",
+                                          "content": {"application/json": {"schema": op.answer}}},
+                             **error_responses(codes)}
         paths.setdefault(op.path, {})[op.method.lower()] = spec
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
@@ -314,7 +316,7 @@ def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, A
                 raise RequestError(400, f"invalid {what} {name}: {value} is outside "
                                         f"{spec['minimum']}..{spec['maximum']}")
         if kind == "string":
-            if len(value) > spec["maxLength"]:
+            if len(value) > spec.get("maxLength", len(value)):
                 raise RequestError(400, f"invalid {what} {name}: {len(value):,} characters, the limit is "
                                         f"{spec['maxLength']:,}")
             if len(value.strip()) < spec.get("minLength", 0):
@@ -728,10 +730,13 @@ def build_app(api: Api, *, token: str | None = None) -> Any:
 
 def require_server_libs() -> None:
     """Raise a one-line :class:`MemkitError` naming the install command when Starlette or uvicorn
-    (installed by the ``mcp`` extra) is missing."""
-    missing = [name for name in ("starlette", "uvicorn", "anyio") if importlib.util.find_spec(name) is None]
-    if missing:
-        raise MemkitError(f"memkit serve needs {' and '.join(missing)}, which the MCP extra installs: {INSTALL_HINT}")
+    (installed by the ``mcp`` extra) cannot be imported."""
+    try:
+        import starlette.applications  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise MemkitError(f"memkit serve needs Starlette and uvicorn, which the MCP extra installs "
+                          f"({exc}): {INSTALL_HINT}") from None
 
 
 def _listen(host: str, port: int, unix: str | None) -> socket.socket:

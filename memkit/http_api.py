@@ -746,7 +746,15 @@ def _listen(host: str, port: int, unix: str | None) -> socket.socket:
             path = Path(unix).expanduser()
             try:
                 if stat.S_ISSOCK(path.lstat().st_mode):
-                    path.unlink()  # left by a server that did not stop cleanly
+                    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        probe.connect(str(path))
+                    except OSError:
+                        path.unlink()  # left by a server that did not stop cleanly
+                    else:
+                        raise OSError(98, "another server is listening there")
+                    finally:
+                        probe.close()
             except FileNotFoundError:
                 pass
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -790,6 +798,7 @@ class HTTPServer:
         if unix is None and needs_token(host) and not token:
             raise MemkitError(f"binding {host} (not a loopback address) needs a token: --token or ${TOKEN_ENV}; "
                               "clients then send 'Authorization: Bearer TOKEN'")
+        self.unix = Path(unix).expanduser() if unix is not None else None
         self.api = Api(vault, watch=watch, polling=polling)
         self.app = build_app(self.api, token=token or None)
         self.socket = _listen(host, port, unix)
@@ -837,8 +846,11 @@ class HTTPServer:
         self.close()
 
     def close(self) -> None:
+        """Close the listening socket (and remove a Unix socket's file)."""
         try:
             self.socket.close()
+            if self.unix is not None:
+                self.unix.unlink(missing_ok=True)
         except OSError:
             pass
 

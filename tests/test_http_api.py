@@ -388,6 +388,7 @@ def test_concurrent_adds_and_searches_lose_nothing(served):
 # ---- the watcher, a Unix socket, the command itself -------------------------------------------------------
 
 def test_watch_follows_hand_edits(tmp_path):
+    before = set(threading.enumerate())
     with HTTPServer(make_vault(tmp_path), port=0, watch=True) as server:
         c = Client(server)
         write(server.api.vault.topics_dir / "garden.md", "- Grows San Marzano tomatoes on the balcony (2026-01-01)\n")
@@ -397,7 +398,9 @@ def test_watch_follows_hand_edits(tmp_path):
             hits = c.call("GET", "/search?q=marzano&mode=lexical")[1]["hits"]
             time.sleep(0.02)
         assert hits and hits[0]["topic"] == "garden"
-    assert not [t for t in threading.enumerate() if t.name.startswith("memkit-serve") or t.name == "memkit-watch"]
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive()
+            and (t.name.startswith("memkit-serve") or t.name == "memkit-watch")]
+    assert not left  # the server, its watcher and the watcher's thread all stopped
 
 
 def test_unix_socket(tmp_path):

@@ -20,6 +20,7 @@ demo:
 bench:
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/bench_http.py
 
 eval:
 	$(BIN)/python bench/eval.py

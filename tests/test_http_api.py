@@ -28,7 +28,8 @@ jsonschema = pytest.importorskip("jsonschema")
 from memkit import Vault  # noqa: E402
 from memkit.cli import main  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
-from memkit.http_api import MAX_BODY_BYTES, OPERATIONS, HTTPServer, needs_token, openapi  # noqa: E402
+from memkit.http_api import MAX_BODY_BYTES, HTTPServer, needs_token  # noqa: E402
+from memkit.http_spec import OPERATIONS, openapi  # noqa: E402
 from util import FakeEmbedder, write  # noqa: E402
 
 TOPICS = {

@@ -39,13 +39,14 @@ def _vault(ctx: click.Context) -> Vault:
               help="Listen on a Unix socket (mode 0600, no token needed) instead of a TCP port.")
 @click.option("--watch", is_flag=True, help="Also keep the index current while files change (as `memkit watch`).")
 @click.option("--polling", is_flag=True, help="With --watch: poll the files instead of OS events.")
+@click.option("--mcp", "mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp: the tools of `memkit mcp`.")
 @click.pass_context
 def serve(ctx: click.Context, host: str | None, port: int | None, token: str | None, unix: str | None, watch: bool,
-          polling: bool) -> None:
+          polling: bool, mcp: bool) -> None:
     """Serve the vault as a local HTTP API (JSON; described at /openapi.json).
 
     Routes: GET /search, POST /add, POST /context, GET /pending, POST /pending/done, GET /stats,
-    GET /busy, GET /index, POST /index. Binds 127.0.0.1:8765 by default; binding any other
+    GET /busy, GET /index, POST /index; with --mcp, MCP at /mcp. Binds 127.0.0.1:8765 by default; binding any other
     address needs a token. Runs until Ctrl-C or SIGTERM. Needs Starlette and uvicorn, which the
     MCP extra installs: pip install 'mcp>=2'.
 
@@ -65,10 +66,10 @@ def serve(ctx: click.Context, host: str | None, port: int | None, token: str | N
             raise MemkitError(f"memkit.yaml serve.token_env names {settings.token_env}, which is not set")
     from .http_api import HTTPServer  # only this command needs the server (and Starlette, uvicorn)
 
-    server = HTTPServer(vault, host=host, port=port, token=token, unix=unix, watch=watch, polling=polling)
+    server = HTTPServer(vault, host=host, port=port, token=token, unix=unix, watch=watch, polling=polling, mcp=mcp)
     where = f"{server.url} on the Unix socket {server.where}" if unix else server.url
     click.echo(f"serving {vault.root} on {where} (API: {server.url}/openapi.json)"
-               f"{'; token required' if token else ''}; Ctrl-C to stop")
+               f"{'; MCP at /mcp' if mcp else ''}{'; token required' if token else ''}; Ctrl-C to stop")
     sys.stdout.flush()
     server.run()
     click.echo("stopped")

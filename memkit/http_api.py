@@ -43,6 +43,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from .errors import (EntryNotFound, InvalidValue, LLMError, MemkitError, ModelError, TopicNameError,
                      TopicNotFound, TopicNotWritable, TopicParseError, VaultLocked)
 from .http_spec import OPERATIONS, Operation, RequestError, check, openapi, query_args
+from .mcp_server import Memory, build_server, require_sdk
 from .vault import Vault, parse_day
 from .watch import Watcher
 
@@ -379,14 +380,39 @@ def _endpoint(api: Api, op: Operation) -> Callable[[Any], Awaitable[Any]]:
     return endpoint
 
 
-def build_app(api: Api, *, token: str | None = None) -> Any:
-    """The Starlette application serving ``api`` (wrapped in :class:`Guard`)."""
+class McpEndpoint:
+    """MCP over streamable HTTP (the ASGI app at ``/mcp``): ``memkit mcp``'s tools and resources
+    (:mod:`memkit.mcp_server`) on a Vault of their own, so its worker thread and ours never share one.
+    The Host and token checks are :class:`Guard`'s, as for every route."""
+
+    def __init__(self, api: Api) -> None:
+        require_sdk()
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        server = build_server(Memory.open(api.other_vault()))
+        self.manager = StreamableHTTPSessionManager(
+            app=server, security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        self.served = api.vault
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await self.manager.asgi_app(scope, receive, send)
+        finally:
+            if scope.get("method") == "POST":  # a tool may have written: the next search re-checks the files
+                self.served.changed()
+
+
+def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
+    """The Starlette application serving ``api`` (wrapped in :class:`Guard`); ``mcp``: also MCP
+    over streamable HTTP at ``/mcp``."""
     import anyio.to_thread
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Route
 
-    spec = openapi(token=token is not None)
+    spec = openapi(token=token is not None, mcp=mcp)
+    endpoint = McpEndpoint(api) if mcp else None
 
     async def openapi_json(request: Any) -> Any:
         return _json(spec)
@@ -402,6 +428,8 @@ def build_app(api: Api, *, token: str | None = None) -> Any:
             return await handlers[request.method](request)
 
         routes.append(Route(path, dispatch, methods=list(handlers)))
+    if endpoint is not None:
+        routes.append(Route("/mcp", endpoint))
 
     async def http_error(request: Any, exc: Any) -> Any:
         message = {404: f"no route {request.url.path}: see GET /openapi.json",
@@ -414,7 +442,11 @@ def build_app(api: Api, *, token: str | None = None) -> Any:
         if api.watch:
             await anyio.to_thread.run_sync(api.start_watch)
         try:
-            yield
+            if endpoint is not None:
+                async with endpoint.manager.run():
+                    yield
+            else:
+                yield
         finally:
             await anyio.to_thread.run_sync(api.stop)
 
@@ -487,11 +519,12 @@ class HTTPServer:
     :param token: the bearer token requests must carry (None: none).
     :param unix: a Unix socket path to listen on instead of ``host:port`` (mode 0600; no token needed).
     :param watch: also run the watcher; :param polling: it polls.
+    :param mcp: also serve MCP over streamable HTTP at ``/mcp`` (needs the MCP SDK).
     :raises MemkitError: a non-loopback address without a token, a port in use.
     """
 
     def __init__(self, vault: Vault, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
-                 unix: str | None = None, watch: bool = False, polling: bool = False) -> None:
+                 unix: str | None = None, watch: bool = False, polling: bool = False, mcp: bool = False) -> None:
         require_server_libs()
         import uvicorn
 
@@ -500,7 +533,7 @@ class HTTPServer:
                               "clients then send 'Authorization: Bearer TOKEN'")
         self.unix = Path(unix).expanduser() if unix is not None else None
         self.api = Api(vault, watch=watch, polling=polling)
-        self.app = build_app(self.api, token=token or None)
+        self.app = build_app(self.api, token=token or None, mcp=mcp)
         self.socket = _listen(host, port, unix)
         if unix is not None:
             self.url = "http://localhost"

@@ -182,8 +182,9 @@ STATUS_TEXT = {400: "Bad request: a missing, unknown or invalid field or paramet
                500: "The server could not do it", 503: "The vault is busy or the model is unavailable"}
 
 
-def openapi(*, token: bool = False) -> dict[str, Any]:
-    """The OpenAPI 3.1 description of every route (``token``: say that requests need the bearer token)."""
+def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
+    """The OpenAPI 3.1 description of every route (``token``: say that requests need the bearer
+    token; ``mcp``: the server also speaks MCP at /mcp)."""
     def error_responses(codes: set[int]) -> dict[str, Any]:
         # every route: 400 (an unknown query parameter, a Host that is not loopback), 405; 401 with a token
         codes = codes | {400, 405} | ({401} if token else set())
@@ -211,6 +212,13 @@ def openapi(*, token: bool = False) -> dict[str, Any]:
                                           "content": {"application/json": {"schema": op.answer}}},
                              **error_responses(codes)}
         paths.setdefault(op.path, {})[op.method.lower()] = spec
+    if mcp:
+        paths["/mcp"] = {method: {
+            "summary": "MCP over streamable HTTP: the tools and resources of `memkit mcp` (JSON-RPC messages; "
+                       "see the MCP specification, not this document, for their shapes).",
+            "operationId": f"mcp_{method}",
+            "responses": {"default": {"description": "An MCP answer: JSON, a server-sent event stream, or 202."}}}
+            for method in ("get", "post", "delete")}
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "memkit", "version": __version__,

@@ -466,3 +466,34 @@ def test_memkit_serve_command_on_the_builtin_model(tmp_path):
         proc.kill()
     assert proc.returncode == 0, err
     assert out.strip() == "stopped" and "Traceback" not in err
+
+
+def test_mcp_over_streamable_http(tmp_path):
+    """--mcp: the SDK's own streamable HTTP client lists memkit's tools and calls one."""
+    pytest.importorskip("mcp", reason="the MCP SDK is not installed")
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    with HTTPServer(make_vault(tmp_path), port=0, mcp=True) as server:
+        status, spec = Client(server).call("GET", "/openapi.json")
+        assert set(spec["paths"]["/mcp"]) == {"get", "post", "delete"}
+
+        async def session() -> tuple[list[str], dict, dict]:
+            async with streamable_http_client(f"{server.url}/mcp") as streams:
+                async with ClientSession(streams[0], streams[1]) as s:
+                    await s.initialize()
+                    tools = [t.name for t in (await s.list_tools()).tools]
+                    added = await s.call_tool("add_memory", {"text": "Added over MCP on HTTP", "topic": "health"})
+                    found = await s.call_tool("search_memories", {"query": "MCP on HTTP"})
+                    return tools, added.structured_content, found.structured_content
+
+        tools, added, found = anyio.run(session)
+        assert {"search_memories", "add_memory", "get_context"} <= set(tools)
+        assert added["topic"] == "health" and found["hits"][0]["id"] == added["id"]
+        # the REST side sees what MCP wrote
+        _, answer = Client(server).call("GET", "/search?q=MCP+HTTP&mode=lexical")
+        assert answer["hits"][0]["id"] == added["id"]
+        anonymous = http.client.HTTPConnection(*server.socket.getsockname()[:2], timeout=WAIT_S)
+        anonymous.request("POST", "/mcp", body=b"{}", headers={"Host": "attacker.example", "Content-Type": "application/json"})
+        assert anonymous.getresponse().status == 400  # the Host rule holds on /mcp too

@@ -67,6 +67,11 @@ def serve(ctx: click.Context, host: str | None, port: int | None, token: str | N
     from .http_api import HTTPServer  # only this command needs the server (and Starlette, uvicorn)
 
     server = HTTPServer(vault, host=host, port=port, token=token, unix=unix, watch=watch, polling=polling, mcp=mcp)
+    try:
+        server.prepare()  # the model loaded, the index current, the watcher started: then we say so
+    except BaseException:
+        server.close()
+        raise
     where = f"{server.url} on the Unix socket {server.where}" if unix else server.url
     click.echo(f"serving {vault.root} on {where} (API: {server.url}/openapi.json)"
                f"{'; MCP at /mcp' if mcp else ''}{'; token required' if token else ''}; Ctrl-C to stop")

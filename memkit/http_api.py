@@ -438,9 +438,6 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
 
     @asynccontextmanager
     async def lifespan(app: Any) -> Any:
-        await api.run(api.warm_up)
-        if api.watch:
-            await anyio.to_thread.run_sync(api.start_watch)
         try:
             if endpoint is not None:
                 async with endpoint.manager.run():
@@ -546,28 +543,59 @@ class HTTPServer:
                                 timeout_graceful_shutdown=5)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
+        self._prepared = False
+
+    def prepare(self) -> None:
+        """Load the model, bring the index up to date and start the watcher (``watch``), before
+        the first request: what :meth:`run` does first unless it was done.
+
+        :raises MemkitError: the watcher cannot start.
+        """
+        if self._prepared:
+            return
+        self._prepared = True
+        self.api.warm_up()
+        if self.api.watch:
+            self.api.start_watch()
 
     def run(self) -> None:
-        """Serve until Ctrl-C or SIGTERM (in the main thread) or :meth:`stop`."""
+        """Serve until Ctrl-C or SIGTERM (in the main thread) or :meth:`stop`.
+
+        :raises MemkitError: see :meth:`prepare`.
+        """
         try:
+            self.prepare()
             self.server.run(sockets=[self.socket])
         except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it stopped on
             pass
         finally:
+            self.api.stop()
             self.close()
 
     def start(self, timeout: float = 120.0) -> "HTTPServer":
         """Serve in a background thread; returns once requests are answered (the model loaded).
 
-        :raises MemkitError: the server did not start within ``timeout`` seconds.
+        :raises MemkitError: the server did not start within ``timeout`` seconds, or the reason
+            it could not.
         """
-        self._thread = threading.Thread(target=self.run, name="memkit-serve", daemon=True)
+        failed: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                self.run()
+            except BaseException as exc:  # given to the caller below
+                failed.append(exc)
+
+        self._thread = threading.Thread(target=serve, name="memkit-serve", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
-                raise MemkitError(f"the HTTP server on {self.where} did not start")
+                if failed and isinstance(failed[0], MemkitError):
+                    raise failed[0]
+                raise MemkitError(f"the HTTP server on {self.where} did not start"
+                                  + (f": {failed[0]!r}" if failed else ""))
             time.sleep(0.01)
         return self
 

@@ -37,7 +37,7 @@ TOPICS = {
                "- [preference] Prefers bomba rice for paella #rice (2026-01-01)\n"
                "- Bakes sourdough bread on sundays (2026-01-02)\n",
     "health": "- Allergic to tree nuts (2025-05-01)\n",
-    "general": "- [pending] Ask how the knee physio went (due 2026-01-05) (2026-01-01)\n",
+    "general": "- [pending] Ask how the knee physio went (due 2999-01-05) (2026-01-01)\n",
 }
 SPEC = openapi(token=True)
 WAIT_S = 60.0  # bounded polls only: nothing asserts on speed
@@ -145,8 +145,8 @@ def test_add_with_due_and_until(served):
     c = Client(served)
     status, entry = c.call("POST", "/add", {"text": "Call the plumber", "due": "2030-01-02"})
     assert status == 201 and entry["kind"] == "pending" and "(due 2030-01-02)" in entry["text"]
-    status, entry = c.call("POST", "/add", {"text": "Parking spot is B14", "until": "2030-12-31"})
-    assert status == 201 and "(until 2030-12-31)" in entry["text"] and entry["kind"] is None
+    status, entry = c.call("POST", "/add", {"text": "Parking spot is B14", "until": "2999-12-31"})
+    assert status == 201 and "(until 2999-12-31)" in entry["text"] and entry["kind"] is None
     status, answer = c.call("POST", "/add", {"text": "Too late", "until": "2001-01-01"})
     assert status == 400 and "in the past" in answer["error"]
 
@@ -155,9 +155,9 @@ def test_pending_list_and_done(served):
     c = Client(served)
     status, answer = c.call("GET", "/pending")
     assert status == 200 and [p["text"] for p in answer["pending"]] == [
-        "[pending] Ask how the knee physio went (due 2026-01-05) (2026-01-01)"]
+        "[pending] Ask how the knee physio went (due 2999-01-05) (2026-01-01)"]
     follow_up = answer["pending"][0]
-    assert follow_up["due"] == "2026-01-05"
+    assert follow_up["due"] == "2999-01-05"
     status, answer = c.call("POST", "/pending/done", {"id": follow_up["id"]})
     assert status == 200 and answer["done"]["id"] == follow_up["id"]
     assert c.call("GET", "/pending")[1] == {"pending": []}
@@ -497,3 +497,18 @@ def test_mcp_over_streamable_http(tmp_path):
         anonymous = http.client.HTTPConnection(*server.socket.getsockname()[:2], timeout=WAIT_S)
         anonymous.request("POST", "/mcp", body=b"{}", headers={"Host": "attacker.example", "Content-Type": "application/json"})
         assert anonymous.getresponse().status == 400  # the Host rule holds on /mcp too
+
+
+def test_a_port_in_use_is_one_line(tmp_path):
+    vault = make_vault(tmp_path)
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["--vault", str(vault.root), "serve", "--port", str(port)],
+                                    env={"MEMKIT_TOKEN": ""})
+    finally:
+        taken.close()
+    assert result.exit_code == 1
+    assert result.output.strip() == f"memkit: error: cannot listen on 127.0.0.1:{port}: Address already in use"

@@ -935,7 +935,7 @@ def bench_size(res: Results, n: int, args: argparse.Namespace, queries: list[str
     res.values[f"index_again{label}"] = n / dt2
     log(f"{label}: 256-d full index again {n / dt2:,.0f} entries/s")
     bodies = [e.body for e in vault.entries()]
-    from memkit.index import EMBED_BATCH
+    from memkit.embedqueue import EMBED_BATCH
 
     de, _ = timed(lambda: [emb.embed(bodies[s:s + EMBED_BATCH]) for s in range(0, len(bodies), EMBED_BATCH)])
     res.put("└ memkit `StaticEmbedder.embed` alone, batches of EMBED_BATCH (entries/s)", label,

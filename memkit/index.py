@@ -44,14 +44,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
-import shutil
 import sqlite3
-import stat
 import threading
 import time
 from array import array
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -60,10 +56,12 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .embed import Embedder
+from .embedqueue import EMBED_BATCH, EmbedQueue, f32_rows
 from .errors import MemkitError, TopicNotFound, TopicParseError
-from .matrix import FileMatrix, MatrixError, MemoryMatrix
+from .matrix import FileMatrix, MemoryMatrix
+from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
 from .names import topic_relpath
-from .store import STATE_DIR, Store, TopicFile
+from .store import Store, TopicFile
 from .text import terms as text_terms
 from .topic import Entry, Topic, read_topic
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, days_of, trim_memory
@@ -72,35 +70,12 @@ log = logging.getLogger("memkit")
 
 __all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
 
-SCHEMA = 3
-EMBED_BATCH = 2048
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
-INDEX_DIR = "index"
-TERM_CACHE_MAX = 500_000  #: term ids a writer keeps (then forgets them all)
 OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
-THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
-VOCAB_LOAD_MAX = 100_000  #: a view reads a vocabulary of at most this many terms whole (else term by term)
 COMPACT_SHARE = 0.25  #: the matrix is written anew once dead rows pass this share of it …
 COMPACT_MIN_ROWS = 4096  #: … and this many rows
-_HASH_LEN = 40  # sha1 hex digest
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
-
-_SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
-    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, updated TEXT NOT NULL,
-    error TEXT, gen INTEGER NOT NULL, n INTEGER NOT NULL, pending INTEGER NOT NULL, row0 INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS file_data (
-    file_id INTEGER PRIMARY KEY, terms BLOB NOT NULL, counts BLOB NOT NULL,
-    lines BLOB NOT NULL, days BLOB NOT NULL, hashes TEXT NOT NULL, body TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS entries (
-    file_id INTEGER NOT NULL, pos INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (file_id, pos)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS entries_hash ON entries (hash);
-CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
-"""
-
 
 @dataclass
 class IndexReport:
@@ -132,10 +107,6 @@ class IndexReport:
         if self.reused:
             text += f", {self.reused:,} reused"
         return text
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "model"
 
 
 def _day(ns: int) -> str:
@@ -172,13 +143,8 @@ class Index:
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
-        self.dir = store.state_dir / INDEX_DIR
-        stem = f"{_slug(embedder.name)}-{embedder.dim}"
-        self.path = self.dir / f"{stem}.sqlite3"
-        self.matrix: FileMatrix | MemoryMatrix = FileMatrix(self.dir, stem, embedder.dim)
-        self.in_memory = False  #: True when the vault cannot be written (the index lives in memory)
+        self.db = Sidecar(store, embedder)  #: the SQLite file and the matrix
         self.last_check = 0.0  #: time.monotonic() of the last freshness check of every file
-        self._con: sqlite3.Connection | None = None
         self._mutex = threading.RLock()  # one connection, shared by this process's threads
         self._files: dict[str, tuple[int, tuple[int, int, int]]] | None = None  # path -> (id, stamp)
         self._files_epoch = -1
@@ -187,165 +153,44 @@ class Index:
         self._view_epoch = -1
         self._epoch = 0  # bumped whenever the sidecar may have changed (PRAGMA data_version, own writes)
         self._data_version: int | None = None
-        self._created = False
-        self._term_cache: dict[str, int] = {}  # term -> id, as committed to this connection's file
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r})"
 
-    # ---- the database ----------------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
-        if self._con is not None:
-            return self._con
-        try:
-            self._con = self._open_file()
-        except (sqlite3.Error, OSError) as exc:
-            log.debug("index %s not writable (%s): indexing in memory", self.path, exc)
-            self._con = self._open_memory()
-        return self._con
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self.db.path
 
-    def _open_file(self) -> sqlite3.Connection:
-        self._check_state_dir()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        try:
-            if not stat.S_ISREG(os.lstat(self.path).st_mode):  # a folder, a link, a FIFO: not ours
-                log.info("index %s is not a file: rebuilding it", self.store.rel(self.path))
-                self._discard()
-        except FileNotFoundError:
-            pass
-        for attempt in (1, 2):
-            existed = self.path.exists()
-            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            try:
-                if self._prepare(con, existed):
-                    if existed:
-                        self._check_matrix(con)
-                    else:
-                        self.matrix.remove_others(keep="")  # a matrix left by an index that is gone
-                    self._created = not existed
-                    return con
-            except (sqlite3.DatabaseError, MatrixError) as exc:
-                con.close()
-                if isinstance(exc, sqlite3.OperationalError) and _read_only(exc):
-                    raise
-                if attempt == 2:
-                    raise
-                log.info("index %s is unusable (%s): rebuilding it", self.store.rel(self.path), exc)
-                self._discard()
-                continue
-            con.close()  # another schema, model or dimension: rebuilt
-            self._discard()
-        raise sqlite3.DatabaseError("cannot create the index")  # pragma: no cover
+    @property
+    def dir(self) -> Path:
+        """The folder of the index files (``.memkit/index``)."""
+        return self.db.dir
 
-    def _check_matrix(self, con: sqlite3.Connection) -> None:
-        """The matrix the index names must hold its committed rows (else :class:`MatrixError`)."""
-        meta = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('matrix', 'rows')").fetchall())
-        try:
-            self.matrix.read(meta["matrix"], int(meta["rows"]))
-        except (KeyError, ValueError, FileNotFoundError) as exc:
-            raise MatrixError(f"no matrix ({exc})") from exc
+    @property
+    def matrix(self) -> FileMatrix | MemoryMatrix:
+        """The vectors (a ``.npy`` file, or arrays in memory for a read-only vault)."""
+        return self.db.matrix
 
-    def _open_memory(self) -> sqlite3.Connection:
-        """A private in-memory index, seeded from a current sidecar when one can be read."""
-        self.in_memory = True
-        disk_matrix = self.matrix
-        self.matrix = MemoryMatrix(self.embedder.dim, disk_matrix.stem)
-        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        try:
-            if self.path.is_file():
-                disk = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True)
-                try:
-                    disk.backup(con)
-                finally:
-                    disk.close()
-                if self._prepare(con, True):
-                    name, rows = self._matrix_state(con)
-                    self.matrix.seed(name, disk_matrix.read(name, rows))
-                    return con
-        except (sqlite3.Error, MatrixError, OSError, ValueError):
-            pass
-        con.close()
-        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._prepare(con, False)
-        return con
-
-    def _prepare(self, con: sqlite3.Connection, existed: bool) -> bool:
-        """Set up ``con``; False when it holds another schema, model or dimension."""
-        con.execute("PRAGMA busy_timeout = 30000")
-        if con.execute("PRAGMA database_list").fetchone()[2]:  # a file: a WAL journal, cheap syncs
-            if con.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
-                con.execute("PRAGMA journal_mode = DELETE")
-            con.execute("PRAGMA synchronous = NORMAL")
-        if existed:
-            try:
-                meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-            except sqlite3.OperationalError:
-                meta = {}
-            want = {"schema": str(SCHEMA), "model": self.embedder.name, "dim": str(self.embedder.dim)}
-            if any(meta.get(k) != v for k, v in want.items()):
-                if meta:
-                    log.info("index %s was made by %s (%s-d): building a new one for %s (%d-d)",
-                             self.store.rel(self.path), meta.get("model"), meta.get("dim"),
-                             self.embedder.name, self.embedder.dim)
-                return False
-            return True
-        con.executescript(_SCHEMA_SQL)
-        con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-            ("schema", str(SCHEMA)), ("model", self.embedder.name), ("dim", str(self.embedder.dim)),
-            ("generation", "0"), ("entries", "0"), ("pending", "0"), ("matrix", self.matrix.name(0)),
-            ("rows", "0")])
-        return True
-
-    @staticmethod
-    def _matrix_state(con: sqlite3.Connection) -> tuple[str, int]:
-        """(the current matrix's name, its committed rows), as ``con`` sees them."""
-        meta = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('matrix', 'rows')").fetchall())
-        return str(meta["matrix"]), int(meta["rows"])
-
-    def _check_state_dir(self) -> None:
-        """``.memkit`` must be a real folder inside the vault: never write the index elsewhere."""
-        state = self.store.state_dir
-        if state.is_symlink():
-            raise MemkitError(f"{STATE_DIR} is a symlink (to {os.readlink(state)}); memkit keeps derived data "
-                              f"only inside the vault: remove the link (it is rebuilt)")
-        for folder in (state, self.dir):
-            try:
-                st = os.lstat(folder)
-            except FileNotFoundError:
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                raise OSError(f"{self.store.rel(folder)} is not a folder")
-
-    def _discard(self) -> None:
-        """Remove an unusable sidecar (its journal files and matrices too); it is derived data."""
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            path = Path(str(self.path) + suffix)
-            try:
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
-            except FileNotFoundError:
-                pass
-        self.matrix.remove_others(keep="")
+    @property
+    def in_memory(self) -> bool:
+        """True when the vault cannot be written (the index lives in memory)."""
+        return self.db.in_memory
 
     def close(self) -> None:
         """Close the database connection (a later call reopens it)."""
         with self._mutex:
-            if self._con is not None:
-                self._con.close()
-                self._con = None
+            if self.db.open:
+                self.db.close()
                 self._files = None
                 self._view = None
-                self.matrix.close()
-                self._term_cache = {}
                 self._data_version = None
                 self._epoch += 1
 
     def _sync(self) -> int:
         """The current epoch: it moves when another connection committed (``PRAGMA
         data_version``, no table read) or this one wrote; caches are kept per epoch."""
-        dv = self._connect().execute("PRAGMA data_version").fetchone()[0]
+        dv = self.db.connect().execute("PRAGMA data_version").fetchone()[0]
         if dv != self._data_version:
             self._data_version = dv
             self._epoch += 1
@@ -354,14 +199,14 @@ class Index:
     def generation(self) -> int:
         """The sidecar's write counter (bumped by every refresh that changed something)."""
         with self._mutex:
-            return int(self._meta("generation") or 0)
+            return int(self.db.meta("generation") or 0)
 
     def _file_rows(self) -> dict[str, tuple[int, tuple[int, int, int]]]:
         """path -> (file id, stamp) of every indexed file; after another writer's commit only the
         rows it wrote are read (``gen`` above the last seen), unless files went away."""
         epoch = self._sync()
         if self._files is None or epoch != self._files_epoch:
-            con = self._connect()
+            con = self.db.connect()
             files = self._files
             if files is not None:
                 for p, i, s, m, n, g in con.execute("SELECT path, id, size, mtime_ns, ino, gen FROM files "
@@ -404,7 +249,7 @@ class Index:
         """What is wrong with the indexed topic files (a merge conflict, bad frontmatter: read
         anyway, memkit will not write to them), one message each."""
         with self._mutex:
-            return [str(e) for (e,) in self._connect().execute("SELECT error FROM files WHERE error IS NOT NULL")]
+            return [str(e) for (e,) in self.db.connect().execute("SELECT error FROM files WHERE error IS NOT NULL")]
 
     def is_stale(self) -> bool:
         """Whether a topic file changed, appeared or vanished since the last refresh."""
@@ -430,9 +275,9 @@ class Index:
         started = time.perf_counter()
         report = IndexReport(model=self.embedder.name, dim=self.embedder.dim)
         with self._mutex:
-            self._connect()
-            report.rebuilt_model = self._created
-            self._created = False
+            self.db.connect()
+            report.rebuilt_model = self.db.created
+            self.db.created = False
             sources: list[_Source] | None = None
             gone: list[str] = []
             if paths is not None and not full:
@@ -456,7 +301,7 @@ class Index:
             try:
                 if sources or gone:
                     self._apply(sources, gone, report, progress, wait, full, embed)
-                if embed and self._meta("pending") == "1":
+                if embed and self.db.meta("pending") == "1":
                     self._embed_pending(report, progress, wait)
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
@@ -464,8 +309,8 @@ class Index:
                 log.debug("index %s busy (%s): left for the next refresh", self.path, exc)
                 report.busy = True
             if report.files < 0:
-                report.files = int(self._connect().execute("SELECT COUNT(*) FROM files").fetchone()[0])
-            report.entries = int(self._meta("entries") or 0)
+                report.files = int(self.db.connect().execute("SELECT COUNT(*) FROM files").fetchone()[0])
+            report.entries = int(self.db.meta("entries") or 0)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -497,20 +342,6 @@ class Index:
             if row is None or row[1] != topic.stamp:
                 sources.append(_Source(rel, topic.name, topic.path, topic.stamp, topic))
         return sources, gone
-
-    def _meta(self, key: str) -> str | None:
-        row = self._connect().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def _begin(self, wait: float) -> sqlite3.Connection:
-        """Start a write transaction, waiting at most ``wait`` seconds for another writer."""
-        con = self._connect()
-        con.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
-        try:
-            con.execute("BEGIN IMMEDIATE")
-        finally:
-            con.execute("PRAGMA busy_timeout = 30000")
-        return con
 
     def _commit(self, con: sqlite3.Connection, rows: dict[str, tuple[int, tuple[int, int, int]] | None] | None = None) -> None:
         """Commit; ``rows``: the file rows written (None: removed), to keep the cache of file rows
@@ -547,110 +378,42 @@ class Index:
                wait: float, full: bool, embed: bool) -> None:
         """Parse the changed files, find or make their vectors, and write them in one transaction.
         Large refreshes embed in a worker thread while the files are still being parsed."""
-        dim = self.embedder.dim
         parsed: list[_Parsed] = []
-        vectors: dict[str, bytes] = {}  # hash -> float32 row
-        queued: list[Entry] = []
-        seen: set[str] = set()
-        unembedded: list[Entry] = []
-        jobs: list[tuple[list[Entry], Future[np.ndarray]]] = []
-        worker: ThreadPoolExecutor | None = None
-        total_bytes = sum(s.stamp[0] for s in sources) or 1
-        done_bytes = 0
-        embedded = 0
-
-        def estimate() -> int:
-            """Entries to embed in all: those found so far, scaled by the bytes still to parse."""
-            return max(len(unembedded), int(len(unembedded) * total_bytes / max(done_bytes, 1)))
-
-        def tell(final: bool = False) -> None:
-            if progress is not None:
-                progress(embedded, max(embedded, len(unembedded) if final else estimate()))
-
-        batch_of: dict[str, int] = {}  # hash -> number of the worker's batch embedding it
-        taken = 0  # worker batches collected so far
-
-        def collect(until: int) -> None:
-            """Take the worker's batches up to number ``until`` (waiting), and any finished one."""
-            nonlocal embedded, taken
-            while jobs and (taken <= until or jobs[0][1].done()):
-                batch, job = jobs.pop(0)
-                vectors.update(zip((e.hash for e in batch), _f32_rows(job.result())))
-                embedded += len(batch)
-                taken += 1
-                tell(final=not jobs and done_bytes >= total_bytes)
-
-        def ready(entries: list[Entry]) -> None:
-            """Wait until the vectors of ``entries`` are made (the worker embeds in order)."""
-            if jobs:
-                collect(max((batch_of.get(e.hash, -1) for e in entries), default=-1))
-
-        def flush() -> None:
-            nonlocal worker, embedded
-            batch = queued[:]
-            queued.clear()
-            if not full and batch:
-                batch = [e for e in batch if e.hash not in vectors]  # in the file's own old row
-                found = self._known_vectors([e.hash for e in batch]) if batch else {}
-                vectors.update(found)
-                batch = [e for e in batch if e.hash not in found]
-            unembedded.extend(batch)
-            if not embed or not batch:
-                return
-            for i in range(0, len(batch), EMBED_BATCH):
-                part = batch[i:i + EMBED_BATCH]
-                if worker is None and len(sources) > 1 and estimate() >= THREAD_MIN_ENTRIES:
-                    worker = ThreadPoolExecutor(1, thread_name_prefix="memkit-embed")
-                if worker is not None:
-                    number = taken + len(jobs)
-                    batch_of.update((e.hash, number) for e in part)
-                    jobs.append((part, worker.submit(self._embed_rows, part)))
-                else:
-                    vectors.update(zip((e.hash for e in part), _f32_rows(self._embed_rows(part))))
-                    embedded += len(part)
-                    tell(final=done_bytes >= total_bytes)
-            collect(-1)
-
+        queue = EmbedQueue(self._embed_rows, None if full else self.db.known_vectors, embed=embed, files=len(sources),
+                           total_bytes=sum(s.stamp[0] for s in sources), progress=progress)
         if not full and len(sources) <= OWN_ROWS_MAX:  # an edited file's unchanged lines: from its own row
-            vectors.update(self._row_vectors([s.rel for s in sources]))
+            queue.vectors.update(self.db.row_vectors([s.rel for s in sources]))
         try:
             for source in sources:
                 item = self._parse(source)
                 parsed.append(item)
-                done_bytes += source.stamp[0]
                 if item.error is not None:
                     report.errors.append(item.error)
-                for e in item.topic.entries if item.topic is not None else ():
-                    if e.hash not in seen:
-                        seen.add(e.hash)
-                        queued.append(e)
-                if len(queued) >= EMBED_BATCH:
-                    flush()
-            flush()
-            report.new = len(unembedded) if embed else 0
-            pending = not embed and bool(unembedded)
+                queue.add(item.topic.entries if item.topic is not None else (), source.stamp[0])
+            queue.finish()
+            report.new = len(queue.unembedded) if embed else 0
+            pending = not embed and bool(queue.unembedded)
             # written while the worker still embeds: each file waits for its own vectors only
-            self._write(parsed, gone, vectors, report, wait, full, pending, dim, ready)
+            self._write(parsed, gone, queue.vectors, report, wait, full, pending, self.embedder.dim, queue.ready)
         finally:
-            if worker is not None:
-                worker.shutdown(wait=True, cancel_futures=True)
-        report.reused = sum(len(p.topic.entries) for p in parsed if p.topic is not None) - len(unembedded)
+            queue.close()
+        report.reused = sum(len(p.topic.entries) for p in parsed if p.topic is not None) - len(queue.unembedded)
         report.changed_files = len(parsed)
 
     def _write(self, parsed: list[_Parsed], gone: list[str], vectors: dict[str, bytes], report: IndexReport,
                wait: float, full: bool, pending: bool, dim: int, ready: Callable[[list[Entry]], None]) -> None:
-        con = self._begin(wait)
+        con = self.db.begin(wait)
         try:
-            gen = int(self._meta("generation") or 0) + 1
-            count = int(self._meta("entries") or 0)
-            matrix, rows = was_matrix, _ = self._matrix_state(con)
+            gen = int(self.db.meta("generation") or 0) + 1
+            count = int(self.db.meta("entries") or 0)
+            matrix, rows = was_matrix, _ = self.db.matrix_state(con)
             replaced = [p.source.rel for p in parsed] + gone
             old: dict[str, int] = {}  # hash -> entries holding it among the rows replaced
             ids: dict[str, int] = {}
             before: dict[int, list[str]] = {}  # file id -> its entries' hashes, in order, as indexed
             if full:
                 for (hashes,) in con.execute("SELECT hashes FROM file_data"):
-                    for h in _split_hashes(hashes):
+                    for h in split_hashes(hashes):
                         old[h] = old.get(h, 0) + 1
                 con.execute("DROP INDEX IF EXISTS entries_hash")  # rebuilt once at the end: faster than kept
                 con.execute("DELETE FROM entries")
@@ -658,7 +421,7 @@ class Index:
                 ids = {p: i for p, i in con.execute("SELECT path, id FROM files")}
                 con.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
                 count = 0
-                matrix, rows = self._next_matrix(matrix), 0  # every row anew: a new matrix
+                matrix, rows = self.db.next_matrix(matrix), 0  # every row anew: a new matrix
             else:
                 for path in replaced:
                     row = con.execute("SELECT f.id, f.n, d.hashes FROM files f LEFT JOIN file_data d "
@@ -670,7 +433,7 @@ class Index:
                     count -= n
                     if hashes is None:  # no blobs (a damaged row): its entries rows go too
                         con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
-                    before[fid] = _split_hashes(hashes or "")
+                    before[fid] = split_hashes(hashes or "")
                     for h in before[fid]:
                         old[h] = old.get(h, 0) + 1
                 for path in gone:
@@ -679,7 +442,7 @@ class Index:
                         con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
                         con.execute("DELETE FROM file_data WHERE file_id = ?", (fid,))
                         con.execute("DELETE FROM files WHERE id = ?", (fid,))
-            term_id = self._term_ids(con, {t for p in parsed for ts in p.terms for t in ts})
+            term_id = self.db.term_ids(con, {t for p in parsed for ts in p.terms for t in ts})
             written: dict[str, tuple[int, tuple[int, int, int]] | None] = dict.fromkeys(gone)
             zero = bytes(4 * dim)
             new: dict[str, int] = {}
@@ -740,7 +503,7 @@ class Index:
             if pending:
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('pending', '1')")
             if block or full:
-                self.matrix.append(matrix, rows, np.frombuffer(b"".join(block), dtype=np.float32).reshape(len(block), dim))
+                self.db.matrix.append(matrix, rows, np.frombuffer(b"".join(block), dtype=np.float32).reshape(len(block), dim))
                 rows += len(block)
             matrix, rows = self._compact(con, matrix, rows, count)
             con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
@@ -751,11 +514,7 @@ class Index:
             con.execute("ROLLBACK")
             raise
         if matrix != was_matrix:  # replaced: readers of the old one read their snapshot again
-            self.matrix.remove(was_matrix)
-
-    def _next_matrix(self, name: str) -> str:
-        """The name of the matrix that follows ``name`` (``<stem>.<n+1>.npy``)."""
-        return self.matrix.name(_number(name) + 1)
+            self.db.matrix.remove(was_matrix)
 
     def _compact(self, con: sqlite3.Connection, matrix: str, rows: int, live: int) -> tuple[str, int]:
         """Write the matrix anew, live rows only, when dead rows passed ``COMPACT_SHARE`` of it
@@ -763,10 +522,10 @@ class Index:
         dead = rows - live
         if dead < COMPACT_MIN_ROWS or dead <= COMPACT_SHARE * rows:
             return matrix, rows
-        data = self.matrix.read(matrix, rows)
+        data = self.db.matrix.read(matrix, rows)
         files = con.execute("SELECT id, row0, n FROM files WHERE row0 >= 0 AND n > 0 ORDER BY row0").fetchall()
-        new_name = self._next_matrix(matrix)
-        self.matrix.write(new_name, (data[r:r + n] for _, r, n in files), live)
+        new_name = self.db.next_matrix(matrix)
+        self.db.matrix.write(new_name, (data[r:r + n] for _, r, n in files), live)
         at = 0
         moved = []
         for fid, _, n in files:
@@ -776,139 +535,47 @@ class Index:
         log.debug("index matrix compacted: %d rows -> %d (%s)", rows, live, new_name)
         return new_name, live
 
-    def _term_ids(self, con: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
-        """The ids of ``terms``, adding the new ones (inside the write transaction)."""
-        if not terms:
-            return {}
-        cache = self._term_cache  # committed terms only: an id never changes meaning
-        if not cache and len(terms) < 20_000:  # a first small write: the whole vocabulary when small
-            if int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0]) <= VOCAB_LOAD_MAX:
-                cache.update(con.execute("SELECT term, id FROM terms"))
-        out = {t: cache[t] for t in terms if t in cache}
-        ask = [t for t in terms if t not in out]
-        if len(ask) > 20_000:
-            wanted = set(ask)
-            found = {t: i for t, i in con.execute("SELECT term, id FROM terms") if t in wanted}
-        else:
-            found = self._lookup_terms(con, ask) if ask else {}
-        if len(cache) + len(found) > TERM_CACHE_MAX:
-            cache.clear()
-        cache.update(found)
-        out.update(found)
-        new = sorted(t for t in terms if t not in out)
-        if new:
-            start = (con.execute("SELECT MAX(id) FROM terms").fetchone()[0] or 0) + 1
-            con.executemany("INSERT INTO terms VALUES (?, ?)", [(start + i, t) for i, t in enumerate(new)])
-            out.update((t, start + i) for i, t in enumerate(new))
-        return out
-
-    @staticmethod
-    def _lookup_terms(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for i in range(0, len(terms), 500):
-            chunk = terms[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            out.update(con.execute(f"SELECT term, id FROM terms WHERE term IN ({marks})", chunk))
-        return out
-
     def lookup_terms(self, terms: list[str]) -> dict[str, int]:
         """Term -> id for the terms the sidecar knows (for :class:`TermIds`)."""
         with self._mutex:
-            con = self._connect()
-            if len(terms) > 16:
-                return self._lookup_terms(con, terms)
-            out = {}
-            for term in terms:  # one statement, compiled once and cached: a few microseconds each
-                row = con.execute("SELECT id FROM terms WHERE term = ?", (term,)).fetchone()
-                if row is not None:
-                    out[term] = row[0]
-            return out
+            return self.db.lookup_terms(terms)
 
     def terms_after(self, last: int) -> dict[str, int]:
         """Term -> id of every term whose id is above ``last`` (for :class:`TermIds`)."""
         with self._mutex:
-            return dict(self._connect().execute("SELECT term, id FROM terms WHERE id > ?", (last,)))
-
-    def _snapshot(self, read: Callable[[sqlite3.Connection, np.ndarray], dict[str, bytes]]) -> dict[str, bytes]:
-        """``read(con, matrix rows)`` inside one read transaction; nothing when the matrix was
-        just replaced (the vectors are made again instead)."""
-        con = self._connect()
-        con.execute("BEGIN")
-        try:
-            try:
-                data = self.matrix.read(*self._matrix_state(con))
-            except (FileNotFoundError, MatrixError) as exc:
-                log.debug("index matrix unreadable for reuse (%s)", exc)
-                return {}
-            return read(con, data)
-        finally:
-            con.execute("COMMIT")
-
-    def _row_vectors(self, paths: Sequence[str]) -> dict[str, bytes]:
-        """hash -> float32 row of the entries these files held when last indexed (complete rows)."""
-        def read(con: sqlite3.Connection, data: np.ndarray) -> dict[str, bytes]:
-            out: dict[str, bytes] = {}
-            for path in paths:
-                row = con.execute("SELECT f.row0, f.n, d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
-                                  "WHERE f.path = ? AND f.pending = 0 AND f.row0 >= 0", (path,)).fetchone()
-                if row is None or row[0] + row[1] > data.shape[0]:
-                    continue
-                row0, n, hashes = row
-                out.update(zip(_split_hashes(hashes), _f32_rows(data[row0:row0 + n])))
-            return out
-        return self._snapshot(read)
-
-    def _known_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:
-        """The float32 rows the sidecar holds for these entry hashes (from files whose vectors
-        are complete), found through ``entries``."""
-        def read(con: sqlite3.Connection, data: np.ndarray) -> dict[str, bytes]:
-            where: dict[str, int] = {}
-            wanted = list(dict.fromkeys(hashes))
-            for i in range(0, len(wanted), 500):
-                chunk = wanted[i:i + 500]
-                marks = ",".join("?" * len(chunk))
-                for h, row in con.execute(f"SELECT e.hash, f.row0 + e.pos FROM entries e JOIN files f ON "
-                                          f"f.id = e.file_id WHERE f.pending = 0 AND f.row0 >= 0 AND "
-                                          f"e.hash IN ({marks})", chunk):
-                    if row < data.shape[0]:
-                        where.setdefault(h, row)
-            if not where:
-                return {}
-            found = data[np.fromiter(where.values(), dtype=np.int64, count=len(where))]
-            return dict(zip(where, _f32_rows(found)))
-        return self._snapshot(read)
+            return self.db.terms_after(last)
 
     def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
         """Embed the entries a refresh without embedding left without a vector: each such file's
         block is appended anew with its vectors."""
-        con = self._connect()
+        con = self.db.connect()
         rows = con.execute("SELECT f.id, d.hashes, d.body FROM files f JOIN file_data d ON d.file_id = f.id "
                            "WHERE f.pending = 1").fetchall()
-        files = [(fid, _split_hashes(hashes), json.loads(body)[0]) for fid, hashes, body in rows]  # texts
+        files = [(fid, split_hashes(hashes), json.loads(body)[0]) for fid, hashes, body in rows]  # texts
         texts: dict[str, str] = {}
         for _, hashes, bodies in files:
             texts.update(zip(hashes, bodies))
-        vectors = self._known_vectors(list(texts))
+        vectors = self.db.known_vectors(list(texts))
         missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
-        vectors.update(zip((e.hash for e in missing), _f32_rows(self._embed_rows(missing, progress))))
-        con = self._begin(wait)
+        vectors.update(zip((e.hash for e in missing), f32_rows(self._embed_rows(missing, progress))))
+        con = self.db.begin(wait)
         try:
-            gen = int(self._meta("generation") or 0) + 1
-            matrix, rows0 = was_matrix, _ = self._matrix_state(con)
+            gen = int(self.db.meta("generation") or 0) + 1
+            matrix, rows0 = was_matrix, _ = self.db.matrix_state(con)
             block: list[bytes] = []
             moved = []
             for fid, hashes, _ in files:
                 current = con.execute("SELECT d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
                                       "WHERE f.id = ? AND f.pending = 1", (fid,)).fetchone()
-                if current is None or _split_hashes(current[0]) != hashes:
+                if current is None or split_hashes(current[0]) != hashes:
                     continue  # rewritten meanwhile by another process
                 moved.append((rows0 + len(block) if hashes else -1, gen, fid))
                 block.extend(vectors[h] for h in hashes)
             if block:
-                self.matrix.append(matrix, rows0, np.frombuffer(b"".join(block), dtype=np.float32)
+                self.db.matrix.append(matrix, rows0, np.frombuffer(b"".join(block), dtype=np.float32)
                                    .reshape(len(block), self.embedder.dim))
             con.executemany("UPDATE files SET pending = 0, row0 = ?, gen = ? WHERE id = ?", moved)
-            count = int(self._meta("entries") or 0)
+            count = int(self.db.meta("entries") or 0)
             matrix, total = self._compact(con, matrix, rows0 + len(block), count)
             con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
                 ("pending", "0"), ("generation", str(gen)), ("matrix", matrix), ("rows", str(total))])
@@ -917,7 +584,7 @@ class Index:
             con.execute("ROLLBACK")
             raise
         if matrix != was_matrix:
-            self.matrix.remove(was_matrix)
+            self.db.matrix.remove(was_matrix)
         report.new += len(missing)
 
     def _embed_rows(self, entries: Sequence[Entry], progress: Progress | None = None) -> np.ndarray:
@@ -930,43 +597,10 @@ class Index:
         return out
 
     def prune_other_models(self) -> list[str]:
-        """Delete the sidecars of other models (after a model change), with their ``-wal``/``-shm``
-        journal files and matrices, and this model's matrices that a compaction replaced; returns
-        the names of the files deleted."""
-        removed = []
-        try:
-            items = list(self.dir.iterdir())
-        except OSError:
-            return []
+        """Delete the index files of other models, and this model's replaced matrices; returns
+        the names of the files deleted (see :meth:`memkit.sidecar.Sidecar.prune_other_models`)."""
         with self._mutex:
-            try:
-                current = self._matrix_state(self._connect())[0]
-            except (sqlite3.Error, KeyError, ValueError):
-                current = ""
-        for path in items:
-            name = path.name
-            for journal in ("-wal", "-shm", "-journal"):
-                if name.endswith(journal):
-                    name = name[:-len(journal)]
-                    break
-            if name.endswith(".sqlite3"):  # <model-slug>-<dim>.sqlite3, and not this model's
-                stem = name[:-len(".sqlite3")]
-                if name == self.path.name or not stem.rsplit("-", 1)[-1].isdigit():
-                    continue
-            elif name.endswith(".npy") and name.count(".") >= 2:  # <model-slug>-<dim>.<n>.npy
-                stem, number = name[:-len(".npy")].rsplit(".", 1)
-                if not number.isdigit() or not stem.rsplit("-", 1)[-1].isdigit():
-                    continue
-                if stem == self.matrix.stem and (not current or int(number) >= _number(current)):
-                    continue  # this model's current matrix, or one a compaction is writing now
-            else:
-                continue
-            try:
-                path.unlink()
-                removed.append(path.name)
-            except OSError:
-                pass
-        return removed
+            return self.db.prune_other_models()
 
     # ---- the view ---------------------------------------------------------------------------------
     def view(self, *, others: bool = True) -> IndexView:
@@ -980,20 +614,20 @@ class Index:
             if self._view is not None and self._view_epoch == epoch:
                 return self._view
             current = self._view
-            if current is None or current.generation != int(self._meta("generation") or 0):
+            if current is None or current.generation != int(self.db.meta("generation") or 0):
                 self._view = self._read_view(current)
             self._view_epoch = epoch
             assert self._view is not None
             return self._view
 
     def _read_view(self, old: IndexView | None) -> IndexView:
-        con = self._connect()
+        con = self.db.connect()
         for attempt in range(5):
             con.execute("BEGIN")  # one consistent snapshot of the tables
             try:
-                gen = int(self._meta("generation") or 0)
-                matrix, rows = self._matrix_state(con)
-                vectors = self.matrix.read(matrix, rows)
+                gen = int(self.db.meta("generation") or 0)
+                matrix, rows = self.db.matrix_state(con)
+                vectors = self.db.matrix.read(matrix, rows)
                 view = None
                 if old is not None and old.matrix == matrix and len(old) <= rows:
                     view = self._extend_view(con, old, gen, vectors)
@@ -1053,29 +687,5 @@ class Index:
     def vectors_for(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these entry hashes (the ones the sidecar has)."""
         with self._mutex:
-            found = self._known_vectors(hashes)
+            found = self.db.known_vectors(hashes)
         return {h: np.frombuffer(v, dtype=np.float32).copy() for h, v in found.items()}
-
-
-def _number(matrix: str) -> int:
-    """The ``<n>`` of a matrix name ``<stem>.<n>.npy`` (-1: none)."""
-    try:
-        return int(matrix.rsplit(".", 2)[-2])
-    except (ValueError, IndexError):
-        return -1
-
-
-def _split_hashes(hashes: str) -> list[str]:
-    return [hashes[i:i + _HASH_LEN] for i in range(0, len(hashes), _HASH_LEN)]
-
-
-def _f32_rows(rows: np.ndarray) -> list[bytes]:
-    data = np.ascontiguousarray(rows, dtype=np.float32)
-    width = data.shape[1] * 4
-    raw = data.tobytes()
-    return [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * data.shape[0]
-
-
-def _read_only(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "readonly" in text or "read-only" in text or "unable to open" in text

@@ -21,7 +21,7 @@ import numpy as np
 
 from .blas import single_thread
 from .config import Config
-from .errors import InvalidValue, MemkitError, ModelError, TopicNotFound
+from .errors import InvalidValue, ModelError, TopicNotFound
 from .index import Index, IndexReport
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
 from .lifecycle import last_day

@@ -13,6 +13,7 @@ import pytest
 
 from memkit import Vault
 from memkit.index import Index
+from memkit.sidecar import Sidecar
 
 from util import FakeEmbedder, vault_with, write
 
@@ -397,7 +398,7 @@ def test_a_read_only_vault_keeps_its_matrix_in_memory(tmp_path, fake, monkeypatc
         raise PermissionError("read-only file system")
 
     monkeypatch.setattr(matrix_mod.FileMatrix, "append", refuse)
-    monkeypatch.setattr(Index, "_open_file", refuse)
+    monkeypatch.setattr(Sidecar, "_open_file", refuse)
     ro = Vault(v.root, embedder=FakeEmbedder())
     write(v.topics_dir / "b.md", "- banana bread\n")
     assert ro.search("banana bread", k=1, threshold=None)[0].text == "banana bread"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import memkit.embedqueue as embedqueue_mod
 import memkit.index as index_mod
 import memkit.lexical as lexical_mod
 import memkit.rank as rank_mod
@@ -210,8 +211,8 @@ def test_a_large_refresh_embeds_in_a_thread_alike(tmp_path, monkeypatch):
     topics = {f"t{i:02d}": topic_text(rng, 20) for i in range(12)}
     one = vault_with(tmp_path / "a", topics)
     one.index()
-    monkeypatch.setattr(index_mod, "THREAD_MIN_ENTRIES", 1)
-    monkeypatch.setattr(index_mod, "EMBED_BATCH", 16)
+    monkeypatch.setattr(embedqueue_mod, "THREAD_MIN_ENTRIES", 1)
+    monkeypatch.setattr(embedqueue_mod, "EMBED_BATCH", 16)
     seen = []
     two = vault_with(tmp_path / "b", topics)
     report = two.index(progress=lambda done, total: seen.append((done, total)))

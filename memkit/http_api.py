@@ -1,9 +1,11 @@
 """`memkit serve`: the vault as a small local HTTP API, JSON in and out, described by OpenAPI.
 
-Routes (``GET /openapi.json`` describes each): ``GET /search``, ``POST /add``, ``POST /context``,
-``GET /pending``, ``POST /pending/done``, ``GET /stats``, ``GET /busy``, ``GET /index`` and
-``POST /index``. Built on Starlette and uvicorn, which the ``mcp`` extra installs; they are
-imported only when a server is built, so memkit works without them.
+Routes (``GET /openapi.json`` describes each, :mod:`memkit.http_spec` holds their schemas):
+``GET /search``, ``POST /add``, ``POST /context``, ``GET /pending``, ``POST /pending/done``,
+``GET /stats``, ``GET /busy``, ``GET /index`` and ``POST /index``; with ``mcp=True`` also MCP over
+streamable HTTP at ``/mcp`` (:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn,
+which the ``mcp`` extra installs; they are imported only when a server is built, so memkit works
+without them.
 
 How requests share the vault: the HTTP side is asynchronous and serves requests concurrently;
 every call on the served :class:`Vault` runs in a worker thread, one at a time (the Vault's
@@ -19,8 +21,8 @@ needs a token, and then every request needs ``Authorization: Bearer TOKEN`` (com
 time). A bad request gets a JSON 4xx naming the problem; topic names are checked by the library,
 so none leaves topics/.
 
-A front end: it imports only the facade (:mod:`memkit.vault`), :mod:`memkit.errors` and
-:mod:`memkit.limits` (``.importlinter``).
+A front end above the watcher and the MCP server, which it runs: of the library it imports only
+the facade (:mod:`memkit.vault`) and :mod:`memkit.errors` (``.importlinter``).
 """
 from __future__ import annotations
 
@@ -40,8 +42,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
-from .errors import (EntryNotFound, InvalidValue, LLMError, MemkitError, ModelError, TopicNameError,
-                     TopicNotFound, TopicNotWritable, TopicParseError, VaultLocked)
+from .errors import (EntryNotFound, InvalidValue, MemkitError, ModelError, TopicNameError, TopicNotFound,
+                     TopicNotWritable, TopicParseError, VaultLocked)
 from .http_spec import OPERATIONS, Operation, RequestError, check, openapi, query_args
 from .mcp_server import Memory, build_server, require_sdk
 from .vault import Vault, parse_day
@@ -100,10 +102,8 @@ def error_status(exc: BaseException) -> int:
     if isinstance(exc, (TopicNotWritable, TopicParseError)):
         return 409  # a file a person has to fix first
     if isinstance(exc, (VaultLocked, ModelError)):
-        return 503
-    if isinstance(exc, LLMError):
-        return 502
-    return 500  # ConfigError, a file that cannot be written, anything else
+        return 503  # try again later (Retry-After for the lock)
+    return 500  # ConfigError, a file that cannot be written, anything else (no route asks the LLM)
 
 
 # ---- the API ----------------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ class Api:
             self._limiter = anyio.CapacityLimiter(1)
         return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
 
-    # ---- lifecycle (the app's lifespan) ----
+    # ---- lifecycle (HTTPServer.prepare before the first request; stop at shutdown) ----
     def warm_up(self) -> None:
         """Load the model and bring the index up to date, so the first search is fast."""
         try:

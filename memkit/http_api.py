@@ -89,6 +89,8 @@ async def read_json(request: Any, required: bool) -> Any:
         return json.loads(bytes(body))
     except (ValueError, UnicodeDecodeError) as exc:
         raise RequestError(400, f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RequestError(400, "the body is not valid here: JSON nested too deeply") from None
 
 
 def error_status(exc: BaseException) -> int:
@@ -279,7 +281,8 @@ class Api:
 def _json(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Any:
     from starlette.responses import Response
 
-    body = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+    # a lone surrogate (from a request's JSON, echoed in an error) must not break the answer
+    body = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8", errors="backslashreplace")
     return Response(body, status_code=status, headers=dict(headers or {}), media_type="application/json")
 
 

@@ -237,6 +237,9 @@ BAD = [
     ("POST", "/add", {"text": "x", "kind": "two words"}, {}, 400, "invalid kind"),
     ("POST", "/add", [1, 2], {}, 400, "the body must be a JSON object"),
     ("POST", "/add", None, {}, 400, "needs a JSON object body"),
+    ("POST", "/add", {"text": "a \ud800 b"}, {}, 400, "plain UTF-8 text only"),
+    ("POST", "/add", {"text": "nul \x00 here"}, {}, 400, "control character U+0000"),
+    ("POST", "/add", {"text": "x", "tags": ["\ud800"]}, {}, 400, "invalid tag"),
     ("POST", "/context", {"message": "hi", "budget_tokens": True}, {}, 400, "expected an integer, got true"),
     ("POST", "/context", {"message": "hi", "session": "../../x"}, {}, 200, None),  # a session id is only hashed
     ("POST", "/pending/done", {"id": "ab"}, {}, 404, None),
@@ -265,6 +268,8 @@ def test_wrong_content_type_bad_json_and_large_bodies(served, tmp_path):
     assert got == 400 and "not valid JSON" in answer["error"]
     got, answer = c.call("POST", "/add", raw=b'\xff\xfe{"', headers={"Content-Type": "application/json"})
     assert got == 400 and "not valid JSON" in answer["error"]
+    got, answer = c.call("POST", "/add", raw=b"[" * 100_000, headers={"Content-Type": "application/json"})
+    assert got == 400 and "nested too deeply" in answer["error"]
     big = json.dumps({"text": "x" * MAX_BODY_BYTES}).encode()
     got, answer = c.call("POST", "/add", raw=big, headers={"Content-Type": "application/json"})
     assert got == 413 and "limit" in answer["error"]

@@ -37,7 +37,8 @@ def _vault(ctx: click.Context) -> Vault:
                    "memkit.yaml's serve.token_env names.")
 @click.option("--socket", "unix", type=click.Path(dir_okay=False), metavar="PATH",
               help="Listen on a Unix socket (mode 0600, no token needed) instead of a TCP port.")
-@click.option("--watch", is_flag=True, help="Also keep the index current while files change (as `memkit watch`).")
+@click.option("--watch", is_flag=True, help="Also keep the index and index.txt current while files change and, with "
+              "an LLM configured, digest idle inbox/ transcripts (as `memkit watch`; no daily tidy).")
 @click.option("--polling", is_flag=True, help="With --watch: poll the files instead of OS events.")
 @click.option("--mcp", "mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp: the tools of `memkit mcp`.")
 @click.pass_context

@@ -146,6 +146,7 @@ class Api:
         self._limiter: Any = None  # anyio.CapacityLimiter(1), made in the event loop's thread
         self._jobs_lock = threading.Lock()
         self.index_job = Job("index")
+        self.digest_running = False  #: the watcher (``watch``) is digesting inbox/ transcripts
         self._watch_stop = threading.Event()
         self._watch_thread: threading.Thread | None = None
 
@@ -174,13 +175,41 @@ class Api:
             log.warning("%s", exc)  # each request will say it again
 
     def start_watch(self) -> None:
-        """Run the watcher (memkit.watch's :class:`Watcher`) on a Vault of its own, until :meth:`stop`."""
+        """Run the watcher (memkit.watch's :class:`Watcher`) on a Vault of its own, until :meth:`stop`:
+        the index and index.txt follow the files and, when memkit.yaml configures an LLM, idle
+        inbox/ transcripts are digested (the ``digest`` job of ``GET /busy``), as ``memkit watch`` does.
+
+        :raises MemkitError: the watcher cannot start, or the ``llm:`` settings cannot work.
+        """
+        watch_vault = self.other_vault()
+        llm = watch_vault.llm() if watch_vault.config.llm else None
+
         def on_update(report: Any) -> None:
             if report.new or report.removed or report.changed_files:
                 log.info("watch: %s", report.summary())
                 self.vault.changed()  # the served Vault re-checks the files at its next search
 
-        watcher = Watcher(self.other_vault(), polling=self.polling, on_update=on_update)
+        def digest_inbox() -> None:
+            if not watch_vault.waiting_transcripts():
+                return
+            with self._jobs_lock:
+                self.digest_running = True
+            try:
+                for result in watch_vault.process_inbox(llm=llm):
+                    if result.error:
+                        log.warning("inbox/%s: %s", result.file, result.error)
+                    elif result.report is not None:
+                        log.info("inbox/%s: %s (moved to inbox/done/)", result.file,
+                                 result.report.summary().split(": ", 1)[-1])
+            finally:
+                self.vault.changed()
+                with self._jobs_lock:
+                    self.digest_running = False
+
+        # the inbox is looked at often enough that an idle transcript waits at most ~half its timeout more
+        interval = max(1.0, min(30.0, watch_vault.config.session_timeout_minutes * 30))
+        watcher = Watcher(watch_vault, polling=self.polling, on_update=on_update,
+                          inbox_handler=digest_inbox if llm is not None else None, inbox_interval_s=interval)
         watcher.start()
 
         def wait() -> None:
@@ -245,6 +274,8 @@ class Api:
         with self._jobs_lock:
             if self.index_job.running:
                 jobs.append("index")
+            if self.digest_running:
+                jobs.append("digest")
         locked = self.vault.write_locked()
         return {"busy": bool(jobs) or locked, "jobs": jobs, "write_lock": locked}
 

@@ -163,8 +163,8 @@ OPERATIONS = [
               200, _obj(["topics", "entries", "per_topic", "per_kind", "pending", "index"],
                         topics={"type": "integer"}, entries={"type": "integer"}, per_topic={"type": "object"},
                         per_kind={"type": "object"}, pending={"type": "integer"}, index={"type": "object"})),
-    Operation("GET", "/busy", "busy", "Whether a long job runs: an index refresh started by POST /index in "
-              "this server, or any writer (this server, the CLI, a watcher, a digest) holding the vault's write "
+    Operation("GET", "/busy", "busy", "Whether a long job runs: in this server an index refresh started by "
+              "POST /index (job 'index') or, with --watch and an LLM, a digest of inbox/ (job 'digest'); or any writer (this server, the CLI, a watcher, a digest) holding the vault's write "
               "lock.", 200,
               _obj(["busy", "jobs", "write_lock"], busy={"type": "boolean"},
                    jobs={"type": "array", "items": {"type": "string"}, "description": "Jobs running in this server."},

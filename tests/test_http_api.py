@@ -517,3 +517,42 @@ def test_a_port_in_use_is_one_line(tmp_path):
         taken.close()
     assert result.exit_code == 1
     assert result.output.strip() == f"memkit: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_watch_digests_the_inbox_and_busy_says_so(tmp_path):
+    """--watch with an LLM: an idle inbox/ transcript is digested (the `digest` job of /busy meanwhile)."""
+    from fake_llm import FakeLLM
+
+    asked = threading.Event()
+    release = threading.Event()
+
+    def answer(request):
+        if "outdated" in request["messages"][-1]["content"]:
+            return json.dumps({"updates": []})
+        asked.set()
+        release.wait(WAIT_S)
+        return json.dumps({"conclusions": [{"kind": "fact", "text": "Has a cat named Miso"}], "new_topic": None})
+
+    with FakeLLM(answer) as fake:
+        vault = make_vault(tmp_path)
+        (vault.root / "memkit.yaml").write_text(f"session_timeout_minutes: 0\nllm: {{base_url: \"{fake.base_url}\", "
+                                                "model: fake}\n")
+        vault = Vault(vault.root, embedder=FakeEmbedder())
+        old = time.time() - 3600
+        transcript = write(vault.inbox_dir / "chat.txt", "Maya: I have a cat named Miso\n")
+        os.utime(transcript, (old, old))
+        with HTTPServer(vault, port=0, watch=True) as server:
+            c = Client(server)
+            assert asked.wait(WAIT_S)
+            assert c.call("GET", "/busy")[1]["jobs"] == ["digest"]
+            release.set()
+            deadline = time.monotonic() + WAIT_S
+            hits: list = []
+            while not hits and time.monotonic() < deadline:
+                hits = c.call("GET", "/search?q=Miso&mode=lexical")[1]["hits"]
+                time.sleep(0.02)
+            assert hits and hits[0]["text"].startswith("[fact] Has a cat named Miso")
+            assert (vault.inbox_dir / "done" / "chat.txt").exists()
+            while c.call("GET", "/busy")[1]["jobs"] and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert c.call("GET", "/busy")[1] == {"busy": False, "jobs": [], "write_lock": False}

@@ -229,7 +229,8 @@ class Api:
     # ---- the routes' work (each runs in a worker thread) ----
     def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
                mode: str) -> dict[str, Any]:
-        hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, mode=mode)  # type: ignore[arg-type]
+        hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since,
+                                 mode=mode)  # type: ignore[arg-type]  # checked against the schema's enum
         return {"hits": [h.to_dict() for h in hits]}
 
     def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,

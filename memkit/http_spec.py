@@ -164,8 +164,8 @@ OPERATIONS = [
                         topics={"type": "integer"}, entries={"type": "integer"}, per_topic={"type": "object"},
                         per_kind={"type": "object"}, pending={"type": "integer"}, index={"type": "object"})),
     Operation("GET", "/busy", "busy", "Whether a long job runs: in this server an index refresh started by "
-              "POST /index (job 'index') or, with --watch and an LLM, a digest of inbox/ (job 'digest'); or any writer (this server, the CLI, a watcher, a digest) holding the vault's write "
-              "lock.", 200,
+              "POST /index (job 'index') or, with --watch and an LLM, a digest of inbox/ (job 'digest'); or "
+              "any writer (this server, the CLI, a watcher, a digest) holding the vault's write lock.", 200,
               _obj(["busy", "jobs", "write_lock"], busy={"type": "boolean"},
                    jobs={"type": "array", "items": {"type": "string"}, "description": "Jobs running in this server."},
                    write_lock={"type": "boolean", "description": "A writer holds the vault's write lock now."})),
@@ -176,10 +176,17 @@ OPERATIONS = [
               body_required=False, errors=(400, 409)),
 ]
 
-STATUS_TEXT = {400: "Bad request: a missing, unknown or invalid field or parameter, or a Host that is not loopback", 401: "Missing or wrong bearer token",
-               404: "No such topic or entry", 405: "Method not allowed", 409: "Conflict: the file or job state "
-               "does not allow it now", 413: "Body too large", 415: "The body must be application/json",
-               500: "The server could not do it", 503: "The vault is busy or the model is unavailable"}
+STATUS_TEXT = {
+    400: "Bad request: a missing, unknown or invalid field or parameter, or a Host that is not loopback",
+    401: "Missing or wrong bearer token",
+    404: "No such topic or entry",
+    405: "Method not allowed",
+    409: "Conflict: the file or job state does not allow it now",
+    413: "Body too large",
+    415: "The body must be application/json",
+    500: "The server could not do it",
+    503: "The vault is busy (Retry-After) or the model is unavailable",
+}
 
 
 def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:

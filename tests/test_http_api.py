@@ -260,7 +260,8 @@ def test_bad_requests_get_a_json_4xx(served, method, path, body, headers, status
 
 def test_wrong_content_type_bad_json_and_large_bodies(served, tmp_path):
     c = Client(served)
-    got, answer = c.call("POST", "/add", raw=b"text=hello", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    got, answer = c.call("POST", "/add", raw=b"text=hello",
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert got == 415 and "application/json" in answer["error"]
     got, answer = c.call("POST", "/add", raw=b'{"text": "hi"}')  # no Content-Type
     assert got == 415
@@ -500,7 +501,8 @@ def test_mcp_over_streamable_http(tmp_path):
         _, answer = Client(server).call("GET", "/search?q=MCP+HTTP&mode=lexical")
         assert answer["hits"][0]["id"] == added["id"]
         anonymous = http.client.HTTPConnection(*server.socket.getsockname()[:2], timeout=WAIT_S)
-        anonymous.request("POST", "/mcp", body=b"{}", headers={"Host": "attacker.example", "Content-Type": "application/json"})
+        anonymous.request("POST", "/mcp", body=b"{}",
+                          headers={"Host": "attacker.example", "Content-Type": "application/json"})
         assert anonymous.getresponse().status == 400  # the Host rule holds on /mcp too
 
 

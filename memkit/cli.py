@@ -427,12 +427,15 @@ def index(ctx: click.Context, full: bool, json_: bool) -> None:
 @click.option("--kind", metavar="KIND", help="Only entries of this [kind].")
 @click.option("--tag", metavar="TAG", help="Only entries with this #tag.")
 @click.option("--since", metavar="DATE", help="Only entries dated on or after YYYY-MM-DD.")
+@click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
+              help="Only entries of at least this (importance X), 0..1; an entry without one counts as 0.5.")
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical"]), default="hybrid", show_default=True,
               help="Ranking: lexical + vector fusion, or one side alone.")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, k: int | None, threshold: float | None, no_threshold: bool,
-           topic: str | None, kind: str | None, tag: str | None, since: str | None, mode: str, json_: bool) -> None:
+           topic: str | None, kind: str | None, tag: str | None, since: str | None, min_importance: float | None,
+           mode: str, json_: bool) -> None:
     """Search memories: exact words and meaning, fused.
 
     Indexes changed files first (a cheap check). Prints the best entries with id, topic and score.
@@ -442,18 +445,20 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "what rice do I use"
       memkit search "hAP ax3" --topic home-lab --json
       memkit search "vet" --kind event --since 2026-01-01 -k 10
+      memkit search "family" --min-importance 0.8
     """
     if since is not None:
         since = parse_day(since, "--since").isoformat()
     vault = get_vault(ctx)
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
-                        mode=mode)  # type: ignore[arg-type]  # click.Choice checked the mode
+                        mode=mode, min_importance=min_importance)  # type: ignore[arg-type]  # click.Choice checked the mode
     if json_:
         echo_json([h.to_dict() for h in hits])
         return
     if not hits:
-        filters = [f for f, v in (("--topic", topic), ("--kind", kind), ("--tag", tag), ("--since", since)) if v]
+        filters = [f for f, v in (("--topic", topic), ("--kind", kind), ("--tag", tag), ("--since", since),
+                                  ("--min-importance", min_importance)) if v is not None and v != ""]
         hint = f"check the filters ({', '.join(filters)})" if filters else ""
         click.echo(f"no memories match{' (' + hint + ')' if hint else ''}", err=True)
         return
@@ -737,8 +742,10 @@ def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
 def pending(ctx: click.Context, json_: bool) -> None:
     """List follow-ups (kind pending), the most urgent first.
 
-    A follow-up is an entry like '- [pending] Ask how the interview went (due 2026-11-28)'; add
-    one with `memkit add TEXT --due DATE`; the due and overdue ones appear in `memkit context`.
+    A follow-up is an entry like '- [pending] Interview at Acme (due 2026-11-28) (urgency high)
+    (ask: How did it go?)': its background, when to ask, how urgent and what to ask. Add one with
+    `memkit add TEXT --due DATE`; a digest writes them too. The due and overdue ones appear in
+    `memkit context`. A follow-up is kept 7 days, or until its due day (memkit.yaml expire.pending).
 
     \b
     Example:
@@ -755,6 +762,9 @@ def pending(ctx: click.Context, json_: bool) -> None:
                 (f", {f.overdue_days} day{'s' if f.overdue_days != 1 else ''} overdue" if f.overdue_days > 0
                  else " (today)" if f.overdue_days == 0 else ""))
         click.echo(f"{f.entry.id}  {f.entry.text}  [{when}; {f.entry.topic}]")
+        if f.urgency or f.question:
+            said = " · ".join(x for x in (f.urgency, f"ask: {f.question}" if f.question else None) if x)
+            click.echo(f"          {said}")
 
 
 @main.command()

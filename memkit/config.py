@@ -272,10 +272,12 @@ embedder: {}
 
 # How long entries of a kind stay (1d, 2w, 6m, 1y or never); other kinds never expire. An entry
 # may also carry its own end: "(until 2026-12-31)". Expired entries leave search and context at
-# once; `memkit tidy` (and the watcher, daily) moves them to archive.md.
+# once; `memkit tidy` (and the watcher, daily) moves them to archive.md. A follow-up ([pending])
+# due later than its lifetime stays until its due day.
 expire:
   context: 1d
   conversation: 30d
+  pending: 7d
 
 # The most entries `memkit distill` keeps in the pinned profile (topics/profile.md).
 profile_max_entries: 20
@@ -317,7 +319,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "model": (str,),
     "profile_max_entries": (int,),
 }
-DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30}
+DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30, "pending": 7}
 _LIFETIME = re.compile(r"^(\d{1,5})\s*([dwmy])$")
 _DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 

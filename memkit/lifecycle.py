@@ -4,8 +4,15 @@
 - A kind may have a lifetime (memkit.yaml ``expire:``, default ``context: 1d``,
   ``conversation: 30d``), counted from the entry's date; an undated entry of such a kind never
   expires by its kind (there is nothing to count from).
-- A follow-up is an entry of kind ``pending``, optionally with ``(due YYYY-MM-DD)``:
-  ``- [pending] Ask how the job interview went (due 2026-11-28) (2026-11-23)``.
+- A follow-up is an entry of kind ``pending``, optionally with ``(due YYYY-MM-DD)``, an urgency
+  ``(urgency high|medium|low)`` and the question to ask ``(ask: …)``; its text is the background
+  a person needs to pick the thread up again:
+  ``- [pending] Job interview at Acme on Thursday, nervous about the design round (due
+  2026-11-28) (urgency high) (ask: How did the Acme interview go?) (2026-11-23)``.
+  A follow-up is kept 7 days (``expire: pending: 7d``) from its date, or until its due day when
+  that is later.
+- What matters to the person: ``(importance 0.8)``, between 0 and 1, written by the digest and
+  editable like any text; an entry without one counts as ``DEFAULT_IMPORTANCE``.
 
 Everything here reads an entry's text; nothing is stored anywhere else.
 """
@@ -17,9 +24,15 @@ from typing import Mapping
 
 from .topic import Entry
 
-__all__ = ["until_date", "due_date", "expiry", "last_day", "is_pending", "PENDING"]
+__all__ = ["until_date", "due_date", "expiry", "last_day", "is_pending", "PENDING", "urgency", "question",
+           "importance", "URGENCIES", "DEFAULT_IMPORTANCE", "importance_marker", "follow_up_markers"]
 
 PENDING = "pending"
+URGENCIES = ("high", "medium", "low")  #: most urgent first
+DEFAULT_IMPORTANCE = 0.5  #: an entry without ``(importance X)``
+_URGENCY_RE = re.compile(r"\(urgency\s+(high|medium|low)\)", re.IGNORECASE)
+_ASK_RE = re.compile(r"\(ask:\s*([^()]+?)\s*\)", re.IGNORECASE)
+_IMPORTANCE_RE = re.compile(r"\(importance\s+(0(?:\.\d+)?|1(?:\.0+)?)\)", re.IGNORECASE)
 _MARK_RE = re.compile(r"\((until|due)\s+(\d{4}-\d{2}-\d{2})\)", re.IGNORECASE)
 #: ``(until DATE)`` is a marker only at the end of an entry (before its own date): "Rented in Paris
 #: (until 2019) and then…" in prose, or a comment in code, is text, not an end date
@@ -56,6 +69,44 @@ def due_date(entry: Entry) -> date | None:
     return _marked(entry.text, "due")
 
 
+def urgency(entry: Entry) -> str | None:
+    """A follow-up's ``(urgency high|medium|low)``, lowercased, or None."""
+    m = _URGENCY_RE.search(entry.text)
+    return m.group(1).lower() if m else None
+
+
+def question(entry: Entry) -> str | None:
+    """The question a follow-up suggests asking: ``(ask: …)``, or None."""
+    m = _ASK_RE.search(entry.text)
+    return m.group(1) if m else None
+
+
+def importance(text: str) -> float:
+    """``(importance X)`` of an entry's text (0..1), else :data:`DEFAULT_IMPORTANCE`."""
+    m = _IMPORTANCE_RE.search(text) if "(importance" in text.lower() else None
+    return float(m.group(1)) if m else DEFAULT_IMPORTANCE
+
+
+def importance_marker(value: float) -> str:
+    """``(importance X)`` for a value, clamped to 0..1, one decimal."""
+    return f"(importance {min(1.0, max(0.0, round(value, 1))):.1f})"
+
+
+def follow_up_markers(due: str | None = None, urgency_: str | None = None, ask: str | None = None) -> str:
+    """The markers a follow-up's text ends with: ``(due D) (urgency U) (ask: Q)``, those given;
+    a question loses its parentheses (a marker cannot hold them)."""
+    parts = []
+    if due:
+        parts.append(f"(due {due})")
+    if urgency_ and urgency_.lower() in URGENCIES:
+        parts.append(f"(urgency {urgency_.lower()})")
+    if ask:
+        text = " ".join(ask.replace("(", "").replace(")", "").split())
+        if text:
+            parts.append(f"(ask: {text})")
+    return " ".join(parts)
+
+
 def is_pending(entry: Entry) -> bool:
     """Whether the entry is a follow-up (kind ``pending``)."""
     return entry.kind == PENDING
@@ -64,8 +115,8 @@ def is_pending(entry: Entry) -> bool:
 def last_day(kind: str | None, written: date | None, text: str, lifetimes: Mapping[str, int | None]
              ) -> tuple[date | None, str]:
     """The last day an entry is kept, and why (the reason archive.md records once it has passed):
-    its own ``(until DATE)``, or its date plus its kind's lifetime, whichever comes first;
-    ``(None, "")`` when it never expires.
+    its own ``(until DATE)``, or its date plus its kind's lifetime, whichever comes first (a
+    follow-up due later than that is kept until its due day); ``(None, "")`` when it never expires.
 
     :param written: the entry's own date (None: undated, never expires by its kind).
     """
@@ -73,6 +124,9 @@ def last_day(kind: str | None, written: date | None, text: str, lifetimes: Mappi
     days = lifetimes.get(kind or "") if kind else None
     if days is not None and written is not None:
         best = (written + timedelta(days=days - 1), f"expired: {kind} entries are kept {days} day{'s' if days != 1 else ''}")
+        due = _marked(text, "due") if kind == PENDING and "(due" in text.lower() else None
+        if due is not None and best[0] is not None and due > best[0]:
+            best = (due, f"expired: due {due.isoformat()} and not done")
     until = _until(text) if "(until" in text.lower() else None
     if until is not None and (best[0] is None or until < best[0]):
         best = (until, f"expired: until {until.isoformat()}")

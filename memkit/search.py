@@ -24,7 +24,7 @@ from .config import Config
 from .errors import InvalidValue, ModelError, TopicNotFound
 from .index import Index, IndexReport
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
-from .lifecycle import last_day
+from .lifecycle import importance, last_day
 from .limits import MAX_QUERY_CHARS
 from .names import check_topic_name, in_topic
 from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
@@ -106,6 +106,7 @@ class Searcher:
         self.removed_indexes: list[str] = []  #: what the last :meth:`reindex` removed
         #: (view lineage, rows checked, last valid day per row, the day it was computed for)
         self._expired: tuple[int, int, np.ndarray, int] | None = None
+        self._importance: tuple[int, np.ndarray] | None = None  # (view lineage, importance per row)
 
     @property
     def config(self) -> Config:
@@ -196,7 +197,7 @@ class Searcher:
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 0,
-               words_first: bool = False) -> list[Hit]:
+               words_first: bool = False, min_importance: float | None = None) -> list[Hit]:
         """Search the vault's memories.
 
         :param query: what to look for (natural language, names, part numbers…).
@@ -216,7 +217,11 @@ class Searcher:
         :param words_first: the query is a memory, not a question (see
             :meth:`memkit.rank.Ranker.search_hits`): shared words weigh as much in notes as in
             conversations.
+        :param min_importance: only entries whose ``(importance X)`` is at least this (an entry
+            without one counts as :data:`memkit.lifecycle.DEFAULT_IMPORTANCE`).
         """
+        if min_importance is not None and not 0 <= min_importance <= 1:
+            raise InvalidValue(f"min_importance must be between 0 and 1, got {min_importance}")
         if mode not in MODES:
             raise InvalidValue(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
         query = " ".join(str(query).split())[:MAX_QUERY_CHARS]
@@ -253,6 +258,9 @@ class Searcher:
         if len(view) == 0:
             return []
         mask = _mask(view, topic, kind, tag, since)
+        if min_importance is not None:
+            worth = self.importances(view) >= np.float32(min_importance) - np.float32(1e-6)
+            mask = worth if mask is None else mask & worth
         if mask is not None and not mask.any():
             return []
         qvec = None
@@ -277,6 +285,18 @@ class Searcher:
         own = ranker.lex.coverage(ranker.lex.query_terms(query))  # query words in an entry's own text
         shown = [r for r in closest if r[0] not in gone and (r[2] > noise or own[r[0]] > 0)][:min(k, weak)]
         return [replace(h, confident=False) for h in hits_at(view, shown)]
+
+    def importances(self, view: IndexView) -> np.ndarray:
+        """Each row's ``(importance X)`` as float32 (read from its text; cached along the view's
+        lineage, so an extended view reads its new rows only)."""
+        cached = self._importance
+        start = cached[1].shape[0] if cached is not None and cached[0] == view.lineage and \
+            cached[1].shape[0] <= len(view) else 0
+        old = cached[1][:start] if cached is not None and start else np.zeros(0, dtype=np.float32)
+        fresh = np.array([importance(t) for t in view.texts[start:]], dtype=np.float32)
+        values = np.concatenate([old, fresh]) if start else fresh
+        self._importance = (view.lineage, values)
+        return values
 
     def expired_rows(self, view: IndexView, today: date | None = None) -> np.ndarray:
         """The rows of ``view`` whose entry has expired by ``today`` (past its ``(until DATE)`` or

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from .digest import load_digested
 from .errors import EntryNotFound, InvalidValue, LLMError, MemkitError
-from .lifecycle import PENDING, due_date, expiry, is_pending
+from .lifecycle import PENDING, due_date, expiry, importance, importance_marker, is_pending, question, urgency
 from .llm import LLM, ask_json
 from .search import Searcher
 from .archive import ArchivedEntry
@@ -212,6 +212,8 @@ class FollowUp:
     entry: Entry
     due: date | None
     overdue_days: int  #: days past due (0: due today; negative: not yet)
+    urgency: str | None = None  #: ``high``, ``medium`` or ``low`` (``(urgency …)``), None: not said
+    question: str | None = None  #: the question to ask (``(ask: …)``), None: not said
 
     @property
     def is_due(self) -> bool:
@@ -219,20 +221,24 @@ class FollowUp:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.entry.to_dict(), due=self.due.isoformat() if self.due else None,
-                    overdue_days=self.overdue_days if self.due else None)
+                    overdue_days=self.overdue_days if self.due else None, urgency=self.urgency,
+                    question=self.question)
 
 
 def pending(store: Store, *, today: date | None = None, entries: Sequence[Entry] | None = None) -> list[FollowUp]:
-    """Every follow-up (kind ``pending``), the most urgent first: overdue, due, then by due day;
-    those without a due day last. Expired ones are left out."""
+    """Every follow-up (kind ``pending``), the most urgent first: overdue and due ones by due day,
+    then the others by urgency (high, medium or unsaid, low) and due day, those without a due day
+    last. Expired ones are left out."""
     today = today or date.today()
     items = []
     for e in entries if entries is not None else store.entries():
         if not is_pending(e) or expiry(e, store.config.expire, today):
             continue
         due = due_date(e)
-        items.append(FollowUp(e, due, (today - due).days if due else 0))
-    return sorted(items, key=lambda f: (f.due is None, f.due or date.max))
+        items.append(FollowUp(e, due, (today - due).days if due else 0, urgency(e), question(e)))
+    rank = {"high": 0, None: 1, "medium": 1, "low": 2}
+    return sorted(items, key=lambda f: (not f.is_due, 0 if f.is_due else rank[f.urgency], f.due is None,
+                                        f.due or date.max))
 
 
 def done(store: Store, target: Entry) -> Entry:
@@ -300,6 +306,8 @@ COMPACT_PROMPT = """You condense old entries of a personal memory topic ({topic}
 
 Rules:
 - Keep every fact, preference, decision, name, number and date that matters. Invent nothing.
+- "(importance X)" says how much an entry matters to the person (0 to 1): keep the important ones
+  (0.7 and above) whole, in their own entries; condense the least important hardest.
 - Merge entries that say related things; an entry that stands alone may stay as it is.
 - Write at most {most} entries, each one self-contained sentence.
 - For each new entry list the numbers of the original entries it replaces. Every original number
@@ -358,6 +366,9 @@ def compact(store: Store, llm: LLM | None, topic: str, *, before: date, dry_run:
         originals = [old[n - 1] for n in nums]
         kinds = {e.kind for e in originals}
         day = max(e.date or "" for e in originals)
+        marked = [importance(e.text) for e in originals if "(importance" in e.text.lower()]
+        if marked and "(importance" not in text.lower():  # the most important original's weight stays
+            text = f"{text} {importance_marker(max(marked))}"
         line = format_entry(text, kinds.pop() if len(kinds) == 1 else None, (), day or None)
         new_id = text_hash(line[2:])[:8]
         lines.append(line)

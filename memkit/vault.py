@@ -385,7 +385,8 @@ class Vault:
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
-               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3) -> list[Hit]:
+               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
+               min_importance: float | None = None) -> list[Hit]:
         """Hybrid lexical + vector search (see :meth:`memkit.search.Searcher.search`).
 
         :param query: what to look for.
@@ -397,9 +398,12 @@ class Vault:
         :param refresh: check the files first: None at most once a second, True now, False never.
         :param weak: when nothing passes the threshold, up to this many of the closest entries that
             are more than noise, marked ``confident=False`` (0: none, an empty list).
+        :param min_importance: only entries of at least this ``(importance X)`` (0..1; an entry
+            without one counts as 0.5).
         """
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
-                                    since=since, mode=mode, refresh=refresh, weak=weak)
+                                    since=since, mode=mode, refresh=refresh, weak=weak,
+                                    min_importance=min_importance)
 
     # ---- the flows ----------------------------------------------------------------------------------
     def waiting_transcripts(self) -> list[Path]:

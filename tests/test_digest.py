@@ -288,3 +288,38 @@ def test_inbox_digests_idle_transcripts_and_keeps_failures(tmp_path, vault):
         assert bad.exists() and "binary" in (vault.inbox_dir / "s2.txt.error").read_text()
         assert fresh.exists()
         assert process_inbox(vault.searcher, llm_for(fake)) == []  # the failure is not retried until it changes
+
+
+# ---- what matters to this person; follow-ups to pick up again (issue 20) ----------------------------
+
+def test_the_digest_judges_conclusions_against_the_profile(tmp_path):
+    v = vault_with(tmp_path, dict(TOPICS, profile="---\ntitle: Profile\npinned: true\n---\n# Profile\n\n"
+                                                  "- Family comes first: her daughter Lina is 7 (2026-01-01)\n"))
+    conclusions = [
+        {"kind": "event", "text": "Lina won the school chess tournament", "importance": 0.9,
+         "why": "her daughter, a proud moment", "emotion": "Pride", "topic": "home"},
+        {"kind": "fact", "text": "The office coffee machine was broken on Tuesday", "keep": False,
+         "why": "a passing annoyance"},
+        {"kind": "pending", "text": "Lina has a dentist appointment on Friday and is scared of it",
+         "due": "2026-11-27", "urgency": "HIGH", "ask": "How did Lina do at the dentist (was she ok)?",
+         "importance": 0.7, "topic": "home"},
+        {"kind": "fact", "text": "Prefers oat milk in coffee", "importance": 7, "emotion": "a lot of feelings",
+         "topic": "cooking"},  # malformed judgement: the entry stays, without it
+    ]
+    with FakeLLM(responder(conclusions)) as fake:
+        report = digest_file(v.searcher, transcript(tmp_path), llm_for(fake), now=NOW, split=False)
+        system = fake.requests[0]["messages"][0]["content"]
+    assert "- Family comes first: her daughter Lina is 7" in system  # the pinned profile is what it judges by
+    lines = dict((line, topic) for topic, line in report.written)
+    assert lines == {
+        "- [event] Lina won the school chess tournament (importance 0.9) #pride (2026-11-21)": "home",
+        "- [pending] Lina has a dentist appointment on Friday and is scared of it (due 2026-11-27) (urgency high) "
+        "(ask: How did Lina do at the dentist was she ok?) (importance 0.7) (2026-11-21)": "home",
+        "- [fact] Prefers oat milk in coffee (2026-11-21)": "cooking"}
+    assert ("The office coffee machine was broken on Tuesday",
+            "not worth keeping for this person: a passing annoyance") in report.skipped
+    assert report.judged[0] == ("- [event] Lina won the school chess tournament (importance 0.9) #pride (2026-11-21)",
+                                "her daughter, a proud moment")
+    follow_up, = v.pending(today=NOW.date())
+    assert (follow_up.urgency, follow_up.question) == ("high", "How did Lina do at the dentist was she ok?")
+    assert follow_up.due is not None and follow_up.due.isoformat() == "2026-11-27"

@@ -291,3 +291,66 @@ def test_expired_entries_leave_search_and_context_at_once(tmp_path):
     assert "B14" not in ctx.text
     vault.add("Parking spot moved to C2 (until " + day(10) + ")", topic="notes")
     assert any("C2" in h.text for h in vault.search("parking spot", threshold=None))  # the new one is found
+
+
+# ---- follow-ups with urgency and a question; importance (issue 20) -------------------------------
+
+def test_follow_up_markers_and_their_order(tmp_path):
+    v = make(tmp_path, {"life": (
+        f"- [pending] Dentist check-up booked (due {day(20)}) (urgency low) ({day(-1)})\n"
+        f"- [pending] Job interview at Acme, nervous about the design round (urgency high) "
+        f"(ask: How did the Acme interview go?) ({day(-1)})\n"
+        f"- [pending] Sister's flight lands (due {day(0)}) ({day(-2)})\n"
+        f"- [pending] Plant cuttings rooting (urgency medium) ({day(-1)})\n")})
+    items = v.pending(today=TODAY)
+    assert [f.entry.body.split(" (")[0] for f in items] == [
+        "Sister's flight lands",  # due today: first
+        "Job interview at Acme, nervous about the design round",  # high
+        "Plant cuttings rooting",  # medium
+        "Dentist check-up booked"]  # low
+    interview = items[1]
+    assert (interview.urgency, interview.question) == ("high", "How did the Acme interview go?")
+    assert interview.to_dict()["question"] == "How did the Acme interview go?"
+    result = cli(v, "pending")
+    assert result.exit_code == 0, result.output
+    assert "high · ask: How did the Acme interview go?" in result.output
+
+
+def test_a_follow_up_expires_after_a_week_unless_due_later(tmp_path):
+    v = make(tmp_path, {"life": (
+        f"- [pending] Old question nobody asked ({day(-8)})\n"
+        f"- [pending] Recent question ({day(-6)})\n"
+        f"- [pending] Far appointment (due {day(3)}) ({day(-30)})\n"
+        f"- [pending] Past appointment (due {day(-1)}) ({day(-30)})\n")})
+    assert sorted(f.entry.body.split(" (")[0] for f in v.pending(today=TODAY)) == [
+        "Far appointment", "Recent question"]
+    report = v.tidy(today=TODAY)
+    assert sorted(e.body.split(" (")[0] for e, _ in report.expired) == ["Old question nobody asked",
+                                                                          "Past appointment"]
+
+
+def test_markers_read_and_written():
+    from memkit.lifecycle import follow_up_markers, importance, importance_marker
+
+    assert follow_up_markers("2026-12-01", "HIGH", "Did (really) it work?") == \
+        "(due 2026-12-01) (urgency high) (ask: Did really it work?)"
+    assert follow_up_markers(None, "urgent", "") == ""  # not an urgency: left out
+    assert importance("Loves sailing (importance 0.9) (2026-01-02)") == 0.9
+    assert importance("Loves sailing (importance 1)") == 1.0
+    assert importance("no marker") == 0.5 and importance("(importance 7)") == 0.5
+    assert importance_marker(1.7) == "(importance 1.0)" and importance_marker(0.26) == "(importance 0.3)"
+
+
+def test_compact_keeps_the_importance_of_what_it_merges(tmp_path):
+    vault = make(tmp_path, {"family": f"- Lina's first chess win (importance 0.9) ({day(-200)})\n"
+                                      f"- Lina played chess at school ({day(-199)})\n"
+                                      f"- The chess club meets in room 4 (importance 0.2) ({day(-198)})\n"})
+    reply = {"entries": [{"text": "Lina won her first chess game at school", "replaces": [1, 2]},
+                         {"text": "Chess club: room 4", "replaces": [3]}]}
+    with FakeLLM(lambda request: json.dumps(reply)) as fake:
+        vault = configure_llm(vault, fake)
+        vault.compact("family", before=TODAY - timedelta(days=100))
+        prompt = fake.requests[0]["messages"][-1]["content"]
+    assert "keep the important ones" in prompt and "(importance 0.9)" in prompt
+    assert [e.body for e in vault.topic("family").entries] == [
+        "Lina won her first chess game at school (importance 0.9)", "Chess club: room 4 (importance 0.2)"]

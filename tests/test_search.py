@@ -100,3 +100,18 @@ def test_cli_index_and_search_with_offline_model(tmp_path):
     assert res.exit_code == 2 and "query is empty" in res.output
     res = runner.invoke(main, ["--vault", str(root), "--model", "memkit-m2v", "search", "x", "--mode", "magic"])
     assert res.exit_code == 2
+
+
+def test_min_importance_filters_by_the_entries_own_marker(tmp_path):
+    v = vault_with(tmp_path, {"family": "- Lina won the chess tournament (importance 0.9) #pride\n"
+                                        "- Lina likes chess club on Tuesdays\n"
+                                        "- Lina's chess coach is called Ben (importance 0.3)\n"})
+    texts = lambda **kw: [h.text.split(" (")[0].split(" #")[0] for h in v.search("Lina chess", threshold=None, **kw)]
+    assert sorted(texts()) == ["Lina likes chess club on Tuesdays", "Lina won the chess tournament",
+                               "Lina's chess coach is called Ben"]
+    assert texts(min_importance=0.8) == ["Lina won the chess tournament"]
+    assert sorted(texts(min_importance=0.5)) == ["Lina likes chess club on Tuesdays", "Lina won the chess tournament"]
+    write(v.topics_dir / "family.md", "- Lina's chess coach is called Ben (importance 0.95)\n")  # edited by hand
+    assert texts(min_importance=0.8, refresh=True) == ["Lina's chess coach is called Ben"]
+    result = CliRunner().invoke(main, ["--vault", str(v.root), "search", "Lina chess", "--min-importance", "1.5"])
+    assert result.exit_code == 2 and "1.5" in result.output

@@ -228,8 +228,8 @@ class Api:
 
     # ---- the routes' work (each runs in a worker thread) ----
     def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
-               mode: str) -> dict[str, Any]:
-        hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since,
+               mode: str, min_importance: float | None) -> dict[str, Any]:
+        hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, min_importance=min_importance,
                                  mode=mode)  # type: ignore[arg-type]  # checked against the schema's enum
         return {"hits": [h.to_dict() for h in hits]}
 

@@ -7,6 +7,7 @@ No web framework here: plain dicts and functions (the server module imports Star
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Mapping
@@ -41,6 +42,8 @@ SEARCH_PARAMS: dict[str, Any] = {
         "since": _str("Only entries dated on or after this day.", 10, format="date"),
         "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"], "default": "hybrid",
                  "description": "hybrid: words and meaning fused; vector or lexical: one side only."},
+        "min_importance": {"type": "number", "minimum": 0, "maximum": 1,
+                           "description": "Only entries whose (importance X) is at least this."},
     },
 }
 ADD_BODY: dict[str, Any] = {
@@ -104,7 +107,9 @@ COMPONENTS: dict[str, Any] = {
     "FollowUp": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
         "type": "object", "required": ["due", "overdue_days"],
         "properties": {"due": {"type": ["string", "null"], "format": "date"},
-                       "overdue_days": {"type": ["integer", "null"]}}}]},
+                       "overdue_days": {"type": ["integer", "null"]},
+                       "urgency": {"type": ["string", "null"], "enum": ["high", "medium", "low", None]},
+                       "question": {"type": ["string", "null"], "description": "A follow-up question to ask."}}}]},
     "Context": {"type": "object", "required": ["text", "tokens", "recent", "memories"],
                 "properties": {"text": {"type": "string", "description": "The block for the system prompt."},
                                "tokens": {"type": "integer"}, "session": _NULL_STR, "topic": _NULL_STR,
@@ -256,7 +261,7 @@ def _shown(value: Any) -> str:
 
 
 def _expected(kind: str) -> str:
-    return {"string": "a string", "integer": "an integer", "boolean": "true or false",
+    return {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
             "array": "a list of strings"}[kind]
 
 
@@ -281,11 +286,12 @@ def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, A
         kind = spec["type"]
         ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool), "array": isinstance(value, list),
               "integer": (isinstance(value, int) and not isinstance(value, bool))
-              or (isinstance(value, float) and value.is_integer())}[kind]
+              or (isinstance(value, float) and value.is_integer()),
+              "number": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)}[kind]
         if not ok:
             raise RequestError(400, f"invalid {what} {name}: expected {_expected(kind)}, got {_shown(value)}")
-        if kind == "integer":
-            value = int(value)
+        if kind in ("integer", "number"):
+            value = int(value) if kind == "integer" else float(value)
             if value < spec.get("minimum", value) or value > spec.get("maximum", value):
                 raise RequestError(400, f"invalid {what} {name}: {value} is outside "
                                         f"{spec['minimum']}..{spec['maximum']}")
@@ -324,11 +330,11 @@ def query_args(schema: dict[str, Any], params: Any) -> dict[str, Any]:
             raise RequestError(400, f"query parameter {name!r} is given {len(values)} times; give it once")
         value: Any = values[0]
         kind = schema["properties"].get(name, {}).get("type")
-        if kind == "integer":
+        if kind in ("integer", "number"):
             try:
-                value = int(value)
+                value = int(value) if kind == "integer" else float(value)
             except ValueError:
-                raise RequestError(400, f"invalid query parameter {name}: expected an integer, "
+                raise RequestError(400, f"invalid query parameter {name}: expected {_expected(kind)}, "
                                         f"got {_shown(value)}") from None
         elif kind == "boolean":
             if value.lower() not in ("true", "false", "1", "0"):

@@ -133,12 +133,15 @@ def test_search_add_context_stats(served):
     assert [h["id"] for h in answer["hits"]] == [entry["id"]]
     _, answer = c.call("GET", "/search?q=tea&topic=food-drinks&kind=preference&tag=tea&since=2020-01-01")
     assert [h["id"] for h in answer["hits"]] == [entry["id"]]
+    _, important = c.call("POST", "/add", {"text": "Drinks matcha before races (importance 0.9)", "topic": "food-drinks"})
+    _, answer = c.call("GET", "/search?q=drinks&mode=lexical&min_importance=0.8")
+    assert [h["id"] for h in answer["hits"]] == [important["id"]]
     status, ctx = c.call("POST", "/context", {"message": "what tea do I drink?", "session": "s1"})
     assert status == 200 and "sencha" in ctx["text"] and ctx["session"] == "s1"
     status, ctx = c.call("POST", "/context", {"message": "", "session": "s1", "reset": True, "budget_tokens": 500})
     assert status == 200 and ctx["tokens"] <= 500
     status, stats = c.call("GET", "/stats")
-    assert status == 200 and stats["entries"] == 5 and stats["per_topic"]["food-drinks"] == 1
+    assert status == 200 and stats["entries"] == 6 and stats["per_topic"]["food-drinks"] == 2
 
 
 def test_add_with_due_and_until(served):
@@ -223,6 +226,9 @@ BAD = [
     ("GET", "/search?q=rice&top=3", None, {}, 400, "unknown query parameter 'top'"),
     ("GET", "/search?q=rice&mode=fuzzy", None, {}, 400, "not one of hybrid, vector, lexical"),
     ("GET", "/search?q=rice&since=yesterday", None, {}, 400, "expected a date like 2026-03-01"),
+    ("GET", "/search?q=rice&min_importance=high", None, {}, 400, "expected a number"),
+    ("GET", "/search?q=rice&min_importance=1.5", None, {}, 400, "1.5 is outside 0..1"),
+    ("GET", "/search?q=rice&min_importance=nan", None, {}, 400, "expected a number"),
     ("GET", "/search?q=rice&topic=nowhere", None, {}, 404, "no topic 'nowhere'"),
     ("GET", "/search?q=rice&topic=..%2F..%2Fetc", None, {}, 400, "invalid topic name"),
     ("GET", "/stats?verbose=1", None, {}, 400, "unknown query parameter 'verbose'"),

@@ -789,6 +789,40 @@ def done(ctx: click.Context, entry_id: str | None, match: str | None, json_: boo
 
 
 @main.command()
+@click.option("--at", "at", metavar="TIME", help="Ask about this moment instead of now: 'YYYY-MM-DD HH:MM'.")
+@click.option("--no-llm", is_flag=True, help="Give the suggested question; do not ask the LLM for an opening line.")
+@json_option
+@click.pass_context
+def proactive(ctx: click.Context, at: str | None, no_llm: bool, json_: bool) -> None:
+    """Is now a good moment to bring something up? Which follow-up, and how.
+
+    Looks at the due, overdue and urgent follow-ups, memkit.yaml's quiet_hours and the time since
+    the last conversation (proactive_gap_hours). With an LLM configured it drafts the opening
+    line; without one it gives the follow-up's suggested question. Exit 0 either way; --json
+    has "now": true or false.
+
+    \b
+    Examples:
+      memkit proactive
+      memkit proactive --json --at "2026-11-28 09:00"
+    """
+    when = None
+    if at is not None:
+        try:
+            when = datetime.fromisoformat(at.strip())
+        except ValueError:
+            raise BadValue(f"--at must be like '2026-11-28 09:00', got {at!r}") from None
+    nudge = get_vault(ctx).proactive(now=when, llm=None if no_llm else "auto")
+    if json_:
+        echo_json(nudge.to_dict())
+        return
+    click.echo(("now: " if nudge.now else "not now: ") + nudge.reason)
+    if nudge.follow_up is not None:
+        click.echo(f"  {nudge.follow_up.entry.id}  {nudge.follow_up.entry.text}")
+        click.echo(f"  say: {nudge.opening or nudge.question}")
+
+
+@main.command()
 @json_option
 @click.pass_context
 def stats(ctx: click.Context, json_: bool) -> None:

@@ -282,6 +282,15 @@ expire:
 # The most entries `memkit distill` keeps in the pinned profile (topics/profile.md).
 profile_max_entries: 20
 
+# `memkit proactive`: never a follow-up during these hours ("22:00-07:30"; empty: none), nor
+# within this many hours of the last conversation.
+quiet_hours: ""
+proactive_gap_hours: 4
+
+# `memkit serve` (the HTTP API): its address and port. Any address but a loopback one needs a token,
+# read from the environment variable token_env names (never the token itself: this file is in git).
+#   serve: {host: 127.0.0.1, port: 8765, token_env: MEMKIT_SERVE_TOKEN}
+
 # LLM for digest and split naming; empty = none. Examples:
 #   llm: {base_url: "http://127.0.0.1:11434/v1", model: "llama3.2"}          # Ollama
 #   llm: {base_url: "https://api.openai.com/v1", model: "gpt-4o-mini", api_key_env: OPENAI_API_KEY}
@@ -306,6 +315,8 @@ class Config:
     #: kind -> lifetime in days (None: never expires); memkit.yaml's ``expire:`` is merged over the defaults
     expire: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_EXPIRE))
     profile_max_entries: int = 20  #: the most entries `memkit distill` keeps in the pinned profile
+    quiet_hours: str = ""  #: "22:00-07:30": when `memkit proactive` never says now ("": none)
+    proactive_gap_hours: float = 4  #: a follow-up waits this long after the last conversation
     serve: ServeSettings = field(default_factory=ServeSettings)  #: `memkit serve`'s host, port, token variable
 
 
@@ -318,6 +329,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "index_max_entries": (int,),
     "model": (str,),
     "profile_max_entries": (int,),
+    "quiet_hours": (str,),
+    "proactive_gap_hours": (int, float),
 }
 DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30, "pending": 7}
 _LIFETIME = re.compile(r"^(\d{1,5})\s*([dwmy])$")
@@ -337,6 +350,18 @@ def parse_lifetime(value: Any, where: str) -> int | None:
     if not m:
         raise ConfigError(f"{where} must be like 1d, 2w, 6m, 1y or never, got {value!r}")
     return int(m.group(1)) * _DAYS[m.group(2)]
+
+
+_QUIET = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*-\s*([01]?\d|2[0-3]):([0-5]\d)\s*$")
+
+
+def parse_quiet_hours(text: str) -> tuple[int, int] | None:
+    """``"22:00-07:30"`` -> (start, end) in minutes after midnight; None when it is not like that."""
+    m = _QUIET.match(text)
+    if not m:
+        return None
+    h1, m1, h2, m2 = (int(x) for x in m.groups())
+    return h1 * 60 + m1, h2 * 60 + m2
 
 
 def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
@@ -389,7 +414,9 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         if key in ("topic_split_threshold_lines", "max_memories_per_search", "index_max_entries",
                    "min_conclusions_for_new_topic", "profile_max_entries") and value < 1:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
-        if key == "session_timeout_minutes" and value < 0:
+        if key == "quiet_hours" and value.strip() and parse_quiet_hours(value) is None:
+            raise ConfigError(f"{source}: {key} must be like \"22:00-07:30\" (or empty), got {value!r}")
+        if key in ("session_timeout_minutes", "proactive_gap_hours") and value < 0:
             raise ConfigError(f"{source}: {key} must be 0 or more, got {value}")
         if key == "embedding_similarity_threshold":
             if isinstance(value, str) and value.strip().lower() != "auto":

@@ -50,7 +50,7 @@ from .topic import Entry, Topic
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Context", "build_context", "reset_session", "session_path", "estimate_tokens"]
+__all__ = ["Context", "build_context", "reset_session", "session_path", "estimate_tokens", "last_session_time"]
 
 SESSIONS_DIR = "sessions"
 STATE_FORMAT = 1
@@ -170,6 +170,24 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
 
 
 # ---- session state ----------------------------------------------------------------------------
+
+def last_session_time(store: Store) -> datetime | None:
+    """When the last message of any session went through :func:`build_context` (its state's
+    ``updated``), or None when there is none: when the person last talked to the assistant."""
+    latest: datetime | None = None
+    try:
+        paths = list((store.state_dir / SESSIONS_DIR).glob("*.json"))
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            state = json.loads(path.read_bytes().decode("utf-8"))
+            when = datetime.strptime(str(state["updated"]), TIME_FORMAT)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # unreadable or corrupt: the context reports it when the session goes on
+        latest = when if latest is None or when > latest else latest
+    return latest
+
 
 def _new_state(session: str | None, now: datetime) -> dict[str, Any]:
     stamp = now.strftime(TIME_FORMAT)

@@ -16,6 +16,7 @@ from typing import IO, Any, Literal, Mapping, Sequence, Union
 from .config import Config, load_config, resolve_model
 from .check import CheckReport, check_vault
 from .context import Context, build_context, reset_session
+from .proactive import Nudge, proactive
 from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
 from .embed import Embedder, LazyEmbedder, MissingModel
 from .http_embed import HTTPEmbedder
@@ -205,6 +206,13 @@ class Vault:
     def pending(self, *, today: date | None = None) -> list[FollowUp]:
         """The follow-ups (kind ``pending``), most urgent first."""
         return pending(self.store, today=today)
+
+    def proactive(self, *, now: datetime | None = None, last_conversation: datetime | None = None,
+                  llm: LLMChoice = "auto") -> Nudge:
+        """Whether now is a good moment to bring up a follow-up, which, and how (see
+        :func:`memkit.proactive.proactive`): quiet hours, the time since the last conversation,
+        due and urgent follow-ups; with an LLM, a drafted opening line."""
+        return proactive(self.store, self._llm(llm), now=now, last_conversation=last_conversation)
 
     def done(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> Entry:
         """Archive a follow-up as resolved (``done``); returns it."""

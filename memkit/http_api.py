@@ -2,7 +2,8 @@
 
 Routes (``GET /openapi.json`` describes each, :mod:`memkit.http_spec` holds their schemas):
 ``GET /search``, ``POST /add``, ``POST /context``, ``GET /pending``, ``POST /pending/done``,
-``GET /stats``, ``GET /busy``, ``GET /index`` and ``POST /index``; with ``mcp=True`` also MCP over
+``GET /proactive``, ``GET /stats``, ``GET /busy``, ``GET /index`` and ``POST /index``; with
+``mcp=True`` also MCP over
 streamable HTTP at ``/mcp`` (:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn,
 which the ``mcp`` extra installs; they are imported only when a server is built, so memkit works
 without them.
@@ -12,8 +13,8 @@ every call on the served :class:`Vault` runs in a worker thread, one at a time (
 searcher and its caches are not meant for several threads at once; a search is a millisecond or
 two). Writes also take the vault's write lock, as any writer does, so the CLI, ``memkit watch`` or
 another server writing to the same vault lose nothing. Long jobs (an index refresh asked for with
-``POST /index``, the watcher with ``--watch``) run on Vaults of their own, so searches go on
-meanwhile; ``GET /busy`` says whether one is running or whether any writer holds the write lock.
+``POST /index``, the watcher with ``--watch``) and ``GET /proactive`` (which may wait for the LLM)
+run on Vaults of their own, so searches go on meanwhile; ``GET /busy`` says whether one is running or whether any writer holds the write lock.
 
 Safety: the server binds 127.0.0.1 by default and then accepts only requests whose Host header
 names a loopback address (a web page cannot reach it by DNS rebinding). Binding any other address
@@ -144,6 +145,8 @@ class Api:
         self.watch = watch
         self.polling = polling
         self._limiter: Any = None  # anyio.CapacityLimiter(1), made in the event loop's thread
+        self._aside_limiter: Any = None  # the same, for work that may wait for the LLM (proactive)
+        self._aside_vault: Vault | None = None
         self._jobs_lock = threading.Lock()
         self.index_job = Job("index")
         self.digest_running = False  #: the watcher (``watch``) is digesting inbox/ transcripts
@@ -164,6 +167,16 @@ class Api:
 
             self._limiter = anyio.CapacityLimiter(1)
         return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
+
+    async def run_aside(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` (a call on the aside Vault, which may wait for the LLM) in a worker thread of
+        its own, one at a time, so searches and adds do not wait behind it."""
+        import anyio
+        import anyio.to_thread
+
+        if self._aside_limiter is None:
+            self._aside_limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(fn, limiter=self._aside_limiter)
 
     # ---- lifecycle (HTTPServer.prepare before the first request; stop at shutdown) ----
     def warm_up(self) -> None:
@@ -257,6 +270,15 @@ class Api:
         if (id is None) == (match is None):
             raise RequestError(400, "give the follow-up's 'id' or a 'match' of its text (one of the two)")
         return {"done": self.vault.done(id, match=match, topic=topic).to_dict()}
+
+    def proactive(self, now: str | None, last_conversation: str | None, draft: bool) -> dict[str, Any]:
+        """Runs on a Vault of its own (see :meth:`run_aside`): drafting may wait for the LLM."""
+        if self._aside_vault is None:
+            self._aside_vault = self.other_vault()
+        when = datetime.fromisoformat(now) if now else None
+        last = datetime.fromisoformat(last_conversation) if last_conversation else None
+        return self._aside_vault.proactive(now=when, last_conversation=last,
+                                           llm="auto" if draft else None).to_dict()
 
     def stats(self) -> dict[str, Any]:
         return self.vault.stats()
@@ -396,6 +418,8 @@ def _endpoint(api: Api, op: Operation) -> Callable[[Any], Awaitable[Any]]:
                 result = await anyio.to_thread.run_sync(api.busy)
             elif op.handler == "index_start":  # starts a thread of its own; needs no vault worker
                 result = api.index_start(**args)
+            elif op.handler == "proactive":
+                result = await api.run_aside(lambda: method(**args))
             else:
                 result = await api.run(lambda: method(**args))
         except Exception as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any, Mapping
 
 from . import __version__
@@ -78,6 +78,16 @@ DONE_BODY: dict[str, Any] = {
         "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
     },
 }
+PROACTIVE_PARAMS: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "now": _str("The moment asked about, local time (default: the server's clock).", 40, format="date-time"),
+        "last_conversation": _str("When the person last talked to the assistant (default: the latest context "
+                                  "session's time).", 40, format="date-time"),
+        "draft": {"type": "boolean", "default": True,
+                  "description": "Draft an opening line with the LLM memkit.yaml configures (false: never ask it)."},
+    },
+}
 INDEX_BODY: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
     "properties": {"full": {"type": "boolean", "default": False,
@@ -120,6 +130,13 @@ COMPONENTS: dict[str, Any] = {
                            "started": _NULL_STR, "finished": _NULL_STR,
                            "report": {"type": ["object", "null"], "description": "The last run's report."},
                            "error": _NULL_STR}},
+    "Nudge": {"type": "object", "required": ["now", "reason", "follow_up", "question", "opening"],
+              "properties": {"now": {"type": "boolean", "description": "A good moment to bring something up."},
+                             "reason": {"type": "string", "description": "Why, or why not, in one line."},
+                             "follow_up": {"oneOf": [{"$ref": "#/components/schemas/FollowUp"}, {"type": "null"}]},
+                             "question": _NULL_STR, "opening": {"type": ["string", "null"], "description":
+                                                                "The opening line the LLM drafted (null: no LLM)."},
+                             "last_conversation": _NULL_STR, "quiet_until": _NULL_STR}},
     "IndexState": {"type": "object", "required": ["model", "dim", "stale_files", "job"],
                    "properties": {"model": _NULL_STR, "dim": {"type": ["integer", "null"]}, "file": _NULL_STR,
                                   "exists": {"type": "boolean"},
@@ -162,6 +179,10 @@ OPERATIONS = [
               "latest message.", 200, _ref("Context"), body=CONTEXT_BODY, errors=(400,)),
     Operation("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
               _obj(["pending"], pending={"type": "array", "items": _ref("FollowUp")})),
+    Operation("GET", "/proactive", "proactive", "Whether now is a good moment to raise a follow-up (never in "
+              "quiet_hours, nor within proactive_gap_hours of the last conversation), which one, its question "
+              "and, with an LLM, a drafted opening line.", 200, _ref("Nudge"), query=PROACTIVE_PARAMS,
+              errors=(400,)),
     Operation("POST", "/pending/done", "done", "Resolve a follow-up (by id or text): it moves to archive.md as "
               "done.", 200, _obj(["done"], done=_ref("Entry")), body=DONE_BODY, errors=(400, 404, 409)),
     Operation("GET", "/stats", "stats", "Counts: entries per topic and kind, follow-ups, archive, index, inbox.",
@@ -309,6 +330,12 @@ def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, A
                     date.fromisoformat(value)
                 except ValueError:
                     raise RequestError(400, f"invalid {what} {name}: expected a date like 2026-03-01, "
+                                            f"got {_shown(value)}") from None
+            if spec.get("format") == "date-time":
+                try:
+                    datetime.fromisoformat(value)
+                except ValueError:
+                    raise RequestError(400, f"invalid {what} {name}: expected a time like 2026-03-01T18:30, "
                                             f"got {_shown(value)}") from None
         if kind == "array":
             if len(value) > spec["maxItems"]:

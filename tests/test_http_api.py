@@ -564,3 +564,32 @@ def test_watch_digests_the_inbox_and_busy_says_so(tmp_path):
             while c.call("GET", "/busy")[1]["jobs"] and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert c.call("GET", "/busy")[1] == {"busy": False, "jobs": [], "write_lock": False}
+
+
+def test_proactive(tmp_path):
+    """GET /proactive at a given moment (never the wall clock): the moment, quiet hours, the LLM's line."""
+    from fake_llm import FakeLLM
+
+    vault = make_vault(tmp_path)
+    write(vault.topics_dir / "health.md", "- [pending] Knee physio appointment (urgency high) "
+                                          "(ask: How did the physio go?) (due 2026-01-05) (2026-01-04)\n")
+    with FakeLLM(["How was the physio on Monday, is the knee any better?"]) as fake:
+        (vault.root / "memkit.yaml").write_text(f"quiet_hours: \"22:00-07:30\"\nllm: {{base_url: \"{fake.base_url}\", "
+                                                "model: fake}\n")
+        with HTTPServer(Vault(vault.root, embedder=FakeEmbedder()), port=0) as server:
+            c = Client(server)
+            base = "/proactive?last_conversation=2026-01-05T09:00:00"
+            status, nudge = c.call("GET", base + "&now=2026-01-06T12:00:00&draft=false")
+            assert status == 200 and nudge["now"] is True and nudge["reason"].startswith("overdue")
+            assert nudge["question"] == "How did the physio go?" and nudge["opening"] is None
+            assert nudge["follow_up"]["urgency"] == "high" and not fake.requests  # draft=false: no LLM
+            _, nudge = c.call("GET", base + "&now=2026-01-06T23:00:00")
+            assert nudge["now"] is False and nudge["reason"].startswith("quiet hours") and not fake.requests
+            _, nudge = c.call("GET", base + "&now=2026-01-06T12:00:00")
+            assert nudge["now"] is True and nudge["opening"] == "How was the physio on Monday, is the knee any better?"
+            _, nudge = c.call("GET", "/proactive?now=2026-01-05T10:00:00&last_conversation=2026-01-05T09:00:00")
+            assert nudge["now"] is False and "last conversation" in nudge["reason"]
+            for bad, message in (("now=monday", "expected a time like"), ("draft=maybe", "expected true or false"),
+                                 ("when=now", "unknown query parameter 'when'")):
+                status, answer = c.call("GET", f"/proactive?{bad}")
+                assert status == 400 and message in answer["error"], bad

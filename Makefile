@@ -21,6 +21,7 @@ bench:
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/bench_sessions.py
+	$(BIN)/python bench/bench_http.py
 
 eval:
 	$(BIN)/python bench/eval.py

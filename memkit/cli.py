@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import click
 
+from .cli_serve import serve
 from .errors import InvalidValue, MemkitError, TopicNameError, TopicNotFound
 from .cli_session import print_session_hits, session_group
 from .vault import Threshold, Vault, find_vault, merge_files, parse_day, relative_time
@@ -1074,3 +1075,6 @@ def capture(ctx: click.Context, transcript: str | None, session: str | None, now
         echo_json(result.to_dict())
     else:
         click.echo(result.summary())
+
+
+main.add_command(serve)

@@ -193,6 +193,51 @@ class EmbedderSettings:
         return cls(**values)
 
 
+@dataclass
+class ServeSettings:
+    """``memkit serve``'s defaults (its options win over them).
+
+    :param host: the address to bind; any but a loopback one needs a token.
+    :param port: the TCP port.
+    :param token_env: NAME of an environment variable holding the bearer token (never the token:
+        memkit.yaml is tracked in git).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token_env: str | None = None
+
+    @classmethod
+    def from_config(cls, given: Any, where: str = "serve") -> ServeSettings:
+        """Settings from the ``serve:`` mapping (empty or None: the defaults).
+
+        :raises ConfigError: naming the key to fix.
+        """
+        if given is None:
+            return cls()
+        if not isinstance(given, Mapping):
+            raise ConfigError(f"{where} must be a mapping (host, port, token_env), not {type(given).__name__}")
+        allowed = sorted(f.name for f in fields(cls))
+        values: dict[str, Any] = {}
+        for key, value in given.items():
+            if key not in allowed:
+                hint = difflib.get_close_matches(str(key), allowed, n=1)
+                raise ConfigError(f"{where}: unknown key {key!r} ({f'did you mean {hint[0]!r}? ' if hint else ''}"
+                                  f"allowed: {', '.join(allowed)})")
+            if value is None:
+                continue
+            if key == "port":
+                if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+                    raise ConfigError(f"{where}.port must be a port number (0 to 65535), not {value!r}")
+            elif not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{where}.{key} must be a non-empty string, not {describe_value(value)}")
+            elif key == "token_env" and not _ENV_NAME.match(value.strip()):
+                raise ConfigError(f"{where}.token_env must be the NAME of an environment variable holding the "
+                                  "token (letters, digits and _), not the token itself")
+            values[key] = value.strip() if isinstance(value, str) else value
+        return cls(**values)
+
+
 # The file `memkit init` writes: every key with its default, commented so a person can tune it.
 DEFAULT_CONFIG_TEXT = """\
 # memkit settings. Every key is optional; the values below are the defaults.
@@ -256,6 +301,10 @@ session_keep_recent: 6
 quiet_hours: ""
 proactive_gap_hours: 4
 
+# `memkit serve` (the HTTP API): its address and port. Any address but a loopback one needs a token,
+# read from the environment variable token_env names (never the token itself: this file is in git).
+#   serve: {host: 127.0.0.1, port: 8765, token_env: MEMKIT_SERVE_TOKEN}
+
 # LLM for digest and split naming; empty = none. Examples:
 #   llm: {base_url: "http://127.0.0.1:11434/v1", model: "llama3.2"}          # Ollama
 #   llm: {base_url: "https://api.openai.com/v1", model: "gpt-4o-mini", api_key_env: OPENAI_API_KEY}
@@ -287,6 +336,7 @@ class Config:
     session_keep_recent: int = 6  #: hybrid: the most newest messages kept verbatim
     quiet_hours: str = ""  #: "22:00-07:30": when `memkit proactive` never says now ("": none)
     proactive_gap_hours: float = 4  #: a follow-up waits this long after the last conversation
+    serve: ServeSettings = field(default_factory=ServeSettings)  #: `memkit serve`'s host, port, token variable
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -370,6 +420,9 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             continue
         if key == "embedder":
             values[key] = EmbedderSettings.from_config(given, f"{source}: embedder")
+            continue
+        if key == "serve":
+            values[key] = ServeSettings.from_config(given, f"{source}: serve")
             continue
         if key == "llm":  # LLMSettings.from_config checks the whole section, its type included
             try:

@@ -22,7 +22,8 @@ from .schedule import UpkeepReport, apply_proposal, run_upkeep, upkeep_due
 from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
 from .embed import Embedder, LazyEmbedder, MissingModel
 from .http_embed import HTTPEmbedder
-from .errors import MemkitError, ModelError
+from .errors import MemkitError, ModelError, VaultLocked
+from .fsutil import file_lock
 from .gitsync import GitSetup, git_setup
 from .index import Index, IndexReport, Progress
 from .llm import LLM, make_llm
@@ -608,3 +609,20 @@ class Vault:
         """A unified diff of every file ``plan`` writes or removes (index.txt included), as
         ``memkit split --dry-run`` prints it."""
         return plan.diff(self.store)
+
+    # ---- for long-running front ends (memkit serve) ---------------------------------------------------
+    def index_status(self) -> dict[str, Any]:
+        """The index as ``memkit stats`` shows it: model, dim, file, exists and ``stale_files``
+        (topic files changed since the last refresh). Loads no model."""
+        return self.searcher.index_state()
+
+    def write_locked(self) -> bool:
+        """Whether a writer (a thread of this process or another process) holds the vault's write
+        lock right now; never waits. False when the lock cannot be looked at (a read-only vault)."""
+        try:
+            with file_lock(self.store.lock().path, timeout=0):
+                return False
+        except VaultLocked:
+            return True
+        except MemkitError:
+            return False

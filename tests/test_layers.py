@@ -45,6 +45,7 @@ def test_no_private_names_of_other_objects(path):
 LAZY_IMPORTS = {
     "safetensors", "tokenizers", "huggingface_hub",  # loading the model: on its first use only
     "mcp", "anyio",  # the optional mcp extra
+    "starlette", "uvicorn",  # `memkit serve`'s web framework and server, installed by the mcp extra
     "watchdog",  # the observers (threads, platform backends): `memkit watch` alone needs them
     "fcntl", "msvcrt",  # one platform's file locking
 }
@@ -69,7 +70,7 @@ def _late_imports(tree: ast.AST):
 
 #: memkit modules a command loads when it runs (issue 16.5: a command imports only what it uses):
 #: each is the front end of a heavy library, imported by the one command that needs it
-LAZY_MODULES = {"cli.py": {".watch", ".mcp_server"}}
+LAZY_MODULES = {"cli.py": {".watch", ".mcp_server"}, "cli_serve.py": {".http_api"}}
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)

@@ -1,0 +1,371 @@
+"""The HTTP API's contract (:mod:`memkit.http_api`): each route's parameters, body and answers as
+JSON Schema, the OpenAPI 3.1 document made from them, and the validation of requests against the
+same schemas, so what the server accepts and what the document says cannot drift apart.
+
+No web framework here: plain dicts and functions (the server module imports Starlette).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Mapping
+
+from . import __version__
+from .errors import MemkitError
+from .limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS
+
+__all__ = ["Operation", "OPERATIONS", "RequestError", "check", "openapi", "query_args", "MAX_MESSAGE_CHARS",
+           "MAX_NAME_CHARS"]
+
+MAX_MESSAGE_CHARS = 20_000  #: /context's message (as the MCP server's get_context)
+MAX_NAME_CHARS = 200  #: a topic name, a session id, an entry id
+
+# ---- request schemas: the validation and the OpenAPI description come from the same dicts ----------
+
+def _str(description: str, max_length: int, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, "maxLength": max_length, **extra}
+
+
+TOPIC = "A topic name: lowercase words joined by '-' (e.g. cooking, home-lab)."
+
+SEARCH_PARAMS: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["q"],
+    "properties": {
+        "q": _str("What to look for: a question, keywords, a name.", MAX_QUERY_CHARS, minLength=1),
+        "k": {"type": "integer", "minimum": 1, "maximum": 100,
+              "description": "Results at most (default: memkit.yaml's max_memories_per_search)."},
+        "topic": _str(f"Only this topic and its subtopics. {TOPIC}", MAX_NAME_CHARS, minLength=1),
+        "kind": _str("Only entries of this [kind].", 40, minLength=1),
+        "tag": _str("Only entries with this #tag (without '#').", 40, minLength=1),
+        "since": _str("Only entries dated on or after this day.", 10, format="date"),
+        "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"], "default": "hybrid",
+                 "description": "hybrid: words and meaning fused; vector or lexical: one side only."},
+        "min_importance": {"type": "number", "minimum": 0, "maximum": 1,
+                           "description": "Only entries whose (importance X) is at least this."},
+    },
+}
+ADD_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["text"],
+    "properties": {
+        "text": _str("The memory: one self-contained sentence.", MAX_ENTRY_CHARS, minLength=1),
+        "topic": _str(f"Where it goes (default: general; created if new). {TOPIC}", MAX_NAME_CHARS, minLength=1),
+        "kind": _str("One word: fact, preference, decision, event, pending…", 40, minLength=1),
+        "tags": {"type": "array", "items": _str("A tag, one word, without '#'.", 40), "maxItems": 20,
+                 "description": "#tags."},
+        "due": _str("A follow-up due this day: adds '(due DAY)' (kind pending unless given).", 10, format="date"),
+        "until": _str("The memory expires after this day: adds '(until DAY)'.", 10, format="date"),
+    },
+}
+CONTEXT_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["message"],
+    "properties": {
+        "message": _str("The user's latest message (may be empty).", MAX_MESSAGE_CHARS),
+        "session": _str("A conversation id: memories accumulate across calls that share it.", MAX_NAME_CHARS,
+                        minLength=1),
+        "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 2000,
+                          "description": "The most tokens the block may take (~4 characters a token)."},
+        "reset": {"type": "boolean", "default": False,
+                  "description": "Forget the session's accumulated memories and topic first."},
+    },
+}
+DONE_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "id": _str("The follow-up's id (a unique prefix of 4 characters or more).", MAX_NAME_CHARS, minLength=1),
+        "match": _str("Or: text the follow-up contains (it must be the only one).", MAX_QUERY_CHARS, minLength=1),
+        "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
+    },
+}
+PROACTIVE_PARAMS: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "now": _str("The moment asked about, local time (default: the server's clock).", 40, format="date-time"),
+        "last_conversation": _str("When the person last talked to the assistant (default: the latest context "
+                                  "session's time).", 40, format="date-time"),
+        "draft": {"type": "boolean", "default": True,
+                  "description": "Draft an opening line with the LLM memkit.yaml configures (false: never ask it)."},
+    },
+}
+INDEX_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"full": {"type": "boolean", "default": False,
+                            "description": "Parse and embed every file again, not only the changed ones."}},
+}
+
+# ---- response schemas (components) -----------------------------------------------------------------
+
+_NULL_STR = {"type": ["string", "null"]}
+ENTRY = {
+    "type": "object", "required": ["id", "text", "topic", "kind", "tags", "date", "file", "line"],
+    "properties": {"id": {"type": "string"}, "text": {"type": "string"}, "topic": {"type": "string"},
+                   "kind": _NULL_STR, "tags": {"type": "array", "items": {"type": "string"}},
+                   "date": {"type": ["string", "null"], "format": "date"}, "file": {"type": "string"},
+                   "line": {"type": "integer"}},
+}
+COMPONENTS: dict[str, Any] = {
+    "Error": {"type": "object", "required": ["error", "status"], "additionalProperties": False,
+              "properties": {"error": {"type": "string", "description": "What is wrong, in one line."},
+                             "status": {"type": "integer"}}},
+    "Entry": ENTRY,
+    "Hit": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
+        "type": "object", "required": ["score", "cosine", "lexical", "confident"],
+        "properties": {"score": {"type": "number"}, "cosine": {"type": "number"}, "lexical": {"type": "number"},
+                       "confident": {"type": "boolean", "description": "false: nothing passed the similarity "
+                                     "threshold; this is only one of the closest entries"}}}]},
+    "FollowUp": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
+        "type": "object", "required": ["due", "overdue_days"],
+        "properties": {"due": {"type": ["string", "null"], "format": "date"},
+                       "overdue_days": {"type": ["integer", "null"]},
+                       "urgency": {"type": ["string", "null"], "enum": ["high", "medium", "low", None]},
+                       "question": {"type": ["string", "null"], "description": "A follow-up question to ask."}}}]},
+    "Context": {"type": "object", "required": ["text", "tokens", "recent", "memories"],
+                "properties": {"text": {"type": "string", "description": "The block for the system prompt."},
+                               "tokens": {"type": "integer"}, "session": _NULL_STR, "topic": _NULL_STR,
+                               "recent": {"type": "array"}, "memories": {"type": "array"},
+                               "omitted": {"type": "object"}}},
+    "Job": {"type": "object", "required": ["name", "running"],
+            "properties": {"name": {"type": "string", "enum": ["index"]}, "running": {"type": "boolean"},
+                           "started": _NULL_STR, "finished": _NULL_STR,
+                           "report": {"type": ["object", "null"], "description": "The last run's report."},
+                           "error": _NULL_STR}},
+    "Nudge": {"type": "object", "required": ["now", "reason", "follow_up", "question", "opening"],
+              "properties": {"now": {"type": "boolean", "description": "A good moment to bring something up."},
+                             "reason": {"type": "string", "description": "Why, or why not, in one line."},
+                             "follow_up": {"oneOf": [{"$ref": "#/components/schemas/FollowUp"}, {"type": "null"}]},
+                             "question": _NULL_STR, "opening": {"type": ["string", "null"], "description":
+                                                                "The opening line the LLM drafted (null: no LLM)."},
+                             "last_conversation": _NULL_STR, "quiet_until": _NULL_STR}},
+    "IndexState": {"type": "object", "required": ["model", "dim", "stale_files", "job"],
+                   "properties": {"model": _NULL_STR, "dim": {"type": ["integer", "null"]}, "file": _NULL_STR,
+                                  "exists": {"type": "boolean"},
+                                  "stale_files": {"type": ["integer", "null"],
+                                                  "description": "Topic files changed since the last refresh."},
+                                  "error": _NULL_STR, "job": {"$ref": "#/components/schemas/Job"}}},
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(required: list[str], **props: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": props}
+
+
+@dataclass
+class Operation:
+    """One route: what it takes, what it answers, and the method of :class:`Api` that serves it."""
+
+    method: str
+    path: str
+    handler: str
+    summary: str
+    ok: int
+    answer: dict[str, Any]
+    query: dict[str, Any] | None = None
+    body: dict[str, Any] | None = None
+    body_required: bool = True
+    errors: tuple[int, ...] = ()
+
+
+OPERATIONS = [
+    Operation("GET", "/search", "search", "Search memories (exact words and meaning, fused), best first.", 200,
+              _obj(["hits"], hits={"type": "array", "items": _ref("Hit")}), query=SEARCH_PARAMS, errors=(400, 404)),
+    Operation("POST", "/add", "add", "Append a memory to a topic; returns the entry written (and where: a topic "
+              "over its size limit is split at once).", 201, _ref("Entry"), body=ADD_BODY, errors=(400, 409)),
+    Operation("POST", "/context", "context", "The memory block for an assistant's system prompt, for the user's "
+              "latest message.", 200, _ref("Context"), body=CONTEXT_BODY, errors=(400,)),
+    Operation("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
+              _obj(["pending"], pending={"type": "array", "items": _ref("FollowUp")})),
+    Operation("GET", "/proactive", "proactive", "Whether now is a good moment to raise a follow-up (never in "
+              "quiet_hours, nor within proactive_gap_hours of the last conversation), which one, its question "
+              "and, with an LLM, a drafted opening line.", 200, _ref("Nudge"), query=PROACTIVE_PARAMS,
+              errors=(400,)),
+    Operation("POST", "/pending/done", "done", "Resolve a follow-up (by id or text): it moves to archive.md as "
+              "done.", 200, _obj(["done"], done=_ref("Entry")), body=DONE_BODY, errors=(400, 404, 409)),
+    Operation("GET", "/stats", "stats", "Counts: entries per topic and kind, follow-ups, archive, index, inbox.",
+              200, _obj(["topics", "entries", "per_topic", "per_kind", "pending", "index"],
+                        topics={"type": "integer"}, entries={"type": "integer"}, per_topic={"type": "object"},
+                        per_kind={"type": "object"}, pending={"type": "integer"}, index={"type": "object"})),
+    Operation("GET", "/busy", "busy", "Whether a long job runs: in this server an index refresh started by "
+              "POST /index (job 'index') or, with --watch and an LLM, a digest of inbox/ (job 'digest'); or "
+              "any writer (this server, the CLI, a watcher, a digest) holding the vault's write lock.", 200,
+              _obj(["busy", "jobs", "write_lock"], busy={"type": "boolean"},
+                   jobs={"type": "array", "items": {"type": "string"}, "description": "Jobs running in this server."},
+                   write_lock={"type": "boolean", "description": "A writer holds the vault's write lock now."})),
+    Operation("GET", "/index", "index_status", "The index: model, dimension, topic files it is behind, and the "
+              "last index job of this server.", 200, _ref("IndexState")),
+    Operation("POST", "/index", "index_start", "Start bringing the index up to date in the background; "
+              "GET /index and GET /busy follow it.", 202, _obj(["job"], job=_ref("Job")), body=INDEX_BODY,
+              body_required=False, errors=(400, 409)),
+]
+
+STATUS_TEXT = {
+    400: "Bad request: a missing, unknown or invalid field or parameter, or a Host that is not loopback",
+    401: "Missing or wrong bearer token",
+    404: "No such topic or entry",
+    405: "Method not allowed",
+    409: "Conflict: the file or job state does not allow it now",
+    413: "Body too large",
+    415: "The body must be application/json",
+    500: "The server could not do it",
+    503: "The vault is busy (Retry-After) or the model is unavailable",
+}
+
+
+def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
+    """The OpenAPI 3.1 description of every route (``token``: say that requests need the bearer
+    token; ``mcp``: the server also speaks MCP at /mcp)."""
+    def error_responses(codes: set[int]) -> dict[str, Any]:
+        # every route: 400 (an unknown query parameter, a Host that is not loopback), 405; 401 with a token
+        codes = codes | {400, 405} | ({401} if token else set())
+        return {str(code): {"description": STATUS_TEXT[code],
+                            "content": {"application/json": {"schema": _ref("Error")}}} for code in sorted(codes)}
+
+    paths: dict[str, Any] = {"/openapi.json": {"get": {
+        "summary": "This description.", "operationId": "openapi",
+        "responses": {"200": {"description": "The OpenAPI document.",
+                              "content": {"application/json": {"schema": {"type": "object"}}}},
+                      **error_responses(set())}}}}
+    for op in OPERATIONS:
+        spec: dict[str, Any] = {"summary": op.summary, "operationId": op.handler}
+        if op.query is not None:
+            spec["parameters"] = [
+                {"name": name, "in": "query", "required": name in op.query.get("required", []),
+                 "description": schema.get("description", ""),
+                 "schema": {k: v for k, v in schema.items() if k != "description"}}
+                for name, schema in op.query["properties"].items()]
+        if op.body is not None:
+            spec["requestBody"] = {"required": op.body_required,
+                                   "content": {"application/json": {"schema": op.body}}}
+        codes = set(op.errors) | ({413, 415} if op.body is not None else set()) | {500, 503}
+        spec["responses"] = {str(op.ok): {"description": "OK" if op.ok == 200 else "Done",
+                                          "content": {"application/json": {"schema": op.answer}}},
+                             **error_responses(codes)}
+        paths.setdefault(op.path, {})[op.method.lower()] = spec
+    if mcp:
+        paths["/mcp"] = {method: {
+            "summary": "MCP over streamable HTTP: the tools and resources of `memkit mcp` (JSON-RPC messages; "
+                       "see the MCP specification, not this document, for their shapes).",
+            "operationId": f"mcp_{method}",
+            "responses": {"default": {"description": "An MCP answer: JSON, a server-sent event stream, or 202."}}}
+            for method in ("get", "post", "delete")}
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "memkit", "version": __version__,
+                 "description": "A memkit vault's long-term memory over HTTP (`memkit serve`). Errors are JSON: "
+                                "{\"error\": \"what is wrong\", \"status\": code}."},
+        "paths": paths, "components": {"schemas": COMPONENTS},
+    }
+    if token:
+        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        doc["security"] = [{"bearer": []}]
+    return doc
+
+
+# ---- validation -------------------------------------------------------------------------------------
+
+class RequestError(MemkitError):
+    """A request the API refuses before the library sees it: an HTTP status and a one-line reason."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = dict(headers or {})
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _expected(kind: str) -> str:
+    return {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+            "array": "a list of strings"}[kind]
+
+
+def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, Any]:
+    """Validate ``data`` against one of the request schemas above (the subset of JSON Schema they
+    use); returns it with the defaults filled in. :raises RequestError: 400 naming the field."""
+    if not isinstance(data, dict):
+        raise RequestError(400, f"the body must be a JSON object, got {_shown(data)}")
+    props: dict[str, Any] = schema["properties"]
+    unknown = sorted(set(data) - set(props))
+    if unknown:
+        raise RequestError(400, f"unknown {what} {unknown[0]!r} (expected: {', '.join(props)})")
+    for name in schema.get("required", []):
+        if data.get(name) is None:
+            raise RequestError(400, f"missing required {what} {name!r}")
+    out: dict[str, Any] = {}
+    for name, spec in props.items():
+        value: Any = data.get(name)
+        if value is None:
+            out[name] = spec.get("default")
+            continue
+        kind = spec["type"]
+        ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool), "array": isinstance(value, list),
+              "integer": (isinstance(value, int) and not isinstance(value, bool))
+              or (isinstance(value, float) and value.is_integer()),
+              "number": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)}[kind]
+        if not ok:
+            raise RequestError(400, f"invalid {what} {name}: expected {_expected(kind)}, got {_shown(value)}")
+        if kind in ("integer", "number"):
+            value = int(value) if kind == "integer" else float(value)
+            if value < spec.get("minimum", value) or value > spec.get("maximum", value):
+                raise RequestError(400, f"invalid {what} {name}: {value} is outside "
+                                        f"{spec['minimum']}..{spec['maximum']}")
+        if kind == "string":
+            if len(value) > spec.get("maxLength", len(value)):
+                raise RequestError(400, f"invalid {what} {name}: {len(value):,} characters, the limit is "
+                                        f"{spec['maxLength']:,}")
+            if len(value.strip()) < spec.get("minLength", 0):
+                raise RequestError(400, f"invalid {what} {name}: it is empty")
+            if "enum" in spec and value not in spec["enum"]:
+                raise RequestError(400, f"invalid {what} {name}: {_shown(value)} is not one of "
+                                        f"{', '.join(spec['enum'])}")
+            if spec.get("format") == "date":
+                try:
+                    date.fromisoformat(value)
+                except ValueError:
+                    raise RequestError(400, f"invalid {what} {name}: expected a date like 2026-03-01, "
+                                            f"got {_shown(value)}") from None
+            if spec.get("format") == "date-time":
+                try:
+                    datetime.fromisoformat(value)
+                except ValueError:
+                    raise RequestError(400, f"invalid {what} {name}: expected a time like 2026-03-01T18:30, "
+                                            f"got {_shown(value)}") from None
+        if kind == "array":
+            if len(value) > spec["maxItems"]:
+                raise RequestError(400, f"invalid {what} {name}: {len(value)} items, the limit is {spec['maxItems']}")
+            for item in value:
+                if not isinstance(item, str) or len(item) > spec["items"]["maxLength"]:
+                    raise RequestError(400, f"invalid {what} {name}: each item must be a string of at most "
+                                            f"{spec['items']['maxLength']} characters, got {_shown(item)}")
+        out[name] = value
+    return out
+
+
+def query_args(schema: dict[str, Any], params: Any) -> dict[str, Any]:
+    """The query parameters (a Starlette ``QueryParams``) as typed values, validated."""
+    data: dict[str, Any] = {}
+    for name in params.keys():
+        values = params.getlist(name)
+        if len(values) > 1:
+            raise RequestError(400, f"query parameter {name!r} is given {len(values)} times; give it once")
+        value: Any = values[0]
+        kind = schema["properties"].get(name, {}).get("type")
+        if kind in ("integer", "number"):
+            try:
+                value = int(value) if kind == "integer" else float(value)
+            except ValueError:
+                raise RequestError(400, f"invalid query parameter {name}: expected {_expected(kind)}, "
+                                        f"got {_shown(value)}") from None
+        elif kind == "boolean":
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise RequestError(400, f"invalid query parameter {name}: expected true or false, got {_shown(value)}")
+            value = value.lower() in ("true", "1")
+        data[name] = value
+    return check(schema, data, "query parameter")

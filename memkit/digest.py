@@ -235,7 +235,7 @@ def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[
             kind = str(item.get("kind") or "fact").strip().lower() if isinstance(item.get("kind"), (str, type(None))) else "fact"
             kind = kind if kind in KINDS else "fact"
             why = _short(item.get("why"))
-            if item.get("keep") is False:
+            if item.get("keep") is False or str(item.get("keep")).strip().lower() in ("false", "no"):
                 skipped.append((text, f"not worth keeping for this person: {why or 'the LLM said so'}"))
                 continue
             due = item.get("due")
@@ -270,6 +270,11 @@ def _judge(c: Conclusion, item: dict[str, Any]) -> None:
         parts.append(follow_up_markers(None, urgency_ if isinstance(urgency_, str) else None,
                                        ask if isinstance(ask, str) else None))
     value = item.get("importance")
+    if isinstance(value, str):  # "0.8": a model that quotes its numbers
+        try:
+            value = float(value.strip())
+        except ValueError:
+            value = None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
         parts.append(importance_marker(float(value)))
     c.markers = " ".join(p for p in parts if p)

@@ -58,7 +58,7 @@ import numpy as np
 from .embed import Embedder
 from .embedqueue import EMBED_BATCH, EmbedQueue, f32_rows
 from .errors import MemkitError, TopicNotFound, TopicParseError
-from .matrix import FileMatrix, MemoryMatrix
+from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
 from .names import topic_relpath
 from .store import Store, TopicFile
@@ -153,6 +153,7 @@ class Index:
         self._view_epoch = -1
         self._epoch = 0  # bumped whenever the sidecar may have changed (PRAGMA data_version, own writes)
         self._data_version: int | None = None
+        self._rebuilding = False  # a rebuild after a damaged matrix is under way
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r})"
@@ -308,6 +309,15 @@ class Index:
                     raise
                 log.debug("index %s busy (%s): left for the next refresh", self.path, exc)
                 report.busy = True
+            except MatrixError as exc:  # the .npy was deleted or cut short by hand: made anew, once
+                if self._rebuilding:
+                    raise
+                self._rebuild(exc)
+                self._rebuilding = True
+                try:
+                    return self.refresh(full=True, progress=progress, wait=wait, embed=embed)
+                finally:
+                    self._rebuilding = False
             if report.files < 0:
                 report.files = int(self.db.connect().execute("SELECT COUNT(*) FROM files").fetchone()[0])
             report.entries = int(self.db.meta("entries") or 0)
@@ -514,6 +524,7 @@ class Index:
             con.execute("ROLLBACK")
             raise
         if matrix != was_matrix:  # replaced: readers of the old one read their snapshot again
+            self.db.make_durable()  # the commit naming the new matrix survives a power loss first
             self.db.matrix.remove(was_matrix)
 
     def _compact(self, con: sqlite3.Connection, matrix: str, rows: int, live: int) -> tuple[str, int]:
@@ -584,6 +595,7 @@ class Index:
             con.execute("ROLLBACK")
             raise
         if matrix != was_matrix:
+            self.db.make_durable()
             self.db.matrix.remove(was_matrix)
         report.new += len(missing)
 
@@ -611,14 +623,39 @@ class Index:
             False: only this object's own writes (a search between two freshness checks)."""
         with self._mutex:
             epoch = self._sync() if others or self._data_version is None else self._epoch
+            if self._view is not None and not self.db.matrix.intact(self._view.matrix, len(self._view)):
+                self._view = None  # its file was deleted or cut short by hand: read (and rebuilt) anew
+                self._epoch += 1
+                epoch = self._epoch
             if self._view is not None and self._view_epoch == epoch:
                 return self._view
             current = self._view
             if current is None or current.generation != int(self.db.meta("generation") or 0):
-                self._view = self._read_view(current)
+                try:
+                    self._view = self._read_view(current)
+                except MatrixError as exc:  # the .npy was deleted or cut short by hand: made anew
+                    if self._rebuilding:
+                        raise
+                    self._rebuild(exc)
+                    self._rebuilding = True
+                    try:
+                        self.refresh(full=True)
+                    finally:
+                        self._rebuilding = False
+                    return self.view()
             self._view_epoch = epoch
             assert self._view is not None
             return self._view
+
+    def _rebuild(self, why: Exception) -> None:
+        """The matrix does not hold what the index says: delete both (when still the files this
+        object opened) so that they are made anew."""
+        log.warning("index %s: %s; rebuilding it", self.store.rel(self.path), why)
+        self.db.discard_if_current()
+        self._files = None
+        self._view = None
+        self._data_version = None
+        self._epoch += 1
 
     def _read_view(self, old: IndexView | None) -> IndexView:
         con = self.db.connect()
@@ -627,6 +664,9 @@ class Index:
             try:
                 gen = int(self.db.meta("generation") or 0)
                 matrix, rows = self.db.matrix_state(con)
+                end = con.execute("SELECT MAX(row0 + n) FROM files WHERE row0 >= 0").fetchone()[0]
+                if end is not None and end > rows:
+                    raise MatrixError(f"files name matrix rows up to {end}, the matrix has {rows}")
                 vectors = self.db.matrix.read(matrix, rows)
                 view = None
                 if old is not None and old.matrix == matrix and len(old) <= rows:

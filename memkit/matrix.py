@@ -20,6 +20,7 @@ A vault that cannot be written keeps its matrices in memory (:class:`MemoryMatri
 from __future__ import annotations
 
 import os
+import re
 import struct
 from pathlib import Path
 from typing import Iterable
@@ -33,6 +34,7 @@ __all__ = ["FileMatrix", "MemoryMatrix", "MatrixError", "HEADER_BYTES"]
 HEADER_BYTES = 128  #: the header's size: room for any row count, so appending never moves the data
 _MAGIC = b"\x93NUMPY\x01\x00"
 _DTYPE = np.dtype("<f4")
+_SHAPE = re.compile(r"'shape': \((\d+), (\d+)\)")
 
 
 class MatrixError(Exception):
@@ -60,48 +62,73 @@ class FileMatrix:
         self.folder = folder
         self.stem = stem
         self.dim = dim
-        self._maps: dict[str, np.ndarray] = {}  # file name -> its memory map (whole file)
+        self._maps: dict[tuple[str, int, int], np.ndarray] = {}  # (name, device, inode) -> its memory map
 
     def name(self, number: int) -> str:
         return f"{self.stem}.{number}.npy"
 
     def read(self, name: str, rows: int) -> np.ndarray:
-        """The first ``rows`` rows of matrix ``name``, memory-mapped read-only.
+        """The first ``rows`` rows of matrix ``name``, memory-mapped read-only (exactly those
+        rows: the header's count, which a writer rewrites, is not relied on).
 
         :raises FileNotFoundError: when the file is gone (replaced by a compaction).
-        :raises MatrixError: when it is not such a matrix or is shorter.
+        :raises MatrixError: when it is not a matrix of this dimension, or is shorter.
         """
         if rows == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        mapped = self._maps.get(name)
-        if mapped is None or mapped.shape[0] < rows:
-            mapped = self._map(self.folder / name)
-            self._maps = {name: mapped}  # older files' maps go (their views keep them alive)
-        if mapped.shape[0] < rows:
-            raise MatrixError(f"{name} holds {mapped.shape[0]} rows, the index names {rows}")
-        return mapped[:rows]
+        path = self.folder / name
+        st = os.stat(path)  # the same name may be another file now (an index made anew): by inode
+        key = (name, st.st_dev, st.st_ino)
+        cached = self._maps.get(key)
+        if cached is not None and cached.shape[0] >= rows:
+            if st.st_size < HEADER_BYTES + rows * 4 * self.dim:  # cut short by hand: never touch it
+                raise MatrixError(f"{name} was cut short to {st.st_size} bytes")
+            return cached[:rows]
+        mapped = self._map(path, rows, st.st_size)
+        self._maps = {key: mapped}  # older maps go (the views made of them keep them alive)
+        return mapped
 
-    def _map(self, path: Path) -> np.ndarray:
+    def _map(self, path: Path, rows: int, size: int) -> np.ndarray:
+        need = HEADER_BYTES + rows * 4 * self.dim
+        if size < need:
+            raise MatrixError(f"{path.name} holds {size} bytes, the index names {rows} rows ({need} bytes)")
         try:
-            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+            with open(path, "rb") as fh:
+                _check_header(fh.read(HEADER_BYTES), self.dim, rows, path.name)
+            arr = np.memmap(path, dtype=_DTYPE, mode="r", offset=HEADER_BYTES, shape=(rows, self.dim))
         except FileNotFoundError:
             raise
         except (OSError, ValueError) as exc:
             raise MatrixError(f"{path.name}: {exc}") from exc
-        if arr.dtype != _DTYPE or arr.ndim != 2 or arr.shape[1] != self.dim or arr.offset != HEADER_BYTES:
-            raise MatrixError(f"{path.name}: a {arr.dtype} {arr.shape} matrix, not (n, {self.dim}) float32")
         return np.asarray(arr)
 
     def append(self, name: str, rows: int, data: np.ndarray) -> None:
-        """Write ``data`` as rows ``rows…`` of matrix ``name`` (created when ``rows`` is 0) and
-        make them durable; the caller commits the new row count afterwards."""
+        """Write ``data`` as rows ``rows…`` of matrix ``name`` and make them durable; the caller
+        commits the new row count afterwards. ``rows`` 0 makes the file anew (a new inode: a
+        process that mapped an older file of that name keeps reading that one).
+
+        :raises MatrixError: when the file is missing, not a matrix of this dimension, or shorter
+            than ``rows`` (deleted or truncated by hand): the index is rebuilt.
+        """
         data = np.ascontiguousarray(data, dtype=_DTYPE)
         if data.ndim != 2 or data.shape[1] != self.dim:
             raise ValueError(f"rows of {data.shape} for a {self.dim}-d matrix")
         path = self.folder / name
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(path, flags, 0o644)
+        flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        if rows == 0:  # a file of that name is no committed matrix (one an index deleted by hand
+            path.unlink(missing_ok=True)  # left, a rolled-back one): a new inode, never written over
         try:
+            fd = os.open(path, flags | (os.O_CREAT | os.O_EXCL if rows == 0 else 0), 0o644)
+        except FileExistsError:
+            raise MatrixError(f"{name} was made by another writer at the same moment") from None
+        except FileNotFoundError:
+            raise MatrixError(f"{name} is gone") from None
+        try:
+            if rows:
+                need = HEADER_BYTES + rows * 4 * self.dim
+                if os.fstat(fd).st_size < need:
+                    raise MatrixError(f"{name} is shorter than the {rows} rows the index names")
+                _check_header(os.pread(fd, HEADER_BYTES, 0), self.dim, rows, name)
             total = rows + data.shape[0]
             _write_all(fd, data.tobytes(), HEADER_BYTES + rows * 4 * self.dim)
             _write_all(fd, header(total, self.dim), 0)
@@ -111,6 +138,17 @@ class FileMatrix:
             os.close(fd)
         if rows == 0:
             fsync_dir(self.folder)
+
+    def intact(self, name: str, rows: int) -> bool:
+        """Whether matrix ``name`` is still the file mapped and long enough for ``rows`` rows (a
+        stat): a view over a file cut short by hand must not be read (its pages would fault)."""
+        if rows == 0:
+            return True
+        try:
+            st = os.stat(self.folder / name)
+        except OSError:
+            return False
+        return (name, st.st_dev, st.st_ino) in self._maps and st.st_size >= HEADER_BYTES + rows * 4 * self.dim
 
     def write(self, name: str, blocks: Iterable[np.ndarray], rows: int) -> None:
         """Write a whole new matrix ``name`` of ``rows`` rows from ``blocks`` (temp file, fsync,
@@ -148,12 +186,12 @@ class FileMatrix:
     def remove(self, name: str) -> None:
         """Delete matrix ``name`` (replaced by a compaction; open memory maps keep their pages)."""
         (self.folder / name).unlink(missing_ok=True)
-        self._maps.pop(name, None)
+        self._maps = {k: v for k, v in self._maps.items() if k[0] != name}
 
     def remove_others(self, keep: str) -> None:
         for path in self.others(keep):
             path.unlink(missing_ok=True)
-        self._maps = {k: v for k, v in self._maps.items() if k == keep}
+        self._maps = {k: v for k, v in self._maps.items() if k[0] == keep}
 
     def close(self) -> None:
         self._maps = {}
@@ -198,11 +236,26 @@ class MemoryMatrix:
     def remove(self, name: str) -> None:
         self._data.pop(name, None)
 
+    def intact(self, name: str, rows: int) -> bool:
+        return True
+
     def remove_others(self, keep: str) -> None:
         self._data = {k: v for k, v in self._data.items() if k == keep}
 
     def close(self) -> None:
         pass
+
+
+def _check_header(head: bytes, dim: int, rows: int, name: str) -> None:
+    """A memkit matrix header of this dimension, for at least ``rows`` rows (else MatrixError)."""
+    if len(head) < HEADER_BYTES or not head.startswith(_MAGIC):
+        raise MatrixError(f"{name} is not an .npy file of memkit's")
+    text = head[10:].decode("latin1", errors="replace")
+    m = _SHAPE.search(text)
+    if "'<f4'" not in text or "'fortran_order': False" not in text or m is None or int(m.group(2)) != dim:
+        raise MatrixError(f"{name} is not a float32 (n, {dim}) matrix")
+    if int(m.group(1)) < rows:
+        raise MatrixError(f"{name} says {m.group(1)} rows, the index names {rows}")
 
 
 def _write_all(fd: int, data: bytes, offset: int) -> None:

@@ -73,6 +73,8 @@ def proactive(store: Store, llm: LLM | None, *, now: datetime | None = None,
     now = (now or datetime.now()).replace(microsecond=0)
     config = store.config
     last = last_conversation if last_conversation is not None else last_session_time(store)
+    if last is not None and last > now:
+        last = None  # asked about a moment before it (an injected clock): not known then
     candidates = [f for f in pending(store, today=now.date()) if f.is_due or f.urgency == "high"]
     best = candidates[0] if candidates else None
     question = _question(best) if best else None

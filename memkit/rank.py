@@ -278,7 +278,7 @@ class Ranker:
         sp = np.array(ids + [-1], dtype=np.int32)[sp]  # -1 (no speaker) stays -1
         self.speaker: np.ndarray = sp if base is None else np.concatenate([base.speaker, sp])
         self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)  #: the largest fused score
-        self._set_prefix()
+        self._set_prefix(base)
 
     def _set_live(self, live: np.ndarray | None) -> None:
         self.live = None if live is None or live.all() else np.asarray(live, dtype=bool)  #: None: every row
@@ -312,11 +312,22 @@ class Ranker:
         return np.where(self.prev_ok[start:stop], 1 / np.sqrt(np.maximum(1 + w * w + 2 * w * dots, 1e-12)),
                         1).astype(np.float32)
 
-    def _set_prefix(self) -> None:
+    def _set_prefix(self, base: "Ranker | None" = None) -> None:
         self.prefix: np.ndarray | None = None  #: the fast path's scan (None: exact path only)
+        self.prefix_buffer: np.ndarray | None = None  #: the prefix's rows, with room to grow (an extension fills it)
         if self.n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS and self._P.shape[1] == PREFIX_DIMS:
-            # a contiguous copy of the matrix's first columns: the scan reads 1/4 of the bytes
-            self.prefix = np.ascontiguousarray(self._P)
+            # a contiguous copy of the matrix's first columns: the scan reads 1/4 of the bytes. An
+            # extended ranker copies only its new rows, into the room its base left (the base's
+            # prefix is a view of the rows before: never changed)
+            n = self.n
+            buf = base.prefix_buffer if base is not None else None
+            start = base.n if buf is not None and base is not None else 0
+            if buf is None or buf.shape[0] < n:
+                buf = np.empty((n + max(1024, n // 4), PREFIX_DIMS), dtype=np.float32)
+                start = 0
+            buf[start:n] = self._P[start:n]
+            self.prefix_buffer = buf
+            self.prefix = buf[:n]
 
     @property
     def vectors(self) -> np.ndarray:

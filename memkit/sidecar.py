@@ -14,6 +14,7 @@ import re
 import shutil
 import sqlite3
 import stat
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -69,6 +70,7 @@ class Sidecar:
         self.in_memory = False  #: True when the vault cannot be written (the index lives in memory)
         self.created = False  #: the SQLite file was made by this object (no index existed)
         self._con: sqlite3.Connection | None = None
+        self._ino = -1  # the SQLite file's inode when opened
         self._term_cache: dict[str, int] = {}  # term -> id, as committed to this connection's file
 
     @property
@@ -87,10 +89,30 @@ class Sidecar:
             return self._con
         try:
             self._con = self._open_file()
+            self._ino = os.stat(self.path).st_ino
         except (sqlite3.Error, OSError) as exc:
             log.debug("index %s not writable (%s): indexing in memory", self.path, exc)
             self._con = self._open_memory()
         return self._con
+
+    def make_durable(self) -> None:
+        """Make the last commit durable now (a WAL journal with ``synchronous = NORMAL`` syncs it
+        at the next checkpoint): run before deleting a file that commit stopped naming."""
+        try:
+            self.connect().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            log.debug("index checkpoint: %s", exc)
+
+    def discard_if_current(self) -> None:
+        """Close, and delete the files when they are still the ones this object opened (another
+        process may have made the index anew already: that one is left alone)."""
+        try:
+            same = not self.in_memory and os.stat(self.path).st_ino == self._ino
+        except OSError:
+            same = False
+        self.close()
+        if same:
+            self.discard()
 
     def _open_file(self) -> sqlite3.Connection:
         self._check_state_dir()
@@ -102,18 +124,15 @@ class Sidecar:
         except FileNotFoundError:
             pass
         for attempt in (1, 2):
-            existed = self.path.exists()
             con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
             try:
-                if self._prepare(con, existed):
-                    if existed:
-                        self._check_matrix(con)
+                created = self._prepare(con)
+                if created is not None:
+                    if created:  # matrices left by an index that is gone (deleted by hand)
+                        self.matrix.remove_others(keep=self.matrix_state(con)[0])
                     else:
-                        # matrices left by an index that is gone; not the first one, which the
-                        # first write overwrites from row 0 (another process creating the index
-                        # at the same moment may have written it already)
-                        self.matrix.remove_others(keep=self.matrix.name(0))
-                    self.created = not existed
+                        self._check_matrix(con)
+                    self.created = created
                     return con
             except (sqlite3.DatabaseError, MatrixError) as exc:
                 con.close()
@@ -129,12 +148,21 @@ class Sidecar:
         raise sqlite3.DatabaseError("cannot create the index")  # pragma: no cover
 
     def _check_matrix(self, con: sqlite3.Connection) -> None:
-        """The matrix the index names must hold its committed rows (else :class:`MatrixError`)."""
-        meta = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('matrix', 'rows')").fetchall())
-        try:
-            self.matrix.read(meta["matrix"], int(meta["rows"]))
-        except (KeyError, ValueError, FileNotFoundError) as exc:
-            raise MatrixError(f"no matrix ({exc})") from exc
+        """The matrix the index names must hold its committed rows (else :class:`MatrixError`),
+        read in one snapshot; a matrix a compaction just replaced is looked for again."""
+        for attempt in range(5):
+            con.execute("BEGIN")
+            try:
+                self.matrix.read(*self.matrix_state(con))
+                return
+            except (KeyError, ValueError) as exc:
+                raise MatrixError(f"no matrix named ({exc})") from exc
+            except FileNotFoundError as exc:
+                if attempt == 4:
+                    raise MatrixError(f"the matrix is gone ({exc})") from exc
+            finally:
+                con.execute("COMMIT")
+            time.sleep(0.01 * (attempt + 1))
 
     def _open_memory(self) -> sqlite3.Connection:
         """A private in-memory index, seeded from a current sidecar when one can be read."""
@@ -149,7 +177,7 @@ class Sidecar:
                     disk.backup(con)
                 finally:
                     disk.close()
-                if self._prepare(con, True):
+                if self._prepare(con) is False:
                     name, rows = self.matrix_state(con)
                     self.matrix.seed(name, disk_matrix.read(name, rows))
                     return con
@@ -157,35 +185,46 @@ class Sidecar:
             pass
         con.close()
         con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._prepare(con, False)
+        self._prepare(con)
         return con
 
-    def _prepare(self, con: sqlite3.Connection, existed: bool) -> bool:
-        """Set up ``con``; False when it holds another schema, model or dimension."""
+    def _prepare(self, con: sqlite3.Connection) -> bool | None:
+        """Set up ``con``, creating the tables when there are none (in one write transaction, so
+        two processes creating the index at once make it once). True: this call created them;
+        False: they were there; None: they hold another schema, model or dimension."""
         con.execute("PRAGMA busy_timeout = 30000")
         if con.execute("PRAGMA database_list").fetchone()[2]:  # a file: a WAL journal, cheap syncs
             if con.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
                 con.execute("PRAGMA journal_mode = DELETE")
             con.execute("PRAGMA synchronous = NORMAL")
-        if existed:
+        meta = _meta_of(con)
+        created = not meta
+        if created and con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name NOT IN "
+                                   "('meta', 'files', 'file_data', 'entries', 'entries_hash', 'terms', "
+                                   "'sqlite_sequence')").fetchone()[0]:
+            return None  # some other database: not ours to add tables to
+        if created:
+            con.execute("BEGIN IMMEDIATE")
             try:
-                meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-            except sqlite3.OperationalError:
-                meta = {}
-            want = {"schema": str(SCHEMA), "model": self.embedder.name, "dim": str(self.embedder.dim)}
-            if any(meta.get(k) != v for k, v in want.items()):
-                if meta:
-                    log.info("index %s was made by %s (%s-d): building a new one for %s (%d-d)",
-                             self.store.rel(self.path), meta.get("model"), meta.get("dim"),
-                             self.embedder.name, self.embedder.dim)
-                return False
-            return True
-        con.executescript(_SCHEMA_SQL)
-        con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-            ("schema", str(SCHEMA)), ("model", self.embedder.name), ("dim", str(self.embedder.dim)),
-            ("generation", "0"), ("entries", "0"), ("pending", "0"), ("matrix", self.matrix.name(0)),
-            ("rows", "0")])
-        return True
+                for statement in _SCHEMA_SQL.split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                con.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", [
+                    ("schema", str(SCHEMA)), ("model", self.embedder.name), ("dim", str(self.embedder.dim)),
+                    ("generation", "0"), ("entries", "0"), ("pending", "0"), ("matrix", self.matrix.name(0)),
+                    ("rows", "0")])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            meta = _meta_of(con)
+        want = {"schema": str(SCHEMA), "model": self.embedder.name, "dim": str(self.embedder.dim)}
+        if any(meta.get(k) != v for k, v in want.items()):
+            log.info("index %s was made by %s (%s-d): building a new one for %s (%d-d)",
+                     self.store.rel(self.path), meta.get("model"), meta.get("dim"),
+                     self.embedder.name, self.embedder.dim)
+            return None
+        return created
 
     @staticmethod
     def matrix_state(con: sqlite3.Connection) -> tuple[str, int]:
@@ -363,6 +402,9 @@ class Sidecar:
                 stem = name[:-len(".sqlite3")]
                 if name == self.path.name or not stem.rsplit("-", 1)[-1].isdigit():
                     continue
+            elif name.startswith(".") and name.endswith(".tmp") and ".npy." in name:
+                if not _stale_temp(path):
+                    continue  # a compaction writing it now
             elif name.endswith(".npy") and name.count(".") >= 2:  # <model-slug>-<dim>.<n>.npy
                 stem, number = name[:-len(".npy")].rsplit(".", 1)
                 if not number.isdigit() or not stem.rsplit("-", 1)[-1].isdigit():
@@ -394,6 +436,28 @@ def number_of(matrix: str) -> int:
 def _read_only(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _stale_temp(path: Path) -> bool:
+    """Whether a compaction's temp file ``.<matrix>.<pid>.tmp`` was left by a writer that is gone."""
+    try:
+        pid = int(path.name.rsplit(".", 2)[-2])
+        os.kill(pid, 0)
+    except (ValueError, IndexError, ProcessLookupError):
+        return True
+    except OSError:  # alive (another user's): not ours to judge
+        return False
+    return False  # its writer is alive
+
+
+def _meta_of(con: sqlite3.Connection) -> dict[str, str]:
+    """The ``meta`` table (empty: no tables yet, or not a memkit index at all)."""
+    try:
+        return {str(k): str(v) for k, v in con.execute("SELECT key, value FROM meta").fetchall()}
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return {}
+        raise
 
 
 def split_hashes(hashes: str) -> list[str]:

@@ -171,6 +171,7 @@ class ViewBuilder:
         first, count = self.slot_rows[slot]
         self.live[0][first:first + count] = False
         self.slot_file[slot] = -1
+        self.files[slot] = self.topics[slot] = ""  # a search by topic no longer finds it
 
     def _slot(self, path: str, topic: str, fid: int, gen: int, first: int, n: int) -> int:
         self.files.append(path)

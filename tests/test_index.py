@@ -6,15 +6,16 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 
 import numpy as np
 import pytest
 
-from memkit import Vault
+from memkit import TopicNotFound, Vault
 from memkit.index import Index
 from memkit.sidecar import Sidecar
 
-from util import FakeEmbedder, vault_with, write
+from util import FakeEmbedder, fork, reap, vault_with, write
 
 
 @pytest.fixture
@@ -401,3 +402,83 @@ def test_a_read_only_vault_keeps_its_matrix_in_memory(tmp_path, fake, monkeypatc
     assert ro.search("banana bread", k=1, threshold=None)[0].text == "banana bread"
     assert ro.searcher.index.in_memory and ro.searcher.index.matrix.in_memory
     assert ro.search("apple pie", k=1, threshold=None)[0].text == "apple pie"  # seeded from the disk
+
+
+# ---- the matrix under other processes and hands (what the review of the .npy change found) --------
+
+def test_processes_creating_the_index_at_once_make_it_once(tmp_path, fake):
+    v = make_vault(tmp_path, fake, {f"t{i}": f"- topic {i} entry one\n- topic {i} entry two\n" for i in range(4)})
+    gate = tmp_path / "go"
+
+    def child(i: int) -> None:
+        while not gate.exists():
+            time.sleep(0.001)
+        Vault(v.root, embedder=FakeEmbedder()).index()
+
+    pids = [fork(child, i) for i in range(4)]
+    gate.write_text("go")
+    assert [reap(pid) for pid in pids] == [0, 0, 0, 0]
+    meta = dict(query(v, "SELECT key, value FROM meta"))
+    ends = query(v, "SELECT row0 + n FROM files")
+    assert meta["entries"] == "8" and max(e for (e,) in ends) <= int(meta["rows"])
+    fresh = Vault(v.root, embedder=FakeEmbedder())
+    hit = fresh.search("topic 3 entry two", k=1, threshold=None, refresh=False)[0]
+    assert hit.text == "topic 3 entry two" and hit.cosine > 0.9  # its own vector, not a zero row
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate", "rows_past_the_matrix"])
+def test_a_matrix_damaged_under_a_running_index_is_made_anew(tmp_path, fake, damage):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n- apple tart\n", "b": "- banana bread\n"})
+    v.index()
+    assert v.search("apple tart", k=1, threshold=None)[0].text == "apple tart"
+    path = matrix_path(v)
+    if damage == "delete":
+        path.unlink()
+    elif damage == "truncate":
+        os.truncate(path, 128 + 4 * 32)  # one row left of three
+    else:
+        con = sqlite3.connect(db_path(v))
+        con.execute("UPDATE meta SET value = '1' WHERE key = 'rows'")
+        con.commit()
+        con.close()
+    write(v.topics_dir / "c.md", "- cherry jam\n")
+    v.index()  # the write finds the matrix wrong: the index is made anew
+    for text in ("apple tart", "banana bread", "cherry jam"):
+        hit = v.search(text, k=1, threshold=None, refresh=False)[0]
+        assert hit.text == text and hit.cosine > 0.9  # no zero vectors
+    assert Vault(v.root, embedder=FakeEmbedder()).search("banana bread", k=1, threshold=None)[0].cosine > 0.9
+
+
+def test_a_new_index_never_writes_into_a_matrix_another_process_mapped(tmp_path, fake):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n- apple tart\n"})
+    v.index()
+    view = v.searcher.index.view()
+    before = np.array(view.vectors)
+    for p in (v.store.state_dir / "index").glob("*.sqlite3*"):  # ".memkit may be deleted at any time"
+        p.unlink()
+    other = Vault(v.root, embedder=FakeEmbedder())
+    write(v.topics_dir / "a.md", "- zebra crossing\n")
+    other.index()
+    assert np.array_equal(np.array(view.vectors), before)  # still readable, still its own rows
+    assert other.search("zebra crossing", k=1, threshold=None)[0].text == "zebra crossing"
+
+
+def test_a_search_by_a_topic_deleted_since_the_view_was_read(tmp_path, fake):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n", "boats": "- sail boat\n"})
+    v.search("apple", threshold=None)
+    (v.topics_dir / "boats.md").unlink()
+    v.index()
+    with pytest.raises(TopicNotFound):
+        v.search("sail", topic="boats", threshold=None)
+
+
+def test_a_dead_compactions_temp_file_is_swept(tmp_path, fake):
+    v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
+    v.index()
+    folder = v.store.state_dir / "index"
+    dead = folder / f".{matrix_path(v).name}.999999999.tmp"
+    alive = folder / f".{matrix_path(v).name}.{os.getpid()}.tmp"
+    dead.write_bytes(b"x" * 1000)
+    alive.write_bytes(b"x")
+    removed = v.searcher.index.prune_other_models()
+    assert dead.name in removed and not dead.exists() and alive.exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -84,6 +85,10 @@ def test_missing_vault_and_init_twice(tmp_path):
 
 
 def test_every_command_has_help_with_example():
-    for name, command in main.commands.items():
+    ctx = click.Context(main)
+    names = main.list_commands(ctx)
+    assert len(names) >= 29 and names == sorted(names)
+    for name in names:
+        command = main.get_command(ctx, name)
         result = run([name, "--help"])
-        assert command.help and "Example" in result.output, name
+        assert command is not None and command.help and "Example" in result.output, name

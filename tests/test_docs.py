@@ -6,6 +6,8 @@ import re
 import shutil
 from pathlib import Path
 
+import click
+
 from memkit import Vault
 from memkit.cli import main
 
@@ -14,7 +16,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_command_is_in_the_readme():
-    for name in main.commands:
+    for name in main.list_commands(click.Context(main)):
         assert f"memkit {name}" in README, f"README does not document `memkit {name}`"
 
 

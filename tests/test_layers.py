@@ -70,7 +70,7 @@ def _late_imports(tree: ast.AST):
 
 #: memkit modules a command loads when it runs (issue 16.5: a command imports only what it uses):
 #: each is the front end of a heavy library, imported by the one command that needs it
-LAZY_MODULES = {"cli.py": {".watch", ".mcp_server"}, "cli_serve.py": {".http_api"}}
+LAZY_MODULES = {"cli_jobs.py": {".watch"}, "cli_vault.py": {".mcp_server"}, "cli_serve.py": {".http_api"}}
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)

@@ -315,9 +315,9 @@ def test_unusable_conclusions_are_skipped_and_reported(tmp_path: Path) -> None:
 
 
 def test_a_conclusion_with_a_nul_is_skipped_not_written() -> None:
-    from memkit.digest import _validate_extraction  # noqa: PLC2701 - the validator itself
+    from memkit.digest_extract import validate_extraction
 
-    items, _, bad = _validate_extraction({"conclusions": [{"text": "ok fact"}, {"text": "bad\u0000fact"}]})
+    items, _, bad = validate_extraction({"conclusions": [{"text": "ok fact"}, {"text": "bad\u0000fact"}]})
     assert [i["text"] for i in items] == ["ok fact"] and "control character U+0000" in bad[0][1]
 
 

@@ -7,39 +7,90 @@
 """
 from __future__ import annotations
 
-from .config import Config, load_config
-from .errors import (
-    ConfigError,
-    EntryNotFound,
-    InvalidValue,
-    LLMError,
-    MemkitError,
-    ModelError,
-    SessionNotFound,
-    TopicNameError,
-    TopicNotFound,
-    TopicNotWritable,
-    TopicParseError,
-    VaultExists,
-    VaultNotFound,
-)
-# what Vault's methods return
-from .capture import Captured
-from .check import CheckReport, Finding
-from .context import Context
-from .digest import DigestReport, InboxResult
-from .gitsync import GitSetup
-from .index import IndexReport
-from .recent import RecentTopic
-from .search import Hit
-from .session_format import PruneReport, Session, SessionInfo, SessionMessage
-from .session_search import SessionHit
-from .session_window import Window
-from .split import SplitPart, SplitPlan
-from .store import TopicInfo
-from .topic import Entry, Topic
-from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
-from .vault import Vault, find_vault
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the names below are, for type checkers; at run time each loads when first used
+    from .config import Config, load_config
+    from .errors import (
+        ConfigError,
+        EntryNotFound,
+        InvalidValue,
+        LLMError,
+        MemkitError,
+        ModelError,
+        SessionNotFound,
+        TopicNameError,
+        TopicNotFound,
+        TopicNotWritable,
+        TopicParseError,
+        VaultExists,
+        VaultNotFound,
+    )
+    from .capture import Captured
+    from .check import CheckReport, Finding
+    from .context import Context
+    from .digest import DigestReport, InboxResult
+    from .gitsync import GitSetup
+    from .index import IndexReport
+    from .recent import RecentTopic
+    from .search import Hit
+    from .session_format import PruneReport, Session, SessionInfo, SessionMessage
+    from .session_search import SessionHit
+    from .session_window import Window
+    from .split import SplitPart, SplitPlan
+    from .store import TopicInfo
+    from .topic import Entry, Topic
+    from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
+    from .vault import Vault, find_vault
+
+#: where each public name lives: ``import memkit`` loads nothing else, and ``from memkit import Vault``
+#: loads what Vault needs, never the digest, the LLM client or the sessions (issue 16.5: a command
+#: imports only what it uses)
+_WHERE = {
+    "Config": ".config",
+    "load_config": ".config",
+    "ConfigError": ".errors",
+    "EntryNotFound": ".errors",
+    "InvalidValue": ".errors",
+    "LLMError": ".errors",
+    "MemkitError": ".errors",
+    "ModelError": ".errors",
+    "SessionNotFound": ".errors",
+    "TopicNameError": ".errors",
+    "TopicNotFound": ".errors",
+    "TopicNotWritable": ".errors",
+    "TopicParseError": ".errors",
+    "VaultExists": ".errors",
+    "VaultNotFound": ".errors",
+    "Captured": ".capture",
+    "CheckReport": ".check",
+    "Finding": ".check",
+    "Context": ".context",
+    "DigestReport": ".digest",
+    "InboxResult": ".digest",
+    "GitSetup": ".gitsync",
+    "IndexReport": ".index",
+    "RecentTopic": ".recent",
+    "Hit": ".search",
+    "PruneReport": ".session_format",
+    "Session": ".session_format",
+    "SessionInfo": ".session_format",
+    "SessionMessage": ".session_format",
+    "SessionHit": ".session_search",
+    "Window": ".session_window",
+    "SplitPart": ".split",
+    "SplitPlan": ".split",
+    "TopicInfo": ".store",
+    "Entry": ".topic",
+    "Topic": ".topic",
+    "ChangeReport": ".upkeep",
+    "FollowUp": ".upkeep",
+    "HistoryStep": ".upkeep",
+    "TidyReport": ".upkeep",
+    "Vault": ".vault",
+    "find_vault": ".vault",
+}
 
 __version__ = "0.1.0"
 
@@ -87,3 +138,15 @@ __all__ = [
     "VaultExists",
     "VaultNotFound",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name], __name__), name)
+    globals()[name] = value  # once: the next look-up is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -22,10 +22,11 @@ import re
 from datetime import date, timedelta
 from typing import Mapping
 
+from .errors import InvalidValue
 from .topic import Entry
 
 __all__ = ["until_date", "due_date", "expiry", "last_day", "is_pending", "PENDING", "urgency", "question",
-           "importance", "URGENCIES", "DEFAULT_IMPORTANCE", "importance_marker", "follow_up_markers"]
+           "importance", "URGENCIES", "DEFAULT_IMPORTANCE", "importance_marker", "follow_up_markers", "with_dates", "parse_day"]
 
 PENDING = "pending"
 URGENCIES = ("high", "medium", "low")  #: most urgent first
@@ -148,3 +149,28 @@ def expiry(entry: Entry, lifetimes: Mapping[str, int | None], today: date) -> st
         written = None
     day, why = last_day(entry.kind, written, entry.text, lifetimes)
     return why if day is not None and day < today else None
+
+
+def with_dates(text: str, kind: str | None, *, due: date | None = None, until: date | None = None,
+               today: date | None = None) -> tuple[str, str | None]:
+    """The text and kind of an entry with a due day (a follow-up: ``(due DATE)``, kind ``pending``
+    unless another is given) and/or a last day (``(until DATE)``: it expires after it).
+
+    :raises InvalidValue: ``until`` is in the past (the memory would expire at once).
+    """
+    if until is not None and until < (today or date.today()):
+        raise InvalidValue(f"until {until} is in the past: the memory would expire at once (give a later day)")
+    for label, day in (("due", due), ("until", until)):
+        if day is not None:
+            text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
+    if due is not None and kind is None:
+        kind = PENDING
+    return text, kind
+
+
+def parse_day(value: str, what: str) -> date:
+    """A ``YYYY-MM-DD`` option value. :raises InvalidValue: naming ``what``."""
+    try:
+        return date.fromisoformat(str(value).strip())
+    except ValueError:
+        raise InvalidValue(f"{what} must be a date like 2026-03-01, got {value!r}") from None

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from .digest import load_digested
 from .errors import EntryNotFound, InvalidValue, LLMError, MemkitError
-from .lifecycle import PENDING, due_date, expiry, importance, importance_marker, is_pending, question, urgency
+from .lifecycle import due_date, expiry, importance, importance_marker, is_pending, question, urgency
 from .llm import LLM, ask_json
 from .search import Searcher
 from .archive import ArchivedEntry
@@ -463,29 +463,3 @@ def propose_profile(store: Store, llm: LLM | None) -> list[str]:
     return ask_json(llm, [{"role": "user", "content": DISTILL_PROMPT.format(
         most=most, profile="\n".join(f"- {e.text}" for e in current) or "(empty)", memories=memories)}],
         validate=validate)[:most]
-
-
-def with_dates(text: str, kind: str | None, *, due: date | None = None, until: date | None = None,
-               today: date | None = None) -> tuple[str, str | None]:
-    """The text and kind of an entry with a due day (a follow-up: ``(due DATE)``, kind ``pending``
-    unless another is given) and/or a last day (``(until DATE)``: it expires after it).
-
-    :raises InvalidValue: ``until`` is in the past (the memory would expire at once).
-    """
-    if until is not None and until < (today or date.today()):
-        raise InvalidValue(f"until {until} is in the past: the memory would expire at once (give a later day)")
-    for label, day in (("due", due), ("until", until)):
-        if day is not None:
-            text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
-    if due is not None and kind is None:
-        kind = PENDING
-    return text, kind
-
-
-def parse_day(value: str, what: str) -> date:
-    """A ``YYYY-MM-DD`` option value. :raises InvalidValue: naming ``what``."""
-    try:
-        return date.fromisoformat(str(value).strip())
-    except ValueError:
-        raise InvalidValue(f"{what} must be a date like 2026-03-01, got {value!r}") from None
-

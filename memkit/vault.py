@@ -7,46 +7,43 @@ the embedding sidecar to :class:`memkit.index.Index`, ranking to
 """
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
 from datetime import date, datetime
 from pathlib import Path
-from typing import IO, Any, Literal, Mapping, Sequence, Union
+from typing import IO, TYPE_CHECKING, Any, Literal, Mapping, Sequence, Union
 
 from .config import Config, load_config, resolve_model
-from .check import CheckReport, check_vault
-from .context import Context, build_context, reset_session
-from .proactive import Nudge, proactive
-from .schedule import UpkeepReport, apply_proposal, run_upkeep, upkeep_due
-from .digest import DigestReport, InboxResult, digest_file, digest_messages, process_inbox, transcript_sha
 from .embed import Embedder, LazyEmbedder, MissingModel
-from .http_embed import HTTPEmbedder
 from .errors import MemkitError, ModelError, VaultLocked
 from .fsutil import file_lock
-from .gitsync import GitSetup, git_setup
 from .index import Index, IndexReport, Progress
-from .llm import LLM, make_llm
-from .recent import RecentTopic
-from .search import Hit, Mode, Searcher, Threshold
+from .lifecycle import parse_day, with_dates
+from .names import is_topic_filename, session_file_name
+from .recent import RecentTopic, relative_time
 from .route import closest_subtopic
-from .split import SplitPlan, maybe_split, split_topic
+from .search import Hit, Mode, Searcher, Threshold
 from .store import Store, TopicInfo, find_vault
 from .topic import Entry, Topic
-from .upkeep import (ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log,
-                     history, pending, stats, tidy, with_dates)
-from .transcript import parse_transcript
-from .capture import Captured
-from .capture import capture as capture_conversation
-from .gitsync import merge_files
-from .names import is_topic_filename, session_file_name
-from .upkeep import parse_day
-from .recent import relative_time
-from .session_format import PruneReport, Session, SessionInfo, SessionMessage, check_session_id
-from .sessions import Sessions
-from .session_window import Window, window
-from .session_io import Imported, export_jsonl, import_conversations, parse_conversations
-from .session_search import SessionHit, SessionSearch
+
+if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
+    from .capture import Captured
+    from .check import CheckReport
+    from .context import Context
+    from .digest import DigestReport, InboxResult
+    from .gitsync import GitSetup, merge_files
+    from .llm import LLM
+    from .proactive import Nudge
+    from .schedule import UpkeepReport
+    from .session_format import PruneReport, Session, SessionInfo, SessionMessage
+    from .session_io import Imported
+    from .session_search import SessionHit, SessionSearch
+    from .session_window import Window
+    from .sessions import Sessions
+    from .split import SplitPlan
+    from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
 
 log = logging.getLogger("memkit")
 
@@ -59,7 +56,22 @@ __all__ = ["Vault", "find_vault", "LLMChoice",
 
 #: which LLM a flow uses: ``"auto"`` the one memkit.yaml configures (none if it configures none),
 #: None no LLM, or an LLM client
-LLMChoice = Union[LLM, None, Literal["auto"]]
+LLMChoice = Union["LLM", None, Literal["auto"]]
+
+#: the names of ``__all__`` above that come from a service, by module: imported when first asked for
+#: (``from memkit.vault import merge_files``), so importing this module loads no service (issue 16.5:
+#: `memkit search` loads neither the digest, the LLM client, the sessions nor git's plumbing)
+_LAZY = {"Captured": ".capture", "merge_files": ".gitsync", "Session": ".session_format",
+         "SessionInfo": ".session_format", "SessionMessage": ".session_format", "PruneReport": ".session_format",
+         "SessionHit": ".session_search", "Window": ".session_window", "Imported": ".session_io"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __package__), name)
+    globals()[name] = value
+    return value
 
 
 class Vault:
@@ -151,6 +163,7 @@ class Vault:
     def check(self, *, fix: bool = False) -> CheckReport:
         """Every problem in the vault with file and line (see :mod:`memkit.check`); ``fix``
         repairs the safe ones first (duplicates to archive.md, duplicate keys, index.txt, the index)."""
+        from .check import check_vault
         report = check_vault(self.store, self.searcher, fix=fix)
         if fix:
             self.changed()
@@ -159,11 +172,13 @@ class Vault:
     def git_setup(self) -> GitSetup:
         """Make the vault merge-friendly in git (see :mod:`memkit.gitsync`): memkit's lines in
         .gitattributes and .gitignore, and the merge driver registered in this clone."""
+        from .gitsync import git_setup
         return git_setup(self.store)
 
     # ---- memory that ages (see memkit.upkeep) ------------------------------------------------------
     def tidy(self, *, dry_run: bool = False, today: date | None = None) -> TidyReport:
         """Move expired entries (their ``(until DATE)`` or their kind's lifetime) to archive.md."""
+        from .upkeep import tidy
         report = tidy(self.store, today=today, dry_run=dry_run)
         if not dry_run:
             self.changed()
@@ -172,21 +187,25 @@ class Vault:
     def edit(self, ref: str | None, text: str, *, match: str | None = None, topic: str | None = None) -> Entry:
         """Replace an entry where it stands; the old line goes to archive.md pointing at the new
         one (see :meth:`history`). Returns the new entry."""
+        from .upkeep import edit_entry
         entry = edit_entry(self.store, self.store.find(ref, match=match, topic=topic), text)
         self._wrote(entry.topic)
         return entry
 
     def history(self, ref: str) -> list[HistoryStep]:
         """Every version of an entry, oldest first (``ref``: the id of any version)."""
+        from .upkeep import history
         return history(self.store, ref)
 
     def git_history(self, step: HistoryStep) -> list[str]:
         """``git log`` lines of the commits that added or removed a version's text (when the vault
         is a git repository)."""
+        from .upkeep import git_log
         return git_log(self.store, step.text, step.topic)
 
     def pending(self, *, today: date | None = None) -> list[FollowUp]:
         """The follow-ups (kind ``pending``), most urgent first."""
+        from .upkeep import pending
         return pending(self.store, today=today)
 
     def proactive(self, *, now: datetime | None = None, last_conversation: datetime | None = None,
@@ -194,20 +213,24 @@ class Vault:
         """Whether now is a good moment to bring up a follow-up, which, and how (see
         :func:`memkit.proactive.proactive`): quiet hours, the time since the last conversation,
         due and urgent follow-ups; with an LLM, a drafted opening line."""
+        from .proactive import proactive
         return proactive(self.store, self._llm(llm), now=now, last_conversation=last_conversation)
 
     def done(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> Entry:
         """Archive a follow-up as resolved (``done``); returns it."""
+        from .upkeep import done
         entry = done(self.store, self.store.find(ref, match=match, topic=topic))
         self._wrote(entry.topic)
         return entry
 
     def stats(self) -> dict[str, Any]:
         """Counts: entries per topic and kind, follow-ups, expired entries, archive, index, inbox."""
+        from .upkeep import stats
         return stats(self.store, self.searcher)
 
     def compact(self, topic: str, *, before: date, llm: LLMChoice = "auto", dry_run: bool = False) -> ChangeReport:
         """Condense ``topic``'s entries dated before ``before`` into fewer, denser ones (LLM)."""
+        from .upkeep import compact
         report = compact(self.store, self._llm(llm), topic, before=before, dry_run=dry_run)
         if not dry_run:
             self.changed()
@@ -219,6 +242,8 @@ class Vault:
         :param proposed: write the rewrite `memkit upkeep` proposed instead (as reviewed: no LLM
             call; the proposal goes once written).
         """
+        from .schedule import apply_proposal
+        from .upkeep import distill
         report = apply_proposal(self.store, dry_run=dry_run) if proposed else \
             distill(self.store, self._llm(llm), dry_run=dry_run)
         if not dry_run:
@@ -228,6 +253,7 @@ class Vault:
     def upkeep(self, *, now: datetime | None = None, llm: LLMChoice = "auto") -> UpkeepReport:
         """Run every scheduled job once: expiry tidy, the profile's re-distillation when due (see
         :mod:`memkit.schedule`)."""
+        from .schedule import run_upkeep
         report = run_upkeep(self.store, self._llm(llm), now=now)
         if any(j.changed for j in report.jobs):
             self.changed()
@@ -235,6 +261,7 @@ class Vault:
 
     def upkeep_due(self, now: datetime | None = None) -> bool:
         """Whether the daily upkeep is due (not run today, and ``upkeep_hour`` has come)."""
+        from .schedule import upkeep_due
         return upkeep_due(self.store, now or datetime.now())
 
     # ---- writing -----------------------------------------------------------------------------------
@@ -305,6 +332,8 @@ class Vault:
             Code transcript is read again for its messages' times; other formats have none, and
             their messages are stamped with the time of the capture.
         """
+        from .capture import capture as capture_conversation
+        from .session_format import check_session_id
         digest = None
         if now:
             client = self._llm(llm)
@@ -355,6 +384,7 @@ class Vault:
         """Split ``topic`` if it grew past the threshold, naming the parts from their own words (an
         add never waits for an LLM); a failure is a warning, never a failure of the write that
         triggered it."""
+        from .split import maybe_split
         try:
             return maybe_split(self.searcher, topic, llm=None)
         except MemkitError as exc:
@@ -365,6 +395,7 @@ class Vault:
     @property
     def _conversations(self) -> Sessions:
         """The vault's ``sessions/`` folder (:class:`memkit.sessions.Sessions`)."""
+        from .sessions import Sessions
         if self._sessions is None:
             self._sessions = Sessions(self.root, self.store.state_dir, self.config)
         return self._sessions
@@ -400,6 +431,7 @@ class Vault:
         """The session's history within ``max_tokens``, oldest first, the system prompt first (see
         :mod:`memkit.session_window`; ``strategy`` default: memkit.yaml's ``session_strategy``).
         A summary made on the way is cached in the session file."""
+        from .session_window import window
         chosen = strategy or self.config.session_strategy
         path, archived = self._conversations.find(session_id)
         earlier = 0
@@ -441,6 +473,7 @@ class Vault:
 
     def export_session(self, session_id: str) -> str:
         """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""
+        from .session_io import export_jsonl
         return export_jsonl(self.session(session_id))
 
     def import_sessions(self, data: bytes, *, name: str = "import", fmt: str = "auto", session_id: str | None = None,
@@ -448,6 +481,7 @@ class Vault:
         """Store the conversations of a JSONL / JSON messages file, a Claude Code transcript or a
         ChatGPT export (``fmt``: ``auto`` detects it) as sessions; into an existing ``session_id``
         only the messages it lacks are appended."""
+        from .session_io import import_conversations, parse_conversations
         _, conversations = parse_conversations(data, name, fmt, now)
         with self.store.lock():
             return import_conversations(self._conversations, conversations, session_id=session_id, title=title,
@@ -457,6 +491,7 @@ class Vault:
                         since: str | None = None) -> list[SessionHit]:
         """Messages of past conversations that match ``query`` by meaning and words, best first
         (see :mod:`memkit.session_search`)."""
+        from .session_search import SessionSearch
         if self._session_search is None:
             embedder: Any = self.embedder
             if isinstance(embedder, MissingModel):
@@ -473,6 +508,8 @@ class Vault:
             chosen: Embedder = LazyEmbedder(self.model)
             try:
                 if self.config.embedder is not None and self.model is None:  # a server, unless a model is named
+                    from .http_embed import HTTPEmbedder  # urllib's HTTP client: only for a server
+
                     chosen = HTTPEmbedder(self.config.embedder)
                 elif self.config.embedder is not None:
                     self.store.warn_once(f"both a model ({self.model}) and an embedder: are set; using the model")
@@ -538,6 +575,7 @@ class Vault:
 
     def llm(self) -> LLM | None:
         """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm`)."""
+        from .llm import make_llm
         return make_llm(self.config.llm)
 
     def _llm(self, choice: LLMChoice) -> LLM | None:
@@ -552,10 +590,12 @@ class Vault:
         :param budget_tokens: the most the block may take (~4 characters a token).
         :param now: the current time (default: now).
         """
+        from .context import build_context
         return build_context(self.searcher, message, session=session, budget_tokens=budget_tokens, now=now)
 
     def reset_session(self, session: str) -> None:
         """Forget a context session's accumulated memories and topic."""
+        from .context import reset_session
         reset_session(self.store, session)
 
     def digest(self, transcript: str | os.PathLike[str], *, llm: LLMChoice = "auto",
@@ -567,6 +607,7 @@ class Vault:
             a digest needs one).
         :param dry_run: only compute the change (``report.diff``).
         """
+        from .digest import digest_file
         try:
             return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run)
         finally:
@@ -576,6 +617,8 @@ class Vault:
                     dry_run: bool = False) -> DigestReport:
         """Digest a conversation given as text (any format :meth:`digest` reads); ``name`` is how
         reports and errors call it."""
+        from .digest import digest_messages, transcript_sha
+        from .transcript import parse_transcript
         data = text.encode("utf-8", errors="surrogatepass")
         messages = parse_transcript(data, name)
         try:
@@ -587,6 +630,7 @@ class Vault:
     def process_inbox(self, *, llm: LLMChoice = "auto") -> list[InboxResult]:
         """Digest the transcripts in inbox/ that have been idle for ``session_timeout_minutes``
         (``llm`` as for :meth:`digest`)."""
+        from .digest import process_inbox
         try:
             return process_inbox(self.searcher, self._llm(llm))
         finally:
@@ -600,6 +644,7 @@ class Vault:
         :param llm: names the parts: ``"auto"`` the LLM configured in memkit.yaml, None none (the
             parts are named from their own words), or an LLM client.
         """
+        from .split import split_topic
         plan = split_topic(self.searcher, topic, llm=self._llm(llm), dry_run=dry_run, min_part=min_part,
                            max_parts=max_parts)
         self.changed()

@@ -68,9 +68,19 @@ def _late_imports(tree: ast.AST):
                     yield node.lineno, alias.name
 
 
-#: memkit modules a command loads when it runs (issue 16.5: a command imports only what it uses):
-#: each is the front end of a heavy library, imported by the one command that needs it
-LAZY_MODULES = {"cli_jobs.py": {".watch"}, "cli_vault.py": {".mcp_server"}, "cli_serve.py": {".http_api"}}
+#: memkit modules imported when they are used (issue 16.5: a command imports only what it uses).
+#: The cli modules: the front end of a heavy library, imported by the one command that needs it.
+#: vault.py: the facade's services, each imported by the methods that use it, so that `memkit search`
+#: (or a library user's Vault.search) loads neither the digest and its LLM client (http.client,
+#: ssl), the sessions, git's plumbing, capture nor the checks; the embedding server's client only
+#: when memkit.yaml names one. Vault's core (store, index, search, route, the date helpers) stays at
+#: the top. Nothing here is to dodge an import cycle: .importlinter checks these imports too.
+LAZY_MODULES = {
+    "cli_jobs.py": {".watch"}, "cli_vault.py": {".mcp_server"}, "cli_serve.py": {".http_api"},
+    "vault.py": {".check", ".context", ".proactive", ".schedule", ".digest", ".gitsync", ".llm", ".split", ".upkeep",
+                 ".transcript", ".capture", ".sessions", ".session_format", ".session_window", ".session_io",
+                 ".session_search", ".http_embed"},
+}
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
@@ -106,3 +116,50 @@ def test_importing_memkit_has_no_side_effects(monkeypatch):
             "print(sorted(m for m in ('watchdog', 'tokenizers', 'safetensors', 'huggingface_hub', 'model2vec') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["[]", "[]"]  # no environment changed, no heavy library loaded
+
+
+#: what a search never needs: the digest and its LLM client, the sessions, capture, git, the servers
+NOT_FOR_SEARCH = ("memkit.digest", "memkit.digest_extract", "memkit.llm", "memkit.capture", "memkit.check",
+                  "memkit.sessions", "memkit.session_io", "memkit.session_window", "memkit.gitsync", "memkit.upkeep",
+                  "memkit.schedule", "memkit.split", "memkit.mcp_server", "memkit.http_api", "memkit.http_embed",
+                  "memkit.watch", "memkit.cli_jobs", "memkit.cli_vault", "memkit.cli_memories", "http.client", "ssl",
+                  "memkit.proactive")
+
+
+def test_a_search_imports_only_what_it_uses(tmp_path):
+    """Issue 16.5: `memkit search` imports the search command's module and the vault's core, not
+    every service (the cold start is measured by bench/bench_cold.py)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, click; from memkit.cli import main\n"
+            "import memkit\n"
+            "assert set(memkit.__all__) <= set(dir(memkit))\n"
+            "main.get_command(click.Context(main), 'search')\n"
+            "from memkit import Vault\n"
+            "v = Vault.init(sys.argv[1], profile=False)\n"
+            "v.add('Prefers bomba rice for paella', topic='cooking')\n"
+            "assert v.search('bomba', mode='lexical')\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('memkit', 'http', 'ssl')))))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "v")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = set(out.stdout.split())
+    assert "memkit.cli_search" in loaded and "memkit.vault" in loaded
+    assert not loaded & set(NOT_FOR_SEARCH), sorted(loaded & set(NOT_FOR_SEARCH))
+
+
+def test_every_public_name_still_imports():
+    """memkit exports its names lazily (module __getattr__): each resolves, to the same object the
+    module that defines it has."""
+    import importlib
+
+    import memkit
+    from memkit import vault
+
+    for name in memkit.__all__:
+        assert getattr(memkit, name) is not None, name
+    for name in vault.__all__:
+        assert getattr(vault, name) is not None, name
+    assert memkit.Vault is importlib.import_module("memkit.vault").Vault
+    with pytest.raises(AttributeError):
+        memkit.no_such_name  # noqa: B018

@@ -4,7 +4,7 @@
 
 Every run is a new process with the bytecode cached (as an installed package has it; the cache lives
 under bench/out/cold/pycache), BLAS on one thread and the 256-d model (../shared/models/m2v-minilm-256,
-else memkit's built-in model). The vault is a copy of bench/synth.py's 10k vault, indexed once before
+else memkit's built-in model; --model to choose). The vault is a copy of bench/synth.py's 10k vault, indexed once before
 timing. Also printed: what `import memkit`, `import memkit.cli` and `memkit --help` cost alone.
 
     python bench/bench_cold.py              # median of 15 of each
@@ -61,11 +61,13 @@ def timed(cmd: list[str], env: dict[str, str], cpu: list[float] | None = None) -
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=15, help="fresh processes of each kind (default 15)")
+    ap.add_argument("--model", metavar="MODEL", help="the model (default: ../shared/models/m2v-minilm-256 when "
+                    "present, else memkit's built-in model memkit/models/memkit-m2v)")
     ap.add_argument("--before", type=Path, metavar="DIR",
                     help="also time `memkit search` from the memkit source tree in DIR (PYTHONPATH), interleaved")
     args = ap.parse_args()
     python = sys.executable
-    model = str(MODEL256 if MODEL256.is_dir() else BUILTIN)
+    model = args.model or str(MODEL256 if MODEL256.is_dir() else BUILTIN)
     made = subprocess.run([python, str(HERE / "synth.py"), "10k"], capture_output=True, text=True, check=True)
     source = Path(made.stdout.strip().splitlines()[-1])
     vault = OUT / "vault-10k"

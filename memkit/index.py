@@ -57,13 +57,13 @@ import numpy as np
 
 from .embed import Embedder
 from .embedqueue import EMBED_BATCH, EmbedQueue, f32_rows
-from .errors import MemkitError, TopicNotFound, TopicParseError
+from .errors import MemkitError, TopicParseError
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
-from .names import topic_relpath
+from .sources import Source, TopicSource
 from .store import Store, TopicFile
 from .text import terms as text_terms
-from .topic import Entry, Topic, read_topic
+from .topic import Entry, Topic
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, days_of, trim_memory
 
 log = logging.getLogger("memkit")
@@ -140,10 +140,11 @@ class Index:
     :param embedder: the model; its ``name`` and ``dim`` select the sidecar file.
     """
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: Store, embedder: Embedder, source: Source | None = None) -> None:
         self.store = store
         self.embedder = embedder
-        self.db = Sidecar(store, embedder)  #: the SQLite file and the matrix
+        self.source: Source = source if source is not None else TopicSource(store)  #: the files indexed
+        self.db = Sidecar(store, embedder, self.source.suffix)  #: the SQLite file and the matrix
         self.last_check = 0.0  #: time.monotonic() of the last freshness check of every file
         self._mutex = threading.RLock()  # one connection, shared by this process's threads
         self._files: dict[str, tuple[int, tuple[int, int, int]]] | None = None  # path -> (id, stamp)
@@ -227,13 +228,14 @@ class Index:
     # ---- freshness ------------------------------------------------------------------------------
     def stale(self, files: Sequence[TopicFile] | None = None) -> tuple[list[TopicFile], list[str]]:
         """(topic files whose row is missing or out of date, indexed paths whose file is gone)."""
-        files = self.store.topic_files() if files is None else files
+        files = self.source.files() if files is None else files
+        relpath = self.source.relpath
         with self._mutex:
             known = self._file_rows()
             changed = []
             current = set()
             for tf in files:
-                rel = topic_relpath(tf.name)  # what Store.rel gives for topics/NAME.md, ~50x cheaper
+                rel = relpath(tf.name)
                 current.add(rel)
                 row = known.get(rel)
                 if row is None or row[1] != tf.stamp:
@@ -288,13 +290,13 @@ class Index:
                     log.debug("refresh of %s: %s; checking every file", paths, exc)
                     sources = None
             if sources is None:
-                files = self.store.topic_files()
+                files = self.source.files()
                 if full:
-                    current = {topic_relpath(tf.name) for tf in files}
+                    current = {self.source.relpath(tf.name) for tf in files}
                     changed, gone = list(files), [p for p in self._file_rows() if p not in current]
                 else:
                     changed, gone = self.stale(files)
-                sources = [_Source(topic_relpath(tf.name), tf.name, tf.path, tf.stamp) for tf in changed]
+                sources = [_Source(self.source.relpath(tf.name), tf.name, tf.path, tf.stamp) for tf in changed]
                 report.files = len(files)
                 self.last_check = time.monotonic()
             else:
@@ -329,25 +331,24 @@ class Index:
         known = self._file_rows()
         sources, gone = [], []
         for given in paths:
-            name = Path(given).stem
-            rel = topic_relpath(name)
+            name = self.source.name_of(given)
+            rel = self.source.relpath(name)
             row = known.get(rel)
             if row is not None:
                 try:  # unchanged since indexed: nothing to read
-                    st = os.stat(self.store.topic_path(name))
+                    st = os.stat(self.source.path_of(name))
                     if (st.st_size, st.st_mtime_ns, st.st_ino) == row[1]:
                         continue
                 except OSError:
                     pass
-            try:
-                topic = self.store.topic(name)  # the store decides what is a topic file
-            except TopicNotFound:
+            topic = self.source.lookup(name)
+            if topic is None:
                 if rel in known:
                     gone.append(rel)
                 continue
             if topic.stamp is None:
                 raise MemkitError(f"{rel}: no stamp")
-            rel = topic_relpath(topic.name)
+            rel = self.source.relpath(topic.name)
             row = known.get(rel)
             if row is None or row[1] != topic.stamp:
                 sources.append(_Source(rel, topic.name, topic.path, topic.stamp, topic))
@@ -374,10 +375,8 @@ class Index:
         topic, error = source.topic, source.error
         if topic is None and error is None:
             try:
-                topic = read_topic(source.path, source.name, source.rel)
-                self.store.warn_problems(topic)
+                topic = self.source.read(source.path, source.name, source.rel)
             except TopicParseError as exc:
-                self.store.warn_once(f"{exc}; skipped")
                 error = str(exc)
         if topic is not None:  # read anyway, reported: a file memkit will not write to until it is fixed
             error = "\n".join(p.message for p in topic.problems if p.blocks_writes) or None  # one per line

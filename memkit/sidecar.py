@@ -58,13 +58,14 @@ class Sidecar:
 
     :param store: the vault's files.
     :param embedder: the model; its ``name`` and ``dim`` select the files.
+    :param suffix: after ``<model>-<dim>`` in the files' names: what is indexed (``-sessions``).
     """
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: Store, embedder: Embedder, suffix: str = "") -> None:
         self.store = store
         self.embedder = embedder
         self.dir = store.state_dir / INDEX_DIR
-        stem = f"{_slug(embedder.name)}-{embedder.dim}"
+        stem = f"{_slug(embedder.name)}-{embedder.dim}{suffix}"
         self.path = self.dir / f"{stem}.sqlite3"
         self.matrix: FileMatrix | MemoryMatrix = FileMatrix(self.dir, stem, embedder.dim)
         self.in_memory = False  #: True when the vault cannot be written (the index lives in memory)

@@ -373,7 +373,7 @@ def test_a_writer_that_dies_before_its_commit_leaves_the_index_as_it_was(tmp_pat
         raise KeyboardInterrupt("killed between writing the matrix and committing")
 
     write(v.topics_dir / "b.md", "- banana bread\n- banana split\n")
-    monkeypatch.setattr(Index, "_compact", die)  # runs after the rows are appended, before the commit
+    monkeypatch.setattr(Sidecar, "compact", die)  # runs after the rows are appended, before the commit
     with pytest.raises(KeyboardInterrupt):
         v.index()
     monkeypatch.undo()

@@ -25,6 +25,7 @@ from .names import is_topic_filename, session_file_name
 from .recent import RecentTopic, relative_time
 from .route import closest_subtopic
 from .search import Hit, Mode, Searcher, Threshold
+from .sources import SessionSource
 from .store import Store, TopicInfo, find_vault
 from .topic import Entry, Topic
 
@@ -493,10 +494,8 @@ class Vault:
         (see :mod:`memkit.session_search`)."""
         from .session_search import SessionSearch
         if self._session_search is None:
-            embedder: Any = self.embedder
-            if isinstance(embedder, MissingModel):
-                embedder = None
-            self._session_search = SessionSearch(self._conversations, embedder)
+            index = Index(self.store, self.embedder, SessionSource(self.store))
+            self._session_search = SessionSearch(self._conversations, Searcher(self.store, index))
         return self._session_search.search(query, k=k, session=session, role=role, since=since)
 
     # ---- index and search -----------------------------------------------------------------------------

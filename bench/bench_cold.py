@@ -68,6 +68,8 @@ def main() -> int:
     args = ap.parse_args()
     python = sys.executable
     model = args.model or str(MODEL256 if MODEL256.is_dir() else BUILTIN)
+    if os.path.isdir(model):
+        model = os.path.abspath(model)  # the processes run in bench/out/cold
     made = subprocess.run([python, str(HERE / "synth.py"), "10k"], capture_output=True, text=True, check=True)
     source = Path(made.stdout.strip().splitlines()[-1])
     vault = OUT / "vault-10k"

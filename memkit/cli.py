@@ -220,3 +220,6 @@ def main(ctx: click.Context, vault: str | None, model: str | None) -> None:
     # ``{"vault_obj": Vault(...)}`` to run the commands on a vault it built.
     ctx.ensure_object(dict).update(vault=vault, model=model)
 
+
+
+__all__ = ["main", "COMMANDS", "LazyGroup", "MemkitGroup", "hoist_global_options", "wants_json", "usage_line", "report_error"]

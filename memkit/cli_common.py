@@ -37,3 +37,6 @@ def get_vault(ctx: click.Context) -> Vault:
         obj["vault_obj"] = Vault(root, model=obj.get("model"))
     return obj["vault_obj"]
 
+
+
+__all__ = ["BadValue", "plural", "json_option", "echo_json", "get_vault"]

@@ -337,3 +337,6 @@ def _print_change(report: Any, json_: bool, what: str) -> None:
     click.echo(f"{what}: {verb} {len(report.removed)} line(s) with {len(report.added)}"
                + (f"; {len(report.kept)} left as they were" if getattr(report, "kept", None) else ""))
 
+
+
+__all__ = ["digest", "capture", "watch", "split", "tidy", "compact", "distill", "upkeep", "proactive"]

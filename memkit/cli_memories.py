@@ -272,3 +272,6 @@ def done(ctx: click.Context, entry_id: str | None, match: str | None, json_: boo
     else:
         click.echo(f"done: {entry.id} ({entry.text}) moved to archive.md")
 
+
+
+__all__ = ["add", "topics", "show", "forget", "recent", "edit", "history", "pending", "done"]

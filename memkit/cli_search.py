@@ -152,3 +152,6 @@ def index(ctx: click.Context, full: bool, json_: bool) -> None:
         if report.errors:
             click.echo(f"{len(report.errors)} file(s) skipped, see the warnings above", err=True)
 
+
+
+__all__ = ["search", "context_cmd", "index"]

@@ -164,3 +164,6 @@ def mcp_cmd(ctx: click.Context) -> None:
     require_sdk()
     serve(get_vault(ctx))
 
+
+
+__all__ = ["init", "check", "stats", "git_setup", "merge_driver", "mcp_cmd"]

@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from .cli_common import echo_json, get_vault, json_option, plural
-from .cli_session import print_session_hits
 from .vault import Threshold, parse_day
 
 
@@ -49,6 +48,8 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
         since = parse_day(since, "--since").isoformat()
     vault = get_vault(ctx)
     if sessions:
+        from .cli_session import print_session_hits  # printed as `memkit session search` prints; loaded for --sessions
+
         print_session_hits(vault.search_sessions(query, k=k or 5, since=since), json_)
         return
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"

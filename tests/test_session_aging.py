@@ -221,3 +221,21 @@ def test_bad_aging_settings_are_named(tmp_path, yaml, message):
     (root / "memkit.yaml").write_text(yaml)
     result = CliRunner().invoke(main, ["--vault", str(root), "upkeep"])
     assert result.exit_code != 0 and message in result.output
+
+
+def test_session_show_raw_and_list_say_where_the_conversation_is(tmp_path):
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake)
+        chat(v)
+        job(v, T0 + timedelta(days=3, hours=1))
+    v.save_message("lisbon", "user", "Back from Lisbon!", now=T0 + timedelta(days=12))
+    run = CliRunner()
+    listed = run.invoke(main, ["--vault", str(v.root), "session", "list"], catch_exceptions=False)
+    assert listed.output.rstrip().endswith("Lisbon trip  (summary)")
+    raw = run.invoke(main, ["--vault", str(v.root), "session", "show", "lisbon", "--raw"], catch_exceptions=False)
+    assert raw.stdout == (v.root / "sessions" / "archive" / "raw" / "2026-11-24-lisbon.md").read_text()
+    assert raw.stderr == "(1 message saved since: `memkit session show lisbon`)\n"
+    whole = run.invoke(main, ["--vault", str(v.root), "session", "show", "lisbon", "--raw", "--json"])
+    assert [m["content"] for m in json.loads(whole.stdout)["messages"]][-2:] == [CHAT[-1][1], "Back from Lisbon!"]
+    shown = run.invoke(main, ["--vault", str(v.root), "session", "show", "lisbon"])
+    assert "stage: summary" in shown.stdout and "Key points:" in shown.stdout

@@ -174,7 +174,9 @@ def _compress(sessions: Sessions, path: Path, stage: str, llm: LLM, now: datetim
         ratio = round(len(text) / max(raw_size, 1), 2)
         fields = {"stage": stage, "stage_at": when, "stage_ratio": f"{ratio:g}", "raw": sessions.rel(raw),
                   "updated": session.updated}
-        block = SessionSummary(text, when, covers, messages_sha(session.messages), STAGE)
+        sha = messages_sha(session.messages) if session.messages or session.stage_block is None else \
+            session.stage_block.sha  # the core of a summary condenses the same messages
+        block = SessionSummary(text, when, covers, sha, STAGE)
         sessions.rewrite(path, restage(base.decode("utf-8", errors="surrogatepass"), session.file, fields, block),
                          base, stamp)
     return {"session": session.id, "file": session.file, "stage": stage, "ratio": ratio, "raw": sessions.rel(raw),

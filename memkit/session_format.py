@@ -27,10 +27,12 @@ The format (a person reads it in any editor; git merges two clones' appends with
     ### summary · 2026-11-25T08:00:00Z · of=summary · covers=40 · sha=9b1e0c2d4a7f
     Ana is planning a March trip to Lisbon...
 
-- The header is YAML frontmatter written once, when the session is created; memkit never rewrites
-  it (``updated`` is the time of the last message, so appends never touch the header). Unknown
-  keys a person adds are kept and shown as metadata; ``stage:`` is reserved for conversations
-  that age (their compression stage).
+- The header is YAML frontmatter written once, when the session is created (``updated`` is the
+  time of the last message, so appends never touch the header). Unknown keys a person adds are
+  kept and shown as metadata. A conversation that ages (:mod:`memkit.session_aging`) is rewritten
+  once per stage: its header gains ``stage`` (summary or core), ``stage_at``, ``stage_ratio``,
+  ``raw`` (where the raw conversation is kept) and ``updated`` (its last message's time), and
+  its messages give way to one ``of=stage`` summary block (:func:`restage`).
 - Each message is a block: a heading ``### ROLE · TIME`` (role user, assistant, system or tool; time
   in UTC, ISO 8601) with optional ``· important`` (kept verbatim by the hybrid strategy) and
   ``· name=NAME`` (a tool's or speaker's name), then the content as written. A content line that
@@ -41,7 +43,7 @@ The format (a person reads it in any editor; git merges two clones' appends with
   It is used only while those messages are unchanged (a person's edit of any of them makes the
   hash differ, and the next load that needs a summary computes and appends a new one).
 - Every message is one ``O_APPEND`` write, so writers appending at once lose nothing; a session
-  file is created atomically and never replaced. Two clones appending to the same session merge
+  file is created atomically and replaced only when it ages. Two clones appending to the same session merge
   with ``sessions/*.md merge=union`` (both sides' blocks kept); messages are read in time order.
 - Pruned sessions move to ``sessions/archive/`` (tracked, readable, restorable with ``mv``).
 

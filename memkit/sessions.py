@@ -2,7 +2,10 @@
 and pruned, one file each (the format: :mod:`memkit.session_format`).
 
 - Every message is one ``O_APPEND`` write, so writers appending at once lose nothing; a session
-  file is created atomically and never replaced or rewritten by memkit.
+  file is created atomically and never replaced or rewritten by memkit, except when it ages
+  (:mod:`memkit.session_aging`): its raw conversation is first kept in ``sessions/archive/raw/``,
+  then the file is replaced atomically holding its lock, which every append takes too (shared),
+  so a message saved meanwhile lands in the new file.
 - Nothing is followed out of the vault: a ``sessions/`` that is a symlink leading outside, and a
   session file that is a symlink, are refused.
 - Listing caches what it read of each file by its stat in ``.memkit/session-list.json``.

@@ -6,10 +6,10 @@ Layout (derived data: delete it any time, it is rebuilt)::
         meta       schema version, model name, dimension, generation (bumped by every write),
                    entries (their count), pending (entries indexed without vectors),
                    matrix (the name of the current .npy file), rows (its committed rows)
-        files      one row per topic file: path, topic, size, mtime_ns, inode, updated date, error,
+        files      one row per file (:mod:`memkit.sources`): path, name, size, mtime_ns, inode, date, error,
                    gen (the generation that wrote it), n (its entries), pending (vectors missing),
                    row0 (the matrix row of its first entry: its entries are rows row0 .. row0+n-1)
-        file_data  one row per topic file, everything else a search loads, as a few blobs: the
+        file_data  one row per file, everything else a search loads, as a few blobs: the
                    entries' search terms as int32 term ids, first lines and dates as int32,
                    hashes, and their texts, kinds and tags (JSON)
         entries    one row per entry: (file, position) -> its hash (finds a known text's vector)
@@ -31,13 +31,8 @@ rows to the matrix (fsynced) before it commits: a crash leaves the previous stat
 sees half a refresh, and concurrent writers queue on SQLite's own lock. A reader knows whether
 its view is current from ``PRAGMA data_version`` (no query of its own) and the ``generation``.
 
-**Never trusted.** A file that is not a readable memkit index of this schema, model and dimension
-(damaged, foreign, another version, a folder in its place…), or whose matrix is missing or short,
-is deleted with its matrix and journal files, and rebuilt: it is derived data. A vault where
-nothing can be written (a read-only mount) is indexed in memory instead.
-
-**The view** (:mod:`memkit.view`) is the matrix itself, memory-mapped, with the columns a hit
-shows read from ``file_data``; after a write only the files that changed are read.
+**Never trusted** (:mod:`memkit.sidecar`): files that are not what they should be are made anew.
+**The view** (:mod:`memkit.view`): the memory-mapped matrix, with what a hit shows.
 """
 from __future__ import annotations
 
@@ -57,13 +52,13 @@ import numpy as np
 
 from .embed import Embedder
 from .embedqueue import EMBED_BATCH, EmbedQueue, f32_rows
-from .errors import MemkitError, TopicNotFound, TopicParseError
+from .errors import MemkitError, TopicParseError
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
-from .names import topic_relpath
+from .sources import Source, TopicSource
 from .store import Store, TopicFile
 from .text import terms as text_terms
-from .topic import Entry, Topic, read_topic
+from .topic import Entry, Topic
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, days_of, trim_memory
 
 log = logging.getLogger("memkit")
@@ -72,8 +67,6 @@ __all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
 
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
 OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
-COMPACT_SHARE = 0.25  #: the matrix is written anew once dead rows pass this share of it …
-COMPACT_MIN_ROWS = 4096  #: … and this many rows
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
 
@@ -140,10 +133,11 @@ class Index:
     :param embedder: the model; its ``name`` and ``dim`` select the sidecar file.
     """
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: Store, embedder: Embedder, source: Source | None = None) -> None:
         self.store = store
         self.embedder = embedder
-        self.db = Sidecar(store, embedder)  #: the SQLite file and the matrix
+        self.source: Source = source if source is not None else TopicSource(store)  #: the files indexed
+        self.db = Sidecar(store, embedder, self.source.suffix)  #: the SQLite file and the matrix
         self.last_check = 0.0  #: time.monotonic() of the last freshness check of every file
         self._mutex = threading.RLock()  # one connection, shared by this process's threads
         self._files: dict[str, tuple[int, tuple[int, int, int]]] | None = None  # path -> (id, stamp)
@@ -227,13 +221,14 @@ class Index:
     # ---- freshness ------------------------------------------------------------------------------
     def stale(self, files: Sequence[TopicFile] | None = None) -> tuple[list[TopicFile], list[str]]:
         """(topic files whose row is missing or out of date, indexed paths whose file is gone)."""
-        files = self.store.topic_files() if files is None else files
+        files = self.source.files() if files is None else files
+        relpath = self.source.relpath
         with self._mutex:
             known = self._file_rows()
             changed = []
             current = set()
             for tf in files:
-                rel = topic_relpath(tf.name)  # what Store.rel gives for topics/NAME.md, ~50x cheaper
+                rel = relpath(tf.name)
                 current.add(rel)
                 row = known.get(rel)
                 if row is None or row[1] != tf.stamp:
@@ -288,13 +283,13 @@ class Index:
                     log.debug("refresh of %s: %s; checking every file", paths, exc)
                     sources = None
             if sources is None:
-                files = self.store.topic_files()
+                files = self.source.files()
                 if full:
-                    current = {topic_relpath(tf.name) for tf in files}
+                    current = {self.source.relpath(tf.name) for tf in files}
                     changed, gone = list(files), [p for p in self._file_rows() if p not in current]
                 else:
                     changed, gone = self.stale(files)
-                sources = [_Source(topic_relpath(tf.name), tf.name, tf.path, tf.stamp) for tf in changed]
+                sources = [_Source(self.source.relpath(tf.name), tf.name, tf.path, tf.stamp) for tf in changed]
                 report.files = len(files)
                 self.last_check = time.monotonic()
             else:
@@ -329,25 +324,24 @@ class Index:
         known = self._file_rows()
         sources, gone = [], []
         for given in paths:
-            name = Path(given).stem
-            rel = topic_relpath(name)
+            name = self.source.name_of(given)
+            rel = self.source.relpath(name)
             row = known.get(rel)
             if row is not None:
                 try:  # unchanged since indexed: nothing to read
-                    st = os.stat(self.store.topic_path(name))
+                    st = os.stat(self.source.path_of(name))
                     if (st.st_size, st.st_mtime_ns, st.st_ino) == row[1]:
                         continue
                 except OSError:
                     pass
-            try:
-                topic = self.store.topic(name)  # the store decides what is a topic file
-            except TopicNotFound:
+            topic = self.source.lookup(name)
+            if topic is None:
                 if rel in known:
                     gone.append(rel)
                 continue
             if topic.stamp is None:
                 raise MemkitError(f"{rel}: no stamp")
-            rel = topic_relpath(topic.name)
+            rel = self.source.relpath(topic.name)
             row = known.get(rel)
             if row is None or row[1] != topic.stamp:
                 sources.append(_Source(rel, topic.name, topic.path, topic.stamp, topic))
@@ -374,10 +368,8 @@ class Index:
         topic, error = source.topic, source.error
         if topic is None and error is None:
             try:
-                topic = read_topic(source.path, source.name, source.rel)
-                self.store.warn_problems(topic)
+                topic = self.source.read(source.path, source.name, source.rel)
             except TopicParseError as exc:
-                self.store.warn_once(f"{exc}; skipped")
                 error = str(exc)
         if topic is not None:  # read anyway, reported: a file memkit will not write to until it is fixed
             error = "\n".join(p.message for p in topic.problems if p.blocks_writes) or None  # one per line
@@ -515,7 +507,7 @@ class Index:
             if block or full:
                 self.db.matrix.append(matrix, rows, np.frombuffer(b"".join(block), dtype=np.float32).reshape(len(block), dim))
                 rows += len(block)
-            matrix, rows = self._compact(con, matrix, rows, count)
+            matrix, rows = self.db.compact(con, matrix, rows, count)
             con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                             [("generation", str(gen)), ("entries", str(count)), ("matrix", matrix),
                              ("rows", str(rows))])
@@ -526,25 +518,6 @@ class Index:
         if matrix != was_matrix:  # replaced: readers of the old one read their snapshot again
             self.db.make_durable()  # the commit naming the new matrix survives a power loss first
             self.db.matrix.remove(was_matrix)
-
-    def _compact(self, con: sqlite3.Connection, matrix: str, rows: int, live: int) -> tuple[str, int]:
-        """Write the matrix anew, live rows only, when dead rows passed ``COMPACT_SHARE`` of it
-        (inside the write transaction); returns the (name, rows) to commit."""
-        dead = rows - live
-        if dead < COMPACT_MIN_ROWS or dead <= COMPACT_SHARE * rows:
-            return matrix, rows
-        data = self.db.matrix.read(matrix, rows)
-        files = con.execute("SELECT id, row0, n FROM files WHERE row0 >= 0 AND n > 0 ORDER BY row0").fetchall()
-        new_name = self.db.next_matrix(matrix)
-        self.db.matrix.write(new_name, (data[r:r + n] for _, r, n in files), live)
-        at = 0
-        moved = []
-        for fid, _, n in files:
-            moved.append((at, fid))
-            at += n
-        con.executemany("UPDATE files SET row0 = ? WHERE id = ?", moved)
-        log.debug("index matrix compacted: %d rows -> %d (%s)", rows, live, new_name)
-        return new_name, live
 
     def lookup_terms(self, terms: list[str]) -> dict[str, int]:
         """Term -> id for the terms the sidecar knows (for :class:`TermIds`)."""
@@ -587,7 +560,7 @@ class Index:
                                    .reshape(len(block), self.embedder.dim))
             con.executemany("UPDATE files SET pending = 0, row0 = ?, gen = ? WHERE id = ?", moved)
             count = int(self.db.meta("entries") or 0)
-            matrix, total = self._compact(con, matrix, rows0 + len(block), count)
+            matrix, total = self.db.compact(con, matrix, rows0 + len(block), count)
             con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
                 ("pending", "0"), ("generation", str(gen)), ("matrix", matrix), ("rows", str(total))])
             self._commit(con)

@@ -32,6 +32,8 @@ __all__ = ["Sidecar", "SCHEMA", "INDEX_DIR", "number_of", "split_hashes"]
 
 SCHEMA = 3
 INDEX_DIR = "index"
+COMPACT_SHARE = 0.25  #: the matrix is written anew once dead rows pass this share of it …
+COMPACT_MIN_ROWS = 4096  #: … and this many rows
 TERM_CACHE_MAX = 500_000  #: term ids a writer keeps (then forgets them all)
 _HASH_LEN = 40  # sha1 hex digest
 VOCAB_LOAD_MAX = 100_000  #: a vocabulary of at most this many terms is read whole (else term by term)
@@ -58,13 +60,14 @@ class Sidecar:
 
     :param store: the vault's files.
     :param embedder: the model; its ``name`` and ``dim`` select the files.
+    :param suffix: after ``<model>-<dim>`` in the files' names: what is indexed (``-sessions``).
     """
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: Store, embedder: Embedder, suffix: str = "") -> None:
         self.store = store
         self.embedder = embedder
         self.dir = store.state_dir / INDEX_DIR
-        stem = f"{_slug(embedder.name)}-{embedder.dim}"
+        stem = f"{_slug(embedder.name)}-{embedder.dim}{suffix}"
         self.path = self.dir / f"{stem}.sqlite3"
         self.matrix: FileMatrix | MemoryMatrix = FileMatrix(self.dir, stem, embedder.dim)
         self.in_memory = False  #: True when the vault cannot be written (the index lives in memory)
@@ -374,6 +377,25 @@ class Sidecar:
     def terms_after(self, last: int) -> dict[str, int]:
         """Term -> id of every term whose id is above ``last``."""
         return dict(self.connect().execute("SELECT term, id FROM terms WHERE id > ?", (last,)))
+
+    def compact(self, con: sqlite3.Connection, matrix: str, rows: int, live: int) -> tuple[str, int]:
+        """Write the matrix anew, live rows only, when dead rows passed ``COMPACT_SHARE`` of it
+        (inside the write transaction); returns the (name, rows) to commit."""
+        dead = rows - live
+        if dead < COMPACT_MIN_ROWS or dead <= COMPACT_SHARE * rows:
+            return matrix, rows
+        data = self.matrix.read(matrix, rows)
+        files = con.execute("SELECT id, row0, n FROM files WHERE row0 >= 0 AND n > 0 ORDER BY row0").fetchall()
+        new_name = self.next_matrix(matrix)
+        self.matrix.write(new_name, (data[r:r + n] for _, r, n in files), live)
+        at = 0
+        moved = []
+        for fid, _, n in files:
+            moved.append((at, fid))
+            at += n
+        con.executemany("UPDATE files SET row0 = ? WHERE id = ?", moved)
+        log.debug("index matrix compacted: %d rows -> %d (%s)", rows, live, new_name)
+        return new_name, live
 
     def next_matrix(self, name: str) -> str:
         """The name of the matrix that follows ``name`` (``<stem>.<n+1>.npy``)."""

@@ -26,6 +26,7 @@ from .errors import MemkitError, ModelError, VaultLocked
 from .fsutil import file_lock
 from .gitsync import GitSetup, git_setup
 from .index import Index, IndexReport, Progress
+from .sources import SessionSource
 from .llm import LLM, make_llm
 from .recent import RecentTopic
 from .search import Hit, Mode, Searcher, Threshold
@@ -486,10 +487,8 @@ class Vault:
         """Messages of past conversations that match ``query`` by meaning and words, best first
         (see :mod:`memkit.session_search`)."""
         if self._session_search is None:
-            embedder: Any = self.embedder
-            if isinstance(embedder, MissingModel):
-                embedder = None
-            self._session_search = SessionSearch(self._conversations, embedder)
+            index = Index(self.store, self.embedder, SessionSource(self.store))
+            self._session_search = SessionSearch(self._conversations, Searcher(self.store, index))
         return self._session_search.search(query, k=k, session=session, role=role, since=since)
 
     # ---- index and search -----------------------------------------------------------------------------

@@ -243,12 +243,12 @@ def test_sidecar_layout_is_as_documented(tmp_path, fake):
 def test_a_new_process_searches_without_embedding_or_parsing(tmp_path, fake, monkeypatch):
     v = make_vault(tmp_path, fake, {f"t{i}": f"- entry number {i} about thread border router {i}\n" for i in range(20)})
     v.index()
-    import memkit.index as index_mod
+    import memkit.sources as sources_mod
 
     def refuse(*args, **kwargs):
         raise AssertionError("a topic file was parsed although the sidecar is current")
 
-    monkeypatch.setattr(index_mod, "read_topic", refuse)
+    monkeypatch.setattr(sources_mod, "read_topic", refuse)
     fake2 = FakeEmbedder()
     hits = Vault(v.root, embedder=fake2).search("thread border router 7", k=1, threshold=None)
     assert hits[0].topic == "t7"
@@ -373,7 +373,7 @@ def test_a_writer_that_dies_before_its_commit_leaves_the_index_as_it_was(tmp_pat
         raise KeyboardInterrupt("killed between writing the matrix and committing")
 
     write(v.topics_dir / "b.md", "- banana bread\n- banana split\n")
-    monkeypatch.setattr(Index, "_compact", die)  # runs after the rows are appended, before the commit
+    monkeypatch.setattr(Sidecar, "compact", die)  # runs after the rows are appended, before the commit
     with pytest.raises(KeyboardInterrupt):
         v.index()
     monkeypatch.undo()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import memkit.embedqueue as embedqueue_mod
-import memkit.index as index_mod
+import memkit.sidecar as sidecar_mod
 import memkit.lexical as lexical_mod
 import memkit.rank as rank_mod
 from memkit import Vault
@@ -91,8 +91,8 @@ def test_view_and_ranker_follow_changes_like_a_fresh_build(vault, monkeypatch, f
 
 
 def test_a_compacted_matrix_reloads_the_view_whole(vault, monkeypatch):
-    monkeypatch.setattr(index_mod, "COMPACT_MIN_ROWS", 1)
-    monkeypatch.setattr(index_mod, "COMPACT_SHARE", 0.01)
+    monkeypatch.setattr(sidecar_mod, "COMPACT_MIN_ROWS", 1)
+    monkeypatch.setattr(sidecar_mod, "COMPACT_SHARE", 0.01)
     view0 = vault.searcher.index.view()
     assert view0.matrix.endswith(".0.npy") and view0.live is None
     before = live_rows(view0)

@@ -51,7 +51,7 @@ from typing import Any, ContextManager, Sequence
 from .errors import LLMError, MemkitError
 from .llm import LLM, ask_json
 from .session_format import (STAGE, Session, SessionMessage, SessionSummary, format_time, messages_sha, now_utc,
-                             restage, time_key)
+                             parse_session, restage, time_key)
 from .sessions import Sessions
 
 log = logging.getLogger("memkit")
@@ -142,7 +142,7 @@ def age_sessions(sessions: Sessions, llm: LLM | None, *, now: datetime, summary_
         if llm is None:
             continue
         try:
-            report.done.append(_compress(sessions, path, stage, llm, now, lock))
+            report.done.append(_compress(sessions, path, session.id, stage, llm, now, lock))
         except (LLMError, MemkitError) as exc:
             report.failed.append((session.file, str(exc)))
     return report
@@ -159,28 +159,33 @@ def _raw_chars(sessions: Sessions, session: Session, path: Path) -> int:
     return size
 
 
-def _compress(sessions: Sessions, path: Path, stage: str, llm: LLM, now: datetime,
+def _compress(sessions: Sessions, path: Path, sid: str, stage: str, llm: LLM, now: datetime,
               lock: ContextManager[Any] | None) -> dict[str, Any]:
     base, stamp = sessions.read_for_rewrite(path)
-    session = sessions.load_path(path)
+    # parsed from the very bytes kept as raw and rewritten: a message appended after them is
+    # neither condensed nor dropped (the rewrite carries it over)
+    try:
+        text = base.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MemkitError("not valid UTF-8") from None
+    session = parse_session(text, sessions.rel(path), sid)
     previous = session.stage_block.text if session.stage_block is not None else None
     days = max(0, (now_utc(now) - time_key(session.updated)).days)
     raw_size = _raw_chars(sessions, session, path)
-    text = _condense(llm, stage, previous, session.messages, days, raw_size)
+    condensed = _condense(llm, stage, previous, session.messages, days, raw_size)
     with lock if lock is not None else contextlib.nullcontext():
         raw = sessions.keep_raw(path, base, session.messages)
         covers = (session.stage_block.covers if session.stage_block is not None else 0) + len(session.messages)
         when = format_time(now_utc(now))
-        ratio = round(len(text) / max(raw_size, 1), 2)
+        ratio = round(len(condensed) / max(raw_size, 1), 2)
         fields = {"stage": stage, "stage_at": when, "stage_ratio": f"{ratio:g}", "raw": sessions.rel(raw),
                   "updated": session.updated}
         sha = messages_sha(session.messages) if session.messages or session.stage_block is None else \
             session.stage_block.sha  # the core of a summary condenses the same messages
-        block = SessionSummary(text, when, covers, sha, STAGE)
-        sessions.rewrite(path, restage(base.decode("utf-8", errors="surrogatepass"), session.file, fields, block),
-                         base, stamp)
+        block = SessionSummary(condensed, when, covers, sha, STAGE)
+        sessions.rewrite(path, restage(text, session.file, fields, block), base, stamp)
     return {"session": session.id, "file": session.file, "stage": stage, "ratio": ratio, "raw": sessions.rel(raw),
-            "chars": len(text), "raw_chars": raw_size}
+            "chars": len(condensed), "raw_chars": raw_size}
 
 
 def _render(messages: Sequence[SessionMessage]) -> str:

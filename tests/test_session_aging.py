@@ -239,3 +239,22 @@ def test_session_show_raw_and_list_say_where_the_conversation_is(tmp_path):
     assert [m["content"] for m in json.loads(whole.stdout)["messages"]][-2:] == [CHAT[-1][1], "Back from Lisbon!"]
     shown = run.invoke(main, ["--vault", str(v.root), "session", "show", "lisbon"])
     assert "stage: summary" in shown.stdout and "Key points:" in shown.stdout
+
+
+def test_restage_keeps_every_header_line_a_person_wrote_and_replaces_only_the_stage_keys():
+    from memkit.session_format import STAGE, SessionSummary, parse_session, restage
+
+    text = ("---\nid: lisbon\ncreated: 2026-11-24T10:00:00Z\nsystem: |-\n  You are Ana's assistant.\n"
+            "  stage: not a key, a line of the prompt\nmood: happy  # a person's own key\n"
+            "stage: summary\nstage_at: 2026-11-27T10:00:00Z\n---\n# Lisbon\n\nA note by hand.\n\n"
+            "### user · 2026-11-24T10:00:00Z\nhi\n")
+    block = SessionSummary("The core.", "2026-12-01T10:00:00Z", 1, "abc", STAGE)
+    out = restage(text, "sessions/2026-11-24-lisbon.md", {"stage": "core", "stage_at": "2026-12-01T10:00:00Z"},
+                  block)
+    assert out == ("---\nid: lisbon\ncreated: 2026-11-24T10:00:00Z\nsystem: |-\n  You are Ana's assistant.\n"
+                   "  stage: not a key, a line of the prompt\nmood: happy  # a person's own key\n"
+                   "stage: core\nstage_at: 2026-12-01T10:00:00Z\n---\n# Lisbon\n\nA note by hand.\n\n"
+                   "### summary · 2026-12-01T10:00:00Z · of=stage · covers=1 · sha=abc\nThe core.\n")
+    s = parse_session(out, "sessions/2026-11-24-lisbon.md", "lisbon")
+    assert s.stage == "core" and s.messages == [] and s.stage_block.text == "The core."
+    assert s.metadata == {"mood": "happy"} and s.system.endswith("a line of the prompt")

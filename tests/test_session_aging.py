@@ -258,3 +258,15 @@ def test_restage_keeps_every_header_line_a_person_wrote_and_replaces_only_the_st
     s = parse_session(out, "sessions/2026-11-24-lisbon.md", "lisbon")
     assert s.stage == "core" and s.messages == [] and s.stage_block.text == "The core."
     assert s.metadata == {"mood": "happy"} and s.system.endswith("a line of the prompt")
+
+
+def test_a_session_first_seen_after_a_week_goes_straight_to_its_core(tmp_path):
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake)
+        chat(v)
+        result = job(v, T0 + timedelta(days=10))
+        assert result.did.startswith("1 compressed: lisbon -> core (")
+        assert len(fake.requests) == 1 and "keep only its core" in fake.requests[0]["messages"][0]["content"]
+        assert "TP 571 on March 3rd at 09:05" in last_user_message(fake.requests[0])
+    assert v.session("lisbon").stage == "core"
+    assert [m.content for m in v.raw_session("lisbon").messages] == [t for _, t in CHAT]

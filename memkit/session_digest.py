@@ -34,6 +34,7 @@ __all__ = ["STATE", "Digested", "new_messages", "digest_new", "digest_quietly", 
 
 STATE = "session-digest.json"  #: under .memkit/
 LOCK = "session-digest.lock"
+TAIL_CHARS = 4096  #: a session's end read first (plus 256 a message due) to find its new messages; more if needed
 
 
 @dataclass
@@ -101,12 +102,18 @@ def digest_new(sessions: Sessions, state_dir: Path, session_id: str, every: int,
     """
     try:
         with file_lock(state_dir / LOCK, timeout=0):
-            session = sessions.load(session_id)
-            new = new_messages(state_dir, session)
+            path, archived = sessions.find(session_id)
+            chars = TAIL_CHARS + every * 256
+            while True:  # only the end of a long session is read: the new messages are there
+                session, earlier = sessions.load_tail(path, chars, archived)
+                new = new_messages(state_dir, session)
+                if not earlier or len(new) < len(session.messages):
+                    break
+                chars *= 4
             if not new or (len(new) < every and not force):
                 return None
-            first = len(session.messages) - len(new) + 1
-            report = digest(to_jsonl(new), f"{session.file} (messages {first}-{len(session.messages)})")
+            total = earlier + len(session.messages)
+            report = digest(to_jsonl(new), f"{session.file} (messages {total - len(new) + 1}-{total})")
             _mark(state_dir, session, new, format_time(now_utc(now)))
             added = len(getattr(report, "written", []) or [])
             return Digested(session.id, len(new), added, report)

@@ -107,3 +107,26 @@ def test_no_llm_saves_messages_and_upkeep_says_it_skipped(tmp_path):
     assert len(v.session("voice").messages) == 1
     job = next(j for j in v.upkeep(now=T0 + timedelta(hours=1)).jobs if j.name == "session-digest")
     assert job.did == "1 session(s) due but no LLM is configured: skipped"
+
+
+def test_only_the_end_of_a_long_session_is_read_yet_every_new_message_is_sent(tmp_path):
+    """The new messages are looked for at the end of the file first, further back when they reach
+    further: 300 new messages of 200 characters all go to the digest, then only the next ones."""
+    from memkit.sessions import Sessions
+    from memkit.session_digest import digest_new
+
+    v = Vault.init(tmp_path / "v", profile=False)
+    v.create_session(session_id="voice", now=T0)
+    for i in range(300):
+        v.save_message("voice", "user", f"{i:03d} " + "x" * 196, now=T0 + timedelta(seconds=i))
+    sent: list[tuple[str, str]] = []
+    sessions = Sessions(v.root, v.store.state_dir, v.config)
+    done = digest_new(sessions, v.store.state_dir, "voice", 2, lambda text, name: sent.append((text, name)))
+    assert done is not None and done.messages == 300
+    assert sent[0][1] == "sessions/2026-11-24-voice.md (messages 1-300)" and sent[0][0].count("\n") == 300
+    v.save_message("voice", "user", "the 301st", now=T0 + timedelta(hours=1))
+    assert digest_new(sessions, v.store.state_dir, "voice", 2, lambda t, n: sent.append((t, n))) is None
+    v.save_message("voice", "assistant", "the 302nd", now=T0 + timedelta(hours=1))
+    digest_new(sessions, v.store.state_dir, "voice", 2, lambda t, n: sent.append((t, n)))
+    assert sent[1] == ('{"role": "user", "content": "the 301st"}\n{"role": "assistant", "content": "the 302nd"}\n',
+                       "sessions/2026-11-24-voice.md (messages 301-302)")

@@ -270,3 +270,15 @@ def test_a_session_first_seen_after_a_week_goes_straight_to_its_core(tmp_path):
         assert "TP 571 on March 3rd at 09:05" in last_user_message(fake.requests[0])
     assert v.session("lisbon").stage == "core"
     assert [m.content for m in v.raw_session("lisbon").messages] == [t for _, t in CHAT]
+
+
+def test_an_aged_conversation_is_still_found_by_its_summary(tmp_path):
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake)
+        chat(v)
+        before = v.search_sessions("TAP flight TP 571", k=1)[0]
+        assert (before.session, before.role) == ("lisbon", "assistant")  # the message itself
+        job(v, T0 + timedelta(days=3, hours=1))
+    hits = v.search_sessions("TAP flight TP 571", k=3)
+    assert hits[0].session == "lisbon" and hits[0].role == "summary"
+    assert hits[0].text.startswith("Maya plans a week in Lisbon in March")

@@ -58,6 +58,8 @@ step memkit session export lisbon
 echo; echo "--- memory that ages: the pinned profile, follow-ups, edits with history, expiry ---"
 step memkit context "any idea what I could cook tonight?" --budget 450
 step memkit add "Ask how the job interview at Acme went" --due "$(date +%F)" --topic work
+echo "(tomorrow at 10:00, a day after the last conversation: a good moment to ask; the LLM drafts the line)"
+step memkit proactive --at "$(date -d tomorrow '+%F 10:00')"
 step memkit context "hi!" --session later --budget 700
 step memkit pending
 followup=$(memkit pending --json | python -c "import json,sys; print(json.load(sys.stdin)[0]['id'])")
@@ -71,6 +73,18 @@ step tail -n 1 "$work/vault/topics/work.md"
 step memkit tidy --dry-run
 step memkit tidy
 step memkit stats
+echo; echo "--- conversations that age: the Lisbon talk at day 3 (a summary) and day 7 (a core memory), on a faked clock ---"
+step memkit session add lisbon user "I'm a bit nervous, honestly: my first trip alone since the move, and my Portuguese is rusty. But I'd love to see the tiles in the Museu do Azulejo and hear fado one evening."
+step memkit session add lisbon assistant "That sounds lovely. Noted: the Museu do Azulejo and a fado evening in Alfama; the good fado houses take bookings a week ahead, I'll remind you."
+step memkit session add lisbon user "Yes please. Somewhere small, with a terrace if possible, and not on a street with trams at night: I sleep badly with noise."
+step memkit upkeep --at "$(date -d '+4 days' '+%F 00:00')"
+step memkit session show lisbon
+step memkit upkeep --at "$(date -d '+8 days' '+%F 00:00')"
+step memkit session show lisbon
+step memkit session list
+step ls "$work/vault/sessions/archive/raw/"
+step bash -c "grep -c '^### \\(user\\|assistant\\)' '$work'/vault/sessions/archive/raw/*-lisbon.md"
+echo "(the raw conversation, every message, is kept: \`memkit session show lisbon --raw\`)"
 echo; echo "--- git: two clones of the vault add at the same time, then merge by themselves ---"
 export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME=demo GIT_COMMITTER_EMAIL=demo@example.com
 g() { git -c init.defaultBranch=main -c pull.rebase=false -c advice.detachedHead=false "$@"; }

@@ -130,21 +130,33 @@ def list_cmd(ctx: click.Context, archived: bool, json_: bool) -> None:
         click.echo("no archived sessions" if archived else "no sessions yet: `memkit session new` starts one", err=True)
         return
     for i in infos:
-        click.echo(f"{i.id:<10} {_when(i.updated)}  {_plural(i.messages, 'message'):<12}  {i.title}")
+        stage = f"  ({i.stage})" if i.stage else ""
+        click.echo(f"{i.id:<10} {_when(i.updated)}  {_plural(i.messages, 'message'):<12}  {i.title}{stage}")
 
 
 @session_group.command("show")
 @click.argument("session_id", metavar="ID")
+@click.option("--raw", is_flag=True, help="A conversation that aged: its raw conversation (sessions/archive/raw/).")
 @_json_option
 @click.pass_context
-def show(ctx: click.Context, session_id: str, json_: bool) -> None:
-    """The whole conversation (the file as it is; --json: parsed)."""
+def show(ctx: click.Context, session_id: str, raw: bool, json_: bool) -> None:
+    """The whole conversation (the file as it is; --json: parsed).
+
+    A conversation that aged (`memkit upkeep`: a summary after session_summary_days, a core
+    memory after session_core_days) shows its stage text; --raw shows the raw conversation kept in
+    sessions/archive/raw/ (--json: with the messages saved since).
+    """
     vault = _vault(ctx)
-    conv = vault.session(session_id)
+    conv = vault.raw_session(session_id) if raw else vault.session(session_id)
     if json_:
         _echo_json(conv.to_dict())
         return
     click.echo((vault.root / conv.file).read_text(encoding="utf-8"), nl=False)
+    if raw:
+        live = vault.session(session_id)
+        since = len(live.messages) if conv.file != live.file else 0
+        if since:
+            click.echo(f"({_plural(since, 'message')} saved since: `memkit session show {conv.id}`)", err=True)
 
 
 @session_group.command("load")

@@ -296,6 +296,14 @@ upkeep_hour: 4
 session_strategy: simple
 session_keep_recent: 6
 
+# Conversations that age (`memkit upkeep`, with an LLM): a session idle this many days becomes a
+# summary with key points and emotional highlights, then a core memory of 100-200 characters
+# (0: never). The raw conversation is kept in sessions/archive/raw/. A session that never goes
+# idle is digested into memories every digest_every_messages new messages (0: never).
+session_summary_days: 3
+session_core_days: 7
+digest_every_messages: 0
+
 # `memkit proactive`: never a follow-up during these hours ("22:00-07:30"; empty: none), nor
 # within this many hours of the last conversation.
 quiet_hours: ""
@@ -334,6 +342,9 @@ class Config:
     upkeep_hour: int = 4  #: `memkit watch` runs `memkit upkeep` once a day, from this hour (0-23)
     session_strategy: str = "simple"  #: simple, summary or hybrid (see memkit.session_window)
     session_keep_recent: int = 6  #: hybrid: the most newest messages kept verbatim
+    session_summary_days: int = 3  #: an idle session becomes a summary after this many days (0: never)
+    session_core_days: int = 7  #: … and a core memory after this many (0: never)
+    digest_every_messages: int = 0  #: digest a session every this many new messages (0: never)
     quiet_hours: str = ""  #: "22:00-07:30": when `memkit proactive` never says now ("": none)
     proactive_gap_hours: float = 4  #: a follow-up waits this long after the last conversation
     serve: ServeSettings = field(default_factory=ServeSettings)  #: `memkit serve`'s host, port, token variable
@@ -350,6 +361,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "profile_max_entries": (int,),
     "session_strategy": (str,),
     "session_keep_recent": (int,),
+    "session_summary_days": (int,),
+    "session_core_days": (int,),
+    "digest_every_messages": (int,),
     "quiet_hours": (str,),
     "distill_after": (int,),
     "distill_apply": (bool,),
@@ -440,7 +454,8 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             raise ConfigError(f"{source}: {key} must be at least 1, got {value}")
         if key == "quiet_hours" and value.strip() and parse_quiet_hours(value) is None:
             raise ConfigError(f"{source}: {key} must be like \"22:00-07:30\" (or empty), got {value!r}")
-        if key in ("session_timeout_minutes", "proactive_gap_hours", "distill_after") and value < 0:
+        if key in ("session_timeout_minutes", "proactive_gap_hours", "distill_after", "session_summary_days",
+                   "session_core_days", "digest_every_messages") and value < 0:
             raise ConfigError(f"{source}: {key} must be 0 or more, got {value}")
         if key == "upkeep_hour" and not 0 <= value <= 23:
             raise ConfigError(f"{source}: {key} must be an hour from 0 to 23, got {value}")

@@ -62,6 +62,41 @@ def append_bytes(path: Path, data: bytes | Callable[[bytes], bytes]) -> None:
         f.append(data)
 
 
+
+def append_guarded(path: Path, data: bytes | Callable[[bytes], bytes], timeout: float = 30.0) -> None:
+    """:func:`append_bytes` for a file that :func:`replace_guarded` may rewrite: the append holds a
+    shared lock on the file while it writes, and when the file was replaced while it waited for
+    that lock it opens the new one, so an append made during a rewrite lands in the new file.
+
+    :raises OSError, NotRegularFile: as :func:`append_bytes`.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        with AppendFile(path) as f:
+            _lock_fd(f.fileno(), path, shared=True, deadline=deadline)
+            if os.fstat(f.fileno()).st_ino == os.stat(path).st_ino:  # still the file at ``path``
+                f.append(data)
+                return
+        # replaced while we waited (our lock goes with the descriptor): append to the new file
+
+
+def replace_guarded(path: Path, data: bytes, base: bytes, stamp: Stamp | None, timeout: float = 30.0) -> None:
+    """:func:`replace_checked` holding an exclusive lock on the file: an :func:`append_guarded`
+    made meanwhile either came before (and is carried into the new file) or waits and then goes
+    to the new file; none is lost.
+
+    :raises FileChanged: the file was edited (not only appended to) since it was read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise FileChanged(f"{path.name} was deleted while memkit was rewriting it; nothing was written") from None
+    try:
+        _lock_fd(fd, path, shared=False, deadline=time.monotonic() + timeout)
+        replace_checked(path, data, base, stamp)
+    finally:
+        os.close(fd)  # releases the lock
+
 class AppendFile:
     """A regular file opened once (``O_RDWR | O_APPEND``, never blocking) to read it and then append
     to it: what :meth:`memkit.store.Store.add` does with a topic, in one open.
@@ -107,6 +142,9 @@ class AppendFile:
         while view:
             view = view[os.write(self._fd, view):]
         os.fsync(self._fd)
+
+    def fileno(self) -> int:
+        return self._fd
 
     def close(self) -> None:
         os.close(self._fd)
@@ -427,6 +465,19 @@ if os.name == "posix":
     def _release(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
+    def _lock_fd(fd: int, path: Path, *, shared: bool, deadline: float) -> None:
+        """A lock on an open file (released when it is closed), waiting until ``deadline``."""
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise VaultLocked(f"{path.name}: still locked by another memkit process") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+
 else:  # pragma: no cover - Windows
     import msvcrt  # type: ignore[import-not-found,unused-ignore]
 
@@ -444,6 +495,9 @@ else:  # pragma: no cover - Windows
     def _release(fd: int) -> None:
         os.lseek(fd, 0, 0)
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined,unused-ignore]
+
+    def _lock_fd(fd: int, path: Path, *, shared: bool, deadline: float) -> None:
+        """No file locks here: a rewrite's salvage (replace_checked) carries what was appended."""
 
 
 def describe_os_error(exc: OSError, what: str) -> MemkitError:

@@ -34,10 +34,11 @@ import logging
 import traceback
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any, Callable
 from urllib.parse import quote, unquote
 
-from memkit import MemkitError, TopicNotFound, Vault, __version__
+from memkit import InvalidValue, MemkitError, TopicNotFound, Vault, __version__
 from memkit.limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SESSION_MESSAGE_CHARS, MAX_TRANSCRIPT_BYTES
 
 try:  # the tools' argument constraints; pydantic comes with the MCP SDK, the only reader of them
@@ -184,6 +185,27 @@ TOOLS: dict[str, dict[str, Any]] = {
                         "session (id), title, time, role, text, score, file, line."),
         "annotations": _READ,
     },
+    "proactive": {
+        "title": "Is now a good moment to follow up?",
+        "description": (
+            "Whether now is a good moment to bring up something the user left open (a follow-up that is due, "
+            "overdue or urgent), which one, and how: never during the vault's quiet hours, nor soon after the "
+            "last conversation. Call it when a conversation starts or when the assistant could speak first. "
+            "Returns now (true: raise it now), reason (one line), follow_up (id, text, topic, due, urgency), "
+            "question (the suggested question) and opening (a drafted opening line when an LLM is configured; "
+            "else null: ask the question)."),
+        "annotations": dict(_READ, open_world_hint=True),
+    },
+    "run_upkeep": {
+        "title": "Run the scheduled upkeep",
+        "description": (
+            "Run memkit's scheduled jobs now, as `memkit upkeep` does (the watcher runs them once a day): "
+            "expired memories to archive.md, saved conversations digested every digest_every_messages, idle "
+            "conversations condensed to a summary (day 3) and a core memory (day 7) with the raw kept in "
+            "sessions/archive/raw/, old sessions archived, the profile re-distilled when due. Slow when an LLM "
+            "is configured. Returns at and jobs [{job, did (one line), changed}]."),
+        "annotations": dict(_WRITE, idempotent_hint=True, open_world_hint=True),
+    },
     "digest_transcript": {
         "title": "Digest a conversation",
         "description": (
@@ -219,6 +241,15 @@ class Outcome:
 
     text: str
     structured: dict[str, Any] | None = None
+
+
+def _moment(at: str | None) -> datetime | None:
+    if at is None or not at.strip():
+        return None
+    try:
+        return datetime.fromisoformat(at.strip())
+    except ValueError:
+        raise InvalidValue(f"at must be like '2026-11-28 09:00', got {at!r}") from None
 
 
 def _as_json(data: Any) -> str:
@@ -374,6 +405,25 @@ class Memory:
     ) -> Outcome:
         hits = [h.to_dict() for h in self.vault.search_sessions(query, k=k, session=session)]
         return Outcome(_as_json(hits), {"hits": hits})
+
+    def proactive(
+            self,
+            at: Annotated[str | None, _text("The moment asked about, 'YYYY-MM-DD HH:MM' local time (default: now).",
+                                            40)] = None,
+    ) -> Outcome:
+        nudge = self.vault.proactive(now=_moment(at)).to_dict()
+        text = ("now: " if nudge["now"] else "not now: ") + nudge["reason"]
+        if nudge["follow_up"] is not None:
+            text += f"\nsay: {nudge['opening'] or nudge['question']}"
+        return Outcome(text, nudge)
+
+    def run_upkeep(
+            self,
+            at: Annotated[str | None, _text("Run as if at this moment, 'YYYY-MM-DD HH:MM' local time (default: "
+                                            "now).", 40)] = None,
+    ) -> Outcome:
+        report = (self.digest_vault or self.vault).upkeep(now=_moment(at))
+        return Outcome("\n".join(report.lines()), report.to_dict())
 
     def digest_transcript(
             self,
@@ -550,8 +600,9 @@ def build_server(memory: Memory) -> Any:
             return typed.call(name, arguments)
 
         try:
-            outcome = await run(work, digest=name == "digest_transcript")
-            if name == "digest_transcript" and not (arguments or {}).get("dry_run"):
+            slow = name in ("digest_transcript", "run_upkeep")  # the LLM at work: searches go on meanwhile
+            outcome = await run(work, digest=slow)
+            if slow and not (arguments or {}).get("dry_run"):
                 memory.vault.changed()  # the served Vault sees the digest's entries at once
         except Exception as exc:  # every failure is a tool error the model can read; the server goes on
             if isinstance(exc, MemkitError):

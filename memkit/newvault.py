@@ -28,6 +28,7 @@ GITATTRIBUTES_LINES = (
     "index.txt merge=union",
     "sessions/*.md merge=union",
     "sessions/archive/*.md merge=union",
+    "sessions/archive/raw/*.md merge=union",
 )
 
 

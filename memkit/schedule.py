@@ -3,6 +3,14 @@
 Jobs, in order, each reporting one line of what it did:
 
 - ``tidy``: expired entries move to archive.md (:func:`memkit.upkeep.tidy`).
+- ``session-digest``: a session with ``digest_every_messages`` new messages (memkit.yaml; 0: off)
+  is digested, only what the LLM has not seen (:mod:`memkit.session_digest`); so is a session about
+  to be compressed, whatever its count, so aging never drops what was not digested.
+- ``session-aging``: sessions idle ``session_summary_days`` become a summary, ``session_core_days``
+  a core memory; the raw conversation is kept in ``sessions/archive/raw/``
+  (:mod:`memkit.session_aging`).
+- ``session-prune``: sessions idle longer than ``expire: conversation`` move to
+  ``sessions/archive/``.
 - ``distill``: after ``distill_after`` new conclusions (memkit.yaml; counted from the digests
   recorded in ``.memkit/digested.json`` since the last rewrite) the pinned profile is distilled
   again: written at once with ``distill_apply: true``, else kept as a proposal in
@@ -20,12 +28,15 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .digest import load_digested
 from .errors import LLMError, MemkitError
 from .fsutil import atomic_write, file_lock
 from .llm import LLM
+from .session_aging import age_sessions, due_stage
+from .session_digest import digest_new, new_messages
+from .sessions import Sessions
 from .store import Store
 from .upkeep import ChangeReport, distill, propose_profile, tidy
 
@@ -65,13 +76,22 @@ class UpkeepReport:
         return [f"{j.name}: {j.did}" for j in self.jobs]
 
 
-def run_upkeep(store: Store, llm: LLM | None, *, now: datetime | None = None) -> UpkeepReport:
-    """Run every scheduled job once (see the module docstring)."""
+def run_upkeep(store: Store, llm: LLM | None, *, now: datetime | None = None,
+               digest: Callable[[str, str], Any] | None = None) -> UpkeepReport:
+    """Run every scheduled job once (see the module docstring).
+
+    :param now: the moment (naive: local time).
+    :param digest: digests a session's new messages: called with (JSONL, a name); None: not done.
+    """
     now = (now or datetime.now()).replace(microsecond=0)
     report = UpkeepReport(now)
     with file_lock(store.state_dir / "upkeep.lock"):
         state = _load(store)
+        sessions = Sessions(store.root, store.state_dir, store.config)
         report.jobs.append(_tidy(store, now))
+        report.jobs.append(_session_digest(store, sessions, llm, digest, now))
+        report.jobs.append(_session_aging(store, sessions, llm, now))
+        report.jobs.append(_session_prune(store, sessions, now))
         report.jobs.append(_distill(store, llm, now, state))
         state["last_run"] = now.strftime(TIME)
         _save(store, state)
@@ -93,6 +113,64 @@ def _tidy(store: Store, now: datetime) -> Job:
         return Job("tidy", "nothing has expired")
     return Job("tidy", f"{n} expired entr{'y' if n == 1 else 'ies'} moved to archive.md", True,
                {"expired": [dict(e.to_dict(), reason=r) for e, r in report.expired]})
+
+
+def _session_digest(store: Store, sessions: Sessions, llm: LLM | None, digest: Callable[[str, str], Any] | None,
+                    now: datetime) -> Job:
+    every = store.config.digest_every_messages
+    if every <= 0:
+        return Job("session-digest", "off (digest_every_messages: 0)")
+    config = store.config
+    due: list[tuple[str, bool]] = []
+    for path in sessions.paths():
+        try:
+            session = sessions.load_path(path)
+        except MemkitError:
+            continue
+        new = new_messages(store.state_dir, session)
+        aging = due_stage(session, now.astimezone(), config.session_summary_days, config.session_core_days)
+        if len(new) >= every or (new and aging is not None):
+            due.append((session.id, len(new) < every))
+    if not due:
+        return Job("session-digest", f"no session has {every} new messages")
+    if llm is None or digest is None:
+        return Job("session-digest", f"{len(due)} session(s) due but no LLM is configured: skipped")
+    done: list[dict[str, Any]] = []
+    failed: list[str] = []
+    for sid, force in due:
+        try:
+            result = digest_new(sessions, store.state_dir, sid, every, digest, force=force, now=now.astimezone())
+        except (LLMError, MemkitError) as exc:
+            failed.append(f"{sid}: {exc}")
+            continue
+        if result is not None:
+            done.append(result.to_dict())
+    did = ", ".join(f"{d['session']} ({d['messages']} new messages, {d['added']} memories)" for d in done)
+    did = f"digested {did}" if done else "nothing digested"
+    if failed:
+        did += f"; failed: {failed[0]}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
+    return Job("session-digest", did, bool(done), {"digested": done})
+
+
+def _session_aging(store: Store, sessions: Sessions, llm: LLM | None, now: datetime) -> Job:
+    config = store.config
+    result = age_sessions(sessions, llm, now=now.astimezone(), summary_days=config.session_summary_days,
+                          core_days=config.session_core_days, lock=store.lock())
+    return Job("session-aging", result.line(), bool(result.done),
+               {"compressed": result.done, "due": result.due, "too_short": result.short,
+                "failed": [{"file": f, "why": w} for f, w in result.failed]})
+
+
+def _session_prune(store: Store, sessions: Sessions, now: datetime) -> Job:
+    with store.lock():
+        pruned = sessions.prune(now=now.astimezone())
+    if pruned.days is None:
+        return Job("session-prune", "off (expire: conversation: never)")
+    n = len(pruned.sessions)
+    if not n:
+        return Job("session-prune", f"no session idle over {pruned.days} days")
+    return Job("session-prune", f"{n} session{'' if n == 1 else 's'} idle over {pruned.days} days moved to "
+               "sessions/archive/", True, {"pruned": [i.to_dict() for i in pruned.sessions]})
 
 
 def _distill(store: Store, llm: LLM | None, now: datetime, state: dict[str, Any]) -> Job:

@@ -27,10 +27,12 @@ The format (a person reads it in any editor; git merges two clones' appends with
     ### summary · 2026-11-25T08:00:00Z · of=summary · covers=40 · sha=9b1e0c2d4a7f
     Ana is planning a March trip to Lisbon...
 
-- The header is YAML frontmatter written once, when the session is created; memkit never rewrites
-  it (``updated`` is the time of the last message, so appends never touch the header). Unknown
-  keys a person adds are kept and shown as metadata; ``stage:`` is reserved for conversations
-  that age (their compression stage).
+- The header is YAML frontmatter written once, when the session is created (``updated`` is the
+  time of the last message, so appends never touch the header). Unknown keys a person adds are
+  kept and shown as metadata. A conversation that ages (:mod:`memkit.session_aging`) is rewritten
+  once per stage: its header gains ``stage`` (summary or core), ``stage_at``, ``stage_ratio``,
+  ``raw`` (where the raw conversation is kept) and ``updated`` (its last message's time), and
+  its messages give way to one ``of=stage`` summary block (:func:`restage`).
 - Each message is a block: a heading ``### ROLE · TIME`` (role user, assistant, system or tool; time
   in UTC, ISO 8601) with optional ``· important`` (kept verbatim by the hybrid strategy) and
   ``· name=NAME`` (a tool's or speaker's name), then the content as written. A content line that
@@ -41,7 +43,7 @@ The format (a person reads it in any editor; git merges two clones' appends with
   It is used only while those messages are unchanged (a person's edit of any of them makes the
   hash differ, and the next load that needs a summary computes and appends a new one).
 - Every message is one ``O_APPEND`` write, so writers appending at once lose nothing; a session
-  file is created atomically and never replaced. Two clones appending to the same session merge
+  file is created atomically and replaced only when it ages. Two clones appending to the same session merge
   with ``sessions/*.md merge=union`` (both sides' blocks kept); messages are read in time order.
 - Pruned sessions move to ``sessions/archive/`` (tracked, readable, restorable with ``mv``).
 
@@ -65,12 +67,14 @@ from .safeyaml import YamlError, load_yaml
 __all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "is_session_filename", "ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
            "parse_session", "parse_session_tail", "parse_blocks", "render_header", "render_message", "render_summary",
            "message_rows", "locate_row", "format_time", "parse_time", "now_utc", "time_key", "check_session_id",
-           "check_role", "messages_sha"]
+           "check_role", "messages_sha", "restage", "STAGE", "STAGE_KEYS"]
 
 SESSIONS_DIR = "sessions"  #: the folder of session files, in the vault
 ARCHIVE_DIR = "archive"  #: pruned sessions, under SESSIONS_DIR
 ROLES = ("user", "assistant", "system", "tool")
 SUMMARY = "summary"
+STAGE = "stage"  #: a summary block's ``of=`` when it holds an aged conversation's stage text
+STAGE_KEYS = ("stage", "stage_at", "stage_ratio", "raw", "updated")  #: the header keys aging writes
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 NAME_RE = re.compile(r"^(\d{4}-\d\d-\d\d)-(.+)\.md$")
 _TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -158,17 +162,29 @@ class Session:
     user: str | None = None
     tags: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)  #: the header's ``metadata:`` and unknown keys
-    stage: str | None = None  #: reserved: a conversation's aging stage (raw when absent)
+    stage: str | None = None  #: its aging stage: None (raw), ``summary`` or ``core`` (:mod:`memkit.session_aging`)
     summaries: list[SessionSummary] = field(default_factory=list)
     archived: bool = False  #: it lies in sessions/archive/ (pruned)
+    stage_at: str | None = None  #: when it reached its stage
+    stage_ratio: float | None = None  #: the stage text's size over the raw conversation's
+    raw: str | None = None  #: where its raw conversation is kept (relative to the vault)
+    active: str | None = None  #: the header's ``updated``: its last message's time when it was compressed
 
     @property
     def updated(self) -> str:
-        """The time of the last message (the creation time while it has none)."""
-        if not self.messages:
-            return self.created
-        last = self.messages[-1].time  # messages are in time order
-        return self.created if _before(self.created, last) else last
+        """The time of the last message (the creation time while it has none; a compressed
+        session's header keeps the time of the messages it condensed)."""
+        latest = self.created
+        for time in (self.active, self.messages[-1].time if self.messages else None):  # messages: in time order
+            if time and _before(time, latest):
+                latest = time
+        return latest
+
+    @property
+    def stage_block(self) -> SessionSummary | None:
+        """The text its stage condensed the conversation into (the newest ``of=stage`` block)."""
+        blocks = [s for s in self.summaries if s.strategy == STAGE]
+        return blocks[-1] if blocks else None
 
     @property
     def display_title(self) -> str:
@@ -180,12 +196,13 @@ class Session:
 
     def info(self, size: int = 0) -> "SessionInfo":
         return SessionInfo(self.id, self.file, self.display_title, self.created, self.updated, len(self.messages),
-                           self.user, list(self.tags), size, self.archived)
+                           self.user, list(self.tags), size, self.archived, self.stage)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "file": self.file, "title": self.title, "created": self.created,
                 "updated": self.updated, "system": self.system, "user": self.user, "tags": self.tags,
-                "metadata": self.metadata, "stage": self.stage, "archived": self.archived,
+                "metadata": self.metadata, "stage": self.stage, "stage_at": self.stage_at,
+                "stage_ratio": self.stage_ratio, "raw": self.raw, "archived": self.archived,
                 "messages": [m.to_dict() for m in self.messages]}
 
 
@@ -203,11 +220,12 @@ class SessionInfo:
     tags: list[str] = field(default_factory=list)
     bytes: int = 0
     archived: bool = False
+    stage: str | None = None  #: its aging stage (None: raw)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "file": self.file, "title": self.title, "created": self.created,
                 "updated": self.updated, "messages": self.messages, "user": self.user, "tags": self.tags,
-                "bytes": self.bytes, "archived": self.archived}
+                "bytes": self.bytes, "archived": self.archived, "stage": self.stage}
 
 
 @dataclass
@@ -451,7 +469,7 @@ def _session(data: dict[str, Any], messages: list[SessionMessage], summaries: li
              session_id: str, archived: bool) -> Session:
     if any(_before(a.time, b.time) for a, b in zip(messages, messages[1:])):
         messages.sort(key=lambda m: time_key(m.time))
-    known = ("id", "created", "title", "system", "user", "tags", "metadata", "stage", "updated")
+    known = ("id", "created", "title", "system", "user", "tags", "metadata") + STAGE_KEYS
     metadata = dict(data.get("metadata") or {}) if isinstance(data.get("metadata"), dict) else {}
     metadata.update({k: v for k, v in data.items() if k not in known})
     tags = data.get("tags") or []
@@ -459,7 +477,37 @@ def _session(data: dict[str, Any], messages: list[SessionMessage], summaries: li
     return Session(session_id, file, _as_text(data.get("title")), created, messages,
                    system=_as_text(data.get("system")), user=_as_text(data.get("user")),
                    tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
-                   metadata=metadata, stage=_as_text(data.get("stage")), summaries=summaries, archived=archived)
+                   metadata=metadata, stage=_as_text(data.get("stage")), summaries=summaries, archived=archived,
+                   stage_at=_as_text(data.get("stage_at")), stage_ratio=_as_ratio(data.get("stage_ratio")),
+                   raw=_as_text(data.get("raw")), active=_as_text(data.get("updated")))
+
+
+def _as_ratio(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def restage(text: str, file: str, fields: Mapping[str, str], block: SessionSummary) -> str:
+    """A session file's text rewritten for an aging stage: its header with ``fields`` (the
+    :data:`STAGE_KEYS`, one line each, replacing earlier ones; every other line kept as written),
+    the lines before its first block (the ``# title``), then ``block`` alone: the messages and
+    earlier blocks go (the caller kept them in the raw conversation).
+
+    :raises MemkitError: a header that cannot be read."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    _, body = _header(text, file)
+    if body == 0:  # no header: one is made
+        head, preamble = f"---\nid: {file.rsplit('/', 1)[-1][11:-3]}\n---\n", text
+    else:
+        head, preamble = text[:body], text[body:]
+    first = next(iter(_heads(preamble, 0)), None)
+    preamble = preamble[:first.start()] if first is not None else preamble
+    lines = head.splitlines(keepends=True)
+    closing = max(i for i, line in enumerate(lines) if line.rstrip() == "---")
+    kept = [line for line in lines[1:closing] if line.split(":", 1)[0].strip() not in STAGE_KEYS
+            or line[:1] in (" ", "\t")]
+    added = [f"{key}: {value}\n" for key, value in fields.items()]
+    return "".join([lines[0], *kept, *added, *lines[closing:]]) + preamble.rstrip("\n") + "\n" + render_summary(block)
 
 
 # ---- the seam for the search index -------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import InvalidValue, MemkitError, TopicNotFound
 from .search import Searcher
-from .session_format import locate_row
+from .session_format import SUMMARY, locate_row
 from .sessions import Sessions
 
 __all__ = ["SessionHit", "SessionSearch"]
@@ -104,10 +104,14 @@ class SessionSearch:
             self._parsed[str(path)] = held
         conv = held[1]
         message = locate_row(conv, line)
-        if message is None:
-            return None
-        return SessionHit(conv.id, conv.file, line, message.time, message.role, message.content, 0.0, 0.0, 0.0,
-                          conv.display_title)
+        if message is not None:
+            return SessionHit(conv.id, conv.file, line, message.time, message.role, message.content, 0.0, 0.0, 0.0,
+                              conv.display_title)
+        stage = conv.stage_block  # an aged conversation: its summary or core memory
+        if stage is not None and stage.line == line:
+            return SessionHit(conv.id, conv.file, line, stage.time, SUMMARY, stage.text, 0.0, 0.0, 0.0,
+                              conv.display_title)
+        return None
 
     def locate(self, path: Path, line: int) -> SessionHit | None:
         """An index row ``(path, line)`` back to its session and message (None: the file changed)."""

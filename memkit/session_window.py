@@ -14,7 +14,8 @@ strategies of :meth:`memkit.Vault.recent_messages`.
   verbatim wherever they are, only routine exchanges are summarised, and at most ``keep_recent``
   newest messages are kept verbatim.
 
-With no LLM, ``summary`` and ``hybrid`` use a cached summary when a valid one exists and otherwise
+A session that aged (:mod:`memkit.session_aging`) starts with its stage text, after the system
+prompt. With no LLM, ``summary`` and ``hybrid`` use a cached summary when a valid one exists and otherwise
 fall back to windowing (``hybrid`` still keeps the system and important messages); the result says
 so in :attr:`Window.note`. Tokens are estimated at ~4 characters each, plus 4 per message.
 """
@@ -41,6 +42,7 @@ SUMMARY_SHARE = 4  #: a summary may take up to 1/SUMMARY_SHARE of the budget …
 SUMMARY_MAX_TOKENS = 600  #: … and at most this many tokens
 CHUNK_CHARS = 24_000  #: the LLM reads older messages this much at a time
 PREFIX = "Previous context (a summary of the earlier conversation):\n"
+STAGE_PREFIX = "Earlier in this conversation (what is remembered of it):\n"
 
 SUMMARY_PROMPT = """\
 You condense the earlier part of a conversation between a user and an assistant into a short note \
@@ -169,6 +171,9 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
     head: list[SessionMessage] = []
     if session.system:
         head.append(SessionMessage("system", session.system, session.created))
+    aged = session.stage_block
+    if aged is not None:  # an aged conversation continued: what is remembered of it comes first
+        head.append(SessionMessage("system", f"{STAGE_PREFIX}{aged.text}", aged.time))
     budget = max_tokens - sum(estimate_tokens(m) for m in head)
     if budget <= 0:  # the system prompt alone fills the budget: it is still sent, nothing else
         return Window(session.id, head, strategy, strategy, max_tokens - budget, max_tokens,

@@ -2,7 +2,10 @@
 and pruned, one file each (the format: :mod:`memkit.session_format`).
 
 - Every message is one ``O_APPEND`` write, so writers appending at once lose nothing; a session
-  file is created atomically and never replaced or rewritten by memkit.
+  file is created atomically and never replaced or rewritten by memkit, except when it ages
+  (:mod:`memkit.session_aging`): its raw conversation is first kept in ``sessions/archive/raw/``,
+  then the file is replaced atomically holding its lock, which every append takes too (shared),
+  so a message saved meanwhile lands in the new file.
 - Nothing is followed out of the vault: a ``sessions/`` that is a symlink leading outside, and a
   session file that is a symlink, are refused.
 - Listing caches what it read of each file by its stat in ``.memkit/session-list.json``.
@@ -25,7 +28,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from .config import Config
 from .errors import InvalidValue, MemkitError, SessionNotFound
 from .limits import MAX_SESSION_MESSAGE_CHARS
-from .fsutil import NotRegularFile, append_bytes, atomic_write, describe_os_error, read_head, read_regular
+from .fsutil import (FileChanged, NotRegularFile, append_guarded, atomic_write, describe_os_error, read_head,
+                     read_regular, replace_guarded, stamp_of)
 from .session_format import (
     ARCHIVE_DIR,
     NAME_RE,
@@ -53,6 +57,7 @@ log = logging.getLogger("memkit")
 __all__ = ["SESSIONS_DIR", "Sessions"]
 
 MAX_SESSION_BYTES = 256 * 1024 * 1024  #: a session file is read up to this size
+RAW_DIR = "raw"  #: under sessions/archive/: the raw conversations of aged sessions
 LIST_CACHE = "session-list.json"  #: under .memkit/: what listing read of each file, by its stat
 
 
@@ -328,13 +333,76 @@ class Sessions:
         try:
             if path.is_symlink():
                 raise NotRegularFile("is a symlink; memkit does not follow it")
-            append_bytes(path, lambda last: data if last in (b"", b"\n") else b"\n" + data)
+            append_guarded(path, lambda last: data if last in (b"", b"\n") else b"\n" + data)
         except NotRegularFile as exc:
             raise MemkitError(f"{self.rel(path)} {exc}; memkit will not write to it") from None
         except FileNotFoundError:
             raise SessionNotFound(f"{self.rel(path)} is gone") from None
         except OSError as exc:
             raise describe_os_error(exc, self.rel(path)) from exc
+
+    # -- aging (memkit.session_aging): the raw conversation kept, the file rewritten
+    def read_for_rewrite(self, path: Path) -> tuple[bytes, tuple[int, int, int]]:
+        """A session file's bytes and stamp, for :meth:`rewrite`."""
+        try:
+            if path.is_symlink():
+                raise NotRegularFile("is a symlink; memkit does not follow it")
+            data, st = read_regular(path, MAX_SESSION_BYTES)
+        except NotRegularFile as exc:
+            raise MemkitError(f"{self.rel(path)} {exc}") from None
+        except FileNotFoundError:
+            raise SessionNotFound(f"{self.rel(path)} is gone") from None
+        except OSError as exc:
+            raise MemkitError(f"{self.rel(path)}: cannot read: {exc.strerror or exc}") from None
+        return data, stamp_of(st)
+
+    def rewrite(self, path: Path, data: str, base: bytes, stamp: tuple[int, int, int]) -> None:
+        """Replace a session file atomically with ``data`` (computed from ``base``), holding the
+        file's lock: messages appended meanwhile are carried into the new file, never lost.
+
+        :raises MemkitError: the file was edited (not only appended to) since it was read."""
+        try:
+            replace_guarded(path, data.encode("utf-8", errors="surrogatepass"), base, stamp)
+        except FileChanged as exc:
+            raise MemkitError(f"{self.rel(path)}: {exc}") from None
+        except OSError as exc:
+            raise describe_os_error(exc, self.rel(path)) from exc
+        self._listing = None
+
+    def raw_path(self, path: Path) -> Path:
+        """Where the raw conversation of the session file ``path`` is kept once it ages:
+        ``sessions/archive/raw/<its name>``."""
+        return self.archive_dir / RAW_DIR / path.name
+
+    def keep_raw(self, path: Path, base: bytes, messages: Sequence[SessionMessage]) -> Path:
+        """Keep the raw conversation before ``path`` is compressed: the first time, its file as it
+        is (``base``, byte for byte); later, the ``messages`` the raw file lacks, appended. Returns
+        the raw file."""
+        raw = self.raw_path(path)
+        try:
+            raw.parent.mkdir(parents=True, exist_ok=True)
+            if not raw.exists() and _create_exclusive(raw, base):
+                return raw
+            kept = {(m.role, m.time, m.content) for m in self.load_path(raw, archived=True).messages}
+            self.append_raw(raw, [render_message(m) for m in messages if (m.role, m.time, m.content) not in kept])
+        except OSError as exc:
+            raise describe_os_error(exc, self.rel(raw)) from exc
+        return raw
+
+    def load_raw(self, session: str) -> Session:
+        """A session's whole conversation: once it aged, its raw file's messages and those saved
+        since (in time order; the raw file's header); else the session as it is."""
+        path, archived = self.find(session)
+        live = self.load_path(path, archived)
+        raw = self.raw_path(path)
+        if not raw.is_file():
+            return live
+        whole = self.load_path(raw, archived=True)
+        kept = {(m.role, m.time, m.content) for m in whole.messages}
+        whole.messages += [m for m in live.messages if (m.role, m.time, m.content) not in kept]
+        whole.messages.sort(key=lambda m: time_key(m.time))
+        whole.archived = archived
+        return whole
 
     def add_summary(self, path: Path, summary: SessionSummary) -> None:
         """Cache a summary in the session's file (appended; see the module docstring)."""

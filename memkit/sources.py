@@ -20,7 +20,7 @@ from .errors import MemkitError, TopicNotFound, TopicParseError
 from .fsutil import read_regular
 from .layout import TopicFile
 from .names import topic_relpath
-from .session_format import NAME_RE, SESSIONS_DIR, is_session_filename, parse_session
+from .session_format import NAME_RE, SESSIONS_DIR, SUMMARY, is_session_filename, parse_session
 from .store import Store
 from .topic import MAX_TOPIC_BYTES, Entry, Topic, read_topic, text_hash
 
@@ -134,17 +134,21 @@ class SessionSource:
         m = NAME_RE.match(path.name)
         session = m.group(2) if m else name
         try:
-            messages = parse_session(text, rel, session).messages
+            conversation = parse_session(text, rel, session)
         except MemkitError as exc:
             raise TopicParseError(rel, str(exc)) from exc
         # "role: text", as conversations are ranked (speakers); the role is the entry's kind, the
-        # message's day its date (filters by role and day)
+        # message's day its date (filters by role and day). An aged conversation's stage text
+        # (its summary or core memory) is a row too, of role "summary"
+        rows = [(m.role, m.content, m.time, m.line) for m in conversation.messages]
+        stage = conversation.stage_block
+        if stage is not None:
+            rows.append((SUMMARY, stage.text, stage.time, stage.line))
         entries = []
-        for msg in messages:
-            if msg.content.strip():
-                body = f"{msg.role}: {msg.content}"
-                entries.append(Entry(body, session, rel, msg.line, msg.line, msg.role, (), msg.time[:10],
-                                     hash=text_hash(body)))
+        for role, content, time, line in sorted(rows, key=lambda r: r[3]):
+            if content.strip():
+                body = f"{role}: {content}"
+                entries.append(Entry(body, session, rel, line, line, role, (), time[:10], hash=text_hash(body)))
         day = m.group(1) if m else datetime.fromtimestamp(st.st_mtime).date().isoformat()
         return Topic(name, path, "", {"updated": day}, entries, 0, False,
                      stamp=(st.st_size, st.st_mtime_ns, st.st_ino))

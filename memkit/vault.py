@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the services: each is imported by the methods that use it (
     from .schedule import UpkeepReport
     from .session_format import PruneReport, Session, SessionInfo, SessionMessage
     from .session_io import Imported
+    from .session_digest import Digested
     from .session_search import SessionHit, SessionSearch
     from .session_window import Window
     from .sessions import Sessions
@@ -59,9 +60,8 @@ __all__ = ["Vault", "find_vault", "LLMChoice",
 #: None no LLM, or an LLM client
 LLMChoice = Union["LLM", None, Literal["auto"]]
 
-#: the names of ``__all__`` above that come from a service, by module: imported when first asked for
-#: (``from memkit.vault import merge_files``), so importing this module loads no service (issue 16.5:
-#: `memkit search` loads neither the digest, the LLM client, the sessions nor git's plumbing)
+#: the names of ``__all__`` that come from a service, imported when first asked for: importing this
+#: module loads no service (issue 16.5: `memkit search` loads no digest, LLM client or sessions)
 _LAZY = {"Captured": ".capture", "merge_files": ".gitsync", "Session": ".session_format",
          "SessionInfo": ".session_format", "SessionMessage": ".session_format", "PruneReport": ".session_format",
          "SessionHit": ".session_search", "Window": ".session_window", "Imported": ".session_io"}
@@ -252,10 +252,13 @@ class Vault:
         return report
 
     def upkeep(self, *, now: datetime | None = None, llm: LLMChoice = "auto") -> UpkeepReport:
-        """Run every scheduled job once: expiry tidy, the profile's re-distillation when due (see
-        :mod:`memkit.schedule`)."""
+        """Run every scheduled job once: expiry tidy, sessions digested every
+        ``digest_every_messages``, conversations aged (summary, core) and pruned, the profile's
+        re-distillation when due (see :mod:`memkit.schedule`)."""
         from .schedule import run_upkeep
-        report = run_upkeep(self.store, self._llm(llm), now=now)
+        client = self._llm(llm)
+        report = run_upkeep(self.store, client, now=now,
+                            digest=lambda text, name: self.digest_text(text, name=name, llm=client))
         if any(j.changed for j in report.jobs):
             self.changed()
         return report
@@ -411,6 +414,11 @@ class Vault:
         :raises SessionNotFound: none or several match."""
         return self._conversations.load(session_id)
 
+    def raw_session(self, session_id: str) -> Session:
+        """A session's whole raw conversation: once it aged (:mod:`memkit.session_aging`), the
+        messages kept in ``sessions/archive/raw/`` and those saved since; else the session."""
+        return self._conversations.load_raw(session_id)
+
     def create_session(self, *, system_prompt: str | None = None, title: str | None = None,
                        metadata: Mapping[str, Any] | None = None, user: str | None = None, tags: Sequence[str] = (),
                        session_id: str | None = None, now: datetime | None = None) -> Session:
@@ -423,8 +431,29 @@ class Vault:
     def save_message(self, session_id: str, role: str, content: str, *, important: bool = False,
                      name: str | None = None, now: datetime | None = None) -> SessionMessage:
         """Append a message (role user, assistant, system or tool) to a session: one ``O_APPEND``
-        write, so concurrent writers lose nothing. ``important`` keeps it verbatim in ``hybrid``."""
-        return self._conversations.append(session_id, role, content, important=important, name=name, now=now)
+        write, so concurrent writers lose nothing. ``important`` keeps it verbatim in ``hybrid``.
+
+        With ``digest_every_messages: N`` in memkit.yaml and an LLM configured, the N-th new message
+        digests the messages not digested yet (a failure is logged; the message is saved)."""
+        message = self._conversations.append(session_id, role, content, important=important, name=name, now=now)
+        every = self.config.digest_every_messages
+        if every > 0 and self.config.llm is not None:
+            from .session_digest import digest_quietly
+            digest_quietly(self._conversations, self.store.state_dir, session_id, every, self._digest_with(None))
+        return message
+
+    def digest_new_messages(self, session_id: str, *, llm: LLMChoice = "auto", force: bool = True) -> Digested | None:
+        """Digest the messages of a session the LLM has not seen yet (see
+        :mod:`memkit.session_digest`); ``force=False`` only when ``digest_every_messages`` are new.
+        None: nothing new (or another writer is digesting it now)."""
+        from .session_digest import digest_new
+        return digest_new(self._conversations, self.store.state_dir, session_id, self.config.digest_every_messages,
+                          self._digest_with(llm), force=force)
+
+    def _digest_with(self, llm: LLMChoice | None) -> Any:
+        """A session digest's callback: (JSONL, name) -> report (``llm`` None: memkit.yaml's)."""
+        chosen: LLMChoice = "auto" if llm is None else llm
+        return lambda text, name: self.digest_text(text, name=name, llm=chosen)
 
     def recent_messages(self, session_id: str, max_tokens: int = 4096, *, strategy: str | None = None,
                         llm: LLMChoice = "auto", keep_recent: int | None = None,
@@ -508,7 +537,6 @@ class Vault:
             try:
                 if self.config.embedder is not None and self.model is None:  # a server, unless a model is named
                     from .http_embed import HTTPEmbedder  # urllib's HTTP client: only for a server
-
                     chosen = HTTPEmbedder(self.config.embedder)
                 elif self.config.embedder is not None:
                     self.store.warn_once(f"both a model ({self.model}) and an embedder: are set; using the model")

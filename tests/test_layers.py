@@ -80,7 +80,7 @@ LAZY_MODULES = {
     "cli_search.py": {".cli_session"},  # `search --sessions` prints as `memkit session search`: not a plain search
     "vault.py": {".check", ".context", ".proactive", ".schedule", ".digest", ".gitsync", ".llm", ".split", ".upkeep",
                  ".transcript", ".capture", ".sessions", ".session_format", ".session_window", ".session_io",
-                 ".session_search", ".http_embed"},
+                 ".session_search", ".session_digest", ".http_embed"},
 }
 
 
@@ -121,7 +121,8 @@ def test_importing_memkit_has_no_side_effects(monkeypatch):
 
 #: what a search never needs: the digest and its LLM client, the sessions, capture, git, the servers
 NOT_FOR_SEARCH = ("memkit.digest", "memkit.digest_extract", "memkit.llm", "memkit.capture", "memkit.check",
-                  "memkit.sessions", "memkit.session_io", "memkit.session_window", "memkit.gitsync", "memkit.upkeep",
+                  "memkit.sessions", "memkit.session_io", "memkit.session_window", "memkit.session_digest",
+                  "memkit.session_aging", "memkit.gitsync", "memkit.upkeep",
                   "memkit.schedule", "memkit.split", "memkit.mcp_server", "memkit.http_api", "memkit.http_embed",
                   "memkit.watch", "memkit.cli_jobs", "memkit.cli_vault", "memkit.cli_memories", "memkit.cli_session",
                   "memkit.cli_serve", "http.client", "ssl",

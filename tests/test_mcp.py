@@ -18,7 +18,7 @@ mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip insta
 anyio = pytest.importorskip("anyio")
 
 from fake_llm import FakeLLM  # noqa: E402
-from memkit import Vault  # noqa: E402
+from memkit import MemkitError, Vault  # noqa: E402
 from memkit.cli import main  # noqa: E402
 from util import FakeEmbedder, vault_with, write  # noqa: E402
 
@@ -140,7 +140,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 assert list(tools) == ["search_memories", "add_memory", "forget_memory", "get_context",
                                        "list_topics", "read_topic", "recent_topics", "list_sessions",
                                        "start_session", "save_message", "load_session", "search_sessions",
-                                       "digest_transcript"]
+                                       "proactive", "run_upkeep", "digest_transcript"]
                 for tool in tools.values():
                     schema = tool.input_schema
                     assert schema["type"] == "object" and schema["additionalProperties"] is False
@@ -430,3 +430,28 @@ def test_session_tools_continue_yesterdays_conversation(tmp_path):
 
     anyio.run(scenario)
     assert [m.content for m in Vault(vault.root).session("yesterday").messages][-1] == "Which hotel did we pick?"
+
+
+def test_proactive_and_upkeep_tools(tmp_path):
+    """The proactive tool answers like `memkit proactive --json` for the moment given; run_upkeep
+    runs the scheduled jobs; a bad moment is one line."""
+    from memkit.mcp_server import ArgumentError, Memory, TypedTools
+
+    v = vault_with(tmp_path, {"life": "- [pending] Job interview at Acme (due 2026-11-27) "
+                                      "(ask: How did the Acme interview go?) (2026-11-24)\n"}, FakeEmbedder())
+    typed = TypedTools(Memory.open(v))
+    assert typed.schema("proactive")["properties"]["at"]["maxLength"] == 40
+    outcome = typed.call("proactive", {"at": "2026-11-28 10:00"})
+    assert outcome.text == "now: overdue: {} in life\nsay: How did the Acme interview go?".format(
+        outcome.structured["follow_up"]["id"])
+    assert outcome.structured["now"] is True and outcome.structured["opening"] is None
+    early = typed.call("proactive", {"at": "2026-11-20 10:00"})
+    assert early.structured["now"] is False and early.text.startswith("not now: nothing to follow up on")
+    with pytest.raises(MemkitError, match="at must be like '2026-11-28 09:00', got 'soon'"):
+        typed.call("proactive", {"at": "soon"})
+    with pytest.raises(ArgumentError):
+        typed.call("proactive", {"at": 5})
+    upkeep = typed.call("run_upkeep", {"at": "2026-11-28 10:00"})
+    assert [j["job"] for j in upkeep.structured["jobs"]] == ["tidy", "session-digest", "session-aging",
+                                                             "session-prune", "distill"]
+    assert "session-aging: no conversation is due" in upkeep.text.splitlines()

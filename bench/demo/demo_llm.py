@@ -27,6 +27,14 @@ CONCLUSIONS = [
     {"kind": "preference", "text": "Eats vegetarian Monday to Friday since September 2026; meat and fish "
                                    "only at weekends", "topic": None},
 ]
+# the Lisbon conversation of the demo and the README, as it ages
+SUMMARY = {"summary": "Maya plans a week in Lisbon in March, her first trip alone since the move.",
+           "key_points": ["TAP flight TP 571 booked: March 3rd, back on the 10th", "Wants a quiet hotel in Alfama",
+                          "Museu do Azulejo; a fado evening (book a week ahead)"],
+           "emotional_highlights": ["Nervous but excited: first trip alone"]}
+CORE = {"core": "Maya's March week in Lisbon: TAP TP 571 on March 3rd, a quiet hotel in Alfama, tiles and a "
+                "fado evening; her first trip alone.",
+        "clearly": ["the flight on March 3rd"], "vaguely": ["a hotel in Alfama"], "barely": ["which fado club"]}
 # which existing entries (by memkit id) each conclusion makes outdated
 UPDATES = {
     "Switched the sourdough starter": ["3e72b62d"],
@@ -37,6 +45,12 @@ UPDATES = {
 
 def answer(request: dict) -> str:
     prompt = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
+    if "starting a conversation with the user to follow up" in prompt:  # memkit proactive
+        return "Hey, I've been wondering since you mentioned it: how did the job interview at Acme go?"
+    if "keep only its core" in prompt:  # a conversation a week old (memkit upkeep: session-aging)
+        return json.dumps(CORE)
+    if "condense it into what is worth remembering" in prompt:  # three days old
+        return json.dumps(SUMMARY)
     if "condense the earlier part of a conversation" in prompt:  # a session's summary strategy
         return ("Maya is planning a week in Lisbon in March; the TAP flight TP 571 on March 3rd is booked "
                 "and she asked for a quiet hotel.")

@@ -12,19 +12,9 @@ import sys
 import click
 
 from .errors import MemkitError
-from .vault import Vault, find_vault
+from .cli_common import get_vault
 
 TOKEN_ENV = "MEMKIT_TOKEN"
-
-
-def _vault(ctx: click.Context) -> Vault:
-    """The group's vault (as the other commands get it: ``--vault``, ``$MEMKIT_VAULT``, the folders above)."""
-    obj = ctx.find_root().obj or {}
-    if "vault_obj" not in obj:
-        root = find_vault(obj.get("vault"), os.environ.get("MEMKIT_VAULT"))
-        obj["vault_obj"] = Vault(root, model=obj.get("model"))
-    vault: Vault = obj["vault_obj"]
-    return vault
 
 
 @click.command()
@@ -57,7 +47,7 @@ def serve(ctx: click.Context, host: str | None, port: int | None, token: str | N
       curl -s 'http://127.0.0.1:8765/search?q=rice&k=3'
       MEMKIT_TOKEN=s3cret memkit serve --host 0.0.0.0 --watch
     """
-    vault = _vault(ctx)
+    vault = get_vault(ctx)
     settings = vault.config.serve
     host = host or settings.host
     port = settings.port if port is None else port

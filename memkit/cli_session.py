@@ -2,34 +2,14 @@
 :class:`memkit.Vault`'s session verbs; see :mod:`memkit.sessions` for the file format)."""
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from .errors import InvalidValue, MemkitError
-from .vault import Vault, find_vault
-
-
-def _json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "json_", is_flag=True, help="Print JSON for scripts.")(fn)
-
-
-def _echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-
-
-def _vault(ctx: click.Context) -> Vault:
-    """The vault the `memkit` group names (the same object every command of one run uses)."""
-    obj = ctx.find_root().obj or {}
-    if "vault_obj" not in obj:
-        root = find_vault(obj.get("vault"), os.environ.get("MEMKIT_VAULT"))
-        obj["vault_obj"] = Vault(root, model=obj.get("model"))
-    vault: Vault = obj["vault_obj"]
-    return vault
+from .cli_common import echo_json, get_vault, json_option
 
 
 def _plural(n: int, one: str) -> str:
@@ -83,15 +63,15 @@ def session_group() -> None:
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="A tag (repeatable).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the id.")
-@_json_option
+@json_option
 @click.pass_context
 def new(ctx: click.Context, session_id: str | None, title: str | None, system_prompt: str | None, user: str | None,
         tags: tuple[str, ...], meta: tuple[str, ...], quiet: bool, json_: bool) -> None:
     """Start a conversation session: sessions/DAY-ID.md."""
-    conv = _vault(ctx).create_session(session_id=session_id, title=title, system_prompt=system_prompt, user=user,
+    conv = get_vault(ctx).create_session(session_id=session_id, title=title, system_prompt=system_prompt, user=user,
                                       tags=tags, metadata=_metadata(meta) or None)
     if json_:
-        _echo_json(conv.to_dict())
+        echo_json(conv.to_dict())
     elif quiet:
         click.echo(conv.id)
     else:
@@ -104,27 +84,27 @@ def new(ctx: click.Context, session_id: str | None, title: str | None, system_pr
 @click.argument("text", required=False, metavar="[TEXT]")
 @click.option("--important", is_flag=True, help="A decision or key fact: kept verbatim by the hybrid strategy.")
 @click.option("--name", metavar="NAME", help="A tool's or speaker's name.")
-@_json_option
+@json_option
 @click.pass_context
 def add(ctx: click.Context, session_id: str, role: str, text: str | None, important: bool, name: str | None,
         json_: bool) -> None:
     """Append a message to session ID (TEXT, or stdin with '-')."""
-    message = _vault(ctx).save_message(session_id, role, _text(text, "message text"), important=important, name=name)
+    message = get_vault(ctx).save_message(session_id, role, _text(text, "message text"), important=important, name=name)
     if json_:
-        _echo_json(message.to_dict())
+        echo_json(message.to_dict())
     else:
         click.echo(f"added {role} message to {session_id} ({message.time})")
 
 
 @session_group.command("list")
 @click.option("--archived", is_flag=True, help="The pruned sessions in sessions/archive/ instead.")
-@_json_option
+@json_option
 @click.pass_context
 def list_cmd(ctx: click.Context, archived: bool, json_: bool) -> None:
     """Every session, most recently updated first."""
-    infos = _vault(ctx).sessions(archived=archived)
+    infos = get_vault(ctx).sessions(archived=archived)
     if json_:
-        _echo_json([i.to_dict() for i in infos])
+        echo_json([i.to_dict() for i in infos])
         return
     if not infos:
         click.echo("no archived sessions" if archived else "no sessions yet: `memkit session new` starts one", err=True)
@@ -137,7 +117,7 @@ def list_cmd(ctx: click.Context, archived: bool, json_: bool) -> None:
 @session_group.command("show")
 @click.argument("session_id", metavar="ID")
 @click.option("--raw", is_flag=True, help="A conversation that aged: its raw conversation (sessions/archive/raw/).")
-@_json_option
+@json_option
 @click.pass_context
 def show(ctx: click.Context, session_id: str, raw: bool, json_: bool) -> None:
     """The whole conversation (the file as it is; --json: parsed).
@@ -146,10 +126,10 @@ def show(ctx: click.Context, session_id: str, raw: bool, json_: bool) -> None:
     memory after session_core_days) shows its stage text; --raw shows the raw conversation kept in
     sessions/archive/raw/ (--json: with the messages saved since).
     """
-    vault = _vault(ctx)
+    vault = get_vault(ctx)
     conv = vault.raw_session(session_id) if raw else vault.session(session_id)
     if json_:
-        _echo_json(conv.to_dict())
+        echo_json(conv.to_dict())
         return
     click.echo((vault.root / conv.file).read_text(encoding="utf-8"), nl=False)
     if raw:
@@ -165,14 +145,14 @@ def show(ctx: click.Context, session_id: str, raw: bool, json_: bool) -> None:
               metavar="N", help="The budget (~4 characters a token).")
 @click.option("--strategy", type=click.Choice(["simple", "summary", "hybrid"]),
               help="How older messages are handled (default: memkit.yaml's session_strategy).")
-@_json_option
+@json_option
 @click.pass_context
 def load(ctx: click.Context, session_id: str, max_tokens: int, strategy: str | None, json_: bool) -> None:
     """The session's recent history within a token budget, oldest first: what an assistant sends
     its LLM to continue the conversation."""
-    result = _vault(ctx).recent_messages(session_id, max_tokens, strategy=strategy)
+    result = get_vault(ctx).recent_messages(session_id, max_tokens, strategy=strategy)
     if json_:
-        _echo_json(result.to_dict())
+        echo_json(result.to_dict())
         return
     if result.note:
         click.echo(f"memkit: note: {result.note}", err=True)
@@ -186,13 +166,13 @@ def load(ctx: click.Context, session_id: str, max_tokens: int, strategy: str | N
 
 @session_group.command("delete")
 @click.argument("session_id", metavar="ID")
-@_json_option
+@json_option
 @click.pass_context
 def delete(ctx: click.Context, session_id: str, json_: bool) -> None:
     """Delete a session's file for good (`prune` archives instead)."""
-    info = _vault(ctx).delete_session(session_id)
+    info = get_vault(ctx).delete_session(session_id)
     if json_:
-        _echo_json(info.to_dict())
+        echo_json(info.to_dict())
     else:
         click.echo(f"deleted {info.file} ({_plural(info.messages, 'message')})")
 
@@ -202,13 +182,13 @@ def delete(ctx: click.Context, session_id: str, json_: bool) -> None:
               help="Sessions idle longer than this (default: memkit.yaml's expire: conversation, 30d).")
 @click.option("--delete", "delete_", is_flag=True, help="Delete them instead of moving them to sessions/archive/.")
 @click.option("--dry-run", is_flag=True, help="Only say what would be pruned.")
-@_json_option
+@json_option
 @click.pass_context
 def prune(ctx: click.Context, days: int | None, delete_: bool, dry_run: bool, json_: bool) -> None:
     """Archive (or delete) sessions nobody has added to for a while."""
-    report = _vault(ctx).prune_sessions(days, delete=delete_, dry_run=dry_run)
+    report = get_vault(ctx).prune_sessions(days, delete=delete_, dry_run=dry_run)
     if json_:
-        _echo_json(report.to_dict())
+        echo_json(report.to_dict())
         return
     if report.days is None:
         click.echo("expire: conversation is never: nothing pruned")
@@ -226,7 +206,7 @@ def prune(ctx: click.Context, days: int | None, delete_: bool, dry_run: bool, js
 @click.pass_context
 def export(ctx: click.Context, session_id: str, output: str | None) -> None:
     """The session as JSONL: {"role", "content", "time"} a line, the system prompt first."""
-    data = _vault(ctx).export_session(session_id)
+    data = get_vault(ctx).export_session(session_id)
     if output is None:
         click.echo(data, nl=False)
         return
@@ -240,7 +220,7 @@ def export(ctx: click.Context, session_id: str, output: str | None) -> None:
               show_default=True, help="The file's format.")
 @click.option("--id", "session_id", metavar="ID", help="Into this session (only the messages it lacks are added).")
 @click.option("--title", metavar="TEXT", help="The title of a new session.")
-@_json_option
+@json_option
 @click.pass_context
 def import_cmd(ctx: click.Context, file: str, fmt: str, session_id: str | None, title: str | None,
                json_: bool) -> None:
@@ -252,9 +232,9 @@ def import_cmd(ctx: click.Context, file: str, fmt: str, session_id: str | None, 
         if not path.is_file():
             raise MemkitError(f"{file}: no such file")
         data, name = path.read_bytes(), file
-    results = _vault(ctx).import_sessions(data, name=name, fmt=fmt, session_id=session_id, title=title)
+    results = get_vault(ctx).import_sessions(data, name=name, fmt=fmt, session_id=session_id, title=title)
     if json_:
-        _echo_json([r.to_dict() for r in results])
+        echo_json([r.to_dict() for r in results])
         return
     for r in results:
         verb = "imported" if r.created else "updated"
@@ -265,13 +245,13 @@ def import_cmd(ctx: click.Context, file: str, fmt: str, session_id: str | None, 
 @session_group.command("digest")
 @click.argument("session_id", metavar="ID")
 @click.option("--dry-run", is_flag=True, help="Only show the change as a diff.")
-@_json_option
+@json_option
 @click.pass_context
 def digest(ctx: click.Context, session_id: str, dry_run: bool, json_: bool) -> None:
     """Digest a session into memories with the configured LLM (as `memkit digest` does a transcript)."""
-    report = _vault(ctx).digest_session(session_id, dry_run=dry_run)
+    report = get_vault(ctx).digest_session(session_id, dry_run=dry_run)
     if json_:
-        _echo_json(report.to_dict())
+        echo_json(report.to_dict())
         return
     if dry_run and report.diff:
         click.echo(report.diff, nl=False)
@@ -284,17 +264,17 @@ def digest(ctx: click.Context, session_id: str, dry_run: bool, json_: bool) -> N
 @click.argument("query")
 @click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, metavar="N")
 @click.option("--session", "session_id", metavar="ID", help="Only this session.")
-@_json_option
+@json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, k: int, session_id: str | None, json_: bool) -> None:
     """Find messages of past conversations (as `memkit search --sessions`)."""
-    print_session_hits(_vault(ctx).search_sessions(query, k=k, session=session_id), json_)
+    print_session_hits(get_vault(ctx).search_sessions(query, k=k, session=session_id), json_)
 
 
 def print_session_hits(hits: list[Any], json_: bool) -> None:
     """How `memkit search --sessions` and `memkit session search` print what they found."""
     if json_:
-        _echo_json([h.to_dict() for h in hits])
+        echo_json([h.to_dict() for h in hits])
         return
     if not hits:
         click.echo("no messages match", err=True)

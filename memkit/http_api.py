@@ -34,6 +34,7 @@ import logging
 import os
 import socket
 import stat
+import signal
 import threading
 import time
 import traceback
@@ -565,6 +566,10 @@ def _listen(host: str, port: int, unix: str | None) -> socket.socket:
         raise MemkitError(f"cannot listen on {where}: {exc.strerror or exc}") from None
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 class HTTPServer:
     """uvicorn serving an :class:`Api` on a socket bound at once (so ``port=0`` picks a free port
     and :attr:`url` says which).
@@ -622,12 +627,18 @@ class HTTPServer:
 
         :raises MemkitError: see :meth:`prepare`.
         """
+        previous: Any = None
+        main = threading.current_thread() is threading.main_thread()
+        if main:  # uvicorn re-raises the signal it stopped on: SIGTERM then ends here as SIGINT does
+            previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             self.prepare()
             self.server.run(sockets=[self.socket])
         except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it stopped on
             pass
         finally:
+            if main:
+                signal.signal(signal.SIGTERM, previous)
             self.api.stop()
             self.close()
 

@@ -150,8 +150,10 @@ class Searcher:
         index = self.index
         if not getattr(index.embedder, "available", True):
             return []
+        base = index.path.name[:-len(".sqlite3")].removesuffix("-sessions")  # <model>-<dim>
+        ours = {f"{base}.sqlite3", f"{base}-sessions.sqlite3"}  # the topics' and the conversations' index
         try:
-            return sorted(self.store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name != index.path.name)
+            return sorted(self.store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name not in ours)
         except OSError:
             return []
 

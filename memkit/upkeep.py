@@ -227,9 +227,9 @@ class FollowUp:
 
 
 def pending(store: Store, *, today: date | None = None, entries: Sequence[Entry] | None = None) -> list[FollowUp]:
-    """Every follow-up (kind ``pending``), the most urgent first: overdue and due ones by due day,
-    then the others by urgency (high, medium or unsaid, low) and due day, those without a due day
-    last. Expired ones are left out."""
+    """Every follow-up (kind ``pending``), the most urgent first: the due and overdue ones, then the
+    others; each by urgency (high, medium or unsaid, low), then due day (none last). Expired ones
+    are left out."""
     today = today or date.today()
     items = []
     for e in entries if entries is not None else store.entries():
@@ -238,8 +238,7 @@ def pending(store: Store, *, today: date | None = None, entries: Sequence[Entry]
         due = due_date(e)
         items.append(FollowUp(e, due, (today - due).days if due else 0, urgency(e), question(e)))
     rank = {"high": 0, None: 1, "medium": 1, "low": 2}
-    return sorted(items, key=lambda f: (not f.is_due, 0 if f.is_due else rank[f.urgency], f.due is None,
-                                        f.due or date.max))
+    return sorted(items, key=lambda f: (not f.is_due, rank[f.urgency], f.due is None, f.due or date.max))
 
 
 def done(store: Store, target: Entry) -> Entry:

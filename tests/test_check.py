@@ -77,3 +77,13 @@ def test_check_fix_never_breaks_frontmatter_or_repeated_code(tmp_path: Path) -> 
     after = path.read_text()
     assert after == text.replace("- same line\n- same line\n", "- same line\n")  # only the exact list duplicate
     assert Vault(root).topic("setup").write_problem() is None
+
+
+def test_the_conversations_index_is_not_another_models(tmp_path):
+    root = Vault.init(tmp_path / "v", profile=False).root
+    run(root, "add", "Prefers bomba rice", "--topic", "cooking")
+    assert run(root, "session", "new", "--id", "chat").exit_code == 0
+    assert run(root, "session", "add", "chat", "user", "which rice for paella?").exit_code == 0
+    assert run(root, "search", "--sessions", "paella rice").exit_code == 0
+    assert sorted(p.name for p in (root / ".memkit" / "index").glob("*sessions.sqlite3"))  # it exists
+    assert run(root, "check").stdout == "no problems found\n"

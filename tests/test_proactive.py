@@ -100,3 +100,10 @@ def test_cli(tmp_path):
 def test_quiet_hours_must_be_a_span(value):
     with pytest.raises(ConfigError, match="quiet_hours"):
         parse_config({"quiet_hours": value})
+
+
+def test_an_urgent_follow_up_due_today_goes_before_a_minor_overdue_one(tmp_path):
+    v = make(tmp_path, lines="- [pending] Return the library book (due 2026-11-20) (urgency low) (2026-11-18)\n"
+                             "- [pending] Mother's biopsy results today (due 2026-11-28) (urgency high) (2026-11-25)\n")
+    nudge = v.proactive(now=NOW, llm=None)
+    assert nudge.now and nudge.follow_up is not None and "biopsy" in nudge.follow_up.entry.text

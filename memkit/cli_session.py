@@ -80,7 +80,7 @@ def new(ctx: click.Context, session_id: str | None, title: str | None, system_pr
 
 @session_group.command("add")
 @click.argument("session_id", metavar="ID")
-@click.argument("role", type=click.Choice(["user", "assistant", "system", "tool"]))
+@click.argument("role", type=click.Choice(["user", "assistant", "system", "tool"]), metavar="ROLE")
 @click.argument("text", required=False, metavar="[TEXT]")
 @click.option("--important", is_flag=True, help="A decision or key fact: kept verbatim by the hybrid strategy.")
 @click.option("--name", metavar="NAME", help="A tool's or speaker's name.")
@@ -88,7 +88,12 @@ def new(ctx: click.Context, session_id: str | None, title: str | None, system_pr
 @click.pass_context
 def add(ctx: click.Context, session_id: str, role: str, text: str | None, important: bool, name: str | None,
         json_: bool) -> None:
-    """Append a message to session ID (TEXT, or stdin with '-')."""
+    """Append a message to session ID (TEXT, or stdin with '-'). ROLE is user, assistant, system or tool.
+
+    \b
+    Example:
+      memkit session add lisbon user "Which hotel did we pick?"
+    """
     message = get_vault(ctx).save_message(session_id, role, _text(text, "message text"), important=important, name=name)
     if json_:
         echo_json(message.to_dict())

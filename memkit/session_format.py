@@ -70,6 +70,7 @@ __all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "is_session_filename", "ROLES", "NAME_
            "check_role", "messages_sha", "restage", "STAGE", "STAGE_KEYS"]
 
 SESSIONS_DIR = "sessions"  #: the folder of session files, in the vault
+MAX_SESSION_BYTES = 256 * 1024 * 1024  #: a session file is read up to this size
 ARCHIVE_DIR = "archive"  #: pruned sessions, under SESSIONS_DIR
 ROLES = ("user", "assistant", "system", "tool")
 SUMMARY = "summary"

@@ -32,6 +32,7 @@ from .fsutil import (FileChanged, NotRegularFile, append_guarded, atomic_write, 
                      read_regular, replace_guarded, stamp_of)
 from .session_format import (
     ARCHIVE_DIR,
+    MAX_SESSION_BYTES,
     NAME_RE,
     SESSIONS_DIR,
     SessionInfo,
@@ -56,7 +57,6 @@ log = logging.getLogger("memkit")
 
 __all__ = ["SESSIONS_DIR", "Sessions"]
 
-MAX_SESSION_BYTES = 256 * 1024 * 1024  #: a session file is read up to this size
 RAW_DIR = "raw"  #: under sessions/archive/: the raw conversations of aged sessions
 LIST_CACHE = "session-list.json"  #: under .memkit/: what listing read of each file, by its stat
 
@@ -139,17 +139,21 @@ class Sessions:
         raise SessionNotFound(f"session {session!r} is ambiguous: {names}{'…' if len(found) > 5 else ''}")
 
     # -- reading
-    def _read(self, path: Path) -> tuple[str, os.stat_result]:
+    def _read_bytes(self, path: Path) -> tuple[bytes, os.stat_result]:
+        """A session file's bytes (a regular file, never through a symlink) and its stat."""
         try:
             if path.is_symlink():
                 raise NotRegularFile("is a symlink; memkit does not follow it")
-            data, st = read_regular(path, MAX_SESSION_BYTES)
+            return read_regular(path, MAX_SESSION_BYTES)
         except NotRegularFile as exc:
             raise MemkitError(f"{self.rel(path)} {exc}") from None
         except FileNotFoundError:
             raise SessionNotFound(f"{self.rel(path)} is gone") from None
         except OSError as exc:
             raise MemkitError(f"{self.rel(path)}: cannot read: {exc.strerror or exc}") from None
+
+    def _read(self, path: Path) -> tuple[str, os.stat_result]:
+        data, st = self._read_bytes(path)
         try:
             return data.decode("utf-8"), st
         except UnicodeDecodeError as exc:
@@ -344,16 +348,7 @@ class Sessions:
     # -- aging (memkit.session_aging): the raw conversation kept, the file rewritten
     def read_for_rewrite(self, path: Path) -> tuple[bytes, tuple[int, int, int]]:
         """A session file's bytes and stamp, for :meth:`rewrite`."""
-        try:
-            if path.is_symlink():
-                raise NotRegularFile("is a symlink; memkit does not follow it")
-            data, st = read_regular(path, MAX_SESSION_BYTES)
-        except NotRegularFile as exc:
-            raise MemkitError(f"{self.rel(path)} {exc}") from None
-        except FileNotFoundError:
-            raise SessionNotFound(f"{self.rel(path)} is gone") from None
-        except OSError as exc:
-            raise MemkitError(f"{self.rel(path)}: cannot read: {exc.strerror or exc}") from None
+        data, st = self._read_bytes(path)
         return data, stamp_of(st)
 
     def rewrite(self, path: Path, data: str, base: bytes, stamp: tuple[int, int, int]) -> None:

@@ -20,9 +20,9 @@ from .errors import MemkitError, TopicNotFound, TopicParseError
 from .fsutil import read_regular
 from .layout import TopicFile
 from .names import topic_relpath
-from .session_format import NAME_RE, SESSIONS_DIR, SUMMARY, is_session_filename, parse_session
+from .session_format import MAX_SESSION_BYTES, NAME_RE, SESSIONS_DIR, SUMMARY, is_session_filename, parse_session
 from .store import Store
-from .topic import MAX_TOPIC_BYTES, Entry, Topic, read_topic, text_hash
+from .topic import Entry, Topic, read_topic, text_hash
 
 __all__ = ["Source", "TopicSource", "SessionSource"]
 
@@ -127,7 +127,7 @@ class SessionSource:
 
     def read(self, path: Path, name: str, rel: str) -> Topic:
         try:
-            data, st = read_regular(path, MAX_TOPIC_BYTES)
+            data, st = read_regular(path, MAX_SESSION_BYTES)  # as memkit.sessions reads them
             text = data.decode("utf-8")
         except (OSError, MemkitError, UnicodeDecodeError) as exc:
             raise TopicParseError(rel, f"cannot be read ({exc})") from exc

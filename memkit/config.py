@@ -18,6 +18,17 @@ MODEL_ENV = "MEMKIT_MODEL"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
+def check_keys(given: Mapping[Any, Any], cls: Any, where: str, error: type[ConfigError] = ConfigError) -> None:
+    """Every key of a settings mapping is a field of dataclass ``cls``; else ``error`` naming the
+    unknown key, the nearest allowed one, and all of them."""
+    allowed = sorted(f.name for f in fields(cls))
+    for key in given:
+        if key not in allowed:
+            hint = difflib.get_close_matches(str(key), allowed, n=1)
+            did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
+            raise error(f"{where}: unknown key {key!r} ({did_you_mean}allowed: {', '.join(allowed)})")
+
+
 @dataclass
 class LLMSettings:
     """How to reach the LLM: an OpenAI-compatible endpoint or a shell command.
@@ -58,14 +69,7 @@ class LLMSettings:
             )
         if not llm:
             return None
-        allowed = sorted(f.name for f in fields(cls))
-        for key in llm:
-            if key not in allowed:
-                hint = difflib.get_close_matches(str(key), allowed, n=1)
-                did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
-                raise LLMConfigError(
-                    f"llm: unknown key {key!r} ({did_you_mean}allowed: {', '.join(allowed)})"
-                )
+        check_keys(llm, cls, "llm", LLMConfigError)
         values: dict[str, Any] = {}
         for key in ("base_url", "model", "api_key_env", "command"):
             value = llm.get(key)
@@ -159,13 +163,9 @@ class EmbedderSettings:
             return None
         if not isinstance(given, Mapping):
             raise ConfigError(f"{where} must be a mapping (base_url, model, api_key_env…), not {type(given).__name__}")
-        allowed = sorted(f.name for f in fields(cls))
+        check_keys(given, cls, where)
         values: dict[str, Any] = {}
         for key, value in given.items():
-            if key not in allowed:
-                hint = difflib.get_close_matches(str(key), allowed, n=1)
-                raise ConfigError(f"{where}: unknown key {key!r} ({f'did you mean {hint[0]!r}? ' if hint else ''}"
-                                  f"allowed: {', '.join(allowed)})")
             if value is None:
                 continue
             if key in ("base_url", "model", "api_key_env"):
@@ -217,13 +217,9 @@ class ServeSettings:
             return cls()
         if not isinstance(given, Mapping):
             raise ConfigError(f"{where} must be a mapping (host, port, token_env), not {type(given).__name__}")
-        allowed = sorted(f.name for f in fields(cls))
+        check_keys(given, cls, where)
         values: dict[str, Any] = {}
         for key, value in given.items():
-            if key not in allowed:
-                hint = difflib.get_close_matches(str(key), allowed, n=1)
-                raise ConfigError(f"{where}: unknown key {key!r} ({f'did you mean {hint[0]!r}? ' if hint else ''}"
-                                  f"allowed: {', '.join(allowed)})")
             if value is None:
                 continue
             if key == "port":

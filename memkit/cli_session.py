@@ -9,11 +9,7 @@ from typing import Any
 import click
 
 from .errors import InvalidValue, MemkitError
-from .cli_common import echo_json, get_vault, json_option
-
-
-def _plural(n: int, one: str) -> str:
-    return f"{n} {one}{'' if n == 1 else 's'}"
+from .cli_common import echo_json, get_vault, json_option, plural
 
 
 def _when(time: str) -> str:
@@ -116,7 +112,7 @@ def list_cmd(ctx: click.Context, archived: bool, json_: bool) -> None:
         return
     for i in infos:
         stage = f"  ({i.stage})" if i.stage else ""
-        click.echo(f"{i.id:<10} {_when(i.updated)}  {_plural(i.messages, 'message'):<12}  {i.title}{stage}")
+        click.echo(f"{i.id:<10} {_when(i.updated)}  {plural(i.messages, 'message'):<12}  {i.title}{stage}")
 
 
 @session_group.command("show")
@@ -141,7 +137,7 @@ def show(ctx: click.Context, session_id: str, raw: bool, json_: bool) -> None:
         live = vault.session(session_id)
         since = len(live.messages) if conv.file != live.file else 0
         if since:
-            click.echo(f"({_plural(since, 'message')} saved since: `memkit session show {conv.id}`)", err=True)
+            click.echo(f"({plural(since, 'message')} saved since: `memkit session show {conv.id}`)", err=True)
 
 
 @session_group.command("load")
@@ -165,7 +161,7 @@ def load(ctx: click.Context, session_id: str, max_tokens: int, strategy: str | N
         click.echo(f"{m.role}: {m.content}")
     left = f", {result.omitted} older left out" if result.omitted else ""
     summed = f", {result.summarised} summarised" if result.summarised else ""
-    click.echo(f"({_plural(len(result.messages), 'message')}, ~{result.tokens} tokens, {result.strategy}"
+    click.echo(f"({plural(len(result.messages), 'message')}, ~{result.tokens} tokens, {result.strategy}"
                f"{summed}{left})", err=True)
 
 
@@ -179,7 +175,7 @@ def delete(ctx: click.Context, session_id: str, json_: bool) -> None:
     if json_:
         echo_json(info.to_dict())
     else:
-        click.echo(f"deleted {info.file} ({_plural(info.messages, 'message')})")
+        click.echo(f"deleted {info.file} ({plural(info.messages, 'message')})")
 
 
 @session_group.command("prune")
@@ -201,7 +197,7 @@ def prune(ctx: click.Context, days: int | None, delete_: bool, dry_run: bool, js
     verb = ("would be " if dry_run else "") + report.action
     for i in report.sessions:
         click.echo(f"{verb}: {i.file} (last message {_when(i.updated)})")
-    click.echo(f"{_plural(len(report.sessions), 'session')} {verb} (idle more than {report.days} days)")
+    click.echo(f"{plural(len(report.sessions), 'session')} {verb} (idle more than {report.days} days)")
 
 
 @session_group.command("export")
@@ -216,7 +212,7 @@ def export(ctx: click.Context, session_id: str, output: str | None) -> None:
         click.echo(data, nl=False)
         return
     Path(output).write_text(data, encoding="utf-8")
-    click.echo(f"wrote {output} ({_plural(data.count(chr(10)), 'message')})", err=True)
+    click.echo(f"wrote {output} ({plural(data.count(chr(10)), 'message')})", err=True)
 
 
 @session_group.command("import")
@@ -243,7 +239,7 @@ def import_cmd(ctx: click.Context, file: str, fmt: str, session_id: str | None, 
         return
     for r in results:
         verb = "imported" if r.created else "updated"
-        click.echo(f"{verb} {r.session.id} ({r.session.file}): {_plural(r.added, 'message')} added, "
+        click.echo(f"{verb} {r.session.id} ({r.session.file}): {plural(r.added, 'message')} added, "
                    f"{r.session.display_title}")
 
 

@@ -10,9 +10,19 @@ install:
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,offline,mcp]'
 
+# mypy checks the types beside the tests, which run in TEST_JOBS processes (pytest-xdist): one
+# more than the cores, as many tests wait on subprocesses and servers. pytest first rewrites the
+# test modules once, keeping their bytecode (PYTHONDONTWRITEBYTECODE emptied: where the
+# environment sets it every worker would rewrite them again, about 10 s of CPU each).
+# `make test TEST_JOBS=0` runs the tests in one process.
+TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test:
-	$(BIN)/python -m mypy memkit
-	$(BIN)/python -m pytest
+	@$(BIN)/python -m mypy memkit > .mypy.log 2>&1 & types=$$!; \
+	export PYTHONDONTWRITEBYTECODE=; \
+	$(BIN)/python -m pytest -q --collect-only > /dev/null 2>&1; \
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal; tests=$$?; \
+	wait $$types; typed=$$?; cat .mypy.log; rm -f .mypy.log; \
+	test $$tests -eq 0 -a $$typed -eq 0
 
 demo:
 	bash bench/demo.sh

@@ -2,6 +2,7 @@
 changing memories by hand (click commands over :class:`memkit.Vault`; the group is in :mod:`memkit.cli`)."""
 from __future__ import annotations
 
+import itertools
 import sys
 from datetime import datetime
 
@@ -59,7 +60,12 @@ def topics(ctx: click.Context, json_: bool) -> None:
     Example:
       memkit topics
     """
+    now = datetime.now()
+    # the latest first; topics whose times read alike ("just now", "2 days ago") by name, so the
+    # list does not reorder on a second's difference no one sees
     infos = sorted(get_vault(ctx).topics(), key=lambda t: t.updated, reverse=True)
+    infos = [t for _, same in itertools.groupby(infos, key=lambda t: relative_time(t.updated, now))
+             for t in sorted(same, key=lambda t: t.name)]
     if json_:
         echo_json([t.to_dict() for t in infos])
         return
@@ -67,7 +73,6 @@ def topics(ctx: click.Context, json_: bool) -> None:
         click.echo("no topics yet: add one with `memkit add TEXT --topic NAME`")
         return
     width = max(len(t.name) for t in infos)
-    now = datetime.now()
     for t in infos:
         click.echo(f"{t.name:<{width}}  {t.entries:>4}  {relative_time(t.updated, now):<14}  {t.summary}")
 

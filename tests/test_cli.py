@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 
 import click
 import pytest
@@ -92,3 +94,17 @@ def test_every_command_has_help_with_example():
         command = main.get_command(ctx, name)
         result = run([name, "--help"])
         assert command is not None and command.help and "Example" in result.output, name
+
+
+def test_topics_list_latest_first_and_alike_times_by_name(tmp_path):
+    """Topics updated seconds apart both read "just now": they are listed by name, not by which
+    second each landed in (a README example reordered on a busy machine)."""
+    v = tmp_path / "mem"
+    run(["init", str(v)])
+    (v / "topics" / "zebra.md").write_text("---\ntitle: Zebra\nupdated: 2020-01-01T10:00:00\n---\n- old\n")
+    for name, second in (("beta", 5), ("alpha", 1)):
+        (v / "topics" / f"{name}.md").write_text("- x\n")
+        t = time.time() - 10 + second
+        os.utime(v / "topics" / f"{name}.md", (t, t))
+    names = [t["name"] for t in json.loads(run(["--vault", str(v), "topics", "--json"]).output)]
+    assert names[:2] == ["alpha", "beta"] and names[-1] == "zebra", names

@@ -163,7 +163,7 @@ def test_every_entry_survives_exactly_once_on_random_topics(tmp_path, monkeypatc
     rng = random.Random(20260212)
     split_count = refused = 0
     vault = make_vault(tmp_path)
-    for case in range(50):
+    for case in range(30):
         text = random_topic(rng)
         bom = rng.random() < 0.1
         shutil.rmtree(vault.topics_dir)  # a fresh vault for each case, without the cost of init
@@ -224,7 +224,7 @@ def test_every_entry_survives_exactly_once_on_random_topics(tmp_path, monkeypatc
         assert (got_rest - want_rest) - allowed == Counter(), f"case {case}: lines were added or duplicated"
         recent = {r.topic for r in vault.recent()}
         assert "mixed" not in recent and set(names) <= recent
-    assert split_count >= 35 and refused >= 1
+    assert split_count >= 20 and refused >= 1, (split_count, refused)
 
 
 # ---- naming ------------------------------------------------------------------------------------

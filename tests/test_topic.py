@@ -177,7 +177,7 @@ def odd_files(draw):
     return text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(odd_files(), st.text(alphabet=string.ascii_letters + " ", min_size=1, max_size=20).filter(str.strip))
 def test_append_then_parse_round_trip(text, words):
     try:
@@ -193,7 +193,7 @@ def test_append_then_parse_round_trip(text, words):
     assert [e.text for e in after.entries[: len(before.entries)]] == [e.text for e in before.entries]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(odd_files())
 def test_remove_each_entry_changes_only_its_lines(text):
     try:
@@ -210,7 +210,7 @@ def test_remove_each_entry_changes_only_its_lines(text):
         assert "".join(kept).startswith(new.rstrip("\r\n"))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(odd_files())
 def test_set_frontmatter_touches_one_line(text):
     try:

@@ -272,6 +272,17 @@ class BM25Index:
         """(rows, frequencies, query term number) of every posting of the query's terms: their
         own counts, or (``folded``) with the context."""
         tids = [tid for tid, _ in qterms]
+        if not folded:  # the same query's own postings serve its scores and its coverage
+            memo = getattr(self._local, "postings", None)
+            if memo is not None and memo[0] == tids:
+                return memo[1]
+        got = self._gather(tids, folded)
+        if not folded:
+            self._local.postings = (tids, got)
+        return got
+
+    def _gather(self, tids: list[int], folded: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`_postings` of these term ids, read from every part."""
         per_part = [part.folded(tids, self._next, self.context_weight) if folded else
                     [(part.docs[s:e], part.tf[s:e]) for s, e in map(part.span, tids)] for part in self._parts]
         docs, tfs, lens = [], [], []
@@ -287,7 +298,7 @@ class BM25Index:
         if not docs:
             return None
         return (np.concatenate(docs), np.concatenate(tfs).astype(np.float32, copy=False),
-                np.arange(len(qterms), dtype=np.int32).repeat(lens))
+                np.arange(len(tids), dtype=np.int32).repeat(lens))
 
     def scores(self, qterms: list[tuple[int, int]]) -> np.ndarray:
         """BM25 score of every document (float32, shape (N,); 0 = no query term)."""

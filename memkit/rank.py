@@ -63,6 +63,7 @@ building the others again.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -356,6 +357,8 @@ class Ranker:
         products of ``rows`` with the first dimensions, already known."""
         p = self._P.shape[1]
         if first is not None and rows is not None:
+            if self._M is not None:  # whole rows: contiguous reads, faster than the rest's strided columns
+                return np.take(self._M, rows, axis=0) @ q
             return first + self._R[rows] @ q[p:] if self._R.shape[1] else first.copy()
         if rows is None:
             if self._M is not None:
@@ -399,7 +402,7 @@ class Ranker:
             return 1.0
         return max(NOISE_FLOOR, float(cos.mean() + NOISE_Z * cos.std()))
 
-    def _boost(self, qwords: set[str]) -> np.ndarray | None:
+    def _boost(self, qwords: frozenset[str]) -> np.ndarray | None:
         """The speaker boost per entry, when the query names a speaker."""
         named = [i for i, ts in enumerate(self.speaker_terms) if ts & qwords]
         if not named or not self.params.speaker_boost:
@@ -415,7 +418,7 @@ class Ranker:
         :param coverage: :meth:`memkit.lexical.BM25Index.coverage` of ``qt``.
         """
         p = self.params
-        words = set(text_terms(query))
+        words = _query_words(query)
         if not p.lex_full or not words or not qt:
             return p.lex_weight if qt else 0.0
         known = sum(self.lex.idf(tid) for tid, _ in qt)
@@ -475,7 +478,7 @@ class Ranker:
             live = vec if self.live is None else vec[self.live]
             out["fused"] = self._fuse(lex, vec, float(live.min()) if live.size else 0.0,
                                       float(live.max()) if live.size else 0.0, float(lex.max()),
-                                      self._boost(set(text_terms(query))), self.next_ok, None,
+                                      self._boost(_query_words(query)), self.next_ok, None,
                                       self._weights(query, qt, out["coverage"], slice(None)))
         return out
 
@@ -545,7 +548,7 @@ class Ranker:
                 vmin, vmax = (float(vv.min()), float(vv.max())) if vv.size else (0.0, 0.0)
                 lmax = float(lv.max()) if lv.size else 0.0
             coverage = self.lex.coverage(qt)
-            score = self._fuse(lex, vec, vmin, vmax, lmax, self._boost(set(text_terms(query))), self.next_ok, None,
+            score = self._fuse(lex, vec, vmin, vmax, lmax, self._boost(_query_words(query)), self.next_ok, None,
                                self._weights(query, qt, coverage, slice(None), words_first))
         if threshold is not None and cos is not None and ctx is not None:
             passed = (np.maximum(cos, ctx) >= np.float32(threshold)) | (
@@ -577,7 +580,7 @@ class Ranker:
         proxy = approx * ((1 - a) / np.float32(max(amax - amin, 1e-9)))
         if lmax > 0:
             proxy += lex * (a / np.float32(lmax))
-        boost = self._boost(set(text_terms(query)))
+        boost = self._boost(_query_words(query))
         if boost is not None:
             proxy += boost
         if p.file_prior:
@@ -626,6 +629,12 @@ class Ranker:
                 if (strong & outside).any() or (approx[outside] >= threshold - THRESHOLD_MARGIN).any():
                     return None  # an entry outside the candidates might pass: the exact path decides
         return [(int(e[i]), s, float(cos[i]), float(lex[e[i]])) for i, s in _best(ok.nonzero()[0], fused, k)]
+
+
+@functools.lru_cache(maxsize=256)
+def _query_words(query: str) -> frozenset[str]:
+    """The search terms of a query (a search asks for them more than once)."""
+    return frozenset(text_terms(query))
 
 
 def _split(vectors: np.ndarray | tuple[np.ndarray, np.ndarray],

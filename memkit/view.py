@@ -121,16 +121,28 @@ class IndexView:
 
     def own_dates_at(self, rows: np.ndarray) -> list[str | None]:
         """:meth:`own_date` of each of ``rows``."""
-        days = self.own_days[rows]
-        text = np.datetime_as_string(np.where(days == NO_DAY, 0, days).astype("M8[D]")).tolist()
-        return [self.odd_dates.get(int(r)) if d == NO_DAY else t for r, d, t in zip(rows.tolist(), days.tolist(), text)]
+        return [self.odd_dates.get(r) if d == NO_DAY else _day_text(d)
+                for r, d in zip(rows.tolist(), self.own_days[rows].tolist())]
 
     def own_date(self, i: int) -> str | None:
         """Entry ``i``'s own ``(YYYY-MM-DD)`` as written, or None."""
         day = int(self.own_days[i])
         if day == NO_DAY:
             return self.odd_dates.get(i)
-        return str(np.datetime64(day, "D"))
+        return _day_text(day)
+
+
+_DAY_TEXT: dict[int, str] = {}
+
+
+def _day_text(day: int) -> str:
+    """``YYYY-MM-DD`` of a day number (days since 1970), remembered: results show few distinct days."""
+    text = _DAY_TEXT.get(day)
+    if text is None:
+        text = str(np.datetime64(day, "D"))  # numpy: also years past 9999 that date cannot hold
+        if len(_DAY_TEXT) < 100_000:
+            _DAY_TEXT[day] = text
+    return text
 
 
 class ViewBuilder:

@@ -30,7 +30,7 @@ from .sessions import Sessions
 
 log = logging.getLogger("memkit")
 
-__all__ = ["STATE", "Digested", "new_messages", "digest_new", "digest_quietly", "to_jsonl"]
+__all__ = ["STATE", "Digested", "new_messages", "digest_new", "digest_quietly", "mark_digested", "to_jsonl"]
 
 STATE = "session-digest.json"  #: under .memkit/
 LOCK = "session-digest.lock"
@@ -119,6 +119,19 @@ def digest_new(sessions: Sessions, state_dir: Path, session_id: str, every: int,
             return Digested(session.id, len(new), added, report)
     except VaultLocked:
         return None
+
+
+def mark_digested(state_dir: Path, session: Session, *, now: Any = None, wait: float = 10.0) -> int:
+    """Record the messages of ``session`` not digested yet as digested (the whole session was
+    just digested by hand): the automatic digest then starts after them. How many were marked.
+
+    :raises VaultLocked: a digest of new messages held the lock for ``wait`` seconds.
+    """
+    with file_lock(state_dir / LOCK, timeout=wait):
+        new = new_messages(state_dir, session)
+        if new:
+            _mark(state_dir, session, new, format_time(now_utc(now)))
+        return len(new)
 
 
 def digest_quietly(sessions: Sessions, state_dir: Path, session_id: str, every: int,

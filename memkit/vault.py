@@ -8,7 +8,6 @@ the embedding sidecar to :class:`memkit.index.Index`, ranking to
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 from datetime import date, datetime
@@ -493,13 +492,20 @@ class Vault:
 
     def digest_session(self, session_id: str, *, llm: LLMChoice = "auto", dry_run: bool = False) -> DigestReport:
         """Digest a session's messages into memory entries, as :meth:`digest` does a transcript
-        (digesting the same messages twice adds nothing)."""
+        (digesting the same messages twice adds nothing); they count as digested for
+        ``digest_every_messages`` then, which sends only later ones."""
+        from .session_digest import mark_digested, to_jsonl
         conv = self.session(session_id)
         if not conv.messages:
             raise MemkitError(f"session {conv.id} has no messages to digest")
-        lines = "".join(json.dumps({"role": m.role, "content": m.content}, ensure_ascii=False) + "\n"
-                        for m in conv.messages)
-        return self.digest_text(lines, name=conv.file, llm=llm, dry_run=dry_run)
+        report = self.digest_text(to_jsonl(conv.messages), name=conv.file, llm=llm, dry_run=dry_run)
+        if not dry_run:
+            try:
+                mark_digested(self.store.state_dir, conv)
+            except VaultLocked:
+                log.warning("session %s: digested, but an automatic digest held its mark; it may send these "
+                            "messages again (adding nothing twice)", conv.id)
+        return report
 
     def export_session(self, session_id: str) -> str:
         """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""

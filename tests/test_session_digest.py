@@ -130,3 +130,22 @@ def test_only_the_end_of_a_long_session_is_read_yet_every_new_message_is_sent(tm
     digest_new(sessions, v.store.state_dir, "voice", 2, lambda t, n: sent.append((t, n)))
     assert sent[1] == ('{"role": "user", "content": "the 301st"}\n{"role": "assistant", "content": "the 302nd"}\n',
                        "sessions/2026-11-24-voice.md (messages 301-302)")
+
+
+def test_a_session_digested_by_hand_counts_as_digested(tmp_path):
+    """`memkit session digest` sends the whole session; the automatic digest then sends only the
+    messages saved after it, not those again."""
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake, every=100)
+        v.create_session(session_id="voice", now=T0)
+        for i in range(3):
+            say(v, i)
+        v.digest_session("voice", dry_run=True)  # a dry run marks nothing
+        assert v.digest_new_messages("voice") is not None
+        v.digest_session("voice")
+        assert v.digest_new_messages("voice") is None  # nothing new since
+        say(v, 3)
+        got = v.digest_new_messages("voice")
+        assert got is not None and got.messages == 1
+        last = transcripts(fake)[-1]
+        assert FACTS[3].split(" ", 1)[1] in last and FACTS[0].split(" ", 1)[1] not in last

@@ -303,6 +303,22 @@ def test_sessions_start_save_load_list_search(served):
     assert [j["job"] for j in report["jobs"]][:2] == ["tidy", "session-digest"]
 
 
+def test_what_may_wait_for_the_llm_runs_aside(tmp_path):
+    """A summary, an automatic digest, upkeep and proactive run on the aside Vault, so searches go on."""
+    from memkit.http_routes import Api
+
+    vault = make_vault(tmp_path)
+    api = Api(vault)
+    assert not api.asks_llm("load_session", {"strategy": None}) and not api.asks_llm("save_message", {})
+    assert api.asks_llm("load_session", {"strategy": "summary"}) and api.asks_llm("run_upkeep", {})
+    assert not api.asks_llm("search_sessions", {}) and api.asks_llm("proactive", {})
+    (vault.root / "memkit.yaml").write_text("session_strategy: hybrid\ndigest_every_messages: 5\n"
+                                            "llm: {base_url: \"http://127.0.0.1:9/v1\", model: fake}\n")
+    api = Api(Vault(vault.root, embedder=FakeEmbedder()))
+    assert api.asks_llm("load_session", {"strategy": None}) and api.asks_llm("save_message", {})
+    assert not api.asks_llm("load_session", {"strategy": "simple"})
+
+
 # ---- bad requests ----------------------------------------------------------------------------------------
 
 BAD = [

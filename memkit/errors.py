@@ -79,3 +79,7 @@ class SessionNotFound(MemkitError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class SessionConflict(MemkitError):
+    """A session that cannot take the change now: its id is taken, or it is archived (pruned)."""

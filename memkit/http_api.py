@@ -1,26 +1,28 @@
 """`memkit serve`: the vault as a small local HTTP API, JSON in and out, described by OpenAPI.
 
-Routes (``GET /openapi.json`` describes each, :mod:`memkit.http_spec` holds their schemas):
-``GET /search``, ``POST /add``, ``POST /context``, ``GET /pending``, ``POST /pending/done``,
-``GET /proactive``, ``GET /stats``, ``GET /busy``, ``GET /index`` and ``POST /index``; with
-``mcp=True`` also MCP over
-streamable HTTP at ``/mcp`` (:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn,
-which the ``mcp`` extra installs; they are imported only when a server is built, so memkit works
-without them.
+Routes (``GET /openapi.json`` describes each, :mod:`memkit.http_spec` holds their schemas and
+:mod:`memkit.http_routes` what each does): ``GET /search``, ``POST /add``, ``POST /context``,
+``GET /pending``, ``POST /pending/done``, ``GET /proactive``, ``GET /stats``, ``GET /busy``,
+``GET /index`` and ``POST /index``; the conversation sessions' ``GET /sessions``, ``POST /sessions``,
+``GET /sessions/search``, ``GET /sessions/{session}`` and ``POST /sessions/{session}/messages``;
+``POST /upkeep``; with ``mcp=True`` also MCP over streamable HTTP at ``/mcp``
+(:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn, which the ``mcp`` extra
+installs; they are imported only when a server is built, so memkit works without them.
 
 How requests share the vault: the HTTP side is asynchronous and serves requests concurrently;
 every call on the served :class:`Vault` runs in a worker thread, one at a time (the Vault's
 searcher and its caches are not meant for several threads at once; a search is a millisecond or
 two). Writes also take the vault's write lock, as any writer does, so the CLI, ``memkit watch`` or
 another server writing to the same vault lose nothing. Long jobs (an index refresh asked for with
-``POST /index``, the watcher with ``--watch``) and ``GET /proactive`` (which may wait for the LLM)
-run on Vaults of their own, so searches go on meanwhile; ``GET /busy`` says whether one is running or whether any writer holds the write lock.
+``POST /index``, the watcher with ``--watch``) and what may wait for the LLM (``GET /proactive``,
+``POST /upkeep``…: see :mod:`memkit.http_routes`) run on Vaults of their own, so searches go on
+meanwhile; ``GET /busy`` says whether one is running or whether any writer holds the write lock.
 
 Safety: the server binds 127.0.0.1 by default and then accepts only requests whose Host header
 names a loopback address (a web page cannot reach it by DNS rebinding). Binding any other address
 needs a token, and then every request needs ``Authorization: Bearer TOKEN`` (compared in constant
-time). A bad request gets a JSON 4xx naming the problem; topic names are checked by the library,
-so none leaves topics/.
+time). A bad request gets a JSON 4xx naming the problem; topic names and session ids are checked
+(a path segment with an encoded '/' is refused), so none leaves topics/ or sessions/.
 
 A front end above the watcher and the MCP server, which it runs: of the library it imports only
 the facade (:mod:`memkit.vault`) and :mod:`memkit.errors` (``.importlinter``).
@@ -39,17 +41,15 @@ import threading
 import time
 import traceback
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
-from .errors import (EntryNotFound, InvalidValue, MemkitError, ModelError, TopicNameError, TopicNotFound,
-                     TopicNotWritable, TopicParseError, VaultLocked)
-from .http_spec import OPERATIONS, Operation, RequestError, check, openapi, query_args
+from .errors import (ConfigError, EntryNotFound, InvalidValue, LLMError, MemkitError, ModelError, SessionConflict,
+                     SessionNotFound, TopicNameError, TopicNotFound, TopicNotWritable, TopicParseError, VaultLocked)
+from .http_routes import Api
+from .http_spec import MAX_BODY_BYTES, OPERATIONS, Operation, RequestError, check, openapi, query_args
 from .mcp_server import Memory, build_server, require_sdk
-from .vault import Vault, parse_day
-from .watch import Watcher
+from .vault import Vault
 
 log = logging.getLogger("memkit")
 
@@ -60,17 +60,14 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 TOKEN_ENV = "MEMKIT_TOKEN"  #: the environment variable `memkit serve` reads the token from
 INSTALL_HINT = "pip install 'mcp>=2'"
-MAX_BODY_BYTES = 256 * 1024  #: a request body larger than this is refused (413)
-JOB_STOP_S = 30.0  #: how long shutdown waits for a running index job
-WATCH_STOP_S = 30.0
 
 
-async def read_json(request: Any, required: bool) -> Any:
+async def read_json(request: Any, required: bool, limit: int = MAX_BODY_BYTES) -> Any:
     """The request's JSON body (None when there is none and none is required), read at most
-    :data:`MAX_BODY_BYTES`. :raises RequestError: 413, 415 or 400."""
+    ``limit`` bytes. :raises RequestError: 413, 415 or 400."""
     length = request.headers.get("content-length")
-    if length is not None and length.strip().isdigit() and int(length) > MAX_BODY_BYTES:
-        raise RequestError(413, f"the body is {int(length):,} bytes; the limit is {MAX_BODY_BYTES:,}")
+    if length is not None and length.strip().isdigit() and int(length) > limit:
+        raise RequestError(413, f"the body is {int(length):,} bytes; the limit is {limit:,}")
     has_body = (length is not None and length.strip() not in ("", "0")) or "transfer-encoding" in request.headers
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if has_body and ctype != "application/json":
@@ -79,8 +76,8 @@ async def read_json(request: Any, required: bool) -> Any:
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise RequestError(413, f"the body is larger than the limit of {MAX_BODY_BYTES:,} bytes")
+        if len(body) > limit:
+            raise RequestError(413, f"the body is larger than the limit of {limit:,} bytes")
     if not body.strip():
         if required:
             raise RequestError(400, "the request needs a JSON object body")
@@ -101,234 +98,13 @@ def error_status(exc: BaseException) -> int:
         return exc.status
     if isinstance(exc, (TopicNameError, InvalidValue)):
         return 400
-    if isinstance(exc, (TopicNotFound, EntryNotFound)):
+    if isinstance(exc, (TopicNotFound, EntryNotFound, SessionNotFound)):
         return 404
-    if isinstance(exc, (TopicNotWritable, TopicParseError)):
-        return 409  # a file a person has to fix first
-    if isinstance(exc, (VaultLocked, ModelError)):
+    if isinstance(exc, (TopicNotWritable, TopicParseError, SessionConflict)):
+        return 409  # a file a person has to fix first, a session id taken, an archived session
+    if isinstance(exc, (VaultLocked, ModelError)) or (isinstance(exc, LLMError) and not isinstance(exc, ConfigError)):
         return 503  # try again later (Retry-After for the lock)
-    return 500  # ConfigError, a file that cannot be written, anything else (no route asks the LLM)
-
-
-# ---- the API ----------------------------------------------------------------------------------------
-
-def _now() -> str:
-    return datetime.now().replace(microsecond=0).isoformat()
-
-
-@dataclass
-class Job:
-    """A long job this server runs in the background (``POST /index``)."""
-
-    name: str
-    running: bool = False
-    started: str | None = None
-    finished: str | None = None
-    report: dict[str, Any] | None = None
-    error: str | None = None
-    thread: threading.Thread | None = field(default=None, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "running": self.running, "started": self.started, "finished": self.finished,
-                "report": self.report, "error": self.error}
-
-
-class Api:
-    """What the routes do, on one served :class:`Vault` (see the module docstring for threads).
-
-    :param vault: the served vault.
-    :param watch: also run the watcher (index and index.txt follow hand edits), on a Vault of its own.
-    :param polling: the watcher polls instead of using OS events.
-    """
-
-    def __init__(self, vault: Vault, *, watch: bool = False, polling: bool = False) -> None:
-        self.vault = vault
-        self.watch = watch
-        self.polling = polling
-        self._limiter: Any = None  # anyio.CapacityLimiter(1), made in the event loop's thread
-        self._aside_limiter: Any = None  # the same, for work that may wait for the LLM (proactive)
-        self._aside_vault: Vault | None = None
-        self._jobs_lock = threading.Lock()
-        self.index_job = Job("index")
-        self.digest_running = False  #: the watcher (``watch``) is digesting inbox/ transcripts
-        self._watch_stop = threading.Event()
-        self._watch_thread: threading.Thread | None = None
-
-    def other_vault(self) -> Vault:
-        """A second Vault of the same folder and model (its own index connection and caches), for
-        work in another thread; the model object is shared, not loaded twice."""
-        return Vault(self.vault.root, config=self.vault.config, embedder=self.vault.embedder)
-
-    async def run(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` (a call on the served Vault) in the worker thread, one at a time."""
-        import anyio.to_thread
-
-        if self._limiter is None:
-            import anyio
-
-            self._limiter = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
-
-    async def run_aside(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` (a call on the aside Vault, which may wait for the LLM) in a worker thread of
-        its own, one at a time, so searches and adds do not wait behind it."""
-        import anyio
-        import anyio.to_thread
-
-        if self._aside_limiter is None:
-            self._aside_limiter = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(fn, limiter=self._aside_limiter)
-
-    # ---- lifecycle (HTTPServer.prepare before the first request; stop at shutdown) ----
-    def warm_up(self) -> None:
-        """Load the model and bring the index up to date, so the first search is fast."""
-        try:
-            self.vault.index()
-            self.vault.search("warm up", k=1)
-        except MemkitError as exc:
-            log.warning("%s", exc)  # each request will say it again
-
-    def start_watch(self) -> None:
-        """Run the watcher (memkit.watch's :class:`Watcher`) on a Vault of its own, until :meth:`stop`:
-        the index and index.txt follow the files and, when memkit.yaml configures an LLM, idle
-        inbox/ transcripts are digested (the ``digest`` job of ``GET /busy``), as ``memkit watch`` does.
-
-        :raises MemkitError: the watcher cannot start, or the ``llm:`` settings cannot work.
-        """
-        watch_vault = self.other_vault()
-        llm = watch_vault.llm() if watch_vault.config.llm else None
-
-        def on_update(report: Any) -> None:
-            if report.new or report.removed or report.changed_files:
-                log.info("watch: %s", report.summary())
-                self.vault.changed()  # the served Vault re-checks the files at its next search
-
-        def digest_inbox() -> None:
-            if not watch_vault.waiting_transcripts():
-                return
-            with self._jobs_lock:
-                self.digest_running = True
-            try:
-                for result in watch_vault.process_inbox(llm=llm):
-                    if result.error:
-                        log.warning("inbox/%s: %s", result.file, result.error)
-                    elif result.report is not None:
-                        log.info("inbox/%s: %s (moved to inbox/done/)", result.file,
-                                 result.report.summary().split(": ", 1)[-1])
-            finally:
-                self.vault.changed()
-                with self._jobs_lock:
-                    self.digest_running = False
-
-        # the inbox is looked at often enough that an idle transcript waits at most ~half its timeout more
-        interval = max(1.0, min(30.0, watch_vault.config.session_timeout_minutes * 30))
-        watcher = Watcher(watch_vault, polling=self.polling, on_update=on_update,
-                          inbox_handler=digest_inbox if llm is not None else None, inbox_interval_s=interval)
-        watcher.start()
-
-        def wait() -> None:
-            self._watch_stop.wait()
-            watcher.stop(WATCH_STOP_S)
-
-        self._watch_thread = threading.Thread(target=wait, name="memkit-serve-watch", daemon=True)
-        self._watch_thread.start()
-
-    def stop(self) -> None:
-        """Stop the watcher and wait for a running index job (shutdown)."""
-        self._watch_stop.set()
-        for thread in (self._watch_thread, self.index_job.thread):
-            if thread is not None and thread.is_alive():
-                thread.join(JOB_STOP_S)
-
-    # ---- the routes' work (each runs in a worker thread) ----
-    def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
-               mode: str, min_importance: float | None) -> dict[str, Any]:
-        hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, min_importance=min_importance,
-                                 mode=mode)  # type: ignore[arg-type]  # checked against the schema's enum
-        return {"hits": [h.to_dict() for h in hits]}
-
-    def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
-            until: str | None) -> dict[str, Any]:
-        for label, value in (("due", due), ("until", until)):
-            if value is not None:
-                day = parse_day(value, label)
-                if label == "until" and day < date.today():
-                    raise InvalidValue(f"until {day} is in the past: the memory would expire at once")
-                text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
-        if due is not None and kind is None:
-            kind = "pending"
-        return self.vault.add(text, topic=topic, kind=kind, tags=tags or ()).to_dict()
-
-    def context(self, message: str, session: str | None, budget_tokens: int, reset: bool) -> dict[str, Any]:
-        if reset and session:
-            self.vault.reset_session(session)
-        return self.vault.context(message, session=session, budget_tokens=budget_tokens).to_dict()
-
-    def pending(self) -> dict[str, Any]:
-        return {"pending": [f.to_dict() for f in self.vault.pending()]}
-
-    def done(self, id: str | None, match: str | None, topic: str | None) -> dict[str, Any]:  # noqa: A002
-        if (id is None) == (match is None):
-            raise RequestError(400, "give the follow-up's 'id' or a 'match' of its text (one of the two)")
-        return {"done": self.vault.done(id, match=match, topic=topic).to_dict()}
-
-    def proactive(self, now: str | None, last_conversation: str | None, draft: bool) -> dict[str, Any]:
-        """Runs on a Vault of its own (see :meth:`run_aside`): drafting may wait for the LLM."""
-        if self._aside_vault is None:
-            self._aside_vault = self.other_vault()
-        when = datetime.fromisoformat(now) if now else None
-        last = datetime.fromisoformat(last_conversation) if last_conversation else None
-        return self._aside_vault.proactive(now=when, last_conversation=last,
-                                           llm="auto" if draft else None).to_dict()
-
-    def stats(self) -> dict[str, Any]:
-        return self.vault.stats()
-
-    def index_status(self) -> dict[str, Any]:
-        try:
-            state = self.vault.index_status()
-        except MemkitError as exc:
-            state = {"model": None, "dim": None, "stale_files": None, "error": str(exc)}
-        with self._jobs_lock:
-            state["job"] = self.index_job.to_dict()
-        return state
-
-    def busy(self) -> dict[str, Any]:
-        jobs = []
-        with self._jobs_lock:
-            if self.index_job.running:
-                jobs.append("index")
-            if self.digest_running:
-                jobs.append("digest")
-        locked = self.vault.write_locked()
-        return {"busy": bool(jobs) or locked, "jobs": jobs, "write_lock": locked}
-
-    def index_start(self, full: bool) -> dict[str, Any]:
-        """Start an index refresh on a Vault of its own. :raises RequestError: 409, one is running."""
-        with self._jobs_lock:
-            job = self.index_job
-            if job.running:
-                raise RequestError(409, f"an index job is already running (started {job.started}); "
-                                        "GET /index follows it")
-            job.running, job.started, job.finished, job.report, job.error = True, _now(), None, None, None
-            job.thread = threading.Thread(target=self._index_job, args=(full,), name="memkit-serve-index",
-                                          daemon=True)
-            job.thread.start()
-            return {"job": job.to_dict()}
-
-    def _index_job(self, full: bool) -> None:
-        report: dict[str, Any] | None = None
-        error: str | None = None
-        try:
-            report = self.other_vault().index(full=full).to_dict()
-        except Exception as exc:  # reported in GET /index; the server goes on
-            error = str(exc) if isinstance(exc, MemkitError) else f"unexpected error: {type(exc).__name__}: {exc}"
-            log.error("index job failed: %s", error)
-        finally:
-            self.vault.changed()  # the served Vault re-checks the files at its next search
-            with self._jobs_lock:
-                job = self.index_job
-                job.running, job.finished, job.report, job.error = False, _now(), report, error
+    return 500  # ConfigError, a file that cannot be written, anything else
 
 
 # ---- the ASGI app --------------------------------------------------------------------------------------
@@ -399,30 +175,18 @@ class Guard:
 
 
 def _endpoint(api: Api, op: Operation) -> Callable[[Any], Awaitable[Any]]:
-    method = getattr(api, op.handler)
-
     async def endpoint(request: Any) -> Any:
         try:
+            args = check(op.params, dict(request.path_params), "path parameter") if op.params is not None else {}
             if op.query is not None:
-                args = query_args(op.query, request.query_params)
-            else:
-                if request.query_params:
-                    raise RequestError(400, f"unknown query parameter {next(iter(request.query_params.keys()))!r} "
-                                            f"({op.method} {op.path} takes none)")
-                args = {}
+                args.update(query_args(op.query, request.query_params))
+            elif request.query_params:
+                raise RequestError(400, f"unknown query parameter {next(iter(request.query_params.keys()))!r} "
+                                        f"({op.method} {op.path} takes none)")
             if op.body is not None:
-                data = await read_json(request, op.body_required)
-                args = check(op.body, {} if data is None else data)
-            if op.handler == "busy":  # never waits behind the vault's worker
-                import anyio.to_thread
-
-                result = await anyio.to_thread.run_sync(api.busy)
-            elif op.handler == "index_start":  # starts a thread of its own; needs no vault worker
-                result = api.index_start(**args)
-            elif op.handler == "proactive":
-                result = await api.run_aside(lambda: method(**args))
-            else:
-                result = await api.run(lambda: method(**args))
+                data = await read_json(request, op.body_required, op.max_body)
+                args.update(check(op.body, {} if data is None else data))
+            result = await api.call(op.handler, args)
         except Exception as exc:
             status = error_status(exc)
             if status >= 500 and not isinstance(exc, MemkitError):
@@ -492,6 +256,10 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
         routes.append(Route("/mcp", endpoint))
 
     async def http_error(request: Any, exc: Any) -> Any:
+        if exc.status_code == 404 and b"%2f" in request.scope.get("raw_path", b"").lower():
+            # no route takes a '/' inside a segment: a session id like ..%2F..%2Fetc is a bad one
+            return _error(400, f"the path {request.scope['raw_path'].decode('latin-1')!r} has an encoded '/' (%2F) "
+                               "in a segment: no route takes one (a session id never has one)")
         message = {404: f"no route {request.url.path}: see GET /openapi.json",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
         return _error(exc.status_code, message, getattr(exc, "headers", None))

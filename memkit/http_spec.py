@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Mapping
 
 from . import __version__
 from .errors import MemkitError
-from .limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS
+from .limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SESSION_MESSAGE_CHARS
 
 __all__ = ["Operation", "OPERATIONS", "RequestError", "check", "openapi", "query_args", "MAX_MESSAGE_CHARS",
-           "MAX_NAME_CHARS"]
+           "MAX_NAME_CHARS", "MAX_BODY_BYTES", "MAX_MESSAGE_BODY_BYTES"]
 
 MAX_MESSAGE_CHARS = 20_000  #: /context's message (as the MCP server's get_context)
 MAX_NAME_CHARS = 200  #: a topic name, a session id, an entry id
+MAX_BODY_BYTES = 256 * 1024  #: a request body larger than this is refused (413)
+#: POST /sessions/{session}/messages: a session message may be a pasted document (MAX_SESSION_MESSAGE_CHARS)
+MAX_MESSAGE_BODY_BYTES = 8 * 1024 * 1024
 
 # ---- request schemas: the validation and the OpenAPI description come from the same dicts ----------
 
@@ -88,6 +92,78 @@ PROACTIVE_PARAMS: dict[str, Any] = {
                   "description": "Draft an opening line with the LLM memkit.yaml configures (false: never ask it)."},
     },
 }
+#: a session id as the library writes it (letters, digits, '.', '_', '-'; no '..'): nothing else
+#: can name a file in sessions/, so any other value is refused before the library sees it
+SESSION_ID = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]*$"
+PATTERN_RULES = {SESSION_ID: "is not a session id: use letters, digits, '.', '_' or '-', starting with a letter "
+                             "or digit (no '..')"}
+SESSION = _str("A session: its id, a unique prefix of it, or its file name (GET /sessions lists them).", 100,
+               minLength=1, pattern=SESSION_ID)
+ROLES = ["user", "assistant", "system", "tool"]
+
+SESSION_PATH: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["session"], "properties": {"session": SESSION},
+}
+SESSIONS_PARAMS: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100_000,
+                  "description": "The most recently updated sessions only, at most this many."},
+        "archived": {"type": "boolean", "default": False, "description": "The pruned (archived) sessions instead."},
+    },
+}
+START_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "session": _str("An id to use (letters, digits, '.', '_', '-'); default: a new random one.", 80,
+                        minLength=1, pattern=SESSION_ID),
+        "title": _str("A short title (default: the first user message's beginning).", 200, minLength=1),
+        "system_prompt": _str("The system prompt of the conversation, kept with it.", MAX_MESSAGE_CHARS),
+        "user": _str("Who the conversation is with.", 200, minLength=1),
+        "tags": {"type": "array", "items": _str("A tag.", 40), "maxItems": 20, "description": "Tags."},
+        "metadata": {"type": "object", "maxProperties": 20, "propertyNames": {"maxLength": 40},
+                     "additionalProperties": {"type": "string", "maxLength": 1000},
+                     "description": "Anything else to keep in the session's header: text values by name."},
+    },
+}
+MESSAGE_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["role", "content"],
+    "properties": {
+        "role": _str(f"{', '.join(ROLES[:-1])} or {ROLES[-1]}.", 20, minLength=1),
+        "content": _str("The message (appended to the session's file at once; nothing is rewritten).",
+                        MAX_SESSION_MESSAGE_CHARS),
+        "important": {"type": "boolean", "default": False, "description": "A decision or key fact: kept word for "
+                      "word when the history is condensed."},
+        "name": _str("A tool's or speaker's name.", 80, minLength=1),
+        "time": _str("The message's own time, ISO 8601 (default: now; without an offset: UTC).", 40,
+                     format="date-time"),
+    },
+}
+LOAD_PARAMS: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "max_tokens": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 4096,
+                       "description": "The budget (~4 characters a token)."},
+        "strategy": {"type": "string", "enum": ["simple", "summary", "hybrid"],
+                     "description": "simple: the newest messages that fit; summary: older ones condensed by the LLM; "
+                                    "hybrid: important and system messages kept, routine ones condensed (default: "
+                                    "memkit.yaml's session_strategy)."},
+    },
+}
+SESSION_SEARCH_PARAMS: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["q"],
+    "properties": {
+        "q": _str("What to look for.", MAX_QUERY_CHARS, minLength=1),
+        "k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5, "description": "Results at most."},
+        "session": SESSION,
+        "role": {"type": "string", "enum": ROLES, "description": "Only messages of this role."},
+        "since": _str("Only messages of this day or later.", 10, format="date"),
+    },
+}
+UPKEEP_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"at": _str("Run as if at this moment, local time (default: now).", 40, format="date-time")},
+}
 INDEX_BODY: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
     "properties": {"full": {"type": "boolean", "default": False,
@@ -137,6 +213,45 @@ COMPONENTS: dict[str, Any] = {
                              "question": _NULL_STR, "opening": {"type": ["string", "null"], "description":
                                                                 "The opening line the LLM drafted (null: no LLM)."},
                              "last_conversation": _NULL_STR, "quiet_until": _NULL_STR}},
+    "Session": {"type": "object", "required": ["id", "file", "title", "created", "updated"],
+                "properties": {"id": {"type": "string"}, "file": {"type": "string"}, "title": _NULL_STR,
+                               "created": {"type": "string"}, "updated": {"type": "string"}, "system": _NULL_STR,
+                               "user": _NULL_STR, "tags": {"type": "array", "items": {"type": "string"}},
+                               "metadata": {"type": "object"}, "stage": _NULL_STR, "archived": {"type": "boolean"}}},
+    "SessionInfo": {"type": "object", "required": ["id", "file", "title", "created", "updated", "messages"],
+                    "properties": {"id": {"type": "string"}, "file": {"type": "string"}, "title": {"type": "string"},
+                                   "created": {"type": "string"}, "updated": {"type": "string"},
+                                   "messages": {"type": "integer", "description": "How many."}, "user": _NULL_STR,
+                                   "tags": {"type": "array", "items": {"type": "string"}},
+                                   "bytes": {"type": "integer"}, "archived": {"type": "boolean"},
+                                   "stage": _NULL_STR}},
+    "Message": {"type": "object", "required": ["role", "content", "time"],
+                "properties": {"role": {"type": "string", "enum": ROLES}, "content": {"type": "string"},
+                               "time": {"type": "string", "description": "ISO 8601, UTC."},
+                               "important": {"type": "boolean"}, "name": {"type": "string"},
+                               "line": {"type": "integer"}}},
+    "Window": {"type": "object", "required": ["session", "strategy", "messages", "tokens", "max_tokens", "total",
+                                              "omitted"],
+               "properties": {"session": {"type": "string"}, "strategy": {"type": "string"},
+                              "requested": {"type": "string"}, "tokens": {"type": "integer"},
+                              "max_tokens": {"type": "integer"},
+                              "total": {"type": "integer", "description": "Messages in the session."},
+                              "omitted": {"type": "integer", "description": "Messages left out."},
+                              "summarised": {"type": "integer"}, "summary_cached": {"type": "boolean"},
+                              "note": {"type": ["string", "null"], "description": "A fallback, said in words."},
+                              "messages": {"type": "array", "items": {"$ref": "#/components/schemas/Message"},
+                                           "description": "Oldest first: the system prompt, a summary of older "
+                                                          "messages when one was made, the newest that fit."}}},
+    "SessionHit": {"type": "object", "required": ["session", "file", "line", "time", "role", "text", "score"],
+                   "properties": {"session": {"type": "string"}, "title": {"type": "string"},
+                                  "file": {"type": "string"}, "line": {"type": "integer"}, "time": {"type": "string"},
+                                  "role": {"type": "string"}, "text": {"type": "string"}, "score": {"type": "number"},
+                                  "cosine": {"type": "number"}, "lexical": {"type": "number"}}},
+    "Upkeep": {"type": "object", "required": ["at", "jobs"],
+               "properties": {"at": {"type": "string"}, "jobs": {"type": "array", "items": {
+                   "type": "object", "required": ["job", "did", "changed"],
+                   "properties": {"job": {"type": "string"}, "did": {"type": "string", "description": "One line."},
+                                  "changed": {"type": "boolean"}}}}}},
     "IndexState": {"type": "object", "required": ["model", "dim", "stale_files", "job"],
                    "properties": {"model": _NULL_STR, "dim": {"type": ["integer", "null"]}, "file": _NULL_STR,
                                   "exists": {"type": "boolean"},
@@ -168,6 +283,8 @@ class Operation:
     body: dict[str, Any] | None = None
     body_required: bool = True
     errors: tuple[int, ...] = ()
+    params: dict[str, Any] | None = None  #: the path's parameters (``{session}``)
+    max_body: int = MAX_BODY_BYTES
 
 
 OPERATIONS = [
@@ -200,18 +317,39 @@ OPERATIONS = [
     Operation("POST", "/index", "index_start", "Start bringing the index up to date in the background; "
               "GET /index and GET /busy follow it.", 202, _obj(["job"], job=_ref("Job")), body=INDEX_BODY,
               body_required=False, errors=(400, 409)),
+    Operation("GET", "/sessions", "list_sessions", "The saved conversations, most recently updated first.", 200,
+              _obj(["sessions"], sessions={"type": "array", "items": _ref("SessionInfo")}), query=SESSIONS_PARAMS,
+              errors=(400,)),
+    Operation("POST", "/sessions", "start_session", "Start saving a conversation: a new session file in sessions/. "
+              "Its id works with the routes below and as POST /context's session.", 201, _ref("Session"),
+              body=START_BODY, body_required=False, errors=(400, 409)),
+    # before /sessions/{session}: a session whose id is 'search' is loaded by its file name
+    Operation("GET", "/sessions/search", "search_sessions", "Find messages of saved conversations by meaning and "
+              "words, best first.", 200, _obj(["hits"], hits={"type": "array", "items": _ref("SessionHit")}),
+              query=SESSION_SEARCH_PARAMS, errors=(400, 404)),
+    Operation("GET", "/sessions/{session}", "load_session", "A saved conversation's history within a token budget, "
+              "oldest first, to continue it (summary and hybrid may wait for the LLM).", 200, _ref("Window"),
+              query=LOAD_PARAMS, params=SESSION_PATH, errors=(400, 404)),
+    Operation("POST", "/sessions/{session}/messages", "save_message", "Append one message to a saved conversation "
+              "(one append to its file; nothing is rewritten). Returns the message with its time.", 201,
+              {"allOf": [_ref("Message"), _obj(["session"], session={"type": "string"})]}, body=MESSAGE_BODY,
+              params=SESSION_PATH, errors=(400, 404, 409), max_body=MAX_MESSAGE_BODY_BYTES),
+    Operation("POST", "/upkeep", "run_upkeep", "Run the scheduled jobs now, as `memkit upkeep` does: expired "
+              "memories archived, sessions digested and aged, old ones archived, the profile re-distilled when "
+              "due. Slow when an LLM is configured; searches go on meanwhile.", 200, _ref("Upkeep"),
+              body=UPKEEP_BODY, body_required=False, errors=(400, 409)),
 ]
 
 STATUS_TEXT = {
     400: "Bad request: a missing, unknown or invalid field or parameter, or a Host that is not loopback",
     401: "Missing or wrong bearer token",
-    404: "No such topic or entry",
+    404: "No such topic, entry or session",
     405: "Method not allowed",
-    409: "Conflict: the file or job state does not allow it now",
+    409: "Conflict: the file, session or job state does not allow it now",
     413: "Body too large",
     415: "The body must be application/json",
     500: "The server could not do it",
-    503: "The vault is busy (Retry-After) or the model is unavailable",
+    503: "The vault is busy (Retry-After), or the model or the LLM is unavailable",
 }
 
 
@@ -231,12 +369,14 @@ def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
                       **error_responses(set())}}}}
     for op in OPERATIONS:
         spec: dict[str, Any] = {"summary": op.summary, "operationId": op.handler}
-        if op.query is not None:
-            spec["parameters"] = [
-                {"name": name, "in": "query", "required": name in op.query.get("required", []),
-                 "description": schema.get("description", ""),
-                 "schema": {k: v for k, v in schema.items() if k != "description"}}
-                for name, schema in op.query["properties"].items()]
+        parameters = [
+            {"name": name, "in": where, "required": where == "path" or name in params.get("required", []),
+             "description": schema.get("description", ""),
+             "schema": {k: v for k, v in schema.items() if k != "description"}}
+            for where, params in (("path", op.params), ("query", op.query)) if params is not None
+            for name, schema in params["properties"].items()]
+        if parameters:
+            spec["parameters"] = parameters
         if op.body is not None:
             spec["requestBody"] = {"required": op.body_required,
                                    "content": {"application/json": {"schema": op.body}}}
@@ -283,7 +423,7 @@ def _shown(value: Any) -> str:
 
 def _expected(kind: str) -> str:
     return {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
-            "array": "a list of strings"}[kind]
+            "array": "a list of strings", "object": "an object of strings"}[kind]
 
 
 def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, Any]:
@@ -306,6 +446,7 @@ def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, A
             continue
         kind = spec["type"]
         ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool), "array": isinstance(value, list),
+              "object": isinstance(value, dict),
               "integer": (isinstance(value, int) and not isinstance(value, bool))
               or (isinstance(value, float) and value.is_integer()),
               "number": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)}[kind]
@@ -322,6 +463,8 @@ def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, A
                                         f"{spec['maxLength']:,}")
             if len(value.strip()) < spec.get("minLength", 0):
                 raise RequestError(400, f"invalid {what} {name}: it is empty")
+            if "pattern" in spec and not re.fullmatch(spec["pattern"], value):
+                raise RequestError(400, f"invalid {what} {name}: {_shown(value)} {PATTERN_RULES[spec['pattern']]}")
             if "enum" in spec and value not in spec["enum"]:
                 raise RequestError(400, f"invalid {what} {name}: {_shown(value)} is not one of "
                                         f"{', '.join(spec['enum'])}")
@@ -333,10 +476,20 @@ def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, A
                                             f"got {_shown(value)}") from None
             if spec.get("format") == "date-time":
                 try:
-                    datetime.fromisoformat(value)
+                    datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
                 except ValueError:
                     raise RequestError(400, f"invalid {what} {name}: expected a time like 2026-03-01T18:30, "
                                             f"got {_shown(value)}") from None
+        if kind == "object":
+            if len(value) > spec["maxProperties"]:
+                raise RequestError(400, f"invalid {what} {name}: {len(value)} keys, the limit is {spec['maxProperties']}")
+            for key, item in value.items():
+                if len(key) > spec["propertyNames"]["maxLength"] or not isinstance(item, str) \
+                        or len(item) > spec["additionalProperties"]["maxLength"]:
+                    raise RequestError(400, f"invalid {what} {name}: each key must be at most "
+                                            f"{spec['propertyNames']['maxLength']} characters and each value a "
+                                            f"string of at most {spec['additionalProperties']['maxLength']}, "
+                                            f"got {_shown({key: item})}")
         if kind == "array":
             if len(value) > spec["maxItems"]:
                 raise RequestError(400, f"invalid {what} {name}: {len(value)} items, the limit is {spec['maxItems']}")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .config import Config
-from .errors import InvalidValue, MemkitError, SessionNotFound
+from .errors import InvalidValue, MemkitError, SessionConflict, SessionNotFound
 from .limits import MAX_SESSION_MESSAGE_CHARS
 from .fsutil import (FileChanged, NotRegularFile, append_guarded, atomic_write, describe_os_error, read_head,
                      read_regular, replace_guarded, stamp_of)
@@ -261,7 +261,7 @@ class Sessions:
                now: datetime | None = None) -> Session:
         """Create ``sessions/<day>-<id>.md`` atomically (never replacing a file).
 
-        :raises InvalidValue: a bad id; MemkitError: the id is taken.
+        :raises InvalidValue: a bad id; SessionConflict: the id is taken.
         """
         when = now_utc(now)
         folder = self._ensure_dir()
@@ -272,7 +272,7 @@ class Sessions:
                 path, _ = self.find(sid)
                 if given or path.name[11:-3] == sid:
                     if given:
-                        raise MemkitError(f"session {sid} exists already ({self.rel(path)})")
+                        raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
                     continue
             except SessionNotFound:
                 pass
@@ -282,7 +282,7 @@ class Sessions:
             if _create_exclusive(path, text.encode("utf-8")):
                 return parse_session(text, self.rel(path), sid)
             if given:
-                raise MemkitError(f"session {sid} exists already ({self.rel(path)})")
+                raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
         raise MemkitError("could not pick a free session id")  # pragma: no cover - 8 collisions of 32 bits
 
     def append(self, session: str, role: str, content: str, *, important: bool = False, name: str | None = None,
@@ -300,7 +300,7 @@ class Sessions:
                     now: datetime | None = None, time: str | None = None, archived: bool = False
                     ) -> SessionMessage:
         if archived:
-            raise MemkitError(f"{self.rel(path)} is archived (pruned): move it back to {SESSIONS_DIR}/ to continue it")
+            raise SessionConflict(f"{self.rel(path)} is archived (pruned): move it back to {SESSIONS_DIR}/ to continue it")
         message = self.message(role, content, important=important, name=name, now=now, time=time)
         self.append_raw(path, [render_message(message)])
         return message

@@ -91,9 +91,21 @@ class Client:
         return resp.status, answer
 
 
+def spec_route(path: str) -> dict:
+    """The OpenAPI document's operations of a request path: its own entry, else the first template
+    (``/sessions/{session}``) it fits ({} when none)."""
+    path = path.split("?")[0]
+    if path in SPEC["paths"]:
+        return SPEC["paths"][path]
+    for template, ops in SPEC["paths"].items():
+        if re.fullmatch(re.sub(r"\\{\w+\\}", "[^/]+", re.escape(template)), path):
+            return ops
+    return {}
+
+
 def check_against_spec(method: str, path: str, status: int, answer) -> None:
     """The answer is one the OpenAPI document lists for this route, in the schema it gives."""
-    route = SPEC["paths"].get(path.split("?")[0], {}).get(method.lower())
+    route = spec_route(path).get(method.lower())
     if route is None:  # an unknown route or method: the error shape still holds
         assert status in (404, 405) and set(answer) == {"error", "status"}
         return
@@ -222,6 +234,91 @@ def test_busy_sees_another_writer_holding_the_lock(served):
     assert Client(served).call("GET", "/busy")[1]["write_lock"] is False
 
 
+# ---- conversation sessions ---------------------------------------------------------------------------
+
+def test_sessions_start_save_load_list_search(served):
+    c = Client(served)
+    root = served.api.vault.root
+    status, conv = c.call("POST", "/sessions", {"session": "lisbon", "title": "Lisbon trip", "tags": ["travel"],
+                                                "system_prompt": "You are Maya's travel assistant.", "user": "maya",
+                                                "metadata": {"channel": "voice"}})
+    assert status == 201 and conv["id"] == "lisbon" and conv["title"] == "Lisbon trip" and "messages" not in conv
+    assert conv["tags"] == ["travel"] and conv["metadata"] == {"channel": "voice"}
+    assert (root / conv["file"]).is_file() and conv["file"].startswith("sessions/")
+    said = [("user", "I want to spend a week in Lisbon in March", False),
+            ("assistant", "Booked: TAP flight TP 571 on March 3rd, back on the 10th", True),
+            ("user", "Now find me a quiet hotel in Alfama", False)]
+    for role, content, important in said:
+        status, message = c.call("POST", "/sessions/lisbon/messages",
+                                 {"role": role, "content": content, "important": important})
+        assert status == 201 and message["session"] == "lisbon" and message["role"] == role
+        assert message["content"] == content and message["time"].endswith("Z")
+    status, message = c.call("POST", "/sessions/lisbon/messages", {"role": "Tool", "content": "3 hotels found",
+                                                                   "name": "hotels"})
+    assert status == 201 and message["role"] == "tool" and message["name"] == "hotels"
+    assert "### assistant · " in (root / conv["file"]).read_text() and "· important" in (root / conv["file"]).read_text()
+
+    status, window = c.call("GET", "/sessions/lisbon?max_tokens=40")
+    assert status == 200 and window["strategy"] == "simple" and window["tokens"] <= 40
+    assert window["messages"][0]["role"] == "system" and window["messages"][-1]["content"] == "3 hotels found"
+    assert window["omitted"] >= 1 and window["omitted"] + len(window["messages"]) - 1 == window["total"] == 4
+    _, window = c.call("GET", "/sessions/lis?strategy=simple")  # a unique prefix of the id
+    assert [m["content"] for m in window["messages"][1:4]] == [content for _, content, _ in said]
+    assert window["messages"][2]["important"] is True and window["total"] == 4
+
+    _, other = c.call("POST", "/sessions", {})  # every field optional: a new random id
+    assert re.fullmatch(r"[0-9a-f]{8}", other["id"])
+    status, message = c.call("POST", f"/sessions/{other['id']}/messages",
+                             {"role": "user", "content": "An old message", "time": "2026-01-02T10:05:00+01:00"})
+    assert status == 201 and message["time"] == "2026-01-02T09:05:00Z"
+    status, listing = c.call("GET", "/sessions")
+    assert status == 200 and {s["id"] for s in listing["sessions"]} == {"lisbon", other["id"]}
+    lisbon = next(s for s in listing["sessions"] if s["id"] == "lisbon")
+    assert lisbon["messages"] == 4 and lisbon["title"] == "Lisbon trip"
+    assert len(c.call("GET", "/sessions?limit=1")[1]["sessions"]) == 1
+    assert c.call("GET", "/sessions?archived=true")[1] == {"sessions": []}
+
+    status, found = c.call("GET", "/sessions/search?q=flight+TAP&k=3")
+    assert status == 200 and found["hits"][0]["session"] == "lisbon" and found["hits"][0]["role"] == "assistant"
+    assert "TP 571" in found["hits"][0]["text"] and len(found["hits"]) <= 3
+    _, found = c.call("GET", "/sessions/search?q=flight+TAP&role=user")
+    assert found["hits"] and {h["role"] for h in found["hits"]} == {"user"}
+    _, found = c.call("GET", f"/sessions/search?q=flight+TAP&session={other['id']}")
+    assert found == {"hits": []}
+
+    status, answer = c.call("POST", "/sessions", {"session": "lisbon"})
+    assert status == 409 and "exists already" in answer["error"]
+    status, answer = c.call("POST", "/sessions/lisbon/messages", {"role": "robot", "content": "beep"})
+    assert status == 400 and "invalid role 'robot'" in answer["error"]
+    status, answer = c.call("POST", "/sessions/lisbon/messages", {"role": "user", "content": "x" * 1_000_001})
+    assert status == 400 and "1,000,001 characters, the limit is 1,000,000" in answer["error"]
+    status, answer = c.call("POST", "/sessions/lisbon/messages", {"role": "user", "content": "nul \x00 here"})
+    assert status == 400 and "NUL" in answer["error"]
+    status, answer = c.call("GET", "/sessions/gone")
+    assert status == 404 and "no session 'gone'" in answer["error"]
+    assert c.call("GET", "/sessions/lisbon")[1]["total"] == 4  # nothing refused was written
+
+    status, report = c.call("POST", "/upkeep", {"at": "2026-11-23T12:00:00"})
+    assert status == 200 and report["at"] == "2026-11-23T12:00:00"
+    assert [j["job"] for j in report["jobs"]][:2] == ["tidy", "session-digest"]
+
+
+def test_what_may_wait_for_the_llm_runs_aside(tmp_path):
+    """A summary, an automatic digest, upkeep and proactive run on the aside Vault, so searches go on."""
+    from memkit.http_routes import Api
+
+    vault = make_vault(tmp_path)
+    api = Api(vault)
+    assert not api.asks_llm("load_session", {"strategy": None}) and not api.asks_llm("save_message", {})
+    assert api.asks_llm("load_session", {"strategy": "summary"}) and api.asks_llm("run_upkeep", {})
+    assert not api.asks_llm("search_sessions", {}) and api.asks_llm("proactive", {})
+    (vault.root / "memkit.yaml").write_text("session_strategy: hybrid\ndigest_every_messages: 5\n"
+                                            "llm: {base_url: \"http://127.0.0.1:9/v1\", model: fake}\n")
+    api = Api(Vault(vault.root, embedder=FakeEmbedder()))
+    assert api.asks_llm("load_session", {"strategy": None}) and api.asks_llm("save_message", {})
+    assert not api.asks_llm("load_session", {"strategy": "simple"})
+
+
 # ---- bad requests ----------------------------------------------------------------------------------------
 
 BAD = [
@@ -260,6 +357,25 @@ BAD = [
     ("DELETE", "/add", None, {}, 405, "DELETE is not allowed on /add"),
     ("GET", "/etc/passwd", None, {}, 404, "no route /etc/passwd"),
     ("GET", "/../../etc/passwd", None, {}, 404, "no route"),
+    ("GET", "/sessions?limit=0", None, {}, 400, "invalid query parameter limit: 0 is outside"),
+    ("POST", "/sessions", {"session": "../../etc"}, {}, 400, "invalid field session: \"../../etc\" is not a session id"),
+    ("POST", "/sessions", {"title": "x", "colour": "red"}, {}, 400, "unknown field 'colour'"),
+    ("POST", "/sessions", {"metadata": {"a": 1}}, {}, 400, "invalid field metadata"),
+    ("GET", "/sessions/nope", None, {}, 404, "no session 'nope'"),
+    ("GET", "/sessions/..", None, {}, 400, "invalid path parameter session: \"..\" is not a session id"),
+    ("GET", "/sessions/..%2F..%2Fetc", None, {}, 400, "an encoded '/'"),
+    ("GET", "/sessions/nope?strategy=best", None, {}, 400, "not one of simple, summary, hybrid"),
+    ("GET", "/sessions/nope?max_tokens=0", None, {}, 400, "invalid query parameter max_tokens"),
+    ("POST", "/sessions/nope/messages", {"role": "user", "content": "hi"}, {}, 404, "no session 'nope'"),
+    ("POST", "/sessions/nope/messages", {"role": "user"}, {}, 400, "missing required field 'content'"),
+    ("POST", "/sessions/..%2F..%2Fetc/messages", {"role": "user", "content": "hi"}, {}, 400, "an encoded '/'"),
+    ("POST", "/sessions/a..b/messages", {"role": "user", "content": "hi"}, {}, 400, "not a session id"),
+    ("DELETE", "/sessions/nope", None, {}, 405, "DELETE is not allowed"),
+    ("GET", "/sessions/search", None, {}, 400, "missing required query parameter 'q'"),
+    ("GET", "/sessions/search?q=x&role=robot", None, {}, 400, "not one of user, assistant, system, tool"),
+    ("GET", "/sessions/search?q=x&session=..%2F..%2Fetc", None, {}, 400, "is not a session id"),
+    ("GET", "/sessions/search?q=x&session=nope", None, {}, 404, "no session 'nope'"),
+    ("POST", "/upkeep", {"at": "tomorrow"}, {}, 400, "expected a time like"),
 ]
 
 

@@ -123,7 +123,8 @@ def test_importing_memkit_has_no_side_effects(monkeypatch):
 NOT_FOR_SEARCH = ("memkit.digest", "memkit.digest_extract", "memkit.llm", "memkit.capture", "memkit.check",
                   "memkit.sessions", "memkit.session_io", "memkit.session_window", "memkit.session_digest",
                   "memkit.session_aging", "memkit.gitsync", "memkit.upkeep",
-                  "memkit.schedule", "memkit.split", "memkit.mcp_server", "memkit.http_api", "memkit.http_embed",
+                  "memkit.schedule", "memkit.split", "memkit.mcp_server", "memkit.http_api", "memkit.http_routes",
+                  "memkit.http_embed",
                   "memkit.watch", "memkit.cli_jobs", "memkit.cli_vault", "memkit.cli_memories", "memkit.cli_session",
                   "memkit.cli_serve", "http.client", "ssl",
                   "memkit.proactive")

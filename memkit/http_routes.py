@@ -1,0 +1,329 @@
+"""What each route of `memkit serve` (:mod:`memkit.http_api`) does, on the served vault: the
+:class:`Api` object, one method per route (``Operation.handler`` in :mod:`memkit.http_spec`), and
+where each runs (:meth:`Api.call`).
+
+Threads: every call on the served :class:`Vault` runs in one worker thread, one at a time
+(:meth:`Api.run`; the Vault's searcher and caches are not meant for several threads at once).
+Work that may wait for the LLM (``GET /proactive``, ``POST /upkeep``, a session loaded with the
+summary or hybrid strategy, a message that may start a digest every ``digest_every_messages``)
+runs on a second Vault of its own (:meth:`Api.run_aside`), so searches go on meanwhile. An index
+refresh (``POST /index``) and the watcher (``--watch``) run in threads of their own.
+
+Sessions: a session id reaches the library only once :mod:`memkit.http_spec` found it made of
+letters, digits, '.', '_' and '-' (no '..'), and the library checks it again: none leaves sessions/.
+
+A front end: of the library it imports only the facade (:mod:`memkit.vault`) and :mod:`memkit.errors`.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Callable
+
+from .errors import InvalidValue, MemkitError
+from .http_spec import RequestError
+from .vault import Vault, parse_day
+from .watch import Watcher
+
+log = logging.getLogger("memkit")
+
+__all__ = ["Api", "Job", "JOB_STOP_S", "WATCH_STOP_S"]
+
+JOB_STOP_S = 30.0  #: how long shutdown waits for a running index job
+WATCH_STOP_S = 30.0
+
+
+def _now() -> str:
+    return datetime.now().replace(microsecond=0).isoformat()
+
+
+def _local(value: str | None) -> datetime | None:
+    """A checked ISO time as the library takes a moment: local time, naive (one with an offset is
+    converted)."""
+    if not value:
+        return None
+    moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+    return moment.astimezone().replace(tzinfo=None) if moment.tzinfo else moment
+
+
+@dataclass
+class Job:
+    """A long job this server runs in the background (``POST /index``)."""
+
+    name: str
+    running: bool = False
+    started: str | None = None
+    finished: str | None = None
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "running": self.running, "started": self.started, "finished": self.finished,
+                "report": self.report, "error": self.error}
+
+
+class Api:
+    """What the routes do, on one served :class:`Vault` (see the module docstring for threads).
+
+    :param vault: the served vault.
+    :param watch: also run the watcher (index and index.txt follow hand edits), on a Vault of its own.
+    :param polling: the watcher polls instead of using OS events.
+    """
+
+    def __init__(self, vault: Vault, *, watch: bool = False, polling: bool = False) -> None:
+        self.vault = vault
+        self.watch = watch
+        self.polling = polling
+        self._limiter: Any = None  # anyio.CapacityLimiter(1), made in the event loop's thread
+        self._aside_limiter: Any = None  # the same, for work that may wait for the LLM (proactive)
+        self._aside_vault: Vault | None = None
+        self._jobs_lock = threading.Lock()
+        self.index_job = Job("index")
+        self.digest_running = False  #: the watcher (``watch``) is digesting inbox/ transcripts
+        self._watch_stop = threading.Event()
+        self._watch_thread: threading.Thread | None = None
+
+    def other_vault(self) -> Vault:
+        """A second Vault of the same folder and model (its own index connection and caches), for
+        work in another thread; the model object is shared, not loaded twice."""
+        return Vault(self.vault.root, config=self.vault.config, embedder=self.vault.embedder)
+
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` (a call on the served Vault) in the worker thread, one at a time."""
+        import anyio.to_thread
+
+        if self._limiter is None:
+            import anyio
+
+            self._limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
+
+    async def run_aside(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` (a call on the aside Vault, which may wait for the LLM) in a worker thread of
+        its own, one at a time, so searches and adds do not wait behind it."""
+        import anyio
+        import anyio.to_thread
+
+        if self._aside_limiter is None:
+            self._aside_limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(fn, limiter=self._aside_limiter)
+
+    # ---- lifecycle (HTTPServer.prepare before the first request; stop at shutdown) ----
+    def warm_up(self) -> None:
+        """Load the model and bring the index up to date, so the first search is fast."""
+        try:
+            self.vault.index()
+            self.vault.search("warm up", k=1)
+        except MemkitError as exc:
+            log.warning("%s", exc)  # each request will say it again
+
+    def start_watch(self) -> None:
+        """Run the watcher (memkit.watch's :class:`Watcher`) on a Vault of its own, until :meth:`stop`:
+        the index and index.txt follow the files and, when memkit.yaml configures an LLM, idle
+        inbox/ transcripts are digested (the ``digest`` job of ``GET /busy``), as ``memkit watch`` does.
+
+        :raises MemkitError: the watcher cannot start, or the ``llm:`` settings cannot work.
+        """
+        watch_vault = self.other_vault()
+        llm = watch_vault.llm() if watch_vault.config.llm else None
+
+        def on_update(report: Any) -> None:
+            if report.new or report.removed or report.changed_files:
+                log.info("watch: %s", report.summary())
+                self.vault.changed()  # the served Vault re-checks the files at its next search
+
+        def digest_inbox() -> None:
+            if not watch_vault.waiting_transcripts():
+                return
+            with self._jobs_lock:
+                self.digest_running = True
+            try:
+                for result in watch_vault.process_inbox(llm=llm):
+                    if result.error:
+                        log.warning("inbox/%s: %s", result.file, result.error)
+                    elif result.report is not None:
+                        log.info("inbox/%s: %s (moved to inbox/done/)", result.file,
+                                 result.report.summary().split(": ", 1)[-1])
+            finally:
+                self.vault.changed()
+                with self._jobs_lock:
+                    self.digest_running = False
+
+        # the inbox is looked at often enough that an idle transcript waits at most ~half its timeout more
+        interval = max(1.0, min(30.0, watch_vault.config.session_timeout_minutes * 30))
+        watcher = Watcher(watch_vault, polling=self.polling, on_update=on_update,
+                          inbox_handler=digest_inbox if llm is not None else None, inbox_interval_s=interval)
+        watcher.start()
+
+        def wait() -> None:
+            self._watch_stop.wait()
+            watcher.stop(WATCH_STOP_S)
+
+        self._watch_thread = threading.Thread(target=wait, name="memkit-serve-watch", daemon=True)
+        self._watch_thread.start()
+
+    def stop(self) -> None:
+        """Stop the watcher and wait for a running index job (shutdown)."""
+        self._watch_stop.set()
+        for thread in (self._watch_thread, self.index_job.thread):
+            if thread is not None and thread.is_alive():
+                thread.join(JOB_STOP_S)
+
+    # ---- the routes' work (each runs in a worker thread) ----
+    def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
+               mode: str, min_importance: float | None) -> dict[str, Any]:
+        hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, min_importance=min_importance,
+                                 mode=mode)  # type: ignore[arg-type]  # checked against the schema's enum
+        return {"hits": [h.to_dict() for h in hits]}
+
+    def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
+            until: str | None) -> dict[str, Any]:
+        for label, value in (("due", due), ("until", until)):
+            if value is not None:
+                day = parse_day(value, label)
+                if label == "until" and day < date.today():
+                    raise InvalidValue(f"until {day} is in the past: the memory would expire at once")
+                text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
+        if due is not None and kind is None:
+            kind = "pending"
+        return self.vault.add(text, topic=topic, kind=kind, tags=tags or ()).to_dict()
+
+    def context(self, message: str, session: str | None, budget_tokens: int, reset: bool) -> dict[str, Any]:
+        if reset and session:
+            self.vault.reset_session(session)
+        return self.vault.context(message, session=session, budget_tokens=budget_tokens).to_dict()
+
+    def pending(self) -> dict[str, Any]:
+        return {"pending": [f.to_dict() for f in self.vault.pending()]}
+
+    def done(self, id: str | None, match: str | None, topic: str | None) -> dict[str, Any]:  # noqa: A002
+        if (id is None) == (match is None):
+            raise RequestError(400, "give the follow-up's 'id' or a 'match' of its text (one of the two)")
+        return {"done": self.vault.done(id, match=match, topic=topic).to_dict()}
+
+    def aside_vault(self) -> Vault:
+        """The Vault of the work :meth:`run_aside` runs (made on first use)."""
+        if self._aside_vault is None:
+            self._aside_vault = self.other_vault()
+        return self._aside_vault
+
+    def proactive(self, now: str | None, last_conversation: str | None, draft: bool) -> dict[str, Any]:
+        """Runs on a Vault of its own (see :meth:`run_aside`): drafting may wait for the LLM."""
+        return self.aside_vault().proactive(now=_local(now), last_conversation=_local(last_conversation),
+                                            llm="auto" if draft else None).to_dict()
+
+    def stats(self) -> dict[str, Any]:
+        return self.vault.stats()
+
+    def index_status(self) -> dict[str, Any]:
+        try:
+            state = self.vault.index_status()
+        except MemkitError as exc:
+            state = {"model": None, "dim": None, "stale_files": None, "error": str(exc)}
+        with self._jobs_lock:
+            state["job"] = self.index_job.to_dict()
+        return state
+
+    def busy(self) -> dict[str, Any]:
+        jobs = []
+        with self._jobs_lock:
+            if self.index_job.running:
+                jobs.append("index")
+            if self.digest_running:
+                jobs.append("digest")
+        locked = self.vault.write_locked()
+        return {"busy": bool(jobs) or locked, "jobs": jobs, "write_lock": locked}
+
+    # ---- conversation sessions (the MCP server's list_sessions, start_session, save_message,
+    # load_session, search_sessions; run_upkeep) ----
+    def list_sessions(self, limit: int | None, archived: bool) -> dict[str, Any]:
+        return {"sessions": [i.to_dict() for i in self.vault.sessions(archived=archived)[:limit]]}
+
+    def start_session(self, session: str | None, title: str | None, system_prompt: str | None, user: str | None,
+                      tags: list[str] | None, metadata: dict[str, str] | None) -> dict[str, Any]:
+        data = self.vault.create_session(session_id=session, title=title, system_prompt=system_prompt, user=user,
+                                         tags=tags or (), metadata=metadata).to_dict()
+        data.pop("messages", None)
+        return data
+
+    def save_message(self, session: str, role: str, content: str, important: bool, name: str | None,
+                     time: str | None) -> dict[str, Any]:
+        """Runs aside when the message may start a digest (:meth:`asks_llm`); the digest writes topics."""
+        vault = self.aside_vault() if self.asks_llm("save_message", {}) else self.vault
+        when = datetime.fromisoformat(time[:-1] + "+00:00" if time.endswith("Z") else time) if time else None
+        message = vault.save_message(session, role, content, important=important, name=name, now=when)
+        if vault is not self.vault:
+            self.vault.changed()
+        return dict(message.to_dict(), session=session)
+
+    def load_session(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
+        """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the LLM."""
+        vault = self.aside_vault() if self.asks_llm("load_session", {"strategy": strategy}) else self.vault
+        return vault.recent_messages(session, max_tokens, strategy=strategy).to_dict()
+
+    def search_sessions(self, q: str, k: int, session: str | None, role: str | None,
+                        since: str | None) -> dict[str, Any]:
+        return {"hits": [h.to_dict() for h in self.vault.search_sessions(q, k=k, session=session, role=role,
+                                                                         since=since)]}
+
+    def run_upkeep(self, at: str | None) -> dict[str, Any]:
+        """Runs on a Vault of its own (see :meth:`run_aside`): its jobs may wait for the LLM."""
+        try:
+            return self.aside_vault().upkeep(now=_local(at)).to_dict()
+        finally:
+            self.vault.changed()  # the served Vault re-checks the files at its next search
+
+    def asks_llm(self, handler: str, args: dict[str, Any]) -> bool:
+        """Whether a route's work may wait for the LLM, so runs aside (see :meth:`call`)."""
+        config = self.vault.config
+        if handler == "load_session":
+            return (args.get("strategy") or config.session_strategy) != "simple"
+        if handler == "save_message":  # the N-th message digests the session (Vault.save_message)
+            return config.digest_every_messages > 0 and config.llm is not None
+        return handler in ("proactive", "run_upkeep")
+
+    async def call(self, handler: str, args: dict[str, Any]) -> Any:
+        """Do a route's work (the method ``handler`` with the checked ``args``) where it belongs:
+        ``busy`` at once in a thread of its own, never behind the vault's worker; ``index_start``
+        here (it starts a thread of its own); what may wait for the LLM aside; the rest in the worker."""
+        method = getattr(self, handler)
+        if handler == "busy":
+            import anyio.to_thread
+
+            return await anyio.to_thread.run_sync(self.busy)
+        if handler == "index_start":
+            return self.index_start(**args)
+        if self.asks_llm(handler, args):
+            return await self.run_aside(lambda: method(**args))
+        return await self.run(lambda: method(**args))
+
+    def index_start(self, full: bool) -> dict[str, Any]:
+        """Start an index refresh on a Vault of its own. :raises RequestError: 409, one is running."""
+        with self._jobs_lock:
+            job = self.index_job
+            if job.running:
+                raise RequestError(409, f"an index job is already running (started {job.started}); "
+                                        "GET /index follows it")
+            job.running, job.started, job.finished, job.report, job.error = True, _now(), None, None, None
+            job.thread = threading.Thread(target=self._index_job, args=(full,), name="memkit-serve-index",
+                                          daemon=True)
+            job.thread.start()
+            return {"job": job.to_dict()}
+
+    def _index_job(self, full: bool) -> None:
+        report: dict[str, Any] | None = None
+        error: str | None = None
+        try:
+            report = self.other_vault().index(full=full).to_dict()
+        except Exception as exc:  # reported in GET /index; the server goes on
+            error = str(exc) if isinstance(exc, MemkitError) else f"unexpected error: {type(exc).__name__}: {exc}"
+            log.error("index job failed: %s", error)
+        finally:
+            self.vault.changed()  # the served Vault re-checks the files at its next search
+            with self._jobs_lock:
+                job = self.index_job
+                job.running, job.finished, job.report, job.error = False, _now(), report, error
+

@@ -123,15 +123,19 @@ def digest_new(sessions: Sessions, state_dir: Path, session_id: str, every: int,
 
 def mark_digested(state_dir: Path, session: Session, *, now: Any = None, wait: float = 10.0) -> int:
     """Record the messages of ``session`` not digested yet as digested (the whole session was
-    just digested by hand): the automatic digest then starts after them. How many were marked.
-
-    :raises VaultLocked: a digest of new messages held the lock for ``wait`` seconds.
-    """
-    with file_lock(state_dir / LOCK, timeout=wait):
-        new = new_messages(state_dir, session)
-        if new:
-            _mark(state_dir, session, new, format_time(now_utc(now)))
-        return len(new)
+    just digested by hand): the automatic digest then starts after them. How many were marked;
+    none when a digest of new messages held the mark for ``wait`` seconds (a warning: it may send
+    them again, which adds nothing twice)."""
+    try:
+        with file_lock(state_dir / LOCK, timeout=wait):
+            new = new_messages(state_dir, session)
+            if new:
+                _mark(state_dir, session, new, format_time(now_utc(now)))
+            return len(new)
+    except VaultLocked:
+        log.warning("session %s: digested, but an automatic digest held its mark; it may send these messages "
+                    "again (adding nothing twice)", session.id)
+        return 0
 
 
 def digest_quietly(sessions: Sessions, state_dir: Path, session_id: str, every: int,

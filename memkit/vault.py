@@ -500,11 +500,7 @@ class Vault:
             raise MemkitError(f"session {conv.id} has no messages to digest")
         report = self.digest_text(to_jsonl(conv.messages), name=conv.file, llm=llm, dry_run=dry_run)
         if not dry_run:
-            try:
-                mark_digested(self.store.state_dir, conv)
-            except VaultLocked:
-                log.warning("session %s: digested, but an automatic digest held its mark; it may send these "
-                            "messages again (adding nothing twice)", conv.id)
+            mark_digested(self.store.state_dir, conv)
         return report
 
     def export_session(self, session_id: str) -> str:

@@ -149,3 +149,17 @@ def test_a_session_digested_by_hand_counts_as_digested(tmp_path):
         assert got is not None and got.messages == 1
         last = transcripts(fake)[-1]
         assert FACTS[3].split(" ", 1)[1] in last and FACTS[0].split(" ", 1)[1] not in last
+
+
+def test_marking_waits_for_a_running_digest_then_gives_up_with_a_warning(tmp_path, caplog):
+    from memkit.fsutil import file_lock
+    from memkit.session_digest import LOCK, mark_digested
+
+    v = make(tmp_path, None)
+    v.create_session(session_id="voice", now=T0)
+    say(v, 0)
+    conv = v.session("voice")
+    with file_lock(v.store.state_dir / LOCK):  # an automatic digest in progress
+        assert mark_digested(v.store.state_dir, conv, wait=0.05) == 0
+    assert "may send these messages again" in caplog.text
+    assert mark_digested(v.store.state_dir, conv) == 1 and mark_digested(v.store.state_dir, conv) == 0

@@ -200,14 +200,15 @@ class Searcher:
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 0,
-               words_first: bool = False, min_importance: float | None = None) -> list[Hit]:
+               words_first: bool = False, min_importance: float | None = None,
+               subtopics: bool = True) -> list[Hit]:
         """Search the vault's memories.
 
         :param query: what to look for (natural language, names, part numbers…).
         :param k: how many results at most (default ``max_memories_per_search``).
         :param threshold: minimum similarity (entries with a strong exact-word match pass anyway);
             ``"auto"``: memkit.yaml's value or the model's calibrated one; ``None``: none.
-        :param topic: only this topic (and its subtopics ``topic-*``).
+        :param topic: only this topic (and its subtopics ``topic-*`` unless not ``subtopics``).
         :param kind: only entries of this ``[kind]``.
         :param tag: only entries with this ``#tag``.
         :param since: only entries dated on or after this day (undated entries use their topic's date).
@@ -255,12 +256,12 @@ class Searcher:
         view, ranker = self.ranker(others=checked)
         if topic:
             name = check_topic_name(topic)
-            if not any(in_topic(t, name) for t in view.topics) and \
-                    not any(in_topic(tf.name, name) for tf in self.store.topic_files()):  # the disk only if the view lacks it
+            if not any(_in(t, name, subtopics) for t in view.topics) and \
+                    not any(_in(tf.name, name, subtopics) for tf in self.store.topic_files()):  # the disk only if the view lacks it
                 raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
         if len(view) == 0:
             return []
-        mask = _mask(view, topic, kind, tag, since)
+        mask = _mask(view, topic, kind, tag, since, subtopics)
         if min_importance is not None:
             worth = self.importances(view) >= np.float32(min_importance) - np.float32(1e-6)
             mask = worth if mask is None else mask & worth
@@ -366,8 +367,12 @@ def since_day(since: str | date) -> str:
         raise InvalidValue(f"since must be a date like 2026-03-01, got {since!r}") from None
 
 
+def _in(name: str, topic: str, subtopics: bool) -> bool:
+    return in_topic(name, topic) if subtopics else name == topic
+
+
 def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
-          since: str | date | None) -> np.ndarray | None:
+          since: str | date | None, subtopics: bool = True) -> np.ndarray | None:
     mask: np.ndarray | None = None
 
     def both(m: np.ndarray) -> None:
@@ -376,7 +381,7 @@ def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
 
     if topic:
         name = check_topic_name(topic)
-        ok = np.array([in_topic(t, name) for t in view.topics], dtype=bool)
+        ok = np.array([_in(t, name, subtopics) for t in view.topics], dtype=bool)
         both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))
     if kind:
         want = kind.strip().lower()

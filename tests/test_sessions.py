@@ -317,6 +317,9 @@ def test_search_sessions_by_meaning_and_words(tmp_path):
     assert (hits[0].session, hits[0].role, hits[0].time) == ("trip", "user", "2026-03-01T09:01:00Z")
     assert [h.session for h in v.search_sessions("sourdough", k=5)] == ["bread"]
     assert v.search_sessions("sourdough", session="trip") == []
+    v.create_session(session_id="trip-2", now=T0)  # its file name starts with trip's: not trip's subtopic
+    v.save_message("trip-2", "user", "I fly to Lisbon again in May", now=at(5))
+    assert {h.session for h in v.search_sessions("fly to Lisbon", k=5, session="trip")} == {"trip"}
     v.save_message("bread", "user", "sourdough again", now=at(4))  # a changed file is read again
     assert len(v.search_sessions("sourdough", k=5)) == 2
     with pytest.raises(InvalidValue, match="empty"):

@@ -227,6 +227,12 @@ class McpEndpoint:
                 self.served.changed()
 
 
+def _encoded_slash(request: Any) -> Any:
+    """400: no route takes a '/' inside a segment (a session id like ..%2F..%2Fetc is a bad one)."""
+    return _error(400, f"the path {request.scope['raw_path'].decode('latin-1')!r} has an encoded '/' (%2F) "
+                       "in a segment: no route takes one (a session id never has one)")
+
+
 def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
     """The Starlette application serving ``api`` (wrapped in :class:`Guard`); ``mcp``: also MCP
     over streamable HTTP at ``/mcp``."""
@@ -249,6 +255,8 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
         handlers = {op.method: _endpoint(api, op) for op in ops}
 
         async def dispatch(request: Any, handlers: dict[str, Any] = handlers) -> Any:
+            if b"%2f" in request.scope.get("raw_path", b"").lower():  # /sessions/a%2Fmessages: not a route
+                return _encoded_slash(request)
             return await handlers[request.method](request)
 
         routes.append(Route(path, dispatch, methods=list(handlers)))
@@ -257,9 +265,7 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
 
     async def http_error(request: Any, exc: Any) -> Any:
         if exc.status_code == 404 and b"%2f" in request.scope.get("raw_path", b"").lower():
-            # no route takes a '/' inside a segment: a session id like ..%2F..%2Fetc is a bad one
-            return _error(400, f"the path {request.scope['raw_path'].decode('latin-1')!r} has an encoded '/' (%2F) "
-                               "in a segment: no route takes one (a session id never has one)")
+            return _encoded_slash(request)
         message = {404: f"no route {request.url.path}: see GET /openapi.json",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
         return _error(exc.status_code, message, getattr(exc, "headers", None))

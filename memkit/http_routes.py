@@ -254,7 +254,7 @@ class Api:
         """Runs aside when the message may start a digest (:meth:`asks_llm`); the digest writes topics."""
         vault = self.aside_vault() if self.asks_llm("save_message", {}) else self.vault
         when = datetime.fromisoformat(time[:-1] + "+00:00" if time.endswith("Z") else time) if time else None
-        message = vault.save_message(session, role, content, important=important, name=name, now=when)
+        message = vault.save_message(session, role, content, important=important, name=name, now=when, exact=True)
         if vault is not self.vault:
             self.vault.changed()
         return dict(message.to_dict(), session=session)

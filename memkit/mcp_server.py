@@ -380,7 +380,8 @@ class Memory:
             important: Annotated[bool, _flag("A decision or key fact: kept word for word when the history is "
                                              "condensed.")] = False,
     ) -> Outcome:
-        data = dict(self.vault.save_message(session, role, content, important=important).to_dict(), session=session)
+        data = dict(self.vault.save_message(session, role, content, important=important, exact=True).to_dict(),
+                    session=session)  # exact: a session "user1" must not write into "user12"
         return Outcome(_as_json(data), data)
 
     def load_session(

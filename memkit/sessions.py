@@ -108,16 +108,16 @@ class Sessions:
         except OSError as exc:
             raise MemkitError(f"{self.rel(folder)}/: cannot list: {exc.strerror or exc}") from None
 
-    def find(self, session: str) -> tuple[Path, bool]:
-        """The file of session ``session`` (its id, a unique prefix of it, or its file name) and
-        whether it is archived. :raises SessionNotFound: none or several match."""
+    def find(self, session: str, *, exact: bool = False) -> tuple[Path, bool]:
+        """The file of session ``session`` (its id, a unique prefix of it unless ``exact``, or its
+        file name) and whether it is archived. :raises SessionNotFound: none or several match."""
         raw = session.strip()
         if raw.endswith(".md"):
             raw = raw[:-3]
         raw = raw.rsplit("/", 1)[-1]
         if not raw or ".." in raw or "\\" in raw or "\0" in raw:
             raise SessionNotFound(f"no session {session!r}")
-        exact: list[tuple[Path, bool]] = []
+        same: list[tuple[Path, bool]] = []
         prefix: list[tuple[Path, bool]] = []
         for archived in (False, True):
             for entry in self._files(archived):
@@ -125,12 +125,12 @@ class Sessions:
                 assert m is not None
                 sid, stem = m.group(2), entry.name[:-3]
                 if raw in (sid, stem):
-                    exact.append((Path(entry.path), archived))
-                elif sid.startswith(raw):
+                    same.append((Path(entry.path), archived))
+                elif not exact and sid.startswith(raw):
                     prefix.append((Path(entry.path), archived))
-            if exact:
+            if same:
                 break
-        found = exact or prefix
+        found = same or prefix
         if len(found) == 1:
             return found[0]
         if not found:
@@ -286,13 +286,14 @@ class Sessions:
         raise MemkitError("could not pick a free session id")  # pragma: no cover - 8 collisions of 32 bits
 
     def append(self, session: str, role: str, content: str, *, important: bool = False, name: str | None = None,
-               now: datetime | None = None, time: str | None = None) -> SessionMessage:
+               now: datetime | None = None, time: str | None = None, exact: bool = False) -> SessionMessage:
         """Append one message to a session with a single ``O_APPEND`` write.
 
         :param time: the message's own time (an import); default ``now``.
+        :param exact: ``session`` is the id or file name, never a prefix of another's.
         :raises SessionNotFound, InvalidValue: no such session, a bad role, a message over the limit.
         """
-        path, archived = self.find(session)
+        path, archived = self.find(session, exact=exact)
         return self.append_path(path, role, content, important=important, name=name, now=now, time=time,
                                 archived=archived)
 

@@ -358,3 +358,14 @@ def test_capture_save_of_a_claude_code_hook_keeps_the_transcripts_times(tmp_path
     assert result.saved["id"] == "cc-1" and result.saved["added"] == 2
     assert [(m.role, m.time) for m in vault.session("cc-1").messages] == [
         ("user", "2026-03-01T10:00:00Z"), ("assistant", "2026-03-01T10:00:09Z")]
+
+
+def test_an_exact_write_never_lands_in_a_session_its_id_prefixes(tmp_path):
+    """An API's clients name their own sessions: "user1" must not write into "user12"."""
+    v = Vault(Vault.init(tmp_path / "s", profile=False).root, embedder=FakeEmbedder())
+    v.create_session(session_id="user12", now=T0)
+    with pytest.raises(SessionNotFound):
+        v.save_message("user1", "user", "my PIN is 4321", exact=True)
+    assert v.session("user12").messages == []
+    v.save_message("user1", "user", "a person typing a prefix", now=at(1))  # the CLI's way: a unique prefix
+    assert [m.content for m in v.session("user12").messages] == ["a person typing a prefix"]

@@ -18,6 +18,7 @@ install:
 TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test:
 	@$(BIN)/python -m mypy memkit > .mypy.log 2>&1 & types=$$!; \
+	trap 'kill $$types 2>/dev/null; rm -f .mypy.log; exit 130' INT TERM; \
 	export PYTHONDONTWRITEBYTECODE=; \
 	$(BIN)/python -m pytest -q --collect-only > /dev/null 2>&1; \
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal; tests=$$?; \

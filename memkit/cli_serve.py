@@ -28,7 +28,8 @@ TOKEN_ENV = "MEMKIT_TOKEN"
 @click.option("--socket", "unix", type=click.Path(dir_okay=False), metavar="PATH",
               help="Listen on a Unix socket (mode 0600, no token needed) instead of a TCP port.")
 @click.option("--watch", is_flag=True, help="Also keep the index and index.txt current while files change and, with "
-              "an LLM configured, digest idle inbox/ transcripts (as `memkit watch`; no daily tidy).")
+              "an LLM configured, digest idle inbox/ transcripts (as `memkit watch`, but not its daily upkeep: "
+              "POST /upkeep runs it).")
 @click.option("--polling", is_flag=True, help="With --watch: poll the files instead of OS events.")
 @click.option("--mcp", "mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp: the tools of `memkit mcp`.")
 @click.pass_context

@@ -85,7 +85,11 @@ async def read_json(request: Any, required: bool, limit: int = MAX_BODY_BYTES) -
     if ctype != "application/json":
         raise RequestError(415, "the body must be JSON with Content-Type: application/json")
     try:
-        return json.loads(bytes(body))
+        if len(body) <= MAX_BODY_BYTES:
+            return json.loads(bytes(body))
+        import anyio.to_thread  # a body of megabytes takes a second to parse: not in the event loop
+
+        return await anyio.to_thread.run_sync(json.loads, bytes(body))
     except (ValueError, UnicodeDecodeError) as exc:
         raise RequestError(400, f"the body is not valid JSON: {exc}") from None
     except RecursionError:

@@ -476,10 +476,12 @@ def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, A
                                             f"got {_shown(value)}") from None
             if spec.get("format") == "date-time":
                 try:
-                    datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+                    when = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+                    if not 1900 <= when.year <= 9000:  # converted to UTC or local time later: no overflow there
+                        raise ValueError("out of range")
                 except ValueError:
-                    raise RequestError(400, f"invalid {what} {name}: expected a time like 2026-03-01T18:30, "
-                                            f"got {_shown(value)}") from None
+                    raise RequestError(400, f"invalid {what} {name}: expected a time like 2026-03-01T18:30 "
+                                            f"(years 1900 to 9000), got {_shown(value)}") from None
         if kind == "object":
             if len(value) > spec["maxProperties"]:
                 raise RequestError(400, f"invalid {what} {name}: {len(value)} keys, the limit is {spec['maxProperties']}")

@@ -360,6 +360,8 @@ BAD = [
     ("POST", "/index", {"full": "yes"}, {}, 400, "invalid field full: expected true or false"),
     ("DELETE", "/add", None, {}, 405, "DELETE is not allowed on /add"),
     ("GET", "/etc/passwd", None, {}, 404, "no route /etc/passwd"),
+    ("POST", "/upkeep", {"at": "9999-12-31T23:59:59-14:00"}, {}, 400, "years 1900 to 9000"),
+    ("GET", "/proactive?now=0001-01-01T00:00:00%2B14:00", None, {}, 400, "years 1900 to 9000"),
     ("GET", "/../../etc/passwd", None, {}, 404, "no route"),
     ("GET", "/sessions?limit=0", None, {}, 400, "invalid query parameter limit: 0 is outside"),
     ("POST", "/sessions", {"session": "../../etc"}, {}, 400, "invalid field session: \"../../etc\" is not a session id"),

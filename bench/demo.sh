@@ -47,11 +47,12 @@ step memkit session add lisbon user "I want to spend a week in Lisbon in March"
 step memkit session add lisbon assistant --important -- "Booked: TAP flight TP 571 on March 3rd, back on the 10th"
 step memkit session add lisbon user "Good. Remind me to look for a quiet hotel in Alfama"
 step memkit session add lisbon assistant "Noted: a quiet hotel in Alfama, to look for."
+step memkit session add lisbon user "Also a day trip to Sintra by train, and one evening of fado in the old town"
 echo "(the next day, a new process: find yesterday's conversation and carry on)"
 step memkit session list
 step memkit session load lisbon --tokens 60
 step memkit search --sessions "which flight did I book"
-step memkit session load lisbon --tokens 60 --strategy summary
+step memkit session load lisbon --tokens 90 --strategy summary
 step grep -A1 "^### summary" "$work"/vault/sessions/*-lisbon.md
 step memkit session add lisbon user "Did you find a hotel?"
 step memkit session export lisbon

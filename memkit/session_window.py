@@ -17,7 +17,10 @@ strategies of :meth:`memkit.Vault.recent_messages`.
 A session that aged (:mod:`memkit.session_aging`) starts with its stage text, after the system
 prompt. With no LLM, ``summary`` and ``hybrid`` use a cached summary when a valid one exists and otherwise
 fall back to windowing (``hybrid`` still keeps the system and important messages); the result says
-so in :attr:`Window.note`. Tokens are estimated at ~4 characters each, plus 4 per message.
+so in :attr:`Window.note`. The summary takes a quarter of the budget (at most 600 tokens), or
+room for its heading and a sentence when that is at most half the budget; a budget too small even
+for that gets no summary (nor an LLM call): the newest messages, said in the note. Tokens are
+estimated at ~4 characters each, plus 4 per message.
 """
 from __future__ import annotations
 
@@ -40,8 +43,10 @@ CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4  #: tokens a message costs besides its content (role, separators)
 SUMMARY_SHARE = 4  #: a summary may take up to 1/SUMMARY_SHARE of the budget …
 SUMMARY_MAX_TOKENS = 600  #: … and at most this many tokens
-CHUNK_CHARS = 24_000  #: the LLM reads older messages this much at a time
 PREFIX = "Previous context (a summary of the earlier conversation):\n"
+MIN_SUMMARY_CHARS = 80  #: a smaller room for a summary is no summary: the newest messages instead
+MIN_SUMMARY_TOKENS = MESSAGE_OVERHEAD + -(-(len(PREFIX) + MIN_SUMMARY_CHARS) // CHARS_PER_TOKEN)
+CHUNK_CHARS = 24_000  #: the LLM reads older messages this much at a time
 STAGE_PREFIX = "Earlier in this conversation (what is remembered of it):\n"
 
 SUMMARY_PROMPT = """\
@@ -184,7 +189,8 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
     if strategy == "simple" or start == 0:
         return _sized(simple)
     hybrid = strategy == "hybrid"
-    summary_budget = min(budget // SUMMARY_SHARE, SUMMARY_MAX_TOKENS)
+    # its share of the budget, but room for its heading and a sentence when the budget allows
+    summary_budget = min(max(budget // SUMMARY_SHARE, MIN_SUMMARY_TOKENS), budget // 2, SUMMARY_MAX_TOKENS)
     words = max(20, summary_budget * CHARS_PER_TOKEN // 6)
     rest = budget - summary_budget
 
@@ -207,6 +213,9 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
 
     # the newest messages come first; hybrid's pinned ones fill what they leave of ``rest``
     limit = keep_recent if hybrid else None
+    if (summary_budget - MESSAGE_OVERHEAD) * CHARS_PER_TOKEN - len(PREFIX) < MIN_SUMMARY_CHARS:
+        return _without_summary(session, head, simple, hybrid, pinned, rest + summary_budget, max_tokens,
+                                f"{max_tokens} tokens leave no room for a summary" if llm else "no LLM configured")
     cached = _cached(session, strategy, len(messages))
     # 1. a cached summary whose later messages still fit: no LLM call
     if cached is not None:
@@ -217,7 +226,7 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
                              len(routine(messages[:cached.covers])))
     # 2. a new summary, covering enough that the newest messages take at most half the room
     cut = _newest_fitting(messages, rest // 2, limit)
-    if cut == 0:  # even the newest message does not fit half: keep what fits whole
+    if cut == len(messages):  # even the newest message does not fit half: keep what fits whole
         cut = _newest_fitting(messages, rest, limit)
     if llm is None:
         if cached is not None:
@@ -230,20 +239,8 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
             result.note = (f"no LLM configured: the cached summary covers {cached.covers} messages; "
                            f"{result.omitted} after it do not fit and are left out")
             return result
-        if hybrid:
-            keep, room = pinned(messages, rest + summary_budget)
-            keep_ids = {id(m) for m in keep}
-            others = [m for m in messages if id(m) not in keep_ids]
-            recent = others[_newest_fitting(others, room, None):]
-            recent_ids = {id(m) for m in recent}
-            shown = [m for m in messages if id(m) in keep_ids or id(m) in recent_ids]
-            result = _sized(Window(session.id, head + shown, "simple", strategy, 0, max_tokens, len(messages),
-                                   len(messages) - len(shown)))
-            result.note = ("no LLM configured: nothing summarised; system and important messages kept, "
-                           "then the newest that fit")
-            return result
-        simple.note = "no LLM configured: summary fell back to simple windowing"
-        return _sized(simple)
+        return _without_summary(session, head, simple, hybrid, pinned, rest + summary_budget, max_tokens,
+                                "no LLM configured")
     base = _cached(session, strategy, cut)
     previous = base.text if base is not None else None
     since = routine(messages[base.covers if base is not None else 0:cut])
@@ -264,6 +261,27 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
     keep, _ = pinned(messages[:cut], rest - cost(messages[cut:]))
     return _assemble(session, head, made, keep, list(messages[cut:]), strategy, max_tokens, False, summary_budget,
                      len(routine(messages[:cut])))
+
+
+def _without_summary(session: Session, head: list[SessionMessage], simple: Window, hybrid: bool,
+                     pinned: Callable[[Sequence[SessionMessage], int], tuple[list[SessionMessage], int]],
+                     room: int, max_tokens: int, why: str) -> Window:
+    """No summary (``why``): ``simple`` as it is; hybrid keeps the system and important messages
+    that fit ``room``, then the newest that fit what they leave."""
+    if not hybrid:
+        simple.note = f"{why}: summary fell back to simple windowing"
+        return _sized(simple)
+    messages = session.messages
+    keep, room = pinned(messages, room)
+    keep_ids = {id(m) for m in keep}
+    others = [m for m in messages if id(m) not in keep_ids]
+    recent = others[_newest_fitting(others, room, None):]
+    recent_ids = {id(m) for m in recent}
+    shown = [m for m in messages if id(m) in keep_ids or id(m) in recent_ids]
+    result = _sized(Window(session.id, head + shown, "simple", simple.requested, 0, max_tokens, simple.total,
+                           simple.total - len(shown)))
+    result.note = f"{why}: nothing summarised; system and important messages kept, then the newest that fit"
+    return result
 
 
 def _assemble(session: Session, head: list[SessionMessage], summary: SessionSummary, keep: list[SessionMessage],

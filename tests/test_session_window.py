@@ -223,3 +223,36 @@ def test_hybrid_with_nothing_routine_makes_no_summary(vault):
     assert not any(m.content.startswith(PREFIX) for m in w.messages)
     assert contents(w)[-1] == "decision 19" and w.tokens <= 300 and w.omitted + len(w) == 20
     assert "### summary" not in (vault.root / s.file).read_text()
+
+
+@pytest.mark.parametrize("strategy", ["summary", "hybrid"])
+def test_a_budget_too_small_for_a_summary_asks_no_llm_and_stays_within_it(vault, strategy):
+    """At 60 tokens a summary's share could not hold its own heading: the summary was cut to "…"
+    and the window went over the budget. Now the newest messages fit instead, said in the note."""
+    s = vault.create_session(session_id="short", now=T0)
+    for i in range(12):
+        vault.save_message(s.id, "user", f"message number {i} about the Lisbon trip and the hotel", important=i == 1,
+                           now=at(i + 1))
+    with FakeLLM(lambda request: "A summary that would be cut to nothing.") as fake:
+        llm = loopback_llm(fake)
+        for budget in (40, 60, 70):
+            w = vault.recent_messages("short", max_tokens=budget, strategy=strategy, llm=llm)
+            assert w.tokens <= budget and w.strategy == "simple" and w.summarised == 0
+            assert f"{budget} tokens leave no room for a summary" in w.note
+            assert not any(m.content.startswith(PREFIX) for m in w.messages)
+        assert fake.requests == []
+        w = vault.recent_messages("short", max_tokens=160, strategy=strategy, llm=llm)  # room enough: a summary
+        assert w.tokens <= 160 and w.summarised > 0 and len(fake.requests) == 1
+
+
+def test_a_newest_message_over_half_the_room_is_still_kept_after_the_summary(vault):
+    """When the newest message did not fit half of what the summary leaves, every message was
+    summarised and the newest was not sent at all: it is kept verbatim when it fits the room."""
+    s = vault.create_session(session_id="long-last", now=T0)
+    for i in range(8):
+        vault.save_message(s.id, "user", f"short message {i}", now=at(i + 1))
+    last = "the newest message, long enough to fill more than half the room " + "word " * 20
+    vault.save_message(s.id, "user", last, now=at(10))
+    with FakeLLM(lambda request: "They talked about short things.") as fake:
+        w = vault.recent_messages("long-last", max_tokens=100, strategy="summary", llm=loopback_llm(fake))
+    assert w.messages[-1].content == last and w.summarised >= 1 and w.tokens <= 100

@@ -83,6 +83,10 @@ class Api:
         self._jobs_lock = threading.Lock()
         self.index_job = Job("index")
         self.digest_running = False  #: the watcher (``watch``) is digesting inbox/ transcripts
+        self.session_digests = 0  #: digests of sessions' new messages running (:meth:`_digest_later`)
+        self._digest_lock = threading.Lock()
+        self._digest_vault: Vault | None = None
+        self._digest_threads: list[threading.Thread] = []
         self._watch_stop = threading.Event()
         self._watch_thread: threading.Thread | None = None
 
@@ -168,7 +172,7 @@ class Api:
     def stop(self) -> None:
         """Stop the watcher and wait for a running index job (shutdown)."""
         self._watch_stop.set()
-        for thread in (self._watch_thread, self.index_job.thread):
+        for thread in (self._watch_thread, self.index_job.thread, *self._digest_threads):
             if thread is not None and thread.is_alive():
                 thread.join(JOB_STOP_S)
 
@@ -232,7 +236,7 @@ class Api:
         with self._jobs_lock:
             if self.index_job.running:
                 jobs.append("index")
-            if self.digest_running:
+            if self.digest_running or self.session_digests:
                 jobs.append("digest")
         locked = self.vault.write_locked()
         return {"busy": bool(jobs) or locked, "jobs": jobs, "write_lock": locked}
@@ -251,13 +255,37 @@ class Api:
 
     def save_message(self, session: str, role: str, content: str, important: bool, name: str | None,
                      time: str | None) -> dict[str, Any]:
-        """Runs aside when the message may start a digest (:meth:`asks_llm`); the digest writes topics."""
-        vault = self.aside_vault() if self.asks_llm("save_message", {}) else self.vault
+        """Saved at once; when ``digest_every_messages`` may be due (an LLM configured), the digest
+        runs afterwards in a thread of its own (:meth:`_digest_later`): the answer never waits for it."""
         when = datetime.fromisoformat(time[:-1] + "+00:00" if time.endswith("Z") else time) if time else None
-        message = vault.save_message(session, role, content, important=important, name=name, now=when, exact=True)
-        if vault is not self.vault:
-            self.vault.changed()
+        message = self.vault.save_message(session, role, content, important=important, name=name, now=when,
+                                          exact=True, digest=False)
+        config = self.vault.config
+        if config.digest_every_messages > 0 and config.llm is not None:
+            self._digest_later(session)
         return dict(message.to_dict(), session=session)
+
+    def _digest_later(self, session: str) -> None:
+        """Digest ``session``'s new messages if ``digest_every_messages`` are due, in a thread, on a
+        Vault of its own (one digest at a time; ``GET /busy`` shows it as ``digest``)."""
+        def work() -> None:
+            with self._digest_lock:
+                with self._jobs_lock:
+                    self.session_digests += 1
+                try:
+                    if self._digest_vault is None:
+                        self._digest_vault = self.other_vault()
+                    if self._digest_vault.digest_new_messages(session, force=False) is not None:
+                        self.vault.changed()  # it wrote topics: the next search re-checks the files
+                except MemkitError as exc:  # LLMError too: the messages stay new, the next save tries again
+                    log.warning("session %s: digest of the new messages failed (%s); tried again later", session, exc)
+                finally:
+                    with self._jobs_lock:
+                        self.session_digests -= 1
+
+        thread = threading.Thread(target=work, name="memkit-serve-digest", daemon=True)
+        self._digest_threads = [t for t in self._digest_threads if t.is_alive()] + [thread]
+        thread.start()
 
     def load_session(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
         """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the LLM."""
@@ -281,8 +309,6 @@ class Api:
         config = self.vault.config
         if handler == "load_session":
             return (args.get("strategy") or config.session_strategy) != "simple"
-        if handler == "save_message":  # the N-th message digests the session (Vault.save_message)
-            return config.digest_every_messages > 0 and config.llm is not None
         return handler in ("proactive", "run_upkeep")
 
     async def call(self, handler: str, args: dict[str, Any]) -> Any:

@@ -428,17 +428,19 @@ class Vault:
                                              tags=tags, metadata=metadata, now=now)
 
     def save_message(self, session_id: str, role: str, content: str, *, important: bool = False,
-                     name: str | None = None, now: datetime | None = None, exact: bool = False) -> SessionMessage:
+                     name: str | None = None, now: datetime | None = None, exact: bool = False,
+                     digest: bool = True) -> SessionMessage:
         """Append a message (role user, assistant, system or tool) to a session: one ``O_APPEND``
         write, so concurrent writers lose nothing. ``important`` keeps it verbatim in ``hybrid``;
         ``exact``: ``session_id`` is the id or file name, not a prefix (an API's clients' ids).
 
         With ``digest_every_messages: N`` in memkit.yaml and an LLM configured, the N-th new message
-        digests the messages not digested yet (a failure is logged; the message is saved)."""
+        digests the messages not digested yet (a failure is logged; the message is saved); not with
+        ``digest=False`` (the caller digests later: :meth:`digest_new_messages` with ``force=False``)."""
         message = self._conversations.append(session_id, role, content, important=important, name=name, now=now,
                                              exact=exact)
         every = self.config.digest_every_messages
-        if every > 0 and self.config.llm is not None:
+        if digest and every > 0 and self.config.llm is not None:
             from .session_digest import digest_quietly
             digest_quietly(self._conversations, self.store.state_dir, session_id, every, self._digest_with(None))
         return message

@@ -30,7 +30,7 @@ from memkit.cli import main  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
 from memkit.http_api import MAX_BODY_BYTES, HTTPServer, needs_token  # noqa: E402
 from memkit.http_spec import OPERATIONS, openapi  # noqa: E402
-from util import FakeEmbedder, write  # noqa: E402
+from util import FakeEmbedder, wait_until, write  # noqa: E402
 
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nsummary: rice and bread\nupdated: 2026-01-03T10:00:00\n---\n# Cooking\n\n"
@@ -308,7 +308,8 @@ def test_sessions_start_save_load_list_search(served):
 
 
 def test_what_may_wait_for_the_llm_runs_aside(tmp_path):
-    """A summary, an automatic digest, upkeep and proactive run on the aside Vault, so searches go on."""
+    """A summary, upkeep and proactive run on the aside Vault, so searches go on; a message is saved
+    at once (its automatic digest runs after, see the next test)."""
     from memkit.http_routes import Api
 
     vault = make_vault(tmp_path)
@@ -319,7 +320,7 @@ def test_what_may_wait_for_the_llm_runs_aside(tmp_path):
     (vault.root / "memkit.yaml").write_text("session_strategy: hybrid\ndigest_every_messages: 5\n"
                                             "llm: {base_url: \"http://127.0.0.1:9/v1\", model: fake}\n")
     api = Api(Vault(vault.root, embedder=FakeEmbedder()))
-    assert api.asks_llm("load_session", {"strategy": None}) and api.asks_llm("save_message", {})
+    assert api.asks_llm("load_session", {"strategy": None}) and not api.asks_llm("save_message", {})
     assert not api.asks_llm("load_session", {"strategy": "simple"})
 
 
@@ -693,6 +694,38 @@ def test_watch_digests_the_inbox_and_busy_says_so(tmp_path):
             while c.call("GET", "/busy")[1]["jobs"] and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert c.call("GET", "/busy")[1] == {"busy": False, "jobs": [], "write_lock": False}
+
+
+def test_a_saved_message_never_waits_for_the_digest_it_starts(tmp_path):
+    """With digest_every_messages and an LLM, the N-th message's answer comes while the LLM is still
+    digesting (held here until the test lets it go); searches and more saves go on meanwhile."""
+    from fake_llm import FakeLLM
+
+    asked, release = threading.Event(), threading.Event()
+
+    def answer(request):
+        if "outdated" in request["messages"][-1]["content"]:
+            return json.dumps({"updates": []})
+        asked.set()
+        release.wait(WAIT_S)
+        return json.dumps({"conclusions": [{"kind": "fact", "text": "Rides a green Brompton"}], "new_topic": None})
+
+    with FakeLLM(answer) as fake:
+        vault = make_vault(tmp_path)
+        (vault.root / "memkit.yaml").write_text(f"digest_every_messages: 2\nllm: {{base_url: \"{fake.base_url}\", "
+                                                "model: fake}\n")
+        with HTTPServer(Vault(vault.root, embedder=FakeEmbedder()), port=0) as server:
+            c = Client(server)
+            assert c.call("POST", "/sessions", {"session": "voice"})[0] == 201
+            for text in ("my bike is a green Brompton", "I ride it to work"):
+                assert c.call("POST", "/sessions/voice/messages", {"role": "user", "content": text})[0] == 201
+            assert asked.wait(WAIT_S)  # the digest is waiting for the LLM, the save has answered
+            assert c.call("POST", "/sessions/voice/messages", {"role": "user", "content": "and on Sundays"})[0] == 201
+            assert c.call("GET", "/search?q=rice&mode=lexical")[0] == 200
+            assert c.call("GET", "/busy")[1]["jobs"] == ["digest"]
+            release.set()
+            assert wait_until(lambda: c.call("GET", "/search?q=Brompton&mode=lexical")[1]["hits"], WAIT_S)
+            assert wait_until(lambda: not c.call("GET", "/busy")[1]["jobs"], WAIT_S)
 
 
 def test_proactive(tmp_path):

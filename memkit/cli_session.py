@@ -263,7 +263,8 @@ def digest(ctx: click.Context, session_id: str, dry_run: bool, json_: bool) -> N
 
 @session_group.command("search")
 @click.argument("query")
-@click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, metavar="N")
+@click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, metavar="N",
+              help="How many messages at most.")
 @click.option("--session", "session_id", metavar="ID", help="Only this session.")
 @json_option
 @click.pass_context

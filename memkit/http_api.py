@@ -117,7 +117,7 @@ def _json(data: Any, status: int = 200, headers: Mapping[str, str] | None = None
     from starlette.responses import Response
 
     # a lone surrogate (from a request's JSON, echoed in an error) must not break the answer
-    body = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8", errors="backslashreplace")
+    body = (json.dumps(data, ensure_ascii=False, default=str) + "\n").encode("utf-8", errors="backslashreplace")
     return Response(body, status_code=status, headers=dict(headers or {}), media_type="application/json")
 
 
@@ -271,7 +271,9 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
         if exc.status_code == 404 and b"%2f" in request.scope.get("raw_path", b"").lower():
             return _encoded_slash(request)
         message = {404: f"no route {request.url.path}: see GET /openapi.json",
-                   405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+                   405: f"{request.method} is not allowed on {request.url.path}"
+                        + (f" (allowed: {exc.headers['Allow']})" if "Allow" in (exc.headers or {}) else "")
+                   }.get(exc.status_code, str(exc.detail))
         return _error(exc.status_code, message, getattr(exc, "headers", None))
 
     @asynccontextmanager
@@ -286,6 +288,7 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
             await anyio.to_thread.run_sync(api.stop)
 
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error}, lifespan=lifespan)
+    app.router.redirect_slashes = False  # /sessions/ is no route (a JSON 404), not a redirect with an empty body
     return Guard(app, token)
 
 

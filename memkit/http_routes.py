@@ -117,10 +117,12 @@ class Api:
 
     # ---- lifecycle (HTTPServer.prepare before the first request; stop at shutdown) ----
     def warm_up(self) -> None:
-        """Load the model and bring the index up to date, so the first search is fast."""
+        """Load the model and bring the indexes up to date (the topics' and the conversations'),
+        so the first search is fast."""
         try:
             self.vault.index()
             self.vault.search("warm up", k=1)
+            self.vault.search_sessions("warm up", k=1)
         except MemkitError as exc:
             log.warning("%s", exc)  # each request will say it again
 

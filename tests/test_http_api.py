@@ -361,6 +361,8 @@ BAD = [
     ("POST", "/index", {"full": "yes"}, {}, 400, "invalid field full: expected true or false"),
     ("DELETE", "/add", None, {}, 405, "DELETE is not allowed on /add"),
     ("GET", "/etc/passwd", None, {}, 404, "no route /etc/passwd"),
+    ("GET", "/sessions/", None, {}, 404, "no route /sessions/"),  # no redirect with an empty body
+    ("PUT", "/search", None, {}, 405, "PUT is not allowed on /search (allowed: GET"),
     ("POST", "/upkeep", {"at": "9999-12-31T23:59:59-14:00"}, {}, 400, "years 1900 to 9000"),
     ("GET", "/proactive?now=0001-01-01T00:00:00%2B14:00", None, {}, 400, "years 1900 to 9000"),
     ("GET", "/../../etc/passwd", None, {}, 404, "no route"),

@@ -110,9 +110,10 @@ def list_cmd(ctx: click.Context, archived: bool, json_: bool) -> None:
     if not infos:
         click.echo("no archived sessions" if archived else "no sessions yet: `memkit session new` starts one", err=True)
         return
+    width = min(max(10, *(len(i.id) for i in infos)), 40)  # a long id (a UUID) shifts the columns, not one row
     for i in infos:
         stage = f"  ({i.stage})" if i.stage else ""
-        click.echo(f"{i.id:<10} {_when(i.updated)}  {plural(i.messages, 'message'):<12}  {i.title}{stage}")
+        click.echo(f"{i.id:<{width}} {_when(i.updated)}  {plural(i.messages, 'message'):<12}  {i.title}{stage}")
 
 
 @session_group.command("show")
@@ -281,10 +282,11 @@ def print_session_hits(hits: list[Any], json_: bool) -> None:
     if not hits:
         click.echo("no messages match", err=True)
         return
+    width = min(max(10, *(len(h.session) for h in hits)), 40)
     for h in hits:
         text = " ".join(h.text.split())
         text = text if len(text) <= 100 else text[:99] + "…"
-        click.echo(f"{h.score:.2f}  {h.session:<10} {_when(h.time)}  {h.role:<9} {text}")
+        click.echo(f"{h.score:.2f}  {h.session:<{width}} {_when(h.time)}  {h.role:<9} {text}")
 
 
 __all__ = ["session_group", "print_session_hits"]

@@ -28,11 +28,14 @@ def _metadata(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 def _text(text: str | None, what: str) -> str:
+    given = text
     if text is None or text == "-":
         if text is None and sys.stdin.isatty():
             raise click.UsageError(f"give the {what}, or '-' to read it from stdin")
         text = sys.stdin.read()
     if not text.strip():
+        if given is None:  # nothing given, and nothing came from stdin
+            raise InvalidValue(f"no {what}: give it as an argument, or '-' to read it from stdin (stdin was empty)")
         raise InvalidValue(f"the {what} is empty")
     return text
 

@@ -131,3 +131,5 @@ def test_empty_message_text_is_refused(runner, vault):
     vault.create_session(session_id="e")
     result = run(runner, vault, "session", "add", "e", "user", "-", input="  \n")
     assert result.exit_code == 2 and result.output.startswith("memkit: error: the message text is empty")
+    result = run(runner, vault, "session", "add", "e", "user", input="")  # no text, nothing piped
+    assert result.exit_code == 2 and "no message text: give it as an argument" in result.output

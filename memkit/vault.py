@@ -467,16 +467,8 @@ class Vault:
         from .session_window import window
         chosen = strategy or self.config.session_strategy
         path, archived = self._conversations.find(session_id)
-        earlier = 0
-        if chosen == "simple":  # only the newest messages are read: a long session loads as fast as a short one
-            chars = max_tokens * 5 + 4096
-            while True:
-                conv, earlier = self._conversations.load_tail(path, chars, archived)
-                if not earlier or sum(len(m.content) + 16 for m in conv.messages) >= max_tokens * 4:
-                    break
-                chars *= 4
-        else:
-            conv = self._conversations.load_path(path, archived)
+        conv, earlier = (self._conversations.load_newest(path, max_tokens, archived) if chosen == "simple"
+                         else (self._conversations.load_path(path, archived), 0))
         client = self._llm(llm) if chosen != "simple" else None
         return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
                       keep_recent=keep_recent or self.config.session_keep_recent, now=now,

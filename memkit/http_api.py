@@ -272,7 +272,8 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
             return _encoded_slash(request)
         message = {404: f"no route {request.url.path}: see GET /openapi.json",
                    405: f"{request.method} is not allowed on {request.url.path}"
-                        + (f" (allowed: {exc.headers['Allow']})" if "Allow" in (exc.headers or {}) else "")
+                        + (f" (allowed: {', '.join(sorted(exc.headers['Allow'].split(', ')))})"
+                           if "Allow" in (exc.headers or {}) else "")
                    }.get(exc.status_code, str(exc.detail))
         return _error(exc.status_code, message, getattr(exc, "headers", None))
 

@@ -83,10 +83,9 @@ class Api:
         self._jobs_lock = threading.Lock()
         self.index_job = Job("index")
         self.digest_running = False  #: the watcher (``watch``) is digesting inbox/ transcripts
-        self.session_digests = 0  #: digests of sessions' new messages running (:meth:`_digest_later`)
-        self._digest_lock = threading.Lock()
+        self._digest_waiting: set[str] = set()  #: sessions whose new messages may be due (:meth:`_digest_later`)
+        self._digest_thread: threading.Thread | None = None
         self._digest_vault: Vault | None = None
-        self._digest_threads: list[threading.Thread] = []
         self._watch_stop = threading.Event()
         self._watch_thread: threading.Thread | None = None
 
@@ -174,7 +173,7 @@ class Api:
     def stop(self) -> None:
         """Stop the watcher and wait for a running index job (shutdown)."""
         self._watch_stop.set()
-        for thread in (self._watch_thread, self.index_job.thread, *self._digest_threads):
+        for thread in (self._watch_thread, self.index_job.thread, self._digest_thread):
             if thread is not None and thread.is_alive():
                 thread.join(JOB_STOP_S)
 
@@ -238,7 +237,7 @@ class Api:
         with self._jobs_lock:
             if self.index_job.running:
                 jobs.append("index")
-            if self.digest_running or self.session_digests:
+            if self.digest_running or self._digest_thread is not None:
                 jobs.append("digest")
         locked = self.vault.write_locked()
         return {"busy": bool(jobs) or locked, "jobs": jobs, "write_lock": locked}
@@ -268,26 +267,30 @@ class Api:
         return dict(message.to_dict(), session=session)
 
     def _digest_later(self, session: str) -> None:
-        """Digest ``session``'s new messages if ``digest_every_messages`` are due, in a thread, on a
-        Vault of its own (one digest at a time; ``GET /busy`` shows it as ``digest``)."""
-        def work() -> None:
-            with self._digest_lock:
-                with self._jobs_lock:
-                    self.session_digests += 1
-                try:
-                    if self._digest_vault is None:
-                        self._digest_vault = self.other_vault()
-                    if self._digest_vault.digest_new_messages(session, force=False) is not None:
-                        self.vault.changed()  # it wrote topics: the next search re-checks the files
-                except MemkitError as exc:  # LLMError too: the messages stay new, the next save tries again
-                    log.warning("session %s: digest of the new messages failed (%s); tried again later", session, exc)
-                finally:
-                    with self._jobs_lock:
-                        self.session_digests -= 1
+        """Digest ``session``'s new messages if ``digest_every_messages`` are due, after this answer:
+        one thread works through the sessions waiting, on a Vault of its own (``GET /busy`` shows
+        it as ``digest``); a thousand quick saves queue a session once, not a thousand threads."""
+        with self._jobs_lock:
+            self._digest_waiting.add(session)
+            if self._digest_thread is None:
+                self._digest_thread = threading.Thread(target=self._digest_worker, name="memkit-serve-digest",
+                                                       daemon=True)
+                self._digest_thread.start()
 
-        thread = threading.Thread(target=work, name="memkit-serve-digest", daemon=True)
-        self._digest_threads = [t for t in self._digest_threads if t.is_alive()] + [thread]
-        thread.start()
+    def _digest_worker(self) -> None:
+        while True:
+            with self._jobs_lock:
+                if not self._digest_waiting:
+                    self._digest_thread = None
+                    return
+                session = self._digest_waiting.pop()
+            try:
+                if self._digest_vault is None:
+                    self._digest_vault = self.other_vault()
+                if self._digest_vault.digest_new_messages(session, force=False) is not None:
+                    self.vault.changed()  # it wrote topics: the next search re-checks the files
+            except MemkitError as exc:  # LLMError too: the messages stay new, the next save tries again
+                log.warning("session %s: digest of the new messages failed (%s); tried again later", session, exc)
 
     def load_session(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
         """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the LLM."""

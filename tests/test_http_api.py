@@ -659,19 +659,26 @@ def test_a_port_in_use_is_one_line(tmp_path):
     assert result.output.strip() == f"memkit: error: cannot listen on 127.0.0.1:{port}: Address already in use"
 
 
-def test_watch_digests_the_inbox_and_busy_says_so(tmp_path):
-    """--watch with an LLM: an idle inbox/ transcript is digested (the `digest` job of /busy meanwhile)."""
-    from fake_llm import FakeLLM
-
-    asked = threading.Event()
-    release = threading.Event()
+def held_digest(fact: str):
+    """A fake LLM's answer function for a digest concluding ``fact``, held until ``release`` is
+    set (``asked`` says it was asked): (answer, asked, release)."""
+    asked, release = threading.Event(), threading.Event()
 
     def answer(request):
         if "outdated" in request["messages"][-1]["content"]:
             return json.dumps({"updates": []})
         asked.set()
         release.wait(WAIT_S)
-        return json.dumps({"conclusions": [{"kind": "fact", "text": "Has a cat named Miso"}], "new_topic": None})
+        return json.dumps({"conclusions": [{"kind": "fact", "text": fact}], "new_topic": None})
+
+    return answer, asked, release
+
+
+def test_watch_digests_the_inbox_and_busy_says_so(tmp_path):
+    """--watch with an LLM: an idle inbox/ transcript is digested (the `digest` job of /busy meanwhile)."""
+    from fake_llm import FakeLLM
+
+    answer, asked, release = held_digest("Has a cat named Miso")
 
     with FakeLLM(answer) as fake:
         vault = make_vault(tmp_path)
@@ -703,14 +710,7 @@ def test_a_saved_message_never_waits_for_the_digest_it_starts(tmp_path):
     digesting (held here until the test lets it go); searches and more saves go on meanwhile."""
     from fake_llm import FakeLLM
 
-    asked, release = threading.Event(), threading.Event()
-
-    def answer(request):
-        if "outdated" in request["messages"][-1]["content"]:
-            return json.dumps({"updates": []})
-        asked.set()
-        release.wait(WAIT_S)
-        return json.dumps({"conclusions": [{"kind": "fact", "text": "Rides a green Brompton"}], "new_topic": None})
+    answer, asked, release = held_digest("Rides a green Brompton")
 
     with FakeLLM(answer) as fake:
         vault = make_vault(tmp_path)

@@ -261,14 +261,15 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
         async def dispatch(request: Any, handlers: dict[str, Any] = handlers) -> Any:
             if b"%2f" in request.scope.get("raw_path", b"").lower():  # /sessions/a%2Fmessages: not a route
                 return _encoded_slash(request)
-            return await handlers[request.method](request)
+            return await (handlers.get(request.method) or handlers["GET"])(request)  # HEAD: as GET
 
         routes.append(Route(path, dispatch, methods=list(handlers)))
     if endpoint is not None:
         routes.append(Route("/mcp", endpoint))
+        routes.append(Route("/mcp/", endpoint))  # no redirect from /mcp/ (redirect_slashes is off)
 
     async def http_error(request: Any, exc: Any) -> Any:
-        if exc.status_code == 404 and b"%2f" in request.scope.get("raw_path", b"").lower():
+        if exc.status_code in (404, 405) and b"%2f" in request.scope.get("raw_path", b"").lower():
             return _encoded_slash(request)
         message = {404: f"no route {request.url.path}: see GET /openapi.json",
                    405: f"{request.method} is not allowed on {request.url.path}"

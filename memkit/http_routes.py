@@ -291,15 +291,17 @@ class Api:
                     self.vault.changed()  # it wrote topics: the next search re-checks the files
             except MemkitError as exc:  # LLMError too: the messages stay new, the next save tries again
                 log.warning("session %s: digest of the new messages failed (%s); tried again later", session, exc)
+            except Exception:  # a full disk…: logged, and the worker goes on (it must never die holding the job)
+                log.exception("session %s: digest of the new messages failed; tried again later", session)
 
     def load_session(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
         """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the LLM."""
         vault = self.aside_vault() if self.asks_llm("load_session", {"strategy": strategy}) else self.vault
-        return vault.recent_messages(session, max_tokens, strategy=strategy).to_dict()
+        return vault.recent_messages(session, max_tokens, strategy=strategy, exact=True).to_dict()
 
     def search_sessions(self, q: str, k: int, session: str | None, role: str | None,
                         since: str | None) -> dict[str, Any]:
-        return {"hits": [h.to_dict() for h in self.vault.search_sessions(q, k=k, session=session, role=role,
+        return {"hits": [h.to_dict() for h in self.vault.search_sessions(q, k=k, session=session, role=role, exact=True,
                                                                          since=since)]}
 
     def run_upkeep(self, at: str | None) -> dict[str, Any]:

@@ -97,7 +97,7 @@ PROACTIVE_PARAMS: dict[str, Any] = {
 SESSION_ID = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]*$"
 PATTERN_RULES = {SESSION_ID: "is not a session id: use letters, digits, '.', '_' or '-', starting with a letter "
                              "or digit (no '..')"}
-SESSION = _str("A session: its id, a unique prefix of it, or its file name (GET /sessions lists them).", 100,
+SESSION = _str("A session: its id or its file name, exactly (GET /sessions lists them).", 100,
                minLength=1, pattern=SESSION_ID)
 ROLES = ["user", "assistant", "system", "tool"]
 

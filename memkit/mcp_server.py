@@ -392,7 +392,7 @@ class Memory:
                                                   "or hybrid (important and system messages kept, routine ones "
                                                   "condensed). Default: the vault's session_strategy.", 20)] = None,
     ) -> Outcome:
-        result = self.vault.recent_messages(session, max_tokens, strategy=strategy)
+        result = self.vault.recent_messages(session, max_tokens, strategy=strategy, exact=True)
         text = "\n\n".join(f"{m.role}: {m.content}" for m in result.messages)
         if result.note:
             text = f"(note: {result.note})\n\n{text}"
@@ -404,7 +404,7 @@ class Memory:
             k: Annotated[int, _count("How many results at most.", 1, 100)] = 5,
             session: Annotated[str | None, _text("Only this session.", MAX_ID_CHARS)] = None,
     ) -> Outcome:
-        hits = [h.to_dict() for h in self.vault.search_sessions(query, k=k, session=session)]
+        hits = [h.to_dict() for h in self.vault.search_sessions(query, k=k, session=session, exact=True)]
         return Outcome(_as_json(hits), {"hits": hits})
 
     def proactive(

@@ -255,7 +255,7 @@ class Searcher:
                     self.store.warn_once(message)
         view, ranker = self.ranker(others=checked)
         if topic:
-            name = check_topic_name(topic)
+            name = check_topic_name(topic) if subtopics else topic  # not a name to write to: compared as it is
             if not any(_in(t, name, subtopics) for t in view.topics) and \
                     not any(_in(tf.name, name, subtopics) for tf in self.store.topic_files()):  # the disk only if the view lacks it
                 raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
@@ -380,7 +380,7 @@ def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
         mask = m if mask is None else mask & m
 
     if topic:
-        name = check_topic_name(topic)
+        name = check_topic_name(topic) if subtopics else topic
         ok = np.array([_in(t, name, subtopics) for t in view.topics], dtype=bool)
         both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))
     if kind:

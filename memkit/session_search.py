@@ -54,7 +54,7 @@ class SessionSearch:
         self._parsed: dict[str, tuple[tuple[int, int, int], Any]] = {}  #: file -> (stamp, Session) of hits shown
 
     def search(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
-               since: str | None = None) -> list[SessionHit]:
+               since: str | None = None, exact: bool = False) -> list[SessionHit]:
         """The ``k`` best messages for ``query``, best first.
 
         :param session: only this session (an id or a unique prefix); :param role: only this role;
@@ -67,7 +67,7 @@ class SessionSearch:
             raise InvalidValue(f"k must be at least 1, got {k}")
         only = None
         if session is not None:
-            path, archived = self.sessions.find(session)
+            path, archived = self.sessions.find(session, exact=exact)
             if archived:
                 return []  # pruned sessions are not searched
             only = path.stem

@@ -460,13 +460,13 @@ class Vault:
 
     def recent_messages(self, session_id: str, max_tokens: int = 4096, *, strategy: str | None = None,
                         llm: LLMChoice = "auto", keep_recent: int | None = None,
-                        now: datetime | None = None) -> Window:
+                        now: datetime | None = None, exact: bool = False) -> Window:
         """The session's history within ``max_tokens``, oldest first, the system prompt first (see
         :mod:`memkit.session_window`; ``strategy`` default: memkit.yaml's ``session_strategy``).
-        A summary made on the way is cached in the session file."""
+        A summary made on the way is cached in the session file. ``exact``: as for :meth:`save_message`."""
         from .session_window import window
         chosen = strategy or self.config.session_strategy
-        path, archived = self._conversations.find(session_id)
+        path, archived = self._conversations.find(session_id, exact=exact)
         conv, earlier = (self._conversations.load_newest(path, max_tokens, archived) if chosen == "simple"
                          else (self._conversations.load_path(path, archived), 0))
         client = self._llm(llm) if chosen != "simple" else None
@@ -516,14 +516,14 @@ class Vault:
                                         now=now)
 
     def search_sessions(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
-                        since: str | None = None) -> list[SessionHit]:
+                        since: str | None = None, exact: bool = False) -> list[SessionHit]:
         """Messages of past conversations that match ``query`` by meaning and words, best first
-        (see :mod:`memkit.session_search`)."""
+        (see :mod:`memkit.session_search`; ``exact``: ``session`` as for :meth:`save_message`)."""
         from .session_search import SessionSearch
         if self._session_search is None:
             index = Index(self.store, self.embedder, SessionSource(self.store))
             self._session_search = SessionSearch(self._conversations, Searcher(self.store, index))
-        return self._session_search.search(query, k=k, session=session, role=role, since=since)
+        return self._session_search.search(query, k=k, session=session, role=role, since=since, exact=exact)
 
     # ---- index and search -----------------------------------------------------------------------------
     @property

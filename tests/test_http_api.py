@@ -262,7 +262,7 @@ def test_sessions_start_save_load_list_search(served):
     assert status == 200 and window["strategy"] == "simple" and window["tokens"] <= 40
     assert window["messages"][0]["role"] == "system" and window["messages"][-1]["content"] == "3 hotels found"
     assert window["omitted"] >= 1 and window["omitted"] + len(window["messages"]) - 1 == window["total"] == 4
-    _, window = c.call("GET", "/sessions/lis?strategy=simple")  # a unique prefix of the id
+    _, window = c.call("GET", f"/sessions/{conv['file'].rsplit('/', 1)[-1]}?strategy=simple")  # or its file name
     assert [m["content"] for m in window["messages"][1:4]] == [content for _, content, _ in said]
     assert window["messages"][2]["important"] is True and window["total"] == 4
 
@@ -299,6 +299,10 @@ def test_sessions_start_save_load_list_search(served):
     status, answer = c.call("POST", "/sessions/lis/messages", {"role": "user", "content": "my PIN is 4321"})
     assert status == 404, "a write names its session exactly: a prefix could be another client's conversation"
     status, answer = c.call("POST", "/sessions/lisbon%2Fmessages", {"role": "user", "content": "x"})
+    assert status == 400 and "an encoded '/'" in answer["error"]
+    assert c.call("GET", "/sessions/lis")[0] == 404  # reads name it exactly too: another client's history
+    assert c.call("GET", "/sessions/search?q=flight&session=lis")[0] == 404
+    status, answer = c.call("GET", "/sessions/lisbon%2Fmessages")  # the decoded path's route takes POST only
     assert status == 400 and "an encoded '/'" in answer["error"]
     assert c.call("GET", "/sessions/lisbon")[1]["total"] == 4  # nothing refused was written
 
@@ -386,6 +390,14 @@ BAD = [
     ("GET", "/sessions/search?q=x&session=nope", None, {}, 404, "no session 'nope'"),
     ("POST", "/upkeep", {"at": "tomorrow"}, {}, 400, "expected a time like"),
 ]
+
+
+def test_head_answers_as_get_without_a_body(served_once):
+    """HEAD (curl -I, a health check) on a GET route: its status and headers (it was a 500)."""
+    con = http.client.HTTPConnection(*served_once.socket.getsockname()[:2], timeout=WAIT_S)
+    con.request("HEAD", "/stats")
+    resp = con.getresponse()
+    assert resp.status == 200 and resp.getheader("content-type") == "application/json" and resp.read() == b""
 
 
 @pytest.mark.parametrize("method, path, body, headers, status, message", BAD, ids=[f"{b[0]} {b[1]}" for b in BAD])

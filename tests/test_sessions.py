@@ -369,3 +369,18 @@ def test_an_exact_write_never_lands_in_a_session_its_id_prefixes(tmp_path):
     assert v.session("user12").messages == []
     v.save_message("user1", "user", "a person typing a prefix", now=at(1))  # the CLI's way: a unique prefix
     assert [m.content for m in v.session("user12").messages] == ["a person typing a prefix"]
+    with pytest.raises(SessionNotFound):  # reads too: one client must not read another's history
+        v.recent_messages("user1", exact=True)
+    with pytest.raises(SessionNotFound):
+        v.search_sessions("prefix", session="user1", exact=True)
+    assert v.recent_messages("user12", exact=True).total == 1
+
+
+def test_searching_one_session_compares_its_name_as_it_is(tmp_path):
+    """Session ids keep dots, underscores and capitals: "a.b" is not "a-b", "Trip" is not "trip"."""
+    v = Vault(Vault.init(tmp_path / "s", profile=False).root, embedder=FakeEmbedder())
+    for i, sid in enumerate(("a.b", "a-b", "Trip", "trip", "User_1")):
+        v.create_session(session_id=sid, now=T0)
+        v.save_message(sid, "user", f"hotel booking in lisbon said in session {sid}", now=at(i + 1))
+    for sid in ("a.b", "a-b", "Trip", "trip", "User_1"):
+        assert {h.session for h in v.search_sessions("hotel booking lisbon", k=10, session=sid)} == {sid}, sid

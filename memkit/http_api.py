@@ -29,6 +29,7 @@ the facade (:mod:`memkit.vault`) and :mod:`memkit.errors` (``.importlinter``).
 """
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import json
@@ -188,8 +189,11 @@ def _endpoint(api: Api, op: Operation) -> Callable[[Any], Awaitable[Any]]:
                 raise RequestError(400, f"unknown query parameter {next(iter(request.query_params.keys()))!r} "
                                         f"({op.method} {op.path} takes none)")
             if op.body is not None:
-                data = await read_json(request, op.body_required, op.max_body)
-                args.update(check(op.body, {} if data is None else data))
+                length = request.headers.get("content-length", "")
+                large = op.max_body > MAX_BODY_BYTES and length.strip().isdigit() and int(length) > MAX_BODY_BYTES
+                async with api.large_body_gate() if large else contextlib.nullcontext():  # one such body at a time
+                    data = await read_json(request, op.body_required, op.max_body)
+                    args.update(check(op.body, {} if data is None else data))
             result = await api.call(op.handler, args)
         except Exception as exc:
             status = error_status(exc)

@@ -86,6 +86,7 @@ class Api:
         self._digest_waiting: set[str] = set()  #: sessions whose new messages may be due (:meth:`_digest_later`)
         self._digest_thread: threading.Thread | None = None
         self._digest_vault: Vault | None = None
+        self._large_gate: Any = None  # anyio.Semaphore(1), made in the event loop's thread
         self._watch_stop = threading.Event()
         self._watch_thread: threading.Thread | None = None
 
@@ -93,6 +94,15 @@ class Api:
         """A second Vault of the same folder and model (its own index connection and caches), for
         work in another thread; the model object is shared, not loaded twice."""
         return Vault(self.vault.root, config=self.vault.config, embedder=self.vault.embedder)
+
+    def large_body_gate(self) -> Any:
+        """The semaphore a request holds while it reads and parses a body of megabytes (a long
+        session message): one such body in memory at a time, small requests never wait."""
+        if self._large_gate is None:
+            import anyio
+
+            self._large_gate = anyio.Semaphore(1)
+        return self._large_gate
 
     async def run(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` (a call on the served Vault) in the worker thread, one at a time."""

@@ -636,7 +636,7 @@ def test_mcp_over_streamable_http(tmp_path):
         assert set(spec["paths"]["/mcp"]) == {"get", "post", "delete"}
 
         async def session() -> tuple[list[str], dict, dict]:
-            async with streamable_http_client(f"{server.url}/mcp") as streams:
+            async with streamable_http_client(f"{server.url}/mcp/") as streams:  # the trailing '/' too
                 async with ClientSession(streams[0], streams[1]) as s:
                     await s.initialize()
                     tools = [t.name for t in (await s.list_tools()).tools]

@@ -354,15 +354,13 @@ class Ranker:
 
     def _cosines(self, q: np.ndarray, rows: np.ndarray | None = None, first: np.ndarray | None = None) -> np.ndarray:
         """Exact cosines of every row (or of ``rows``) with the unit query ``q``; ``first``: the
-        products of ``rows`` with the first dimensions, already known."""
+        products of ``rows`` with the first dimensions, already known (used without the whole matrix)."""
         p = self._P.shape[1]
+        if self._M is not None:  # one product; rows read whole: contiguous, faster than the strided columns
+            return self._M @ q if rows is None else np.take(self._M, rows, axis=0) @ q
         if first is not None and rows is not None:
-            if self._M is not None:  # whole rows: contiguous reads, faster than the rest's strided columns
-                return np.take(self._M, rows, axis=0) @ q
             return first + self._R[rows] @ q[p:] if self._R.shape[1] else first.copy()
         if rows is None:
-            if self._M is not None:
-                return self._M @ q
             cos = self._P @ q[:p]
             if self._R.shape[1]:
                 cos += self._R @ q[p:]
@@ -605,7 +603,7 @@ class Ranker:
         rows = mark[:n].nonzero()[0]
         exact = np.empty(n + 2, dtype=np.float32)  # read at the rows computed only (and [-1]: 0)
         # the scan's products are the first dimensions' share of the exact cosines
-        exact[rows] = self._cosines(q, rows, approx[rows])
+        exact[rows] = self._cosines(q, rows, None if self._M is not None else approx[rows])
         exact[-1] = 0
         m = e.shape[0]
         both = np.concatenate([e, low])  # the candidates, then the lowest (their vector scores only)

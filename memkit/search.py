@@ -254,6 +254,7 @@ class Searcher:
                 for message in problem.splitlines():
                     self.store.warn_once(message)
         view, ranker = self.ranker(others=checked)
+        name: str | None = None
         if topic:
             name = check_topic_name(topic) if subtopics else topic  # not a name to write to: compared as it is
             if not any(_in(t, name, subtopics) for t in view.topics) and \
@@ -261,7 +262,7 @@ class Searcher:
                 raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
         if len(view) == 0:
             return []
-        mask = _mask(view, topic, kind, tag, since, subtopics)
+        mask = _mask(view, name, kind, tag, since, subtopics)
         if min_importance is not None:
             worth = self.importances(view) >= np.float32(min_importance) - np.float32(1e-6)
             mask = worth if mask is None else mask & worth
@@ -379,9 +380,8 @@ def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
         nonlocal mask
         mask = m if mask is None else mask & m
 
-    if topic:
-        name = check_topic_name(topic) if subtopics else topic
-        ok = np.array([_in(t, name, subtopics) for t in view.topics], dtype=bool)
+    if topic:  # checked by the caller
+        ok = np.array([_in(t, topic, subtopics) for t in view.topics], dtype=bool)
         both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))
     if kind:
         want = kind.strip().lower()

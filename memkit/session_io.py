@@ -28,6 +28,7 @@ from .capture import claude_code_turns, is_claude_code_entry
 from .errors import InvalidValue, MemkitError, TranscriptError
 from .session_format import ROLES, Session, SessionMessage, check_session_id, format_time, parse_time, render_message
 from .sessions import Sessions
+from .transcript import decode_utf8
 
 __all__ = ["Conversation", "FORMATS", "Imported", "export_jsonl", "parse_conversations", "import_conversations"]
 
@@ -178,11 +179,7 @@ def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime
     if fmt not in FORMATS:
         raise InvalidValue(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     fallback = format_time(now or datetime.now(timezone.utc))
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise TranscriptError(f"{name} line {line}: not valid UTF-8") from None
+    text = decode_utf8(data, name)
     stripped = text.strip()
     if not stripped:
         raise TranscriptError(f"{name}: the file is empty")

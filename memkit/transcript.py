@@ -42,15 +42,21 @@ def read_transcript(path: Path) -> tuple[list[Message], bytes]:
     return parse_transcript(data, str(path)), data
 
 
+def decode_utf8(data: bytes, name: str, hint: str = "") -> str:
+    """``data`` as UTF-8 text (a BOM dropped). :raises TranscriptError: naming the line of the
+    first bad byte, then ``hint``."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TranscriptError(f"{name} line {line}: not valid UTF-8{hint}") from None
+
+
 def parse_transcript(data: bytes, name: str = "transcript") -> list[Message]:
     """Parse transcript bytes (format detected from the content)."""
     if b"\x00" in data:
         raise TranscriptError(f"{name}: contains NUL bytes: this looks like a binary file, not a transcript")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise TranscriptError(f"{name} line {line}: not valid UTF-8; save the transcript as UTF-8") from None
+    text = decode_utf8(data, name, "; save the transcript as UTF-8")
     stripped = text.strip()
     if not stripped:
         raise TranscriptError(f"{name}: the transcript is empty; nothing to digest")

@@ -73,6 +73,7 @@ for p in (str(ROOT), str(HERE)):
         sys.path.insert(0, p)
 
 import synth  # noqa: E402
+from sysinfo import cpu_model, memory_total, versions  # noqa: E402
 
 from memkit import Vault  # noqa: E402
 from memkit import rank as rank_mod  # noqa: E402
@@ -235,21 +236,7 @@ def library_lines() -> tuple[int, int]:
 
 
 def machine() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.lower().startswith(("model name", "hardware", "cpu model")):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal:"):
-                mem = f"{int(line.split()[1]) / 2**20:.1f} GB"
-    except OSError:
-        pass
+    cpu, mem = cpu_model(), memory_total() or ""
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -259,18 +246,10 @@ def machine() -> dict[str, str]:
         blas_s = f"{blas.get('name')} {blas.get('version', '')}".strip()
     except Exception:
         blas_s = "?"
-    from importlib.metadata import version
-
-    versions = []
-    for mod in ("model2vec", "tokenizers", "safetensors", "chromadb", "sqlite-vec", "apsw",
-                "tokenlearn-static-model"):
-        try:
-            versions.append(f"{mod} {version(mod)}")
-        except Exception:
-            versions.append(f"{mod} (not installed)")
     import sqlite3
 
-    versions.append(f"SQLite {sqlite3.sqlite_version}")
+    libraries = versions(("model2vec", "tokenizers", "safetensors", "chromadb", "sqlite-vec", "apsw",
+                          "tokenlearn-static-model")) + [f"SQLite {sqlite3.sqlite_version}"]
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, timeout=5).stdout.strip()
@@ -291,7 +270,7 @@ def machine() -> dict[str, str]:
         "memory": mem,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "numpy": f"{np.__version__} ({blas_s}; this process: {threads})",
-        "libraries": ", ".join(versions),
+        "libraries": ", ".join(libraries),
         "memkit": commit,
         "load average (1 / 5 / 15 min)": load,
     }

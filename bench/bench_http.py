@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from synth import make_queries, parse_size, size_label, working_copy  # noqa: E402
+from sysinfo import cpu_model, memory_total, versions  # noqa: E402
 
 from memkit import Vault  # noqa: E402
 
@@ -45,21 +46,7 @@ MARK = "loadtest"  #: every added memory carries "loadtest-NNNN", to count them 
 
 
 def machine() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.lower().startswith(("model name", "hardware", "cpu model")):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = "?"
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal:"):
-                mem = f"{int(line.split()[1]) / 2**20:.1f} GB"
-    except OSError:
-        pass
+    cpu, mem = cpu_model(), memory_total() or "?"
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, timeout=5).stdout.strip() or "?"
@@ -69,17 +56,10 @@ def machine() -> dict[str, str]:
         load = "%.2f / %.2f / %.2f" % os.getloadavg()
     except OSError:
         load = "?"
-    versions = []
-    for name in ("starlette", "uvicorn"):
-        try:
-            from importlib.metadata import version
-
-            versions.append(f"{name} {version(name)}")
-        except Exception:
-            versions.append(f"{name} (not installed)")
+    libraries = versions(("starlette", "uvicorn"))
     return {"platform": platform.platform(), "cpu": f"{cpu} ({os.cpu_count()} cores)", "memory": mem,
             "python": f"{platform.python_implementation()} {platform.python_version()}",
-            "server": ", ".join(versions), "memkit": commit, "load average at start (1 / 5 / 15 min)": load}
+            "server": ", ".join(libraries), "memkit": commit, "load average at start (1 / 5 / 15 min)": load}
 
 
 def percentile(xs: list[float], q: float) -> float:

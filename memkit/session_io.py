@@ -28,7 +28,7 @@ from .capture import claude_code_turns, is_claude_code_entry
 from .errors import InvalidValue, MemkitError, TranscriptError
 from .session_format import ROLES, Session, SessionMessage, check_session_id, format_time, parse_time, render_message
 from .sessions import Sessions
-from .transcript import decode_utf8
+from .transcript import decode_utf8, json_lines
 
 __all__ = ["Conversation", "FORMATS", "Imported", "export_jsonl", "parse_conversations", "import_conversations"]
 
@@ -218,14 +218,7 @@ def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime
             return "chatgpt", _chatgpt([whole], name)
         if isinstance(whole, dict) and isinstance(whole.get("messages"), list):  # {"messages": [...]}
             return "jsonl", [_from_objects(whole["messages"], name, fallback)]
-        objects = []
-        for number, raw in enumerate(text.splitlines(), 1):
-            if raw.strip():
-                try:
-                    objects.append(json.loads(raw))
-                except json.JSONDecodeError as exc:
-                    raise TranscriptError(f"{name} line {number}: not valid JSON Lines: {exc.msg}") from None
-        return "jsonl", [_from_objects(objects, name, fallback)]
+        return "jsonl", [_from_objects(json_lines(text, name), name, fallback)]
     raise TranscriptError(f"{name}: not JSONL, JSON messages, a Claude Code transcript or a ChatGPT export")
 
 

@@ -5,6 +5,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .limits import MAX_TRANSCRIPT_BYTES
 from .errors import TranscriptError
@@ -52,6 +53,18 @@ def decode_utf8(data: bytes, name: str, hint: str = "") -> str:
         raise TranscriptError(f"{name} line {line}: not valid UTF-8{hint}") from None
 
 
+def json_lines(text: str, name: str) -> list[Any]:
+    """The JSON value of each non-blank line. :raises TranscriptError: naming the bad line."""
+    objects = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if raw.strip():
+            try:
+                objects.append(json.loads(raw))
+            except json.JSONDecodeError as exc:
+                raise TranscriptError(f"{name} line {number}: not valid JSON Lines: {exc.msg}") from None
+    return objects
+
+
 def parse_transcript(data: bytes, name: str = "transcript") -> list[Message]:
     """Parse transcript bytes (format detected from the content)."""
     if b"\x00" in data:
@@ -66,14 +79,7 @@ def parse_transcript(data: bytes, name: str = "transcript") -> list[Message]:
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"{name} line {exc.lineno}: looks like JSON but is not valid: {exc.msg}") from None
     if stripped.startswith("{"):
-        objects = []
-        for number, raw in enumerate(text.splitlines(), 1):
-            if raw.strip():
-                try:
-                    objects.append(json.loads(raw))
-                except json.JSONDecodeError as exc:
-                    raise TranscriptError(f"{name} line {number}: not valid JSON Lines: {exc.msg}") from None
-        return _from_objects(objects, name)
+        return _from_objects(json_lines(text, name), name)
     return _from_lines(text)
 
 

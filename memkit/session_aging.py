@@ -126,12 +126,7 @@ def age_sessions(sessions: Sessions, llm: LLM | None, *, now: datetime, summary_
     :param lock: held around each rewrite (the vault's write lock), not while the LLM works.
     """
     report = AgingReport(llm=llm is not None)
-    for path in sessions.paths():
-        try:
-            session = sessions.load_path(path)
-        except MemkitError as exc:
-            log.warning("%s; not aged", exc)
-            continue
+    for path, session in sessions.each("not aged"):
         stage = due_stage(session, now, summary_days, core_days)
         if stage is None:
             continue

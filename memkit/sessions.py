@@ -23,7 +23,7 @@ import secrets
 import stat
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .config import Config
 from .errors import InvalidValue, MemkitError, SessionConflict, SessionNotFound
@@ -176,6 +176,15 @@ class Sessions:
         text, _ = self._read(path)
         m = NAME_RE.match(path.name)
         return parse_session_tail(text, self.rel(path), m.group(2) if m else path.stem, chars, archived)
+
+    def each(self, skipped: str) -> Iterator[tuple[Path, Session]]:
+        """Every session file with its session, parsed; one that cannot be read is logged
+        (``"<why>; <skipped>"``) and skipped."""
+        for path in self.paths():
+            try:
+                yield path, self.load_path(path)
+            except MemkitError as exc:
+                log.warning("%s; %s", exc, skipped)
 
     def load_newest(self, path: Path, tokens: int, archived: bool = False) -> tuple[Session, int]:
         """:meth:`load_tail` reading enough of the file's end for ``tokens`` tokens of messages (~4
@@ -437,12 +446,7 @@ class Sessions:
         if days < 0:
             raise InvalidValue(f"days must be 0 or more, got {days}")
         cutoff = now_utc(now) - timedelta(days=days)
-        for path in self.paths():
-            try:
-                session = self.load_path(path)
-            except MemkitError as exc:
-                log.warning("%s; not pruned", exc)
-                continue
+        for path, session in self.each("not pruned"):
             if time_key(session.updated) >= cutoff:
                 continue
             info = session.info(path.stat().st_size)

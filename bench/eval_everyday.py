@@ -53,12 +53,12 @@ TARGET_AT1, TARGET_AT3 = 0.75, 0.90
 
 def load_set(path: Path = DEFAULT_DATA) -> dict:
     """The set, each question given its ``group`` (``plain`` unless said) and ``category``
-    (its first answer's)."""
+    (its first answer's; None for an unanswerable question)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     notes = {n["id"]: n for n in data["notes"]}
     for q in data["questions"]:
         q.setdefault("group", "plain")
-        q["category"] = notes[q["answers"][0]]["category"]
+        q["category"] = notes[q["answers"][0]]["category"] if q["answers"] else None
     return data
 
 

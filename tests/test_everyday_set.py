@@ -1,7 +1,9 @@
-"""The everyday-notes evaluation set (bench/everyday.json, run by bench/eval_everyday.py in
-`make eval`) keeps its promises: enough notes and questions in every category, answers that
-exist, and plain questions sharing no search term with their answers (memkit's own tokeniser
-and stemmer), so they can only be answered by meaning. No model needed."""
+"""The everyday-notes evaluation sets (bench/everyday.json, and its held-out twin
+bench/everyday-heldout.json, another person's notes; both run by bench/eval_everyday.py in
+`make eval`) keep their promises: enough notes and items of each group in every category,
+answers that exist, plain questions sharing no search term with their answers (memkit's own
+tokeniser and stemmer), so they can only be answered by meaning, messages with exactly one note
+that matters, and unanswerable questions with no answer. No model needed."""
 from __future__ import annotations
 
 import importlib.util
@@ -15,53 +17,86 @@ import pytest
 from memkit.text import terms
 
 ROOT = Path(__file__).resolve().parent.parent
-SET = ROOT / "bench" / "everyday.json"
+MAIN = ROOT / "bench" / "everyday.json"
+HELDOUT = ROOT / "bench" / "everyday-heldout.json"
 CATEGORIES = {"family", "health", "home", "work", "food", "hobbies", "travel", "money", "tech"}
+GROUPS = {"plain", "rare", "message", "unanswerable"}
+# the least of each per set: notes, notes per category, then items per group
+SIZES = {
+    MAIN: {"notes": 60, "per_category": 6, "plain": 60, "rare": 8, "message": 40, "unanswerable": 20},
+    HELDOUT: {"notes": 40, "per_category": 4, "plain": 40, "rare": 0, "message": 20, "unanswerable": 12},
+}
+
+
+@pytest.fixture(scope="module", params=[MAIN, HELDOUT], ids=["main", "heldout"])
+def path(request) -> Path:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def data() -> dict:
-    return json.loads(SET.read_text(encoding="utf-8"))
+def data(path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _plain(data: dict) -> list[dict]:
-    return [q for q in data["questions"] if q.get("group", "plain") == "plain"]
+def _group(data: dict, group: str) -> list[dict]:
+    return [q for q in data["questions"] if q.get("group", "plain") == group]
 
 
-def test_sizes_and_categories(data):
+def _shared(question: str, note: str) -> set[str]:
+    return set(terms(question)) & set(terms(note))
+
+
+def test_sizes_and_categories(path, data):
+    least = SIZES[path]
     notes = data["notes"]
     assert set(data["categories"]) == CATEGORIES
-    assert len(notes) >= 60
+    assert len(notes) >= least["notes"]
     ids = [n["id"] for n in notes]
     assert len(ids) == len(set(ids)), "duplicate note ids"
     assert len({n["text"] for n in notes}) == len(notes), "duplicate note texts"
     per_cat = Counter(n["category"] for n in notes)
     assert set(per_cat) == CATEGORIES
-    assert min(per_cat.values()) >= 6, per_cat
-    assert len(_plain(data)) >= 60
-    assert {q.get("group", "plain") for q in data["questions"]} <= {"plain", "rare"}
+    assert min(per_cat.values()) >= least["per_category"], per_cat
+    assert {q.get("group", "plain") for q in data["questions"]} <= GROUPS
+    for group in GROUPS:
+        assert len(_group(data, group)) >= least[group], group
     by_id = {n["id"]: n for n in notes}
-    asked = Counter(by_id[q["answers"][0]]["category"] for q in _plain(data))
-    assert set(asked) == CATEGORIES, "every category has plain questions"
+    for group in ("plain", "message"):
+        asked = Counter(by_id[q["answers"][0]]["category"] for q in _group(data, group))
+        assert set(asked) == CATEGORIES, f"every category has {group} items: {asked}"
 
 
 def test_answers_exist(data):
     ids = {n["id"] for n in data["notes"]}
     for q in data["questions"]:
-        assert q["q"].strip() and q["answers"], q
+        assert q["q"].strip(), q
+        assert isinstance(q["answers"], list), q
+        if q.get("group", "plain") == "unanswerable":
+            assert q["answers"] == [], f"{q['q']!r}: an unanswerable question has no answer"
+        else:
+            assert q["answers"], f"{q['q']!r} has no answer"
         missing = [a for a in q["answers"] if a not in ids]
         assert not missing, f"{q['q']!r}: unknown answer ids {missing}"
     assert len({q["q"] for q in data["questions"]}) == len(data["questions"]), "duplicate questions"
 
 
+def test_messages_have_exactly_one_note_and_mostly_no_shared_term(data):
+    notes = {n["id"]: n["text"] for n in data["notes"]}
+    messages = _group(data, "message")
+    for q in messages:
+        assert len(q["answers"]) == 1, f"{q['q']!r}: a message has exactly one note that matters"
+    sharing = [q["q"] for q in messages if _shared(q["q"], notes[q["answers"][0]])]
+    assert len(sharing) * 2 < len(messages), f"most messages share no search term with their note: {sharing}"
+
+
 def test_plain_questions_share_no_term_with_their_answers(data):
     notes = {n["id"]: n["text"] for n in data["notes"]}
     bad = []
-    for q in _plain(data):
-        qt = set(terms(q["q"]))
-        assert qt, f"{q['q']!r} has no search term at all"
+    for q in _group(data, "plain") + _group(data, "unanswerable"):
+        assert set(terms(q["q"])), f"{q['q']!r} has no search term at all"
+    for q in _group(data, "plain"):
         for a in q["answers"]:
-            shared = qt & set(terms(notes[a]))
+            shared = _shared(q["q"], notes[a])
             if shared:
                 bad.append(f"{q['q']!r} / {a}: {sorted(shared)}")
     assert not bad, "plain questions sharing a term with an answer:\n" + "\n".join(bad)
@@ -69,10 +104,14 @@ def test_plain_questions_share_no_term_with_their_answers(data):
 
 def test_rare_questions_do_share_a_term(data):
     notes = {n["id"]: n["text"] for n in data["notes"]}
-    rare = [q for q in data["questions"] if q.get("group") == "rare"]
-    assert len(rare) >= 8
-    for q in rare:
-        assert any(set(terms(q["q"])) & set(terms(notes[a])) for a in q["answers"]), q["q"]
+    for q in _group(data, "rare"):
+        assert any(_shared(q["q"], notes[a]) for a in q["answers"]), q["q"]
+
+
+def test_the_two_sets_are_different_people():
+    main, held = (json.loads(p.read_text(encoding="utf-8")) for p in (MAIN, HELDOUT))
+    assert not {n["text"] for n in main["notes"]} & {n["text"] for n in held["notes"]}
+    assert not {q["q"] for q in _group(main, "message")} & {q["q"] for q in _group(held, "message")}
 
 
 class _HashEmbedder:
@@ -87,14 +126,21 @@ class _HashEmbedder:
         return out
 
 
-def test_runner_vault_maps_every_note(tmp_path, data):
-    """The runner's vault holds one entry per note, and its (file, line) map names the right
-    note: each note's own text, searched lexically, finds that note first."""
+def _runner():
     spec = importlib.util.spec_from_file_location("eval_everyday", ROOT / "bench" / "eval_everyday.py")
     assert spec is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    vault, where = mod.build_vault(tmp_path / "v", mod.load_set(SET), embedder=_HashEmbedder())
+    return mod
+
+
+def test_runner_vault_maps_every_note(tmp_path, path, data):
+    """The runner's vault holds one entry per note, and its (file, line) map names the right
+    note: each note's own text, searched lexically, finds that note first."""
+    mod = _runner()
+    loaded = mod.load_set(path)
+    assert {q["group"] for q in loaded["questions"]} == GROUPS - ({"rare"} if not _group(data, "rare") else set())
+    vault, where = mod.build_vault(tmp_path / "v", loaded, embedder=_HashEmbedder())
     assert sorted(where.values()) == sorted(n["id"] for n in data["notes"])
     assert len(vault.entries()) == len(data["notes"])
     for n in data["notes"]:

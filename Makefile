@@ -37,6 +37,7 @@ bench:
 eval:
 	$(BIN)/python bench/eval.py
 	$(BIN)/python bench/eval_everyday.py
+	$(BIN)/python bench/eval_everyday.py --data bench/everyday-heldout.json
 
 # The same two evaluations with the teacher transformer served on 127.0.0.1 as an embedding
 # server (memkit.yaml's embedder:): what a person running one gets. Needs the `make model` venv.
@@ -44,7 +45,9 @@ eval-teacher:
 	@url=$$(mktemp); $(MODEL_VENV)/bin/python bench/teacher_server.py $$url & pid=$$!; \
 	for i in $$(seq 600); do [ -s $$url ] && break; sleep 0.2; done; \
 	$(BIN)/python bench/eval.py --no-thresholds --model $$(cat $$url); \
-	$(BIN)/python bench/eval_everyday.py --embedder $$(cat $$url); kill $$pid; rm -f $$url
+	$(BIN)/python bench/eval_everyday.py --embedder $$(cat $$url); \
+	$(BIN)/python bench/eval_everyday.py --embedder $$(cat $$url) --data bench/everyday-heldout.json; \
+	kill $$pid; rm -f $$url
 
 # memkit's default model (memkit/models/memkit-m2v), rebuilt from its teacher and corpus; see
 # bench/make_model.py and the model's README.md. Build tools go into a venv of their own, outside

@@ -146,3 +146,51 @@ def test_runner_vault_maps_every_note(tmp_path, path, data):
     for n in data["notes"]:
         hits = vault.search(n["text"], k=1, mode="lexical", threshold=None)
         assert hits and where[(hits[0].file, hits[0].line)] == n["id"], n["text"]
+
+
+def test_runner_reports_messages_context_and_confidence(tmp_path, capsys):
+    """run() gives every item its default hits with their confident flags, a message what
+    Vault.context made of it (whether the block shows the note), and the tables count them."""
+    mod = _runner()
+    data = mod.load_set(MAIN)
+    picked = {}
+    for q in data["questions"]:
+        picked.setdefault(q["group"], q)
+    data["questions"] = list(picked.values())
+    vault, where = mod.build_vault(tmp_path / "v", data, embedder=_HashEmbedder())
+    rows = mod.run(data, vault, where, "auto")
+    by_group = {r["group"]: r for r in rows}
+    assert set(by_group) == GROUPS
+    assert set(by_group["plain"]["ranked"]) == set(mod.MODES)
+    assert set(by_group["message"]["ranked"]) == {"default", "hybrid"}
+    assert set(by_group["unanswerable"]["ranked"]) == {"default"}
+    for r in rows:
+        assert [h["id"] for h in r["default"]] == r["ranked"]["default"]
+        assert all(isinstance(h["confident"], bool) for h in r["default"])
+    ctx = by_group["message"]["context"]
+    assert isinstance(ctx["held"], bool) and set(ctx) == {"held", "topic", "tokens", "memories"}
+    text = {n["id"]: n["text"] for n in data["notes"]}[by_group["message"]["answers"][0]]
+    assert ctx["held"] == mod._in_block(vault.context(by_group["message"]["q"]).text, text)
+    held, n = mod.print_messages([by_group["message"]], data["categories"])
+    assert (held, n) == (int(ctx["held"]), 1)
+    wrong, n_un = mod.print_confidence(rows)
+    assert n_un == 1 and wrong == int(mod.confidence(by_group["unanswerable"]) == "wrong")
+    out = capsys.readouterr().out
+    assert "Messages" in out and "unanswerable" in out
+    json.dumps(rows)  # --json writes them as they are
+
+
+def test_runner_block_and_confidence_rules():
+    mod = _runner()
+    block = "# Memory\n\n## Relevant memories\n- Mum turns 70 (topic: family)\n- Dad's knee\n"
+    assert mod._in_block(block, "Mum turns 70") and mod._in_block(block, "Dad's knee")
+    assert not mod._in_block(block, "Mum turns") and not mod._in_block(block, "knee")
+
+    def row(answers, *hits):
+        return {"answers": answers, "default": [{"id": i, "confident": c} for i, c in hits]}
+
+    assert mod.confidence(row(["a"])) == "empty"
+    assert mod.confidence(row(["a"], ("a", False), ("b", False))) == "weak"
+    assert mod.confidence(row(["a"], ("a", True), ("b", True))) == "right"
+    assert mod.confidence(row(["a"], ("b", True), ("a", True))) == "wrong"
+    assert mod.confidence(row([], ("b", True))) == "wrong"

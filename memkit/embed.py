@@ -16,7 +16,7 @@ import socket
 import threading
 from itertools import chain
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -125,26 +125,31 @@ class StaticEmbedder:
         if cache is None:
             return self._encode(texts)
         split: list[list[str] | None] = []
-        unseen: dict[str, None] = {}
+        # The batch's own words and their ids: the shared cache is only read once per word, so a
+        # clear (this batch's or another thread's, past MAX_CACHED_CHUNKS) drops nothing it needs.
+        found: dict[str, list[int] | None] = {}
+        lookup = cache.get
         for text in texts:
             if text.isascii() and _CONTROL_RE.search(text) is None:
                 words = text.split()
                 split.append(words)
                 for word in words:
-                    if word not in cache:
-                        unseen[word] = None
+                    if word not in found:
+                        found[word] = lookup(word)
             else:
                 split.append(None)  # left to the tokenizer whole
-        if unseen:
-            if len(cache) > MAX_CACHED_CHUNKS:
+        new = [word for word, ids in found.items() if ids is None]
+        if new:
+            encoded = self._encode(new)
+            found.update(zip(new, encoded))
+            if len(cache) + len(new) > MAX_CACHED_CHUNKS:
                 cache.clear()
-            new = list(unseen)
-            cache.update(zip(new, self._encode(new)))
+            cache.update(zip(new, encoded))
         limit = self.max_length
         out: list[list[int]] = []
         whole = [t for t, chunks in zip(texts, split) if chunks is None]
         slow = iter(self._encode(whole)) if whole else iter(())
-        get = cache.__getitem__
+        get = cast("Callable[[str], list[int]]", found.__getitem__)  # every word has its ids now
         for chunks in split:
             if chunks is None:
                 out.append(next(slow))
@@ -219,7 +224,7 @@ class StaticEmbedder:
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # removed or split differently by normalisers
 BULK_BATCH = 256  #: a batch this large gathers from a float32 copy of a float16 table
-MAX_CACHED_CHUNKS = 1_000_000
+MAX_CACHED_CHUNKS = 1_000_000  #: the word-chunk cache is emptied before it would pass this
 _SAFETENSORS_DTYPES = {"F16": "<f2", "F32": "<f4", "F64": "<f8", "I8": "i1", "U8": "u1", "I16": "<i2",
                        "I32": "<i4", "I64": "<i8"}
 _CHUNK_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}

@@ -78,3 +78,42 @@ def test_a_damaged_model_file_is_a_model_error(tmp_path, bad):
     (folder / "model.safetensors").write_bytes(bad)
     with pytest.raises(ModelError, match="cannot load the model|no 'embeddings'"):
         StaticEmbedder(folder)
+
+
+def test_a_batch_straddling_the_chunk_cache_limit_keeps_its_words(tmp_path, monkeypatch):
+    """Issue 31: the word-chunk cache is cleared when it passes its limit; a batch whose words were
+    found in the cache before the clear must still get their ids (it raised KeyError)."""
+    import memkit.embed as embed
+
+    monkeypatch.setattr(embed, "MAX_CACHED_CHUNKS", 4)
+    folder = bert_model(tmp_path)
+    chunked = StaticEmbedder(folder)
+    whole = StaticEmbedder(folder)
+    whole._chunks = None
+    first = ["prefers bomba rice for paella"]  # five words: the cache passes the limit
+    second = ["rice for paella", "prefers new words here", "bomba and more words"]  # old and new words
+    third = ["a b c d e f g h", "rice bomba", "tabs and newlines"]
+    for batch in (first, second, third, second):
+        assert chunked.token_ids(batch) == whole.token_ids(batch)
+    assert chunked._chunks is not None  # still the chunk path
+    np.testing.assert_array_equal(chunked.embed(second + third), whole.embed(second + third))
+
+
+def test_a_cache_cleared_mid_batch_by_another_call_drops_nothing_the_batch_needs(tmp_path, monkeypatch):
+    """Another thread (a server's second vault shares the process's model) may clear the cache
+    while a batch is being tokenised: the batch keeps what it looked up."""
+    folder = bert_model(tmp_path)
+    chunked = StaticEmbedder(folder)
+    whole = StaticEmbedder(folder)
+    whole._chunks = None
+    texts = ["prefers bomba rice for paella", "rice for paella node-3"]
+    assert chunked.token_ids(texts[:1]) == whole.token_ids(texts[:1])  # the cache holds those words
+    encode = chunked._encode
+
+    def clearing(batch):
+        assert chunked._chunks is not None
+        chunked._chunks.clear()  # what a concurrent call past the limit does
+        return encode(batch)
+
+    monkeypatch.setattr(chunked, "_encode", clearing)
+    assert chunked.token_ids(texts) == whole.token_ids(texts)

@@ -117,3 +117,24 @@ def test_a_cache_cleared_mid_batch_by_another_call_drops_nothing_the_batch_needs
 
     monkeypatch.setattr(chunked, "_encode", clearing)
     assert chunked.token_ids(texts) == whole.token_ids(texts)
+
+
+def test_memkit_index_with_more_distinct_words_than_the_cache_holds(tmp_path, monkeypatch):
+    """Issue 31 end to end: `memkit index` on a vault whose distinct words pass the cache's limit
+    (each entry carries a unique token, as ids and numbers do) indexes, and search finds them."""
+    import memkit.embed as embed
+    from click.testing import CliRunner
+
+    from memkit.cli import main
+
+    monkeypatch.setattr(embed, "MAX_CACHED_CHUNKS", 50)
+    topics = tmp_path / "v" / "topics"
+    runner = CliRunner()
+    assert runner.invoke(main, ["init", str(tmp_path / "v")]).exit_code == 0
+    for t in range(6):
+        lines = "".join(f"- Ticket n{t}x{i} was about the router on desk {i}\n" for i in range(40))
+        (topics / f"t{t}.md").write_text(f"# T{t}\n\n{lines}", encoding="utf-8")
+    got = runner.invoke(main, ["--vault", str(tmp_path / "v"), "index"])
+    assert got.exit_code == 0, got.output
+    got = runner.invoke(main, ["--vault", str(tmp_path / "v"), "search", "ticket n3x17"])
+    assert got.exit_code == 0 and "n3x17" in got.output, got.output

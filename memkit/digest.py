@@ -31,13 +31,14 @@ from typing import Any, Sequence
 
 from .archive import ArchiveItem, archive_line
 from .digest_extract import MAX_CONCLUSIONS, Conclusion, extract_conclusions, find_updates
-from .errors import LLMError, MemkitError, TopicNotFound, TranscriptError
+from .errors import LLMError, MemkitError, NumericError, TopicNotFound, TranscriptError
 from .fsutil import atomic_write, file_lock
 from .llm import LLM
 from .names import slugify, topic_relpath
 from .newvault import PROFILE_TOPIC
 from .route import closest_subtopic, detect_topic, is_confident
 from .search import Hit, Searcher
+from .similarity import similarities
 from .split import maybe_split
 from .store import Store
 from .text import terms
@@ -320,8 +321,11 @@ def _together(searcher: Searcher, conclusions: list[Conclusion]) -> list[Conclus
     words = [{w for w in terms(_DATE_TAIL.sub("", c.text)) if len(w) >= 4 and w.isalpha()} for c in conclusions]
     try:
         vectors = searcher.index.embedder.embed([c.text for c in conclusions])
-        close = (vectors @ vectors.T) >= searcher.threshold() + 0.1
-    except MemkitError:
+        close = similarities(vectors) >= searcher.threshold() + 0.1
+    except NumericError as exc:
+        log.warning("grouping the conclusions by their shared words only: %s", exc)
+        close = None
+    except MemkitError:  # no model: by shared words only
         close = None
     n = len(conclusions)
     parent = list(range(n))

@@ -83,3 +83,8 @@ class SessionNotFound(MemkitError, KeyError):
 
 class SessionConflict(MemkitError):
     """A session that cannot take the change now: its id is taken, or it is archived (pruned)."""
+
+
+class NumericError(MemkitError):
+    """A similarity matrix came out with values that are not numbers (inf/NaN), most likely from a
+    faulty BLAS; memkit refuses to use it rather than act on garbage."""

@@ -1,12 +1,15 @@
 """Grouping a topic's entries for a split: TF-IDF rows over shared words, mixed with the
 embeddings, then spherical k-means for each k with the best cosine silhouette winning (see
-:mod:`memkit.split`). Pure numpy; same input, same result."""
+:mod:`memkit.split`). Pure numpy; same input, same result. Every similarity goes through
+:func:`memkit.similarity.similarities` (never a BLAS self-product; never inf/NaN used)."""
 from __future__ import annotations
 
 import math
 from collections import Counter
 
 import numpy as np
+
+from .similarity import similarities
 
 __all__ = ["SEED", "lexical", "features", "cluster"]
 
@@ -83,10 +86,10 @@ def _kmeans(X: np.ndarray, k: int) -> np.ndarray:
     if len(X) > _FIT_SAMPLE:
         sample = X[np.linspace(0, len(X) - 1, _FIT_SAMPLE).astype(np.int64)]
         C = _centroids(sample, _kmeans(sample, k), k)
-        assign = np.argmax(X @ C.T, axis=1)
+        assign = np.argmax(similarities(X, C), axis=1)
         counts = np.bincount(assign, minlength=k)
         for empty in np.flatnonzero(counts == 0).tolist():  # keep k clusters: an empty one takes its closest row
-            assign[int(np.argmax(X @ C[empty]))] = empty
+            assign[int(np.argmax(similarities(X, C[empty:empty + 1])[:, 0]))] = empty
         return assign
     best_assign: np.ndarray | None = None
     best_score = -math.inf
@@ -95,7 +98,7 @@ def _kmeans(X: np.ndarray, k: int) -> np.ndarray:
         C = _kmeanspp(X, k, rng)
         assign = np.full(len(X), -1, dtype=np.int64)
         for _ in range(_MAX_ITER):
-            sims = X @ C.T
+            sims = similarities(X, C)
             new = np.argmax(sims, axis=1).astype(np.int64)
             for c in range(k):  # an emptied cluster takes the point its centroid fits worst
                 if not np.any(new == c):
@@ -107,7 +110,7 @@ def _kmeans(X: np.ndarray, k: int) -> np.ndarray:
                 break
             assign = new
             C = _centroids(X, assign, k)
-        score = float(np.sum((X @ C.T)[np.arange(len(X)), assign]))
+        score = float(np.sum(similarities(X, C)[np.arange(len(X)), assign]))
         if score > best_score + 1e-9:
             best_score, best_assign = score, assign.copy()
     assert best_assign is not None
@@ -117,13 +120,13 @@ def _kmeans(X: np.ndarray, k: int) -> np.ndarray:
 def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     n = len(X)
     chosen = [int(rng.integers(n))]
-    closest = 1.0 - X @ X[chosen[0]]
+    closest = 1.0 - similarities(X, X[chosen[0]:chosen[0] + 1])[:, 0]
     for _ in range(1, k):
         weights = np.clip(closest.astype(np.float64), 0.0, None) ** 2
         total = weights.sum()
         idx = int(rng.choice(n, p=weights / total)) if total > 1e-12 else int(rng.integers(n))
         chosen.append(idx)
-        closest = np.minimum(closest, 1.0 - X @ X[idx])
+        closest = np.minimum(closest, 1.0 - similarities(X, X[idx:idx + 1])[:, 0])
     return X[chosen].copy()
 
 
@@ -145,7 +148,7 @@ def _silhouette(X: np.ndarray, labels: np.ndarray) -> float:
     clusters = sorted(set(int(c) for c in labels if c >= 0))
     if len(clusters) < 2:
         return -1.0 if not clusters else 0.0
-    D = 1.0 - X @ X.T
+    D = 1.0 - similarities(X)  # never numpy's X @ X.T (BLAS SYRK: wrong on some Arm chips)
     onehot = np.stack([(labels == c).astype(np.float64) for c in clusters], axis=1)
     sums = D @ onehot
     counts = onehot.sum(axis=0)

@@ -10,6 +10,11 @@ Every ```console and ```python block of README.md has a marker on the line befor
   ``bench/demo/demo_llm.py``) that answers digest prompts for ``bench/demo/transcript-2026-11-21.txt``.
 - ``<!-- readme-test: skip — why -->``: not run; only where running it is impossible.
 
+A block whose commands run a program this machine lacks (``curl``, which the HTTP examples call
+the server with, is not part of the set-up) is not run, nor are the ``continue`` blocks after it:
+the test then ends as skipped, naming those blocks and the missing program, once every other
+example has run and matched.
+
 In a console block each ``$ `` line is a command (``cd``, ``&&``, ``echo … | memkit …``, ``< file``,
 a trailing ``# comment``; ``memkit`` runs in-process with click's CliRunner, anything else in
 bash) and the lines up to the next ``$ `` are its stdout and stderr. Compared after normalising
@@ -376,6 +381,89 @@ class Shell:
         return "".join(lines[:printed]) + "^C\n" + "".join(lines[printed:]), proc.returncode
 
 
+# ---- examples that need a program this machine lacks --------------------------------------------
+
+IN_PROCESS = {"memkit", "cd", "echo"}  #: run by the Shell itself (memkit in-process), never looked up
+BUILTINS = {"export", "set", "true", "false", "test", "[", "printf", "source", ".", "type", "command"}
+SEPARATORS = {"&&", "||", "|", ";"}
+WHY = {"curl": "the HTTP examples call the server with curl"}  #: what a program the set-up lacks is for
+
+
+def programs(block: Block) -> list[str]:
+    """The programs a console block's commands run (each command of a ``&&``, ``|`` or ``;``
+    chain), in order, without those the Shell runs itself and bash's builtins."""
+    found: list[str] = []
+    for step in block.steps() if block.lang == "console" else []:
+        lex = shlex.shlex(step.command, posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        first = True
+        for token in lex:
+            if token in SEPARATORS:
+                first = True
+                continue
+            if first and token not in IN_PROCESS and token not in BUILTINS and "=" not in token:
+                found.append(token)
+            first = False
+    return list(dict.fromkeys(found))
+
+
+def missing_programs(block: Block, path: str) -> str | None:
+    """Why ``block`` cannot run on this machine (a program not on ``path``), or None."""
+    missing = [name for name in programs(block) if shutil.which(name, path=path) is None]
+    if not missing:
+        return None
+    why = "; ".join(WHY[name] for name in missing if name in WHY)
+    return f"{', '.join(missing)} not installed (not on PATH){': ' + why if why else ''}"
+
+
+@dataclass
+class Outcome:
+    failures: list[str] = field(default_factory=list)
+    updates: dict[int, tuple[int, list[str]]] = field(default_factory=dict)  #: command's line -> (old lines, new)
+    skipped: list[str] = field(default_factory=list)  #: "README.md line N: why", blocks not run
+
+
+def run_blocks(blocks: list[Block], shell: Shell, lines: list[str], monkeypatch: pytest.MonkeyPatch) -> Outcome:
+    """Run ``blocks`` in order (see the module docstring); a block that needs a missing program
+    is not run, nor are the ``continue`` blocks after it."""
+    outcome = Outcome()
+    chain: str | None = None  # why the block this one continues was not run
+    for block in blocks:
+        if block.mode != "continue":
+            chain = None
+        reason = chain or missing_programs(block, shell.env()["PATH"])
+        if reason is not None:
+            outcome.skipped.append(f"{block.where}: {reason}")
+            chain = reason if reason.startswith("continues") else f"continues {block.where}: {reason}"
+            continue
+        shell.start(block, monkeypatch)
+        if block.lang == "python":
+            os.chdir(shell.cwd)
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                try:
+                    exec(compile("\n".join(block.body), str(README) + f":{block.start + 2}", "exec"), {})
+                except Exception as exc:
+                    outcome.failures.append(f"{block.where}: the Python example raised {type(exc).__name__}: {exc}")
+            continue
+        for step in block.steps():
+            actual = shell.run(step.command, step.expected)
+            pairs = align(step.expected, actual)
+            if pairs is None:
+                outcome.failures.append(f"{block.where}, `$ {step.command}`:\n  expected:\n"
+                                        + "".join(f"    {e}\n" for e in step.expected)
+                                        + "  actual:\n" + "".join(f"    {a}\n" for a in actual))
+                outcome.updates[step.line] = (len(step.expected), actual)
+                shown: dict[str, str] = {}
+                learn_ids(list(zip(step.expected, actual)), shown)
+                shell.ids.update(shown)
+                if UPDATE:  # the README will show the real ids: so must later commands
+                    rewrite_later_ids(lines, block, step, shown)
+            else:
+                learn_ids(pairs, shell.ids)
+    return outcome
+
+
 # ---- the tests ----------------------------------------------------------------------------------
 
 def test_every_example_is_marked():
@@ -418,44 +506,21 @@ def demo_llm() -> FakeLLM:
     return FakeLLM(answer)
 
 
+def runnable(lines: list[str]) -> list[Block]:
+    return [b for b in parse_blocks(lines) if b.lang in ("console", "python") and b.mode != "skip"]
+
+
 def test_readme_examples(readme_env, monkeypatch):
     lines = README.read_text(encoding="utf-8").splitlines()
-    blocks = [b for b in parse_blocks(lines) if b.lang in ("console", "python") and b.mode != "skip"]
-    failures: list[str] = []
-    updates: dict[int, tuple[int, list[str]]] = {}  # command's line -> (lines of its old output, new output)
     with demo_llm() as llm:
-        shell = Shell(readme_env, llm.base_url)
-        for block in blocks:
-            shell.start(block, monkeypatch)
-            if block.lang == "python":
-                os.chdir(shell.cwd)
-                printed = io.StringIO()
-                with contextlib.redirect_stdout(printed):
-                    try:
-                        exec(compile("\n".join(block.body), str(README) + f":{block.start + 2}", "exec"), {})
-                    except Exception as exc:
-                        failures.append(f"{block.where}: the Python example raised {type(exc).__name__}: {exc}")
-                continue
-            for step in block.steps():
-                actual = shell.run(step.command, step.expected)
-                pairs = align(step.expected, actual)
-                if pairs is None:
-                    failures.append(f"{block.where}, `$ {step.command}`:\n  expected:\n"
-                                    + "".join(f"    {e}\n" for e in step.expected)
-                                    + "  actual:\n" + "".join(f"    {a}\n" for a in actual))
-                    updates[step.line] = (len(step.expected), actual)
-                    shown: dict[str, str] = {}
-                    learn_ids(list(zip(step.expected, actual)), shown)
-                    shell.ids.update(shown)
-                    if UPDATE:  # the README will show the real ids: so must later commands
-                        rewrite_later_ids(lines, block, step, shown)
-                else:
-                    learn_ids(pairs, shell.ids)
-    if UPDATE and updates:
-        write_updates(lines, updates)
+        outcome = run_blocks(runnable(lines), Shell(readme_env, llm.base_url), lines, monkeypatch)
+    if UPDATE and outcome.updates:
+        write_updates(lines, outcome.updates)
         return
-    assert not failures, "README examples differ from what the commands print (MEMKIT_README_UPDATE=1 " \
-                         "rewrites README.md; review the diff):\n\n" + "\n".join(failures)
+    assert not outcome.failures, "README examples differ from what the commands print (MEMKIT_README_UPDATE=1 " \
+                                 "rewrites README.md; review the diff):\n\n" + "\n".join(outcome.failures)
+    if outcome.skipped:
+        pytest.skip("every other README example ran and matched; not run: " + "; ".join(outcome.skipped))
 
 
 def rewrite_later_ids(lines: list[str], block: Block, step: Step, ids: dict[str, str]) -> None:
@@ -472,3 +537,69 @@ def write_updates(lines: list[str], updates: dict[int, tuple[int, list[str]]]) -
         old, actual = updates[line]
         lines[line + 1:line + 1 + old] = actual
     README.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# ---- the runner on a machine without curl --------------------------------------------------------
+
+def path_without(tmp_path: Path, hidden: str) -> str:
+    """A PATH of one folder holding links to every program of this PATH but ``hidden``."""
+    folder = tmp_path / f"bin-without-{hidden}"
+    folder.mkdir()
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(directory or "."):
+                link = folder / entry.name
+                if entry.name != hidden and not link.exists() and os.access(entry.path, os.X_OK):
+                    link.symlink_to(os.path.abspath(entry.path))
+    return str(folder)
+
+
+def http_blocks(lines: list[str]) -> list[Block]:
+    """The README's HTTP examples: from the block that starts the server to the last curl block."""
+    blocks = runnable(lines)
+    curl = [i for i, b in enumerate(blocks) if "curl" in programs(b)]
+    assert curl, "the README has no curl examples any more: drop this test and WHY['curl']"
+    first = max(i for i in range(curl[0] + 1) if blocks[i].mode != "continue")
+    return blocks[first:curl[-1] + 1]
+
+
+def test_the_programs_a_block_runs():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    blocks = http_blocks(lines)
+    assert blocks[0].lang == "python" and programs(blocks[0]) == []
+    assert programs(blocks[1]) == ["curl", "python3"]  # `curl … | python3 -m json.tool`
+    block = Block("console", 0, 3, ["$ cd ~/memory && git log --oneline | head -3", "$ memkit search rice",
+                                    '$ echo "x" | memkit add'], "fresh", set())
+    assert programs(block) == ["git", "head"]
+    assert missing_programs(block, os.environ["PATH"]) is None
+    assert missing_programs(block, "") == "git, head not installed (not on PATH)"
+
+
+def test_without_curl_the_http_examples_are_skipped_with_the_reason(readme_env, monkeypatch, tmp_path):
+    """Issue 32: on a machine without curl the README test failed with `curl: command not found`."""
+    path = path_without(tmp_path, "curl")
+    assert shutil.which("curl", path=path) is None and shutil.which("bash", path=path) is not None
+    monkeypatch.setenv("PATH", path)
+    lines = README.read_text(encoding="utf-8").splitlines()
+    blocks = http_blocks(lines)
+    with demo_llm() as llm:
+        shell = Shell(readme_env, llm.base_url)
+        outcome = run_blocks(blocks, shell, lines, monkeypatch)
+    assert outcome.failures == []
+    assert (shell.home / "memkit.sock").exists()  # the Python block, which needs no curl, ran
+    why = "curl not installed (not on PATH): the HTTP examples call the server with curl"
+    assert outcome.skipped == [f"{blocks[1].where}: {why}"] + \
+        [f"{b.where}: continues {blocks[1].where}: {why}" for b in blocks[2:]]
+
+
+def test_a_block_after_one_not_run_is_not_run_either(readme_env, monkeypatch):
+    blocks = [Block("console", 0, 2, ["$ no-such-program-here --version", "1.0"], "fresh", set()),
+              Block("console", 3, 5, ["$ memkit --version", "…"], "continue", set()),
+              Block("console", 6, 8, ["$ echo hi", "hi"], "fresh", set())]
+    with demo_llm() as llm:
+        outcome = run_blocks(blocks, Shell(readme_env, llm.base_url), [], monkeypatch)
+    assert outcome.failures == []
+    assert outcome.skipped == [
+        "README.md line 1: no-such-program-here not installed (not on PATH)",
+        "README.md line 4: continues README.md line 1: no-such-program-here not installed (not on PATH)",
+    ]

@@ -38,6 +38,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from memkit.judge import judge_status, shared_judge  # noqa: E402
+from memkit.judge_rank import JudgeParams, fuse  # noqa: E402
 from memkit.rank import RECOMMENDED_THRESHOLD, RankParams, Ranker  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
@@ -54,6 +56,8 @@ class Conversation:
     questions: list[tuple[str, list[int], int]]  # (question, evidence entry indexes, category)
     vectors: np.ndarray | None = None
     query_vectors: np.ndarray | None = None
+    judge_vectors: np.ndarray | None = None  # the judge's (memkit.judge), for the "judged" mode
+    judge_query_vectors: np.ndarray | None = None
     skipped: int = 0  # questions of categories 1-4 whose evidence names no turn
 
 
@@ -157,16 +161,43 @@ def embed_all(model, convs: list[Conversation]) -> None:
         c.query_vectors = embed(model, [q for q, _, _ in c.questions])
 
 
+def judge_all(convs: list[Conversation]) -> bool:
+    """The judge's vectors of every entry and question (memkit.judge); False where it cannot run."""
+    judge = shared_judge().judge()
+    if judge is None:
+        return False
+    for c in convs:
+        c.judge_vectors = judge.embed(c.texts)
+        c.judge_query_vectors = judge.embed([q for q, _, _ in c.questions])
+    return True
+
+
+def judged(r: Ranker, c: Conversation, qi: int, q: str, qv: np.ndarray, k: int = 10,
+           jp: JudgeParams = JudgeParams()) -> list[int]:
+    """The second stage as memkit.search runs it: the hybrid top ``jp.pool`` (no threshold)
+    fused with the judge's cosines (memkit.judge_rank.fuse)."""
+    pool = r.search_hits(q, qv, k=jp.pool, threshold=None)
+    if not pool:
+        return []
+    rows = np.array([p[0] for p in pool])
+    cos = c.judge_vectors[rows] @ c.judge_query_vectors[qi]
+    fused = fuse(np.array([p[1] for p in pool], dtype=np.float32), cos, r.speaker[rows] >= 0, jp)
+    return rows[np.argsort(-fused, kind="stable")][:k].tolist()
+
+
 def evaluate(convs: list[Conversation], params: RankParams | None = None, modes=MODES,
              threshold: float | None = None, rankers: list[Ranker] | None = None) -> dict:
     """Per-mode, per-question (category, recall@5, recall@10, rr) lists."""
     res: dict[str, list[tuple[int, float, float, float]]] = {m: [] for m in modes}
     for ci, c in enumerate(convs):
         r = rankers[ci] if rankers else Ranker(c.texts, c.vectors, c.file_ids, params)
-        for (q, ev, cat), qv in zip(c.questions, c.query_vectors):
+        for qi, ((q, ev, cat), qv) in enumerate(zip(c.questions, c.query_vectors)):
             evs = set(ev)
             for mode in modes:
-                hits = [i for i, _ in r.search(q, qv, k=10, mode=mode, threshold=threshold)]
+                if mode == "judged":
+                    hits = judged(r, c, qi, q, qv)
+                else:
+                    hits = [i for i, _ in r.search(q, qv, k=10, mode=mode, threshold=threshold)]
                 r5 = sum(1 for i in hits[:5] if i in evs) / len(evs)
                 r10 = sum(1 for i in hits[:10] if i in evs) / len(evs)
                 rr = next((1.0 / (rank + 1) for rank, i in enumerate(hits[:10]) if i in evs), 0.0)
@@ -408,8 +439,11 @@ def main(argv: list[str] | None = None) -> int:
     t_build = time.perf_counter() - t1
     if args.fast is not None:
         return fast_report(convs, rankers, params, args.fast)
+    t_judge = time.perf_counter()
+    modes = MODES + ("judged",) if judge_all(convs) else MODES
+    t_judge = time.perf_counter() - t_judge
     t2 = time.perf_counter()
-    res = evaluate(convs, params, rankers=rankers)
+    res = evaluate(convs, params, modes=modes, rankers=rankers)
     t_search = time.perf_counter() - t2
     nq = sum(len(c.questions) for c in convs)
 
@@ -424,13 +458,17 @@ def main(argv: list[str] | None = None) -> int:
                if getattr(params, f.name) != getattr(RankParams(), f.name)}
     print("parameters: " + ("RankParams defaults (memkit/rank.py)" if not changed
                             else f"defaults except {changed}"))
+    print("judged: the second stage (memkit.judge_rank: the hybrid top "
+          f"{JudgeParams().pool} re-scored with the judge, as Vault.search runs it)" if "judged" in modes
+          else f"judged: not measured ({judge_status()})")
     print_table(res, "Recall@5 / recall@10 / MRR@10 by mode (no threshold):")
     sl, sh = summarise(res["lexical"]), summarise(res["hybrid"])
     worse = [f"{CATEGORIES.get(c, 'overall')} {m}" for c in sl for j, m in ((1, "r@5"), (2, "r@10"), (3, "MRR"))
              if sh[c][j] < sl[c][j] - 1e-9]
     print("hybrid vs lexical-only: " + ("never below" if not worse else "BELOW in " + ", ".join(worse)))
     print(f"\ntimings: embed+load {t_embed:.1f} s, ranker build {1000 * t_build / max(len(convs), 1):.1f} ms "
-          f"per conversation, {1000 * t_search / max(nq * len(MODES), 1):.2f} ms per search")
+          f"per conversation, {1000 * t_search / max(nq * len(modes), 1):.2f} ms per search"
+          + (f", judge vectors {t_judge:.1f} s" if "judged" in modes else ""))
     if not args.no_thresholds:
         grid = np.round(np.arange(0.0, 0.71, 0.05), 2)
         best = threshold_report(convs, rankers, grid)

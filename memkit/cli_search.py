@@ -25,13 +25,15 @@ from .vault import Threshold, parse_day
               help="Only entries of at least this (importance X), 0..1; an entry without one counts as 0.5.")
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical"]), default="hybrid", show_default=True,
               help="Ranking: lexical + vector fusion, or one side alone.")
+@click.option("--fast", is_flag=True,
+              help="Skip the second stage (the judge transformer re-scoring the best candidates): the static model and words alone.")
 @click.option("--sessions", "sessions", is_flag=True,
               help="Search the messages of past conversations (sessions/) instead of the memories.")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, k: int | None, threshold: float | None, no_threshold: bool,
            topic: str | None, kind: str | None, tag: str | None, since: str | None, min_importance: float | None,
-           mode: str, sessions: bool, json_: bool) -> None:
+           mode: str, fast: bool, sessions: bool, json_: bool) -> None:
     """Search memories: exact words and meaning, fused.
 
     Indexes changed files first (a cheap check). Prints the best entries with id, topic and score.
@@ -42,6 +44,7 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "hAP ax3" --topic home-lab --json
       memkit search "vet" --kind event --since 2026-01-01 -k 10
       memkit search "family" --min-importance 0.8
+      memkit search "what do I drive" --fast
       memkit search --sessions "when do I fly to Lisbon"
     """
     if since is not None:
@@ -54,7 +57,8 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
         return
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
-                        mode=mode, min_importance=min_importance)  # type: ignore[arg-type]  # click.Choice checked the mode
+                        mode=mode, min_importance=min_importance,  # type: ignore[arg-type]  # click.Choice checked the mode
+                        judge=False if fast else None)
     if json_:
         echo_json([h.to_dict() for h in hits])
         return
@@ -64,11 +68,14 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
         hint = f"check the filters ({', '.join(filters)})" if filters else ""
         click.echo(f"no memories match{' (' + hint + ')' if hint else ''}", err=True)
         return
-    if not hits[0].confident:
+    if not any(h.confident for h in hits):
         click.echo(f"no confident match; the closest {plural(len(hits), 'memory', 'memories')}, weak "
                    "(below the similarity threshold):", err=True)
+        weak = ""
+    else:
+        weak = "  (weak)"  # a weak hit among confident ones (the judge ranks it there)
     for h in hits:
-        click.echo(f"{h.score:.2f}  {h.id}  {h.topic:<14} {h.text}")
+        click.echo(f"{h.score:.2f}  {h.id}  {h.topic:<14} {h.text}{'' if h.confident else weak}")
 
 
 @click.command("context")
@@ -109,14 +116,16 @@ def context_cmd(ctx: click.Context, message: str, session: str | None, budget: i
 class _Progress:
     """A progress bar on stderr for long embedding runs (silent for short ones and non-terminals)."""
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "embedding", least: int = 5000) -> None:
         self.bar: Any = None
+        self.label = label
+        self.least = least
 
     def __call__(self, done: int, total: int) -> None:
         if self.bar is None:
-            if total < 5000 or not sys.stderr.isatty():
+            if total < self.least or not sys.stderr.isatty():
                 return
-            self.bar = click.progressbar(length=total, label="embedding", file=sys.stderr)
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
             self.bar.__enter__()
         self.bar.update(done - self.bar.pos)
 
@@ -141,11 +150,12 @@ def index(ctx: click.Context, full: bool, json_: bool) -> None:
       memkit index --full
     """
     vault = get_vault(ctx)
-    progress = _Progress()
+    progress, judging = _Progress(), _Progress("judge vectors", 500)
     try:
-        report = vault.index(full=full, progress=progress)
+        report = vault.index(full=full, progress=progress, judge_progress=judging)
     finally:
         progress.close()
+        judging.close()
     if json_:
         echo_json(report.to_dict())
     else:

@@ -254,6 +254,14 @@ embedding_similarity_threshold: auto
 # How many memories a search or a context returns by default.
 max_memories_per_search: 5
 
+# The second search stage: a small transformer (memkit's judge, memkit/models/memkit-judge) re-scores
+# the best candidates the static model and words found, and decides which are confident. false:
+# the static stage alone (faster, weaker on questions worded unlike their answer; `search --fast`
+# does this for one search). judge_threshold: the judge's cosine a confident hit reaches ("auto":
+# its calibrated value).
+judge: true
+judge_threshold: auto
+
 # Lines kept in index.txt (recent topics, newest first).
 index_max_entries: 20
 
@@ -326,6 +334,8 @@ class Config:
     min_conclusions_for_new_topic: int = 3
     embedding_similarity_threshold: float | str = "auto"  #: a cosine, or "auto" (calibrated per model)
     max_memories_per_search: int = 5
+    judge: bool = True  #: the second search stage (memkit.judge) re-scores the best candidates
+    judge_threshold: float | str = "auto"  #: the judge's cosine a confident hit reaches, or "auto"
     index_max_entries: int = 20
     model: str | None = None  #: None: potion-base-8M when cached, else the built-in model
     llm: LLMSettings | None = None  #: None: no LLM configured
@@ -352,6 +362,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "min_conclusions_for_new_topic": (int,),
     "embedding_similarity_threshold": (int, float, str),
     "max_memories_per_search": (int,),
+    "judge": (bool,),
+    "judge_threshold": (int, float, str),
     "index_max_entries": (int,),
     "model": (str,),
     "profile_max_entries": (int,),
@@ -459,7 +471,7 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
             value = value.strip().lower()
             if value not in ("simple", "summary", "hybrid"):
                 raise ConfigError(f"{source}: {key} must be simple, summary or hybrid, got {given!r}")
-        if key == "embedding_similarity_threshold":
+        if key in ("embedding_similarity_threshold", "judge_threshold"):
             if isinstance(value, str) and value.strip().lower() != "auto":
                 raise ConfigError(f"{source}: {key} must be a number between -1 and 1 or 'auto', got {value!r}")
             if not isinstance(value, str) and not -1.0 <= value <= 1.0:

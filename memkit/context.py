@@ -7,12 +7,14 @@ The block is markdown, in layers:
    **To follow up**: follow-ups (kind ``pending``) that are due or overdue today.
 1. **Recent topics**: the lines of index.txt, newest first, with relative times
    (``- cooking (2 days ago): rice recipes and oven timing``).
-2. **Relevant memories**: search hits above the similarity threshold, accumulated over the
-   session's messages without duplicates (newest message's hits first, each message's hits in
-   ranking order), until a topic is detected for the conversation; from then on this layer is that
-   **topic file** instead (its title, summary and every entry as written). A detected topic sticks
+2. **Relevant memories**: the best memories for the message (the judge's best few, see
+   :func:`_message_hits`), then those of the session's earlier messages, without duplicates
+   (newest message's hits first, each message's hits in ranking order). They come first whatever
+   topic is detected: a wrong topic guess never pushes out the memory that answers the message.
+3. **Current topic**: once a topic is detected for the conversation, its **topic file** (title,
+   summary and every entry as written) fills the room the memories leave. A detected topic sticks
    for the session until a later message clearly detects another one.
-3. **Memory instructions**: how the assistant should use and grow its memory.
+4. **Memory instructions**: how the assistant should use and grow its memory.
 
 Session state is derived data in ``.memkit/sessions/<safe id>.json``: the last messages, the
 detected topic and the accumulated memories. Every read-modify-write of one session holds that
@@ -21,9 +23,10 @@ afresh with a warning. A session idle for longer than ``session_timeout_minutes`
 (by then its transcript is due for digestion). Without a session id the context is stateless.
 
 The block fits ``budget_tokens`` (estimated at ~4 characters a token). Over budget, it sheds in
-this order: recent topics beyond the newest five, memories from the bottom of the list, the topic
-file's entries least relevant to the message (those the message does not find, oldest first, then
-the weakest matches), the last recent topics, then the profile's last lines. The instructions
+this order: recent topics beyond the newest five, the topic file's entries least relevant to the
+message (those the message does not find, oldest first, then the weakest matches), the earlier
+messages' memories from the bottom of the list, the last recent topics, this message's own
+memories from the bottom, then the profile's last lines. The instructions
 are never cut, and every cut says ``(N more not shown)``. Expired entries (memkit.yaml
 ``expire:``, ``(until DATE)``) are never shown.
 """
@@ -256,7 +259,7 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
     if message:
         state["turns"] += 1
         state["messages"] = (state["messages"] + [message])[-DETECT_MESSAGES:]
-        hits = _safely(lambda: _confident_hits(searcher, message), [], "cannot search memories; no new memories this time")
+        hits = _safely(lambda: _message_hits(searcher, message), [], "cannot search memories; no new memories this time")
         joined = " ".join(state["messages"])
         guess = _safely(lambda: _detect(searcher, joined), None, "cannot detect the topic; keeping the session's")
         if guess is not None:
@@ -289,8 +292,9 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
         current = topic
         order = _safely(lambda: _relevance_order(searcher, current, message), None,
                         "cannot rank the topic's entries; the oldest are left out first")
-    return _fit(recent, memories if topic is None else [], topic, state["session"], budget_tokens, now,
-                profile, follow, order)
+    fresh = {h.id for h in hits}
+    own = sum(1 for h in memories if h.id in fresh)  # this message's memories lead the list
+    return _fit(recent, memories, topic, state["session"], budget_tokens, now, profile, follow, order, own)
 
 
 def _relevance_order(searcher: Searcher, topic: Topic, message: str) -> list[int]:
@@ -449,7 +453,8 @@ def _age_order(entries: Sequence[Entry]) -> list[int]:
     return [pos for _, pos in sorted(keys)]
 
 
-def _topic_section(topic: Topic, keep: set[int] | None) -> str:
+def _topic_section(topic: Topic, keep: set[int] | None, above: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+    """The topic file as written; ``above``: ids of entries the memories show already (not repeated)."""
     entries = topic.entries
     head = [f"## Current topic: {_one_line(topic.title)}"]
     if topic.summary:
@@ -460,7 +465,7 @@ def _topic_section(topic: Topic, keep: set[int] | None) -> str:
     hidden = 0 if keep is None else len(entries) - len(keep)
     current: list[str] = [f"- ({hidden} less relevant entries not shown)"] if hidden else []
     for pos, e in enumerate(entries):
-        if keep is not None and pos not in keep:
+        if (keep is not None and pos not in keep) or e.id in above:
             continue
         if e.is_list:
             current.append(f"- {_one_line(e.text)}")
@@ -478,10 +483,11 @@ def _topic_section(topic: Topic, keep: set[int] | None) -> str:
 
 def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, session: str | None,
          budget_tokens: int, now: datetime, profile: Sequence[Entry] = (),
-         follow: Sequence[tuple[str, str, date]] = (), order: list[int] | None = None) -> Context:
+         follow: Sequence[tuple[str, str, date]] = (), order: list[int] | None = None, own: int = 0) -> Context:
     """Render the block, shedding items in the documented order until it fits the budget.
 
     :param order: the topic's entry positions, the first to leave out first (default: oldest first).
+    :param own: how many of ``memories`` (the first ones) are this message's: shed last.
     """
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     if topic is None:
@@ -499,11 +505,11 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
         if head:
             parts.append(head)
         parts.append(_recent_section(recent, n_recent, now))
+        if memories or topic is None:
+            parts.append(_memories_section(memories, n_mem))
         if topic is not None:
             keep = None if n_topic >= n_entries else set(order[n_entries - n_topic:])
-            parts.append(_topic_section(topic, keep))
-        else:
-            parts.append(_memories_section(memories, n_mem))
+            parts.append(_topic_section(topic, keep, {h.id for h in memories[:n_mem]}))
         parts.append(INSTRUCTIONS)
         return "\n".join(parts)
 
@@ -523,7 +529,9 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
 
     n_recent, n_mem, n_topic = len(recent), len(memories), n_entries
     floor = min(MIN_RECENT, n_recent)
-    steps: list[tuple[str, int]] = [("recent", floor), ("memories", 0), ("topic", 0), ("recent", 0)]
+    own = min(own, n_mem)
+    steps: list[tuple[str, int]] = [("recent", floor), ("topic", 0), ("memories", own), ("recent", 0),
+                                    ("memories", 0)]
     for layer, lo in steps:
         if fits(n_recent, n_mem, n_topic):
             break
@@ -548,7 +556,24 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
                    session, estimate_tokens(text), omitted)
 
 
-def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:
+CONTEXT_FLOOR = 0.2  #: a memory the judge scores below this cosine is not put in the block
+
+
+def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
+    """The memories for the message: with the judge (the second search stage), its best
+    ``max_memories_per_search`` whose judge cosine reaches ``CONTEXT_FLOOR`` (a related memory
+    costs the assistant a line; a missing one costs the answer), confident or not; without it, the
+    hits that are real evidence (:func:`_confident_hits`)."""
+    wanted = set(terms(message))
+    if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
+        return []
+    hits = searcher.search(message, threshold=None)
+    if hits and hits[0].judge is not None:
+        return [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR]
+    return _confident_hits(searcher, message, hits)
+
+
+def _confident_hits(searcher: Searcher, message: str, hits: list[Hit] | None = None) -> list[Hit]:
     """Search hits that are real evidence (see :func:`memkit.route.is_confident`, or every
     informative word of the message in the entry): static models give small talk ("hi!") a high
     cosine with anything, and a wrong memory would stay for the whole session."""
@@ -556,6 +581,8 @@ def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
     threshold = searcher.threshold()
+    if hits is None or any(h.judge is not None for h in hits):
+        hits = searcher.search(message, judge=False)
     # evidence: close in meaning and sharing a word, or holding every informative word of the
     # message ("parking" finds "Parking spot is B15" whatever the model's cosine)
-    return [h for h in searcher.search(message) if is_confident(h, threshold) or wanted <= set(terms(h.text))]
+    return [h for h in hits if is_confident(h, threshold) or wanted <= set(terms(h.text))]

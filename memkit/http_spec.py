@@ -188,8 +188,10 @@ COMPONENTS: dict[str, Any] = {
     "Hit": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
         "type": "object", "required": ["score", "cosine", "lexical", "confident"],
         "properties": {"score": {"type": "number"}, "cosine": {"type": "number"}, "lexical": {"type": "number"},
-                       "confident": {"type": "boolean", "description": "false: nothing passed the similarity "
-                                     "threshold; this is only one of the closest entries"}}}]},
+                       "confident": {"type": "boolean", "description": "false: below the similarity "
+                                     "threshold; this is only one of the closest entries"},
+                       "judge": {"type": "number", "description": "the judge's cosine (the second search "
+                                 "stage re-scored this hit; absent when it did not run)"}}}]},
     "FollowUp": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
         "type": "object", "required": ["due", "overdue_days"],
         "properties": {"due": {"type": ["string", "null"], "format": "date"},

@@ -86,19 +86,22 @@ class IndexReport:
     busy: bool = False  #: another process was writing the sidecar for longer than the refresh would wait
     model: str = ""  #: the name of the model the vectors are from
     dim: int = 0  #: their dimension
+    judged: int = 0  #: entries given the judge's vector (memkit.judge_index), after the index
 
     def to_dict(self) -> dict[str, object]:
         """As ``memkit index --json`` prints it."""
         return {"entries": self.entries, "files": self.files, "changed_files": self.changed_files,
                 "new": self.new, "reused": self.reused, "removed": self.removed,
                 "seconds": round(self.seconds, 3), "errors": list(self.errors),
-                "model": self.model, "dim": self.dim}
+                "model": self.model, "dim": self.dim, "judged": self.judged}
 
     def summary(self) -> str:
         text = (f"indexed {self.entries:,} entries in {self.seconds:.1f} s: "
                 f"{self.new:,} new, {self.removed:,} removed")
         if self.reused:
             text += f", {self.reused:,} reused"
+        if self.judged:
+            text += f"; {self.judged:,} judge vector{'s' if self.judged != 1 else ''}"
         return text
 
 

@@ -99,9 +99,10 @@ TOOLS: dict[str, dict[str, Any]] = {
             "Search the user's long-term memory for entries relevant to a query (exact words and meaning, "
             "fused). Use it before answering anything that may depend on what the user told you in earlier "
             "conversations. Returns a JSON list of hits, best first, each with id, text, topic, kind, tags, "
-            "date, file, line, score (ranking, 0..1), cosine and lexical (the two sides of the score) and "
-            "confident (false: nothing passed the similarity threshold, these are only the closest; weigh "
-            "them as such). An empty list means nothing relevant is stored."),
+            "date, file, line, score (ranking, 0..1), cosine and lexical (the two sides of the first stage's "
+            "score), judge (the second stage's cosine, when it ran) and confident (false: below the "
+            "similarity threshold, only one of the closest; weigh it as such). An empty list means nothing "
+            "relevant is stored."),
         "annotations": _READ,
     },
     "add_memory": {

@@ -23,6 +23,9 @@ from .blas import single_thread
 from .config import Config
 from .errors import InvalidValue, ModelError, TopicNotFound
 from .index import Index, IndexReport
+from .judge import shared_judge
+from .judge_index import JudgeVectors
+from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
 from .lifecycle import importance, last_day
 from .limits import MAX_QUERY_CHARS
@@ -36,6 +39,8 @@ __all__ = ["Hit", "Searcher", "Threshold", "Mode", "default_threshold", "MODES"]
 
 REFRESH_INTERVAL_S = 1.0  # an in-process index re-checks the files at most this often
 REFRESH_WAIT_S = 2.0  # a search waits this long at most for another process's index write
+WEAK_FLOOR = 0.2  #: a judged hit below this cosine is never shown, not even as weak
+JUDGE_WORDS_KEEP = 0.8  #: a judged hit holding this share of the query's word weight is confident
 MODES = ("hybrid", "vector", "lexical")
 Mode = Literal["hybrid", "vector", "lexical"]
 #: a cosine, ``None`` for no threshold, or ``"auto"``: memkit.yaml's value or the model's calibrated one
@@ -58,6 +63,7 @@ class Hit:
     cosine: float  #: cosine similarity of the entry to the query
     lexical: float = 0.0  #: BM25 score of the entry for the query (0: no query word in it)
     confident: bool = True  #: False: below the threshold, shown because nothing passed it (a weak match)
+    judge: float | None = None  #: the judge's cosine (the second stage, :mod:`memkit.judge`); None: not judged
 
     @classmethod
     def from_dict(cls, data: Any) -> "Hit | None":
@@ -68,7 +74,8 @@ class Hit:
                        tuple(str(t) for t in data.get("tags", ())),
                        None if data.get("date") is None else str(data["date"]), str(data["file"]),
                        int(data["line"]), float(data["score"]), float(data["cosine"]),
-                       float(data.get("lexical", 0.0)), bool(data.get("confident", True)))
+                       float(data.get("lexical", 0.0)), bool(data.get("confident", True)),
+                       None if data.get("judge") is None else float(data["judge"]))
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
@@ -78,6 +85,10 @@ class Hit:
         data["score"] = round(self.score, 4)
         data["cosine"] = round(self.cosine, 4)
         data["lexical"] = round(self.lexical, 4)
+        if self.judge is None:
+            del data["judge"]  # not judged: as before the second stage
+        else:
+            data["judge"] = round(self.judge, 4)
         return data
 
 
@@ -108,6 +119,9 @@ class Searcher:
         self._expired: tuple[int, int, np.ndarray, int] | None = None
         self._expired_rows: tuple[IndexView, int, np.ndarray] | None = None  #: the last answer, for that view and day
         self._importance: tuple[int, np.ndarray] | None = None  # (view lineage, importance per row)
+        self._judge: JudgeVectors | None = None
+        self._judge_off = False  #: the judge cannot run here (said once)
+        self.judge_params = JudgeParams()  #: the second stage's settings
 
     @property
     def config(self) -> Config:
@@ -120,6 +134,43 @@ class Searcher:
     def threshold(self) -> float:
         """The default similarity threshold (see :func:`default_threshold`)."""
         return default_threshold(self.config, self.dim, str(getattr(self.index.embedder, "name", "")))
+
+    def judge_threshold(self) -> float:
+        """The judge's cosine a confident hit reaches: memkit.yaml's ``judge_threshold`` or the
+        calibrated :data:`memkit.judge_rank.JUDGE_THRESHOLD`."""
+        value = self.config.judge_threshold
+        return JUDGE_THRESHOLD if isinstance(value, str) else float(value)
+
+    def judge(self) -> JudgeVectors | None:
+        """The judge and its stored vectors of this vault, or None where it does not run: turned
+        off (memkit.yaml ``judge: false``) or unable to run here (said once)."""
+        if not self.config.judge or self._judge_off:
+            return None
+        if self._judge is None:
+            lazy = shared_judge()
+            loaded = lazy.judge()
+            if loaded is None:
+                self._judge_off = True
+                if not os.environ.get("MEMKIT_NO_JUDGE"):
+                    self.store.warn_once(f"{lazy.reason}; searching with the static model alone")
+                return None
+            self._judge = JudgeVectors(self.store.state_dir, loaded)
+        return self._judge
+
+    def fill_judge(self, progress: Any = None, index: Index | None = None) -> int:
+        """Store the judge's vector of every entry that has none yet (``memkit index``, the
+        watcher and the servers call this after indexing; ``index``: another connection to this
+        vault's index, the watcher's); how many were embedded. The static stage serves the
+        entries meanwhile, and a search embeds the candidates it meets without one."""
+        judge = self.judge()
+        if judge is None:
+            return 0
+        view = (index or self.index).view()
+        try:
+            return judge.fill_view(view.lineage, view.texts, view.is_live, progress)
+        except ModelError as exc:
+            self.store.warn_once(f"{exc}; searching with the static model alone")
+            return 0
 
     def changed(self) -> None:
         """Say the files just changed (this process wrote them): the next search re-checks them."""
@@ -201,7 +252,7 @@ class Searcher:
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 0,
                words_first: bool = False, min_importance: float | None = None,
-               subtopics: bool = True) -> list[Hit]:
+               subtopics: bool = True, judge: bool | None = None) -> list[Hit]:
         """Search the vault's memories.
 
         :param query: what to look for (natural language, names, part numbers…).
@@ -223,6 +274,10 @@ class Searcher:
             conversations.
         :param min_importance: only entries whose ``(importance X)`` is at least this (an entry
             without one counts as :data:`memkit.lifecycle.DEFAULT_IMPORTANCE`).
+        :param judge: the second stage (:mod:`memkit.judge_rank`) re-scores the best candidates
+            of a hybrid search: None as memkit.yaml says (``judge:``, on by default), False: the
+            static stage alone (``search --fast``). When it runs, the threshold is on the judge's
+            cosine (``"auto"``: ``judge_threshold``) and each hit carries it (:attr:`Hit.judge`).
         """
         if min_importance is not None and not 0 <= min_importance <= 1:
             raise InvalidValue(f"min_importance must be between 0 and 1, got {min_importance}")
@@ -238,6 +293,7 @@ class Searcher:
             raise InvalidValue(f"k must be at least 1, got {k}")
         if not getattr(self.index.embedder, "available", True):
             mode = "lexical"  # no model (warned when the vault looked for it): exact words only
+        asked = threshold
         if threshold == "auto":
             threshold = self.threshold()
         elif threshold is not None and not isinstance(threshold, (int, float)):
@@ -277,6 +333,13 @@ class Searcher:
                 mode = "lexical"
         expired = self.expired_rows(view)  # left out: asked for k more, then dropped (a mask would be slower)
         gone = set(expired.tolist())
+        judging = self.judge() if (judge is not False and mode == "hybrid" and qvec is not None
+                                   and not words_first) else None
+        if judging is not None and qvec is not None:
+            judge_threshold = self.judge_threshold() if asked == "auto" else threshold
+            judged = self._judged(judging, query, qvec, view, ranker, k, judge_threshold, mask, gone, weak)
+            if judged is not None:
+                return judged
         with single_thread():
             ranked = ranker.search_hits(query, qvec, k=k + len(gone), mode=mode, threshold=threshold, mask=mask,
                                         words_first=words_first)
@@ -290,6 +353,51 @@ class Searcher:
         own = ranker.lex.coverage(ranker.lex.query_terms(query))  # query words in an entry's own text
         shown = [r for r in closest if r[0] not in gone and (r[2] > noise or own[r[0]] > 0)][:min(k, weak)]
         return [replace(h, confident=False) for h in hits_at(view, shown)]
+
+    def _judged(self, judge: JudgeVectors, query: str, qvec: np.ndarray, view: IndexView, ranker: Ranker, k: int,
+                threshold: float | None, mask: np.ndarray | None, gone: set[int], weak: int) -> list[Hit] | None:
+        """The second stage (:mod:`memkit.judge_rank`): the static stage's best ``pool``
+        candidates, before any threshold, fused with the judge's cosines, at most ``k`` in fused
+        order: the confident ones, and among them up to ``weak`` whose judge cosine reaches
+        ``WEAK_FLOOR``, marked ``confident=False``. None: the judge failed
+        (said once), the static stage answers."""
+        params = self.judge_params
+        with single_thread():
+            pool = ranker.search_hits(query, qvec, k=max(params.pool, k) + len(gone), mode="hybrid",
+                                      threshold=None, mask=mask)
+        pool = [r for r in pool if r[0] not in gone]
+        if not pool:
+            return []
+        rows = np.array([r[0] for r in pool], dtype=np.int64)
+        try:
+            vectors = judge.vectors([view.texts[i] for i in rows.tolist()])
+            qj = judge.judge.embed([query])[0]
+        except ModelError as exc:
+            self.store.warn_once(f"{exc}; searching with the static model alone")
+            self._judge_off = True
+            return None
+        cosines = vectors @ qj
+        fused = fuse(np.array([r[1] for r in pool], dtype=np.float32), cosines, ranker.speaker[rows] >= 0, params)
+        order = np.argsort(-fused, kind="stable").tolist()
+        if threshold is None:
+            sure = np.ones(len(rows), dtype=bool)
+            chosen = order[:k]
+        else:
+            floor = np.float32(min(float(threshold), WEAK_FLOOR))
+            own = ranker.lex.coverage(ranker.lex.query_terms(query))[rows]
+            # confident: the judge says so, or the entry holds the query's words (an exact rare word)
+            # and the judge does not rule it out
+            sure = (cosines >= np.float32(threshold)) | (
+                (own >= np.float32(JUDGE_WORDS_KEEP)) & (cosines >= floor))
+            chosen, unsure = [], 0
+            for i in order:  # in fused order: the confident ones, and up to ``weak`` close ones among them
+                if sure[i] or (unsure < weak and cosines[i] >= floor):
+                    unsure += not sure[i]
+                    chosen.append(i)
+                    if len(chosen) == k:
+                        break
+        hits = hits_at(view, [(int(rows[i]), float(fused[i]), pool[i][2], pool[i][3]) for i in chosen])
+        return [replace(h, judge=float(cosines[i]), confident=bool(sure[i])) for h, i in zip(hits, chosen)]
 
     def importances(self, view: IndexView) -> np.ndarray:
         """Each row's ``(importance X)`` as float32 (read from its text; cached along the view's

@@ -557,24 +557,30 @@ class Vault:
         connection: for a thread that refreshes while another searches this Vault (the watcher)."""
         return Index(self.store, self.embedder)
 
-    def index(self, *, full: bool = False, progress: Progress | None = None) -> IndexReport:
-        """Bring the embedding sidecar up to date with the topic files.
+    def index(self, *, full: bool = False, progress: Progress | None = None,
+              judge_progress: Progress | None = None) -> IndexReport:
+        """Bring the embedding sidecar up to date with the topic files, then store the judge's
+        vector of every entry that lacks one (the second search stage, :mod:`memkit.judge_index`).
 
         :param full: parse and embed everything again.
-        :param progress: called with (done, total) while embedding.
+        :param progress: called with (done, total) while embedding; ``judge_progress`` the same
+            for the judge's vectors.
 
         The sidecars of other models are deleted once this model's is complete (derived data:
         switching back rebuilds one).
         """
-        index = self.searcher.index
+        searcher = self.searcher
+        index = searcher.index
         report = index.refresh(full=full, progress=progress)
         index.prune_other_models()
+        if not report.busy:
+            report.judged = searcher.fill_judge(judge_progress)
         return report
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
-               min_importance: float | None = None) -> list[Hit]:
+               min_importance: float | None = None, judge: bool | None = None) -> list[Hit]:
         """Hybrid lexical + vector search (see :meth:`memkit.search.Searcher.search`).
 
         :param query: what to look for.
@@ -588,10 +594,12 @@ class Vault:
             are more than noise, marked ``confident=False`` (0: none, an empty list).
         :param min_importance: only entries of at least this ``(importance X)`` (0..1; an entry
             without one counts as 0.5).
+        :param judge: the second stage (the judge re-scores the best candidates; a hybrid search's
+            threshold is then on its cosine): None as memkit.yaml says (on by default), False: off.
         """
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
                                     since=since, mode=mode, refresh=refresh, weak=weak,
-                                    min_importance=min_importance)
+                                    min_importance=min_importance, judge=judge)
 
     # ---- the flows ----------------------------------------------------------------------------------
     def waiting_transcripts(self) -> list[Path]:

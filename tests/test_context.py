@@ -163,21 +163,22 @@ def test_idle_session_starts_afresh(spread):
 
 # ---- topic detection --------------------------------------------------------------------------------
 
-def test_topic_detection_replaces_memories_with_the_topic_file(topical):
+def test_topic_detection_adds_the_topic_file_after_the_memories(topical):
     s = "talk"
     ctx = build_context(topical.searcher, "hello there", session=s, now=NOW)
     assert ctx.topic is None and "## Relevant memories" in ctx.text
 
     ctx = build_context(topical.searcher, "paella rice", session=s, now=NOW)
     assert detect_topic(topical.searcher, "hello there paella rice").topic == "cooking"  # the premise
-    assert ctx.topic == "cooking" and ctx.memories == []
-    assert "## Relevant memories" not in ctx.text
+    assert ctx.topic == "cooking" and ctx.memories  # the message's memories stay, first
     body = section(ctx.text, "Current topic: Cooking")
     assert body.splitlines()[1] == "Summary: all about cooking"
-    for entry in TOPICAL["cooking"]:  # the whole file, as written, in file order
-        assert f"- {entry}\n" in body
-    assert body.index("bomba") < body.index("stock cubes")
-    assert ctx.text.index("## Recent topics") < ctx.text.index("## Current topic") < ctx.text.index("## Memory instructions")
+    shown = {h.text for h in ctx.memories}
+    for entry in TOPICAL["cooking"]:  # the whole file, as written, less what the memories show above it
+        assert (f"- {entry}\n" in body) != (entry in shown), entry
+    text = ctx.text
+    assert text.index("## Recent topics") < text.index("## Relevant memories") < text.index("## Current topic") \
+        < text.index("## Memory instructions")
 
     # a message that detects nothing keeps the topic
     ctx = build_context(topical.searcher, "thanks sounds good", session=s, now=NOW)
@@ -234,7 +235,9 @@ def test_budget_trims_recent_then_topic_entries_never_instructions(tmp_path):
     body = section(ctx.text, "Current topic: Cooking")
     shown = [line for line in body.splitlines() if line.startswith("- Paella")]
     hidden = ctx.omitted["topic_entries"]
-    assert hidden > 0 and len(shown) == 40 - hidden and f"- ({hidden} less relevant entries not shown)" in body
+    # the message's memories come first and are not repeated in the topic file below them
+    assert hidden > 0 and 40 - hidden - len(ctx.memories) <= len(shown) <= 40 - hidden
+    assert f"- ({hidden} less relevant entries not shown)" in body
     assert ctx.omitted == {"recent": 9, "memories": 0, "topic_entries": hidden, "profile": 0}
 
     # a budget that cannot even hold the instructions: they are kept whole, with a warning
@@ -364,4 +367,5 @@ def test_a_tight_budget_keeps_the_topic_entries_the_message_is_about(tmp_path):
     ctx = build_context(v.searcher, "what car do I drive? my Subaru", session="s", now=NOW, budget_tokens=300)
     body = section(ctx.text, "Current topic: Car")
     assert ctx.omitted["topic_entries"] > 0 and "less relevant entries not shown" in body
-    assert "I drive a 2014 Subaru Outback" in body and "Subaru insurance with Fidelidade" in body
+    # kept: as the message's memories (shed last), or in the topic file's relevant part
+    assert "I drive a 2014 Subaru Outback" in ctx.text and "Subaru insurance with Fidelidade" in ctx.text

@@ -44,6 +44,7 @@ def test_no_private_names_of_other_objects(path):
 #: the only libraries a function may import (for what it alone needs), by top-level package
 LAZY_IMPORTS = {
     "safetensors", "tokenizers", "huggingface_hub",  # loading the model: on its first use only
+    "onnxruntime",  # the judge (the second search stage): loaded on the first judged search
     "mcp", "anyio",  # the optional mcp extra
     "starlette", "uvicorn",  # `memkit serve`'s web framework and server, installed by the mcp extra
     "watchdog",  # the observers (threads, platform backends): `memkit watch` alone needs them

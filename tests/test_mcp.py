@@ -169,7 +169,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 assert not error and found["hits"][0]["id"] == entry["id"]
                 assert json.loads(text) == found["hits"]
                 assert set(found["hits"][0]) == {"id", "text", "topic", "kind", "tags", "date", "file", "line",
-                                                 "score", "cosine", "lexical", "confident"}
+                                                 "score", "cosine", "lexical", "confident", "judge"}
 
                 with open(root / "topics" / "cooking.md", "a") as fh:  # a hand edit while the server runs
                     fh.write("- Ferments kimchi in a two litre onggi jar (2026-01-05)\n")

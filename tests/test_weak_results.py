@@ -25,7 +25,8 @@ def cli(vault, *args):
 
 def test_nothing_above_the_threshold_gives_the_closest_marked_weak(tmp_path):
     vault = vault_with(tmp_path, {"life": NOTES})
-    (vault.root / "memkit.yaml").write_text("embedding_similarity_threshold: 0.95\n")
+    # the static stage's weak matches (the judge's have tests of their own, tests/test_judge.py)
+    (vault.root / "memkit.yaml").write_text("embedding_similarity_threshold: 0.95\njudge: false\n")
     vault = Vault(vault.root, embedder=FakeEmbedder())
     query = "saturday dentist cello"  # one word of three in each entry: below the threshold, not noise
     hits = vault.search(query, threshold="auto")
@@ -64,6 +65,8 @@ class EvenEmbedder:
 
 def test_noise_is_never_shown(tmp_path):
     vault = vault_with(tmp_path, {"life": NOTES}, embedder=EvenEmbedder())
+    (vault.root / "memkit.yaml").write_text("judge: false\n")  # the static stage's noise test
+    vault = Vault(vault.root, embedder=EvenEmbedder())
     hits = vault.search("zxqv plorb wibble", threshold=0.95)  # no shared word, every cosine the same
     assert hits == []
     result = cli(vault, "search", "zxqv plorb wibble", "--threshold", "0.95")

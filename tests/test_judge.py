@@ -1,0 +1,207 @@
+"""The judge: memkit's second search stage (memkit.judge, judge_index, judge_rank, and its use by
+search, index and context). Runs the shipped int8 ONNX model: no network, no download."""
+from __future__ import annotations
+
+import logging
+import sys
+
+import numpy as np
+import pytest
+
+from memkit import Vault
+from memkit import judge as judge_mod
+from memkit.cli import main
+from memkit.judge import Judge, judge_folder, judge_status, judge_text, shared_judge, text_keys
+from memkit.judge_index import JudgeVectors
+from memkit.judge_rank import JudgeParams, fuse
+from memkit.search import Hit
+
+
+needs_judge = pytest.mark.skipif(judge_status() is not None, reason=f"judge unavailable: {judge_status()}")
+
+CARS = {
+    "vehicles": ["Drives a 2019 Mazda 3, bought last spring",
+                 "The car wash on Rua Augusta closes at 7",
+                 "Parking spot at work is B15",
+                 "Bike tyres are 700x28c"],
+    "health": ["Allergic to shellfish: prawns and mussels give me hives",
+               "Penicillin gives me a rash",
+               "Knee physio every Tuesday at 9"],
+    "food": ["Loves the pasta at Da Gino, especially the carbonara",
+             "Makes sourdough every Sunday"],
+}
+
+
+def vault_with(tmp_path, topics: dict[str, list[str]]) -> Vault:
+    """A vault with one topic file per item, one entry per line, searched with memkit's own model."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    for name, lines in topics.items():
+        body = "\n".join(f"- {line}" for line in lines)
+        (root / "topics" / f"{name}.md").write_text(f"---\ntitle: {name}\n---\n# {name}\n\n{body}\n")
+    return Vault(root)
+
+
+def test_judge_text_drops_markers_not_words():
+    assert judge_text("[fact] Moved to Porto #home (importance 0.8) (2026-01-02)") == "Moved to Porto home"
+    assert judge_text("[pending] Call Ana (due 2026-03-01) (urgency high) (ask: did she land?)") == "Call Ana"
+    assert judge_text("Price is (roughly) 20 EUR #budget") == "Price is (roughly) 20 EUR budget"
+
+
+def test_text_keys_follow_the_judged_text():
+    a, b, c = text_keys(["Moved to Porto (importance 0.8)", "Moved to Porto", "Moved to Lisbon"]).tolist()
+    assert a == b and a != c
+    assert text_keys([]).shape == (0,)
+
+
+def test_fuse_weighs_notes_by_the_judge_and_conversations_by_the_finder():
+    static = np.array([1.0, 0.0], dtype=np.float32)
+    judge = np.array([0.0, 1.0], dtype=np.float32)
+    notes = fuse(static, judge, np.array([False, False]), JudgeParams(note_weight=0.1))
+    assert notes[1] > notes[0]
+    turns = fuse(static, judge, np.array([True, True]), JudgeParams(conversation_weight=0.8))
+    assert turns[0] > turns[1]
+    assert fuse(np.ones(3), np.ones(3), np.zeros(3, bool)).tolist() == [0, 0, 0]  # nothing to tell apart
+    with pytest.raises(ValueError):
+        JudgeParams(note_weight=1.5)
+
+
+@needs_judge
+def test_the_shipped_judge_embeds_unit_vectors_that_mean_something():
+    judge = Judge(judge_folder())
+    v = judge.embed(["what do I drive?", "Got a 2019 Mazda 3 last spring", "Makes sourdough every Sunday", ""])
+    assert v.shape == (4, judge.dim) and judge.dim == 384
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
+    assert v[0] @ v[1] > v[0] @ v[2]
+    long = judge.embed(["word " * 2000])  # cut at MAX_TOKENS, not an error
+    assert long.shape == (1, 384)
+    assert judge.embed([]).shape == (0, 384)
+
+
+@needs_judge
+def test_judge_vectors_are_stored_once_and_reused(tmp_path):
+    judge = Judge(judge_folder())
+    calls = []
+    real = judge.embed
+
+    def counting(texts):
+        calls.append(len(texts))
+        return real(texts)
+
+    judge.embed = counting  # type: ignore[method-assign]
+    store = JudgeVectors(tmp_path / ".memkit", judge)
+    texts = ["one note", "another note", "one note"]
+    assert store.fill(texts) == 2  # the same text twice is one vector
+    assert store.count() == 2
+    calls.clear()
+    got = store.vectors(["another note", "one note"])
+    assert calls == [] and got.shape == (2, 384)
+    assert np.allclose(got[0], real(["another note"])[0], atol=2e-3)  # float16 on disk
+    batched = real(["another note", "one note and a much longer text beside it in the same call"])
+    assert np.allclose(batched[0], real(["another note"])[0], atol=1e-5)  # a text's vector is its own
+    store.vectors(["a new one"])  # embedded on the fly, and kept
+    assert calls == [1] and store.count() == 3
+    again = JudgeVectors(tmp_path / ".memkit", judge)  # another process: the file, not memory
+    calls.clear()
+    again.vectors(["a new one"])
+    assert calls == []
+
+
+@needs_judge
+def test_judge_vectors_live_in_memory_where_the_vault_is_read_only(tmp_path):
+    state = tmp_path / "state"
+    state.write_text("not a folder")  # the judge's folder cannot be made under it
+    store = JudgeVectors(state, Judge(judge_folder()))
+    assert store.vectors(["a note"]).shape == (1, 384)
+    assert store.count() == 1
+
+
+@needs_judge
+def test_search_finds_what_the_question_means(tmp_path):
+    v = vault_with(tmp_path, CARS)
+    hits = v.search("what kind of car do I own?")
+    assert hits and hits[0].text == "Drives a 2019 Mazda 3, bought last spring"
+    assert hits[0].judge is not None and hits[0].to_dict()["judge"] == round(hits[0].judge, 4)
+    back = Hit.from_dict(hits[0].to_dict())
+    assert back is not None and back.id == hits[0].id and back.judge == pytest.approx(hits[0].judge, abs=1e-4)
+    shrimp = v.search("should I order the shrimp pasta?", threshold=None, k=2)
+    assert any(h.text.startswith("Allergic to shellfish") for h in shrimp)
+    fast = v.search("what kind of car do I own?", judge=False)  # the static stage alone
+    assert all(h.judge is None for h in fast)
+
+
+@needs_judge
+def test_judge_setting_turns_the_second_stage_off(tmp_path):
+    v = vault_with(tmp_path, CARS)
+    (v.root / "memkit.yaml").write_text("judge: false\n")
+    v = Vault(v.root)
+    assert all(h.judge is None for h in v.search("what kind of car do I own?", threshold=None))
+
+
+@needs_judge
+def test_a_question_nothing_answers_is_weak_or_empty_not_confident(tmp_path):
+    v = vault_with(tmp_path, CARS)
+    hits = v.search("what is my favourite opera?")
+    assert not any(h.confident for h in hits)
+    assert v.search("what is my favourite opera?", weak=0) == []
+
+
+@needs_judge
+def test_exact_rare_words_stay_first_and_confident(tmp_path):
+    topics = {"home-lab": ["Router is a MikroTik hAP ax3 in the hall cupboard", "NAS runs on node-3 with 4 disks"],
+              "tech": ["Phone is a Pixel 8", "Laptop is a ThinkPad X1"]}
+    v = vault_with(tmp_path, topics)
+    hits = v.search("hAP ax3")
+    assert hits[0].text.startswith("Router is a MikroTik") and hits[0].confident
+
+
+@needs_judge
+def test_index_fills_the_judge_vectors_once(tmp_path, runner):
+    v = vault_with(tmp_path, CARS)
+    report = v.index()
+    assert report.judged == sum(len(x) for x in CARS.values())
+    assert v.index().judged == 0
+    res = runner.invoke(main, ["--vault", str(v.root), "index", "--json"])
+    assert res.exit_code == 0, res.output
+    assert '"judged": 0' in res.output
+
+
+@needs_judge
+def test_cli_search_fast_skips_the_judge(tmp_path, runner):
+    v = vault_with(tmp_path, CARS)
+    res = runner.invoke(main, ["--vault", str(v.root), "search", "what kind of car do I own?", "--json"])
+    assert res.exit_code == 0, res.output
+    assert '"judge"' in res.output and "Mazda" in res.output.split("\n")[3]
+    res = runner.invoke(main, ["--vault", str(v.root), "search", "what kind of car do I own?", "--json", "--fast"])
+    assert res.exit_code == 0, res.output
+    assert '"judge"' not in res.output
+
+
+@needs_judge
+def test_context_puts_the_memory_for_the_message_first_even_under_a_wrong_topic(tmp_path):
+    v = vault_with(tmp_path, CARS)
+    block = v.context("should I order the shrimp pasta?", session="s1", budget_tokens=400)
+    assert "Allergic to shellfish" in block.text
+    # a session that talked about food: the detected topic must not push the allergy out
+    for msg in ("I love the carbonara at Da Gino", "sourdough every Sunday is my thing",
+                "pasta and bread, that's me"):
+        v.context(msg, session="s2")
+    block = v.context("should I order the shrimp pasta?", session="s2", budget_tokens=300)
+    assert "Allergic to shellfish" in block.text
+    memories = block.text.index("## Relevant memories")
+    assert block.text.index("Allergic to shellfish") > memories
+
+
+def test_without_onnxruntime_search_works_as_before_and_says_so_once(tmp_path, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as on a machine where it cannot be installed
+    monkeypatch.setattr(judge_mod, "_SHARED", None)
+    assert judge_status() is not None
+    v = vault_with(tmp_path, CARS)
+    with caplog.at_level(logging.WARNING, logger="memkit"):
+        first = v.search("what kind of car do I own?", threshold=None)
+        v.search("car", threshold=None)
+    assert first and all(h.judge is None for h in first)
+    said = [r.getMessage() for r in caplog.records if "onnxruntime" in r.getMessage()]
+    assert len(said) == 1, said
+    assert v.index().judged == 0
+    monkeypatch.undo()
+    assert shared_judge().available == (judge_status() is None)  # back once it can be imported again

@@ -100,4 +100,4 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self.deadline = deadline
 
     def https_open(self, req: Any) -> Any:
-        return self.do_open(_watched(http.client.HTTPSConnection, self.deadline), req, context=self._context)
+        return self.do_open(_watched(http.client.HTTPSConnection, self.deadline), req)  # the default TLS context

@@ -16,22 +16,25 @@ A front end: of the library it imports only the facade (:mod:`memkit.vault`) and
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .errors import InvalidValue, MemkitError
-from .http_spec import RequestError
+from .http_spec import MAX_MESSAGE_BODY_BYTES, RequestError
 from .vault import Vault, parse_day
 from .watch import Watcher
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Api", "Job", "JOB_STOP_S", "WATCH_STOP_S"]
+__all__ = ["Api", "Job", "JOB_STOP_S", "LARGE_BODIES_BYTES", "WATCH_STOP_S"]
 
 JOB_STOP_S = 30.0  #: how long shutdown waits for a running index job
+#: the large bodies (over MAX_BODY_BYTES: session messages) received at once hold at most this much
+LARGE_BODIES_BYTES = 4 * MAX_MESSAGE_BODY_BYTES
 WATCH_STOP_S = 30.0
 
 
@@ -86,7 +89,7 @@ class Api:
         self._digest_waiting: set[str] = set()  #: sessions whose new messages may be due (:meth:`_digest_later`)
         self._digest_thread: threading.Thread | None = None
         self._digest_vault: Vault | None = None
-        self._large_gate: Any = None  # anyio.Semaphore(1), made in the event loop's thread
+        self._large_bytes = 0  #: bytes held by large bodies being received (:meth:`body_room`)
         self._watch_stop = threading.Event()
         self._watch_thread: threading.Thread | None = None
 
@@ -95,14 +98,21 @@ class Api:
         work in another thread; the model object is shared, not loaded twice."""
         return Vault(self.vault.root, config=self.vault.config, embedder=self.vault.embedder)
 
-    def large_body_gate(self) -> Any:
-        """The semaphore a request holds while it reads and parses a body of megabytes (a long
-        session message): one such body in memory at a time, small requests never wait."""
-        if self._large_gate is None:
-            import anyio
+    @contextlib.contextmanager
+    def body_room(self, size: int) -> Iterator[None]:
+        """Hold ``size`` bytes of :data:`LARGE_BODIES_BYTES` while a body of megabytes (a long
+        session message) is read and parsed; called in the event loop's thread. Nobody waits for
+        room: when the bodies arriving already hold it, the request is refused at once.
 
-            self._large_gate = anyio.Semaphore(1)
-        return self._large_gate
+        :raises RequestError: 503 (Retry-After), no room now."""
+        if self._large_bytes + size > LARGE_BODIES_BYTES:
+            raise RequestError(503, f"other large bodies being received hold the server's room for them "
+                                    f"({LARGE_BODIES_BYTES >> 20} MiB); try again shortly", {"Retry-After": "1"})
+        self._large_bytes += size
+        try:
+            yield
+        finally:
+            self._large_bytes -= size
 
     async def run(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` (a call on the served Vault) in the worker thread, one at a time."""
@@ -304,10 +314,15 @@ class Api:
             except Exception:  # a full disk…: logged, and the worker goes on (it must never die holding the job)
                 log.exception("session %s: digest of the new messages failed; tried again later", session)
 
-    def load_session(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
-        """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the LLM."""
+    def load_session(self, session: str, max_tokens: int, strategy: str | None, cache: bool = False) -> dict[str, Any]:
+        """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the
+        LLM. ``GET /sessions/{session}`` writes nothing (a summary made is only returned); ``POST
+        /sessions/{session}/window`` (:meth:`keep_window`) also caches it in the session's file."""
         vault = self.aside_vault() if self.asks_llm("load_session", {"strategy": strategy}) else self.vault
-        return vault.recent_messages(session, max_tokens, strategy=strategy, exact=True).to_dict()
+        return vault.recent_messages(session, max_tokens, strategy=strategy, exact=True, cache=cache).to_dict()
+
+    def keep_window(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
+        return self.load_session(session, max_tokens, strategy, cache=True)
 
     def search_sessions(self, q: str, k: int, session: str | None, role: str | None,
                         since: str | None) -> dict[str, Any]:
@@ -324,7 +339,7 @@ class Api:
     def asks_llm(self, handler: str, args: dict[str, Any]) -> bool:
         """Whether a route's work may wait for the LLM, so runs aside (see :meth:`call`)."""
         config = self.vault.config
-        if handler == "load_session":
+        if handler in ("load_session", "keep_window"):
             return (args.get("strategy") or config.session_strategy) != "simple"
         return handler in ("proactive", "run_upkeep")
 

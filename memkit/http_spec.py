@@ -330,6 +330,9 @@ OPERATIONS = [
     Operation("GET", "/sessions/{session}", "load_session", "A saved conversation's history within a token budget, "
               "oldest first, to continue it (summary and hybrid may wait for the LLM).", 200, _ref("Window"),
               query=LOAD_PARAMS, params=SESSION_PATH, errors=(400, 404)),
+    Operation("POST", "/sessions/{session}/window", "keep_window", "As GET /sessions/{session}, and a summary made "
+              "on the way is cached in the session's file (a GET writes nothing), so the next load needs no LLM call.",
+              200, _ref("Window"), body=LOAD_PARAMS, body_required=False, params=SESSION_PATH, errors=(400, 404, 409)),
     Operation("POST", "/sessions/{session}/messages", "save_message", "Append one message to a saved conversation "
               "(one append to its file; nothing is rewritten). Returns the message with its time.", 201,
               {"allOf": [_ref("Message"), _obj(["session"], session={"type": "string"})]}, body=MESSAGE_BODY,
@@ -343,11 +346,13 @@ OPERATIONS = [
 STATUS_TEXT = {
     400: "Bad request: a missing, unknown or invalid field or parameter, or a Host that is not loopback",
     401: "Missing or wrong bearer token",
+    403: "A request from a web page of another site (its Origin or Sec-Fetch-Site): refused",
+    408: "The connection closed before the body was complete (a sender too slow is cut)",
     404: "No such topic, entry or session",
     405: "Method not allowed",
     409: "Conflict: the file, session or job state does not allow it now",
     413: "Body too large",
-    415: "The body must be application/json",
+    415: "Needs Content-Type: application/json (every method but GET, an empty body too)",
     500: "The server could not do it",
     503: "The vault is busy (Retry-After), or the model or the LLM is unavailable",
 }
@@ -357,8 +362,9 @@ def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
     """The OpenAPI 3.1 description of every route (``token``: say that requests need the bearer
     token; ``mcp``: the server also speaks MCP at /mcp)."""
     def error_responses(codes: set[int]) -> dict[str, Any]:
-        # every route: 400 (an unknown query parameter, a Host that is not loopback), 405; 401 with a token
-        codes = codes | {400, 405} | ({401} if token else set())
+        # every route: 400 (an unknown query parameter, a Host that is not loopback), 403 (another
+        # site's page), 405; 401 with a token
+        codes = codes | {400, 403, 405} | ({401} if token else set())
         return {str(code): {"description": STATUS_TEXT[code],
                             "content": {"application/json": {"schema": _ref("Error")}}} for code in sorted(codes)}
 
@@ -380,7 +386,8 @@ def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
         if op.body is not None:
             spec["requestBody"] = {"required": op.body_required,
                                    "content": {"application/json": {"schema": op.body}}}
-        codes = set(op.errors) | ({413, 415} if op.body is not None else set()) | {500, 503}
+        codes = (set(op.errors) | ({408, 413} if op.body is not None else set())
+                 | ({415} if op.method != "GET" else set()) | {500, 503})
         spec["responses"] = {str(op.ok): {"description": "OK" if op.ok == 200 else "Done",
                                           "content": {"application/json": {"schema": op.answer}}},
                              **error_responses(codes)}

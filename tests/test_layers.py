@@ -45,7 +45,7 @@ def test_no_private_names_of_other_objects(path):
 LAZY_IMPORTS = {
     "safetensors", "tokenizers", "huggingface_hub",  # loading the model: on its first use only
     "mcp", "anyio",  # the optional mcp extra
-    "starlette", "uvicorn",  # `memkit serve`'s web framework and server, installed by the mcp extra
+    "starlette", "uvicorn", "h11",  # `memkit serve`'s web framework, server and its HTTP/1.1 parser (the mcp extra)
     "watchdog",  # the observers (threads, platform backends): `memkit watch` alone needs them
     "fcntl", "msvcrt",  # one platform's file locking
 }

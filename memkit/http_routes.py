@@ -20,10 +20,10 @@ import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Callable, Iterator
 
-from .errors import InvalidValue, MemkitError
+from .errors import MemkitError
 from .http_spec import MAX_MESSAGE_BODY_BYTES, RequestError
 from .vault import Vault, parse_day
 from .watch import Watcher
@@ -49,6 +49,11 @@ def _local(value: str | None) -> datetime | None:
         return None
     moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
     return moment.astimezone().replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _one_of(id: str | None, match: str | None, what: str = "the entry") -> None:  # noqa: A002
+    if (id is None) == (match is None):
+        raise RequestError(400, f"give {what}'s 'id' or a 'match' of its text (one of the two)")
 
 
 @dataclass
@@ -206,15 +211,28 @@ class Api:
 
     def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
             until: str | None) -> dict[str, Any]:
-        for label, value in (("due", due), ("until", until)):
-            if value is not None:
-                day = parse_day(value, label)
-                if label == "until" and day < date.today():
-                    raise InvalidValue(f"until {day} is in the past: the memory would expire at once")
-                text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
-        if due is not None and kind is None:
-            kind = "pending"
-        return self.vault.add(text, topic=topic, kind=kind, tags=tags or ()).to_dict()
+        return self.vault.add(text, topic=topic, kind=kind, tags=tags or (),
+                              due=parse_day(due, "due") if due is not None else None,
+                              until=parse_day(until, "until") if until is not None else None).to_dict()
+
+    def forget(self, id: str | None, match: str | None, topic: str | None, all: bool) -> dict[str, Any]:  # noqa: A002
+        _one_of(id, match)
+        entries = self.vault.forget_every(id, match=match, topic=topic) if all else \
+            [self.vault.forget(id, match=match, topic=topic)]
+        return {"forgotten": [e.to_dict() for e in entries]}
+
+    def edit(self, id: str | None, match: str | None, topic: str | None, text: str) -> dict[str, Any]:  # noqa: A002
+        _one_of(id, match)
+        return self.vault.edit(id, text, match=match, topic=topic).to_dict()
+
+    def topics(self) -> dict[str, Any]:
+        return {"topics": [t.to_dict() for t in sorted(self.vault.topics(), key=lambda t: t.updated, reverse=True)]}
+
+    def show_topic(self, topic: str) -> dict[str, Any]:
+        return self.vault.show_topic(topic)
+
+    def recent(self) -> dict[str, Any]:
+        return {"recent": [r.to_dict() for r in self.vault.recent()]}
 
     def context(self, message: str, session: str | None, budget_tokens: int, reset: bool) -> dict[str, Any]:
         if reset and session:
@@ -225,8 +243,7 @@ class Api:
         return {"pending": [f.to_dict() for f in self.vault.pending()]}
 
     def done(self, id: str | None, match: str | None, topic: str | None) -> dict[str, Any]:  # noqa: A002
-        if (id is None) == (match is None):
-            raise RequestError(400, "give the follow-up's 'id' or a 'match' of its text (one of the two)")
+        _one_of(id, match, "the follow-up")
         return {"done": self.vault.done(id, match=match, topic=topic).to_dict()}
 
     def aside_vault(self) -> Vault:

@@ -1,9 +1,11 @@
 """`memkit mcp`: the vault as an MCP server over stdio, on the official MCP Python SDK (2.x).
 
-Tools: ``search_memories``, ``add_memory``, ``forget_memory``, ``get_context``, ``list_topics``,
-``read_topic``, ``recent_topics``, the conversation sessions' ``list_sessions``, ``start_session``,
-``load_session``, ``save_message`` and ``search_sessions`` and, when memkit.yaml configures an LLM,
-``digest_transcript``.
+Tools: ``search_memories``, ``add_memory``, ``edit_memory``, ``forget_memory``, ``get_context``,
+``list_topics``, ``read_topic``, ``recent_topics``, ``pending_follow_ups``, ``mark_done``, the
+conversation sessions' ``list_sessions``, ``start_session``, ``load_session``, ``save_message`` and
+``search_sessions``, ``proactive``, ``run_upkeep`` and, when memkit.yaml configures an LLM,
+``digest_transcript``. The HTTP API (:mod:`memkit.http_spec`) and the CLI offer the same
+operations with the same limits (:mod:`memkit.limits`).
 Topic files are resources too: ``memkit://topics/NAME``.
 
 Same guarantees as the CLI: every write goes through the public :class:`memkit.Vault` methods
@@ -35,11 +37,13 @@ import traceback
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, Literal
 from urllib.parse import quote, unquote
 
-from memkit import InvalidValue, MemkitError, TopicNotFound, Vault, __version__
-from memkit.limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SESSION_MESSAGE_CHARS, MAX_TRANSCRIPT_BYTES
+from memkit import InvalidValue, MemkitError, Vault, __version__
+from memkit.limits import (MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS, MAX_SESSION_MESSAGE_CHARS,
+                           MAX_TRANSCRIPT_BYTES)
+from memkit.vault import parse_day
 
 try:  # the tools' argument constraints; pydantic comes with the MCP SDK, the only reader of them
     from pydantic import Field, ValidationError
@@ -114,6 +118,15 @@ TOOLS: dict[str, dict[str, Any]] = {
             "where the entry landed). Returns the entry written: id, text, topic, kind, tags, date, file, line."),
         "annotations": _WRITE,
     },
+    "edit_memory": {
+        "title": "Edit a memory",
+        "description": (
+            "Change one memory where it stands, by its id (from search_memories or read_topic): use it when the "
+            "user corrects a memory rather than dropping it. Its kind and tags stay unless the new text gives "
+            "its own, and it is dated today; the old line is kept in archive.md pointing at the new one. "
+            "Returns the new entry: id, text, topic, kind, tags, date, file, line."),
+        "annotations": _WRITE,
+    },
     "forget_memory": {
         "title": "Forget a memory",
         "description": (
@@ -151,6 +164,21 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": ("The recent-topics index (index.txt), newest first: updated (ISO time), topic, summary. "
                         "Shows what the user has been busy with lately."),
         "annotations": _READ,
+    },
+    "pending_follow_ups": {
+        "title": "List follow-ups",
+        "description": (
+            "The follow-ups the user left open (memories of kind pending, e.g. added with add_memory's due), most "
+            "urgent first: id, text, topic, due, overdue_days, urgency and question (what to ask). Resolve one "
+            "with mark_done when the user says it is settled."),
+        "annotations": _READ,
+    },
+    "mark_done": {
+        "title": "Mark a follow-up done",
+        "description": (
+            "Resolve a follow-up by its id (from pending_follow_ups): it moves to archive.md as done, so it is "
+            "no longer raised. Returns the entry that moved: id, text, topic, kind, tags, date, file, line."),
+        "annotations": _WRITE,
     },
     "list_sessions": {
         "title": "List conversation sessions",
@@ -288,15 +316,21 @@ class Memory:
             self,
             query: Annotated[str, _text("What to look for: a question, keywords, a name or a part number.",
                                         MAX_QUERY_CHARS, required=True)],
-            k: Annotated[int, _count("How many results at most.", 1, 100)] = 10,
+            k: Annotated[int, _count("How many results at most.", 1, MAX_SEARCH_RESULTS)] = 10,
             topic: Annotated[str | None, _text(f"Only this topic and its subtopics (topic-*). {TOPIC_NAME}", 200)] = None,
             kind: Annotated[str | None, _text("Only entries of this [kind]: fact, preference, decision, discovery, "
                                               "event, context, observation…", 40)] = None,
             tag: Annotated[str | None, _text("Only entries with this #tag (without the '#').", 40)] = None,
             since: Annotated[str | None, _text("Only entries dated on or after this day, YYYY-MM-DD.", 10)] = None,
+            mode: Annotated[Literal["hybrid", "vector", "lexical"],
+                            Field(description="hybrid: words and meaning fused; vector or lexical: one side "
+                                              "only.")] = "hybrid",
+            min_importance: Annotated[float | None, Field(description="Only entries whose (importance X) is at "
+                                                                      "least this, 0..1 (none given counts as 0.5).",
+                                                          ge=0, le=1)] = None,
     ) -> Outcome:
         hits = [h.to_dict() for h in self.vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since,
-                                                        refresh=True)]
+                                                        mode=mode, min_importance=min_importance, refresh=True)]
         return Outcome(_as_json(hits), {"hits": hits})
 
     def add_memory(
@@ -307,8 +341,34 @@ class Memory:
                                               "observation…", 40)] = None,
             tags: Annotated[list[Annotated[str, Field(max_length=40)]],
                             Field(description="#tags, one word each, without the '#'.", max_length=20)] = [],  # noqa: B006
+            due: Annotated[str | None, _text("A follow-up due this day, YYYY-MM-DD: adds '(due DAY)' (kind pending "
+                                             "unless given); pending_follow_ups lists it.", 10)] = None,
+            until: Annotated[str | None, _text("The memory expires after this day, YYYY-MM-DD: adds '(until DAY)'.",
+                                               10)] = None,
     ) -> Outcome:
-        entry = self.vault.add(text, topic=topic, kind=kind, tags=tags).to_dict()
+        entry = self.vault.add(text, topic=topic, kind=kind, tags=tags,
+                               due=parse_day(due, "due") if due is not None else None,
+                               until=parse_day(until, "until") if until is not None else None).to_dict()
+        return Outcome(_as_json(entry), entry)
+
+    def edit_memory(
+            self,
+            id: Annotated[str, _text("The entry id, e.g. '3f2a9c1e'.", MAX_ID_CHARS, required=True)],  # noqa: A002
+            text: Annotated[str, _text("The new text, one self-contained sentence.", MAX_ENTRY_CHARS, required=True)],
+    ) -> Outcome:
+        entry = self.vault.edit(id, text).to_dict()
+        return Outcome(_as_json(entry), entry)
+
+    def pending_follow_ups(self) -> Outcome:
+        items = [f.to_dict() for f in self.vault.pending()]
+        return Outcome(_as_json(items), {"pending": items})
+
+    def mark_done(
+            self,
+            id: Annotated[str, _text("The follow-up's id, e.g. '3f2a9c1e'.", MAX_ID_CHARS, required=True)],  # noqa: A002
+    ) -> Outcome:
+        entry = self.vault.done(id).to_dict()
+        entry["archive"] = "archive.md"
         return Outcome(_as_json(entry), entry)
 
     def forget_memory(
@@ -337,15 +397,7 @@ class Memory:
         return Outcome(_as_json(topics), {"topics": topics})
 
     def read_topic(self, name: Annotated[str, _text(TOPIC_NAME, 200, required=True)]) -> Outcome:
-        try:
-            t = self.vault.topic(name)
-        except TopicNotFound:
-            children = self.vault.subtopics(name)
-            if not children:
-                raise
-            split = {"name": name, "split_into": children}  # like `memkit show` on a split topic
-            return Outcome(_as_json(split), split)
-        data = dict(t.to_dict(), file=t.path.relative_to(self.vault.root).as_posix(), split_into=self.vault.subtopics(t.name))
+        data = self.vault.show_topic(name)  # a topic split away: its name and split_into, as `memkit show`
         return Outcome(_as_json(data), data)
 
     def recent_topics(self) -> Outcome:
@@ -401,7 +453,7 @@ class Memory:
     def search_sessions(
             self,
             query: Annotated[str, _text("What to look for.", MAX_QUERY_CHARS, required=True)],
-            k: Annotated[int, _count("How many results at most.", 1, 100)] = 5,
+            k: Annotated[int, _count("How many results at most.", 1, MAX_SEARCH_RESULTS)] = 5,
             session: Annotated[str | None, _text("Only this session.", MAX_ID_CHARS)] = None,
     ) -> Outcome:
         hits = [h.to_dict() for h in self.vault.search_sessions(query, k=k, session=session, exact=True)]

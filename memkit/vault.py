@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, Mapping, Sequence, Union
 
 from .config import Config, load_config, resolve_model
 from .embed import Embedder, LazyEmbedder, MissingModel
-from .errors import MemkitError, ModelError, VaultLocked
+from .errors import MemkitError, ModelError, TopicNotFound, VaultLocked
 from .fsutil import file_lock
 from .index import Index, IndexReport, Progress
 from .lifecycle import parse_day, with_dates
@@ -136,6 +136,21 @@ class Vault:
     def topic(self, name: str) -> Topic:
         """One topic, parsed. :raises TopicNotFound: no such topic."""
         return self.store.topic(name)
+
+    def show_topic(self, name: str) -> dict[str, Any]:
+        """A topic as every front end shows it (``memkit show --json``, MCP's read_topic, ``GET
+        /topics/NAME``): name, title, summary, file, entries and ``split_into`` (the subtopics a
+        split made of it); a topic that was split away: only ``name`` and ``split_into``.
+
+        :raises TopicNotFound: no such topic, and none was split from it."""
+        try:
+            t = self.topic(name)
+        except TopicNotFound:
+            children = self.subtopics(name)
+            if not children:
+                raise
+            return {"name": name, "split_into": children}
+        return dict(t.to_dict(), file=t.path.relative_to(self.root).as_posix(), split_into=self.subtopics(t.name))
 
     def entries(self, topic: str | None = None) -> list[Entry]:
         """Every entry of the vault, or of one topic."""

@@ -138,16 +138,12 @@ class Vault:
         return self.store.topic(name)
 
     def show_topic(self, name: str) -> dict[str, Any]:
-        """A topic as every front end shows it (``memkit show --json``, MCP's read_topic, ``GET
-        /topics/NAME``): name, title, summary, file, entries and ``split_into`` (the subtopics a
-        split made of it); a topic that was split away: only ``name`` and ``split_into``.
-
-        :raises TopicNotFound: no such topic, and none was split from it."""
+        """A topic as the front ends show it (name, title, summary, file, entries, ``split_into``); one
+        split away: ``name`` and ``split_into`` only. :raises TopicNotFound: neither."""
         try:
             t = self.topic(name)
         except TopicNotFound:
-            children = self.subtopics(name)
-            if not children:
+            if not (children := self.subtopics(name)):
                 raise
             return {"name": name, "split_into": children}
         return dict(t.to_dict(), file=t.path.relative_to(self.root).as_posix(), split_into=self.subtopics(t.name))

@@ -1,11 +1,12 @@
 """`memkit serve`: the vault as a small local HTTP API, JSON in and out, described by OpenAPI.
 
 Routes (``GET /openapi.json`` describes each, :mod:`memkit.http_spec` holds their schemas and
-:mod:`memkit.http_routes` what each does): ``GET /search``, ``POST /add``, ``POST /context``,
+:mod:`memkit.http_routes` what each does): ``GET /search``, ``POST /add``, ``POST /edit``,
+``POST /forget``, ``GET /topics``, ``GET /topics/{topic}``, ``GET /recent``, ``POST /context``,
 ``GET /pending``, ``POST /pending/done``, ``GET /proactive``, ``GET /stats``, ``GET /busy``,
 ``GET /index`` and ``POST /index``; the conversation sessions' ``GET /sessions``, ``POST /sessions``,
-``GET /sessions/search``, ``GET /sessions/{session}`` and ``POST /sessions/{session}/messages``;
-``POST /upkeep``; with ``mcp=True`` also MCP over streamable HTTP at ``/mcp``
+``GET /sessions/search``, ``GET /sessions/{session}``, ``POST /sessions/{session}/window`` and
+``POST /sessions/{session}/messages``; ``POST /upkeep``; with ``mcp=True`` also MCP over streamable HTTP at ``/mcp``
 (:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn, which the ``mcp`` extra
 installs; they are imported only when a server is built, so memkit works without them.
 
@@ -21,7 +22,10 @@ meanwhile; ``GET /busy`` says whether one is running or whether any writer holds
 Safety: the server binds 127.0.0.1 by default and then accepts only requests whose Host header
 names a loopback address (a web page cannot reach it by DNS rebinding). Binding any other address
 needs a token, and then every request needs ``Authorization: Bearer TOKEN`` (compared in constant
-time). A bad request gets a JSON 4xx naming the problem; topic names and session ids are checked
+time). A request a web page of another site makes (its ``Origin`` or ``Sec-Fetch-Site`` says so)
+gets 403 on every route; every method but GET needs ``Content-Type: application/json``, which a
+page cannot send to another site without a preflight (refused); no GET writes a file. Slow and
+idle connections are cut, and their number capped (:mod:`memkit.http_conn`). A bad request gets a JSON 4xx naming the problem; topic names and session ids are checked
 (a path segment with an encoded '/' is refused), so none leaves topics/ or sessions/.
 
 A front end above the watcher and the MCP server, which it runs: of the library it imports only

@@ -177,6 +177,20 @@ def test_a_get_computes_a_summary_but_writes_nothing_a_post_caches_it(hostile, l
     assert status == 200 and window["summary_cached"] and len(llm.requests) == 2  # no LLM call
 
 
+def test_mcp_on_http_refuses_a_foreign_origin_too(tmp_path):
+    pytest.importorskip("mcp", reason="the MCP SDK is not installed")
+    with HTTPServer(make_vault(tmp_path), port=0, mcp=True) as server:
+        before = snapshot(server.api.vault.root)
+        call_ = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "add_memory", "arguments": {"text": "A page wrote this over MCP"}}}
+        for ctype in SIMPLE_TYPES + ["application/json"]:
+            status, answer = call(server, "POST", "/mcp", json.dumps(call_).encode(),
+                                  {"Origin": "http://evil.example", "Accept": "application/json, text/event-stream",
+                                   **({"Content-Type": ctype} if ctype else {})})
+            assert status == 403 and "another site" in answer["error"], (ctype, answer)
+        assert snapshot(server.api.vault.root) == before
+
+
 # ---- 2. slow and idle peers are cut within the configured bounds ----------------------------------------
 
 def connect(server: HTTPServer) -> socket.socket:
@@ -305,3 +319,19 @@ def test_a_token_with_blanks_around_it_works_without_them(tmp_path):
     with HTTPServer(make_vault(tmp_path), port=0, token=" s3cret \n") as server:
         assert call(server, "GET", "/busy", headers={"Authorization": "Bearer s3cret"})[0] == 200
         assert call(server, "GET", "/busy")[0] == 401
+
+
+def test_the_bounds_come_from_memkit_yaml_and_bad_ones_are_named(tmp_path):
+    vault = make_vault(tmp_path)
+    (vault.root / "memkit.yaml").write_text("serve: {header_timeout_s: 2, body_timeout_s: 3.5, max_connections: 7}\n")
+    server = HTTPServer(Vault(vault.root, embedder=FakeEmbedder()), port=0)
+    try:
+        assert (server.bounds.header_timeout_s, server.bounds.body_timeout_s, server.bounds.max_connections) == (2, 3.5, 7)
+    finally:
+        server.close()
+    for bad, message in (("header_timeout_s: 0", "serve.header_timeout_s must be a number of seconds"),
+                         ("body_timeout_s: soon", "serve.body_timeout_s must be a number of seconds"),
+                         ("max_connections: 0", "serve.max_connections must be a whole number")):
+        (vault.root / "memkit.yaml").write_text(f"serve: {{{bad}}}\n")
+        result = CliRunner().invoke(main, ["--vault", str(vault.root), "serve", "--port", "0"])
+        assert result.exit_code == 1 and message in result.output, result.output

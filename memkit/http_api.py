@@ -6,8 +6,8 @@ Routes (``GET /openapi.json`` describes each, :mod:`memkit.http_spec` holds thei
 ``GET /pending``, ``POST /pending/done``, ``GET /proactive``, ``GET /stats``, ``GET /busy``,
 ``GET /index`` and ``POST /index``; the conversation sessions' ``GET /sessions``, ``POST /sessions``,
 ``GET /sessions/search``, ``GET /sessions/{session}``, ``POST /sessions/{session}/window`` and
-``POST /sessions/{session}/messages``; ``POST /upkeep``; with ``mcp=True`` also MCP over streamable HTTP at ``/mcp``
-(:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn, which the ``mcp`` extra
+``POST /sessions/{session}/messages``; ``POST /upkeep``; with ``mcp=True`` also MCP over
+streamable HTTP at ``/mcp`` (:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn, which the ``mcp`` extra
 installs; they are imported only when a server is built, so memkit works without them.
 
 How requests share the vault: the HTTP side is asynchronous and serves requests concurrently;
@@ -25,8 +25,9 @@ needs a token, and then every request needs ``Authorization: Bearer TOKEN`` (com
 time). A request a web page of another site makes (its ``Origin`` or ``Sec-Fetch-Site`` says so)
 gets 403 on every route; every method but GET needs ``Content-Type: application/json``, which a
 page cannot send to another site without a preflight (refused); no GET writes a file. Slow and
-idle connections are cut, and their number capped (:mod:`memkit.http_conn`). A bad request gets a JSON 4xx naming the problem; topic names and session ids are checked
-(a path segment with an encoded '/' is refused), so none leaves topics/ or sessions/.
+idle connections are cut, and their number capped (:mod:`memkit.http_conn`). A bad request gets a
+JSON 4xx naming the problem; topic names and session ids are checked (a path segment with an
+encoded '/' is refused), so none leaves topics/ or sessions/.
 
 A front end above the watcher and the MCP server, which it runs: of the library it imports only
 the facade (:mod:`memkit.vault`) and :mod:`memkit.errors` (``.importlinter``).

@@ -89,21 +89,18 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
       memkit show cooking
     """
     vault = get_vault(ctx)
+    if json_:
+        echo_json(vault.show_topic(topic))
+        return
     try:
         t = vault.topic(topic)
     except TopicNotFound:
         children = vault.subtopics(topic)
         if not children:
             raise
-        if json_:
-            echo_json({"name": topic, "split_into": children})
-        else:
-            click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
+        click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
         return
     children = vault.subtopics(t.name)
-    if json_:
-        echo_json(dict(t.to_dict(), file=t.path.relative_to(vault.root).as_posix(), split_into=children))
-        return
     click.echo(f"{t.title} ({t.name}, {plural(len(t.entries), 'entry', 'entries')})"
                f"{' — ' + t.summary if t.summary else ''}")
     for e in t.entries:

@@ -8,12 +8,13 @@ from typing import Any
 import click
 
 from .cli_common import echo_json, get_vault, json_option, plural
+from .limits import MAX_SEARCH_RESULTS, SEARCH_MODES
 from .vault import Threshold, parse_day
 
 
 @click.command()
 @click.argument("query")
-@click.option("-k", "k", type=click.IntRange(1, 1000), metavar="N", help="How many results (default: max_memories_per_search).")
+@click.option("-k", "k", type=click.IntRange(1, MAX_SEARCH_RESULTS), metavar="N", help="How many results (default: max_memories_per_search).")
 @click.option("--threshold", type=click.FloatRange(-1, 1), metavar="X",
               help="Minimum cosine similarity (exact rare-word matches pass anyway). Default: memkit.yaml or the model's calibrated value.")
 @click.option("--all", "no_threshold", is_flag=True, help="No threshold: always return the k best.")
@@ -23,7 +24,7 @@ from .vault import Threshold, parse_day
 @click.option("--since", metavar="DATE", help="Only entries dated on or after YYYY-MM-DD.")
 @click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
               help="Only entries of at least this (importance X), 0..1; an entry without one counts as 0.5.")
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical"]), default="hybrid", show_default=True,
+@click.option("--mode", type=click.Choice(SEARCH_MODES), default="hybrid", show_default=True,
               help="Ranking: lexical + vector fusion, or one side alone.")
 @click.option("--fast", is_flag=True,
               help="Skip the second stage (the judge transformer re-scoring the best candidates): the static model and words alone.")

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from .errors import InvalidValue, MemkitError
+from .limits import MAX_SEARCH_RESULTS
 from .cli_common import echo_json, get_vault, json_option, plural
 
 
@@ -267,7 +268,7 @@ def digest(ctx: click.Context, session_id: str, dry_run: bool, json_: bool) -> N
 
 @session_group.command("search")
 @click.argument("query")
-@click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, metavar="N",
+@click.option("-k", "k", type=click.IntRange(1, MAX_SEARCH_RESULTS), default=5, show_default=True, metavar="N",
               help="How many messages at most.")
 @click.option("--session", "session_id", metavar="ID", help="Only this session.")
 @json_option

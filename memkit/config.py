@@ -206,6 +206,12 @@ class ServeSettings:
     host: str = "127.0.0.1"
     port: int = 8765
     token_env: str | None = None
+    #: a connection must send its request's header within this many seconds (idle ones are closed)
+    header_timeout_s: float = 10.0
+    #: and, once the header is in, its whole body within this many
+    body_timeout_s: float = 60.0
+    #: connections open at once; one more gets a 503 and is closed
+    max_connections: int = 64
 
     @classmethod
     def from_config(cls, given: Any, where: str = "serve") -> ServeSettings:
@@ -216,7 +222,8 @@ class ServeSettings:
         if given is None:
             return cls()
         if not isinstance(given, Mapping):
-            raise ConfigError(f"{where} must be a mapping (host, port, token_env), not {type(given).__name__}")
+            raise ConfigError(f"{where} must be a mapping (host, port, token_env, header_timeout_s, body_timeout_s, "
+                              f"max_connections), not {type(given).__name__}")
         check_keys(given, cls, where)
         values: dict[str, Any] = {}
         for key, value in given.items():
@@ -225,6 +232,15 @@ class ServeSettings:
             if key == "port":
                 if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
                     raise ConfigError(f"{where}.port must be a port number (0 to 65535), not {value!r}")
+            elif key in ("header_timeout_s", "body_timeout_s"):
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
+                    raise ConfigError(f"{where}.{key} must be a number of seconds (over 0, at most 86400), "
+                                      f"not {value!r}")
+                value = float(value)
+            elif key == "max_connections":
+                if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
+                    raise ConfigError(f"{where}.max_connections must be a whole number from 1 to 100000, "
+                                      f"not {value!r}")
             elif not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{where}.{key} must be a non-empty string, not {describe_value(value)}")
             elif key == "token_env" and not _ENV_NAME.match(value.strip()):
@@ -316,6 +332,9 @@ proactive_gap_hours: 4
 # `memkit serve` (the HTTP API): its address and port. Any address but a loopback one needs a token,
 # read from the environment variable token_env names (never the token itself: this file is in git).
 #   serve: {host: 127.0.0.1, port: 8765, token_env: MEMKIT_SERVE_TOKEN}
+# A client must send a request's header within header_timeout_s (idle connections are closed after
+# it too) and its body within body_timeout_s; at most max_connections are open at once.
+#   serve: {header_timeout_s: 10, body_timeout_s: 60, max_connections: 64}
 
 # LLM for digest and split naming; empty = none. Examples:
 #   llm: {base_url: "http://127.0.0.1:11434/v1", model: "llama3.2"}          # Ollama

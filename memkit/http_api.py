@@ -1,12 +1,13 @@
 """`memkit serve`: the vault as a small local HTTP API, JSON in and out, described by OpenAPI.
 
 Routes (``GET /openapi.json`` describes each, :mod:`memkit.http_spec` holds their schemas and
-:mod:`memkit.http_routes` what each does): ``GET /search``, ``POST /add``, ``POST /context``,
+:mod:`memkit.http_routes` what each does): ``GET /search``, ``POST /add``, ``POST /edit``,
+``POST /forget``, ``GET /topics``, ``GET /topics/{topic}``, ``GET /recent``, ``POST /context``,
 ``GET /pending``, ``POST /pending/done``, ``GET /proactive``, ``GET /stats``, ``GET /busy``,
 ``GET /index`` and ``POST /index``; the conversation sessions' ``GET /sessions``, ``POST /sessions``,
-``GET /sessions/search``, ``GET /sessions/{session}`` and ``POST /sessions/{session}/messages``;
-``POST /upkeep``; with ``mcp=True`` also MCP over streamable HTTP at ``/mcp``
-(:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn, which the ``mcp`` extra
+``GET /sessions/search``, ``GET /sessions/{session}``, ``POST /sessions/{session}/window`` and
+``POST /sessions/{session}/messages``; ``POST /upkeep``; with ``mcp=True`` also MCP over
+streamable HTTP at ``/mcp`` (:mod:`memkit.mcp_server`'s tools). Built on Starlette and uvicorn, which the ``mcp`` extra
 installs; they are imported only when a server is built, so memkit works without them.
 
 How requests share the vault: the HTTP side is asynchronous and serves requests concurrently;
@@ -21,8 +22,12 @@ meanwhile; ``GET /busy`` says whether one is running or whether any writer holds
 Safety: the server binds 127.0.0.1 by default and then accepts only requests whose Host header
 names a loopback address (a web page cannot reach it by DNS rebinding). Binding any other address
 needs a token, and then every request needs ``Authorization: Bearer TOKEN`` (compared in constant
-time). A bad request gets a JSON 4xx naming the problem; topic names and session ids are checked
-(a path segment with an encoded '/' is refused), so none leaves topics/ or sessions/.
+time). A request a web page of another site makes (its ``Origin`` or ``Sec-Fetch-Site`` says so)
+gets 403 on every route; every method but GET needs ``Content-Type: application/json``, which a
+page cannot send to another site without a preflight (refused); no GET writes a file. Slow and
+idle connections are cut, and their number capped (:mod:`memkit.http_conn`). A bad request gets a
+JSON 4xx naming the problem; topic names and session ids are checked (a path segment with an
+encoded '/' is refused), so none leaves topics/ or sessions/.
 
 A front end above the watcher and the MCP server, which it runs: of the library it imports only
 the facade (:mod:`memkit.vault`) and :mod:`memkit.errors` (``.importlinter``).
@@ -41,12 +46,14 @@ import signal
 import threading
 import time
 import traceback
+import urllib.parse
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
 from .errors import (ConfigError, EntryNotFound, InvalidValue, LLMError, MemkitError, ModelError, SessionConflict,
                      SessionNotFound, TopicNameError, TopicNotFound, TopicNotWritable, TopicParseError, VaultLocked)
+from .http_conn import Bounds, bounded_protocol
 from .http_routes import Api
 from .http_spec import MAX_BODY_BYTES, OPERATIONS, Operation, RequestError, check, openapi, query_args
 from .mcp_server import Memory, build_server, require_sdk
@@ -63,28 +70,40 @@ TOKEN_ENV = "MEMKIT_TOKEN"  #: the environment variable `memkit serve` reads the
 INSTALL_HINT = "pip install 'mcp>=2'"
 
 
+def require_json(request: Any) -> None:
+    """Every request that may change something (any method but GET and HEAD) says
+    ``Content-Type: application/json``, an empty body too: a web page cannot send that type to
+    another site without the browser asking first (a preflight, which this server refuses), while
+    the types a form can send (text/plain, application/x-www-form-urlencoded, multipart/form-data)
+    or none at all are refused. :raises RequestError: 415."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise RequestError(415, f"{request.method} needs Content-Type: application/json (an empty body too), "
+                                f"got {ctype or 'no Content-Type'}")
+
+
 async def read_json(request: Any, required: bool, limit: int = MAX_BODY_BYTES) -> Any:
     """The request's JSON body (None when there is none and none is required), read at most
-    ``limit`` bytes. :raises RequestError: 413, 415 or 400."""
+    ``limit`` bytes. :raises RequestError: 413, 415 or 400; 408 when the client went away
+    before its body was complete (the server cut a slow sender: :mod:`memkit.http_conn`)."""
+    from starlette.requests import ClientDisconnect
+
+    require_json(request)
     length = request.headers.get("content-length")
     if length is not None and length.strip().isdigit() and int(length) > limit:
         raise RequestError(413, f"the body is {int(length):,} bytes; the limit is {limit:,}")
-    has_body = (length is not None and length.strip() not in ("", "0")) or "transfer-encoding" in request.headers
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if has_body and ctype != "application/json":
-        raise RequestError(415, f"the body must be JSON with Content-Type: application/json, "
-                                f"got {ctype or 'no Content-Type'}")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise RequestError(413, f"the body is larger than the limit of {limit:,} bytes")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise RequestError(413, f"the body is larger than the limit of {limit:,} bytes")
+    except ClientDisconnect:
+        raise RequestError(408, "the connection closed before the body was complete") from None
     if not body.strip():
         if required:
             raise RequestError(400, "the request needs a JSON object body")
         return None
-    if ctype != "application/json":
-        raise RequestError(415, "the body must be JSON with Content-Type: application/json")
     try:
         if len(body) <= MAX_BODY_BYTES:
             return json.loads(bytes(body))
@@ -148,9 +167,38 @@ def _host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
+def origin_allowed(origin: str, port: int | None) -> bool:
+    """Whether a request's ``Origin`` header is this server's own origin: ``http://`` a loopback
+    name (127.0.0.1, localhost, [::1]) and this server's ``port`` (any port over a Unix socket,
+    ``port`` None). Every other origin is another site, ``null`` (a sandboxed page, a file) too."""
+    parts = urllib.parse.urlsplit(origin.strip())
+    if parts.scheme.lower() != "http" or not parts.hostname or not _is_loopback_name(parts.hostname):
+        return False
+    try:
+        given = parts.port or 80
+    except ValueError:
+        return False
+    return port is None or given == port
+
+
+def cross_site(headers: Mapping[str, bytes], port: int | None) -> str | None:
+    """Why a request comes from a page of another site (None: it does not). A browser sends
+    ``Origin`` with every request a page makes by script or form, except a plain GET, and with
+    every request ``Sec-Fetch-Site`` (a GET of an ``<img>`` included): either naming another site
+    is refused, so no web page the person visits can change the vault or make it call the LLM."""
+    origin = headers.get("origin")
+    if origin is not None and not origin_allowed(origin.decode("latin-1"), port):
+        return f"Origin {origin.decode('latin-1')!r}"
+    site = headers.get("sec-fetch-site", b"").strip().lower()
+    if site in (b"cross-site", b"same-site"):
+        return f"Sec-Fetch-Site {site.decode('latin-1')!r}"
+    return None
+
+
 class Guard:
-    """ASGI middleware: the bearer token (constant-time compare) when one is set; without one, only
-    requests whose Host names a loopback address (DNS rebinding) or come over a Unix socket."""
+    """ASGI middleware: no request from a page of another site (:func:`cross_site`: 403); the
+    bearer token (constant-time compare) when one is set; without one, only requests whose Host
+    names a loopback address (DNS rebinding) or come over a Unix socket."""
 
     def __init__(self, app: Any, token: str | None) -> None:
         self.app = app
@@ -162,7 +210,12 @@ class Guard:
             return
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
         problem: tuple[int, str, dict[str, str]] | None = None
-        if self.token is not None:
+        server = scope.get("server")
+        foreign = cross_site(headers, server[1] if server else None)
+        if foreign is not None:
+            problem = (403, f"{foreign} is another site: this server answers no request a web page of "
+                            "another site makes (call it from a program, not a browser page)", {})
+        elif self.token is not None:
             given = headers.get("authorization", b"")
             scheme, _, value = given.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):
@@ -188,10 +241,14 @@ def _endpoint(api: Api, op: Operation) -> Callable[[Any], Awaitable[Any]]:
             elif request.query_params:
                 raise RequestError(400, f"unknown query parameter {next(iter(request.query_params.keys()))!r} "
                                         f"({op.method} {op.path} takes none)")
+            if op.method != "GET":
+                require_json(request)
             if op.body is not None:
-                length = request.headers.get("content-length", "")
-                large = op.max_body > MAX_BODY_BYTES and length.strip().isdigit() and int(length) > MAX_BODY_BYTES
-                async with api.large_body_gate() if large else contextlib.nullcontext():  # one such body at a time
+                length = request.headers.get("content-length", "").strip()
+                size = min(int(length), op.max_body) if length.isdigit() else op.max_body  # chunked: at most the limit
+                # a body of megabytes holds room in a shared budget while it arrives; no request waits
+                # for another's (a slow sender is cut by the server's body timeout, http_conn)
+                with api.body_room(size) if size > MAX_BODY_BYTES else contextlib.nullcontext():
                     data = await read_json(request, op.body_required, op.max_body)
                     args.update(check(op.body, {} if data is None else data))
             result = await api.call(op.handler, args)
@@ -368,17 +425,33 @@ class HTTPServer:
     :param unix: a Unix socket path to listen on instead of ``host:port`` (mode 0600; no token needed).
     :param watch: also run the watcher; :param polling: it polls.
     :param mcp: also serve MCP over streamable HTTP at ``/mcp`` (needs the MCP SDK).
-    :raises MemkitError: a non-loopback address without a token, a port in use.
+    :param header_timeout_s, body_timeout_s, max_connections: how long a client may take to send a
+        request's header and its body, and how many connections may be open
+        (:mod:`memkit.http_conn`; default: memkit.yaml's ``serve:``).
+    :raises MemkitError: a non-loopback address without a token (an empty one is none), a token
+        of whitespace only, a port in use.
     """
 
     def __init__(self, vault: Vault, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
-                 unix: str | None = None, watch: bool = False, polling: bool = False, mcp: bool = False) -> None:
+                 unix: str | None = None, watch: bool = False, polling: bool = False, mcp: bool = False,
+                 header_timeout_s: float | None = None, body_timeout_s: float | None = None,
+                 max_connections: int | None = None) -> None:
         require_server_libs()
         import uvicorn
 
+        if token:
+            if not token.strip():  # it would be required, and no client could ever send it
+                raise MemkitError("the token is only whitespace: no client could send it; give a real one "
+                                  "(e.g. $(openssl rand -hex 16)), or none on a loopback address")
+            token = token.strip()  # a client's header value loses its surrounding blanks too
         if unix is None and needs_token(host) and not token:
             raise MemkitError(f"binding {host} (not a loopback address) needs a token: --token or ${TOKEN_ENV}; "
                               "clients then send 'Authorization: Bearer TOKEN'")
+        settings = vault.config.serve
+        self.bounds = Bounds(
+            header_timeout_s=settings.header_timeout_s if header_timeout_s is None else header_timeout_s,
+            body_timeout_s=settings.body_timeout_s if body_timeout_s is None else body_timeout_s,
+            max_connections=settings.max_connections if max_connections is None else max_connections)
         self.unix = Path(unix).expanduser() if unix is not None else None
         self.api = Api(vault, watch=watch, polling=polling)
         self.app = build_app(self.api, token=token or None, mcp=mcp)
@@ -391,7 +464,8 @@ class HTTPServer:
             shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
             self.url = self.where = f"http://{shown}:{bound[1]}"
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=5)
+                                timeout_graceful_shutdown=5, http=bounded_protocol(self.bounds),
+                                timeout_keep_alive=self.bounds.header_timeout_s)  # type: ignore[arg-type]
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
         self._prepared = False

@@ -12,6 +12,7 @@ words only, with one warning.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import time
@@ -23,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .config import EmbedderSettings
+from .deadline import Deadline
 from .errors import ModelError
 
 __all__ = ["HTTPEmbedder"]
@@ -57,7 +59,7 @@ class HTTPEmbedder:
                 raise ModelError(f"environment variable {settings.api_key_env} (embedder.api_key_env) is not set")
             self._key = key
         # a proxy from the environment would break a server on this machine
-        self._opener = urllib.request.build_opener(*([urllib.request.ProxyHandler({})] if host in LOOPBACK else []))
+        self._handlers = [urllib.request.ProxyHandler({})] if host in LOOPBACK else []
 
     def __repr__(self) -> str:
         return f"HTTPEmbedder(url={self.url!r}, model={self.settings.model!r})"
@@ -108,17 +110,28 @@ class HTTPEmbedder:
             headers["Authorization"] = f"Bearer {self._key}"
         request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
         where = f"the embedding server at {self.url}"
+        too_slow = f"{where} did not answer within {self.settings.timeout_s:g} s (embedder.timeout_s)"
+        deadline = Deadline(self.settings.timeout_s)  # the whole request, not each read (a server may drip)
         try:
-            with self._opener.open(request, timeout=self.settings.timeout_s) as response:
+            with deadline.opener(*self._handlers).open(request, timeout=deadline.left()) as response:
                 body = response.read(MAX_BODY_BYTES + 1)
         except urllib.error.HTTPError as exc:
+            if deadline.expired:
+                raise ModelError(too_slow) from None
             detail = exc.read(300).decode("utf-8", errors="replace").strip()
             raise ModelError(f"{where} answered HTTP {exc.code}{': ' + detail if detail else ''}") from None
         except urllib.error.URLError as exc:
+            if deadline.expired or isinstance(exc.reason, TimeoutError):
+                raise ModelError(too_slow) from None
             raise ModelError(f"{where} cannot be reached ({exc.reason})") from None
-        except (TimeoutError, OSError) as exc:
-            raise ModelError(f"{where} did not answer within {self.settings.timeout_s:g} s "
-                             f"(embedder.timeout_s): {exc}") from None
+        except (TimeoutError, OSError, http.client.HTTPException) as exc:
+            if deadline.expired or isinstance(exc, TimeoutError):
+                raise ModelError(too_slow) from None
+            raise ModelError(f"{where} broke off its answer: {exc}") from None
+        finally:
+            deadline.close()
+        if deadline.expired:  # the cut may have left a short body that read() returned
+            raise ModelError(too_slow)
         if len(body) > MAX_BODY_BYTES:
             raise ModelError(f"{where} sent more than {MAX_BODY_BYTES >> 20} MB")
         return _vectors(body, len(texts), where)

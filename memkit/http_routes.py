@@ -16,22 +16,25 @@ A front end: of the library it imports only the facade (:mod:`memkit.vault`) and
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from typing import Any, Callable
+from datetime import datetime
+from typing import Any, Callable, Iterator
 
-from .errors import InvalidValue, MemkitError
-from .http_spec import RequestError
+from .errors import MemkitError
+from .http_spec import MAX_MESSAGE_BODY_BYTES, RequestError
 from .vault import Vault, parse_day
 from .watch import Watcher
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Api", "Job", "JOB_STOP_S", "WATCH_STOP_S"]
+__all__ = ["Api", "Job", "JOB_STOP_S", "LARGE_BODIES_BYTES", "WATCH_STOP_S"]
 
 JOB_STOP_S = 30.0  #: how long shutdown waits for a running index job
+#: the large bodies (over MAX_BODY_BYTES: session messages) received at once hold at most this much
+LARGE_BODIES_BYTES = 4 * MAX_MESSAGE_BODY_BYTES
 WATCH_STOP_S = 30.0
 
 
@@ -46,6 +49,11 @@ def _local(value: str | None) -> datetime | None:
         return None
     moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
     return moment.astimezone().replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _one_of(id: str | None, match: str | None, what: str = "the entry") -> None:  # noqa: A002
+    if (id is None) == (match is None):
+        raise RequestError(400, f"give {what}'s 'id' or a 'match' of its text (one of the two)")
 
 
 @dataclass
@@ -86,7 +94,7 @@ class Api:
         self._digest_waiting: set[str] = set()  #: sessions whose new messages may be due (:meth:`_digest_later`)
         self._digest_thread: threading.Thread | None = None
         self._digest_vault: Vault | None = None
-        self._large_gate: Any = None  # anyio.Semaphore(1), made in the event loop's thread
+        self._large_bytes = 0  #: bytes held by large bodies being received (:meth:`body_room`)
         self._watch_stop = threading.Event()
         self._watch_thread: threading.Thread | None = None
 
@@ -95,14 +103,21 @@ class Api:
         work in another thread; the model object is shared, not loaded twice."""
         return Vault(self.vault.root, config=self.vault.config, embedder=self.vault.embedder)
 
-    def large_body_gate(self) -> Any:
-        """The semaphore a request holds while it reads and parses a body of megabytes (a long
-        session message): one such body in memory at a time, small requests never wait."""
-        if self._large_gate is None:
-            import anyio
+    @contextlib.contextmanager
+    def body_room(self, size: int) -> Iterator[None]:
+        """Hold ``size`` bytes of :data:`LARGE_BODIES_BYTES` while a body of megabytes (a long
+        session message) is read and parsed; called in the event loop's thread. Nobody waits for
+        room: when the bodies arriving already hold it, the request is refused at once.
 
-            self._large_gate = anyio.Semaphore(1)
-        return self._large_gate
+        :raises RequestError: 503 (Retry-After), no room now."""
+        if self._large_bytes + size > LARGE_BODIES_BYTES:
+            raise RequestError(503, f"other large bodies being received hold the server's room for them "
+                                    f"({LARGE_BODIES_BYTES >> 20} MiB); try again shortly", {"Retry-After": "1"})
+        self._large_bytes += size
+        try:
+            yield
+        finally:
+            self._large_bytes -= size
 
     async def run(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` (a call on the served Vault) in the worker thread, one at a time."""
@@ -196,15 +211,28 @@ class Api:
 
     def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
             until: str | None) -> dict[str, Any]:
-        for label, value in (("due", due), ("until", until)):
-            if value is not None:
-                day = parse_day(value, label)
-                if label == "until" and day < date.today():
-                    raise InvalidValue(f"until {day} is in the past: the memory would expire at once")
-                text = f"{' '.join(text.split())} ({label} {day.isoformat()})"
-        if due is not None and kind is None:
-            kind = "pending"
-        return self.vault.add(text, topic=topic, kind=kind, tags=tags or ()).to_dict()
+        return self.vault.add(text, topic=topic, kind=kind, tags=tags or (),
+                              due=parse_day(due, "due") if due is not None else None,
+                              until=parse_day(until, "until") if until is not None else None).to_dict()
+
+    def forget(self, id: str | None, match: str | None, topic: str | None, all: bool) -> dict[str, Any]:  # noqa: A002
+        _one_of(id, match)
+        entries = self.vault.forget_every(id, match=match, topic=topic) if all else \
+            [self.vault.forget(id, match=match, topic=topic)]
+        return {"forgotten": [e.to_dict() for e in entries]}
+
+    def edit(self, id: str | None, match: str | None, topic: str | None, text: str) -> dict[str, Any]:  # noqa: A002
+        _one_of(id, match)
+        return self.vault.edit(id, text, match=match, topic=topic).to_dict()
+
+    def topics(self) -> dict[str, Any]:
+        return {"topics": [t.to_dict() for t in sorted(self.vault.topics(), key=lambda t: t.updated, reverse=True)]}
+
+    def show_topic(self, topic: str) -> dict[str, Any]:
+        return self.vault.show_topic(topic)
+
+    def recent(self) -> dict[str, Any]:
+        return {"recent": [r.to_dict() for r in self.vault.recent()]}
 
     def context(self, message: str, session: str | None, budget_tokens: int, reset: bool) -> dict[str, Any]:
         if reset and session:
@@ -215,8 +243,7 @@ class Api:
         return {"pending": [f.to_dict() for f in self.vault.pending()]}
 
     def done(self, id: str | None, match: str | None, topic: str | None) -> dict[str, Any]:  # noqa: A002
-        if (id is None) == (match is None):
-            raise RequestError(400, "give the follow-up's 'id' or a 'match' of its text (one of the two)")
+        _one_of(id, match, "the follow-up")
         return {"done": self.vault.done(id, match=match, topic=topic).to_dict()}
 
     def aside_vault(self) -> Vault:
@@ -304,10 +331,15 @@ class Api:
             except Exception:  # a full disk…: logged, and the worker goes on (it must never die holding the job)
                 log.exception("session %s: digest of the new messages failed; tried again later", session)
 
-    def load_session(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
-        """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the LLM."""
+    def load_session(self, session: str, max_tokens: int, strategy: str | None, cache: bool = False) -> dict[str, Any]:
+        """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the
+        LLM. ``GET /sessions/{session}`` writes nothing (a summary made is only returned); ``POST
+        /sessions/{session}/window`` (:meth:`keep_window`) also caches it in the session's file."""
         vault = self.aside_vault() if self.asks_llm("load_session", {"strategy": strategy}) else self.vault
-        return vault.recent_messages(session, max_tokens, strategy=strategy, exact=True).to_dict()
+        return vault.recent_messages(session, max_tokens, strategy=strategy, exact=True, cache=cache).to_dict()
+
+    def keep_window(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
+        return self.load_session(session, max_tokens, strategy, cache=True)
 
     def search_sessions(self, q: str, k: int, session: str | None, role: str | None,
                         since: str | None) -> dict[str, Any]:
@@ -324,7 +356,7 @@ class Api:
     def asks_llm(self, handler: str, args: dict[str, Any]) -> bool:
         """Whether a route's work may wait for the LLM, so runs aside (see :meth:`call`)."""
         config = self.vault.config
-        if handler == "load_session":
+        if handler in ("load_session", "keep_window"):
             return (args.get("strategy") or config.session_strategy) != "simple"
         return handler in ("proactive", "run_upkeep")
 

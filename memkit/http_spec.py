@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from . import __version__
 from .errors import MemkitError
-from .limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SESSION_MESSAGE_CHARS
+from .limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS, MAX_SESSION_MESSAGE_CHARS, SEARCH_MODES
 
 __all__ = ["Operation", "OPERATIONS", "RequestError", "check", "openapi", "query_args", "MAX_MESSAGE_CHARS",
            "MAX_NAME_CHARS", "MAX_BODY_BYTES", "MAX_MESSAGE_BODY_BYTES"]
@@ -38,13 +38,13 @@ SEARCH_PARAMS: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["q"],
     "properties": {
         "q": _str("What to look for: a question, keywords, a name.", MAX_QUERY_CHARS, minLength=1),
-        "k": {"type": "integer", "minimum": 1, "maximum": 100,
+        "k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS,
               "description": "Results at most (default: memkit.yaml's max_memories_per_search)."},
         "topic": _str(f"Only this topic and its subtopics. {TOPIC}", MAX_NAME_CHARS, minLength=1),
         "kind": _str("Only entries of this [kind].", 40, minLength=1),
         "tag": _str("Only entries with this #tag (without '#').", 40, minLength=1),
         "since": _str("Only entries dated on or after this day.", 10, format="date"),
-        "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"], "default": "hybrid",
+        "mode": {"type": "string", "enum": list(SEARCH_MODES), "default": "hybrid",
                  "description": "hybrid: words and meaning fused; vector or lexical: one side only."},
         "min_importance": {"type": "number", "minimum": 0, "maximum": 1,
                            "description": "Only entries whose (importance X) is at least this."},
@@ -81,6 +81,29 @@ DONE_BODY: dict[str, Any] = {
         "match": _str("Or: text the follow-up contains (it must be the only one).", MAX_QUERY_CHARS, minLength=1),
         "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
     },
+}
+FORGET_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "id": _str("The entry's id (a unique prefix of 4 characters or more).", MAX_NAME_CHARS, minLength=1),
+        "match": _str("Or: text the entry contains (it must be the only one).", MAX_QUERY_CHARS, minLength=1),
+        "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
+        "all": {"type": "boolean", "default": False,
+                "description": "An entry written several times (after a merge): remove every copy."},
+    },
+}
+EDIT_BODY: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["text"],
+    "properties": {
+        "id": _str("The entry's id (a unique prefix of 4 characters or more).", MAX_NAME_CHARS, minLength=1),
+        "match": _str("Or: text the entry contains (it must be the only one).", MAX_QUERY_CHARS, minLength=1),
+        "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
+        "text": _str("The new text (its kind and tags stay unless it gives its own).", MAX_ENTRY_CHARS, minLength=1),
+    },
+}
+TOPIC_PATH: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["topic"],
+    "properties": {"topic": _str(TOPIC, MAX_NAME_CHARS, minLength=1)},
 }
 PROACTIVE_PARAMS: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
@@ -154,7 +177,8 @@ SESSION_SEARCH_PARAMS: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["q"],
     "properties": {
         "q": _str("What to look for.", MAX_QUERY_CHARS, minLength=1),
-        "k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5, "description": "Results at most."},
+        "k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS, "default": 5,
+              "description": "Results at most."},
         "session": SESSION,
         "role": {"type": "string", "enum": ROLES, "description": "Only messages of this role."},
         "since": _str("Only messages of this day or later.", 10, format="date"),
@@ -203,6 +227,20 @@ COMPONENTS: dict[str, Any] = {
                                "tokens": {"type": "integer"}, "session": _NULL_STR, "topic": _NULL_STR,
                                "recent": {"type": "array"}, "memories": {"type": "array"},
                                "omitted": {"type": "object"}}},
+    "TopicInfo": {"type": "object", "required": ["name", "entries", "updated", "summary", "file"],
+                  "properties": {"name": {"type": "string"}, "entries": {"type": "integer", "description": "How many."},
+                                 "updated": {"type": "string", "description": "ISO time, local."},
+                                 "summary": {"type": "string"}, "file": {"type": "string"}}},
+    "Topic": {"type": "object", "required": ["name", "split_into"],
+              "properties": {"name": {"type": "string"}, "title": {"type": "string"}, "summary": {"type": "string"},
+                             "file": {"type": "string"},
+                             "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
+                             "split_into": {"type": "array", "items": {"type": "string"},
+                                            "description": "The subtopics a split made of it (a topic split away "
+                                                           "has only name and split_into)."}}},
+    "Recent": {"type": "object", "required": ["updated", "topic", "summary"],
+               "properties": {"updated": {"type": "string"}, "topic": {"type": "string"},
+                              "summary": {"type": "string"}}},
     "Job": {"type": "object", "required": ["name", "running"],
             "properties": {"name": {"type": "string", "enum": ["index"]}, "running": {"type": "boolean"},
                            "started": _NULL_STR, "finished": _NULL_STR,
@@ -296,6 +334,20 @@ OPERATIONS = [
               "over its size limit is split at once).", 201, _ref("Entry"), body=ADD_BODY, errors=(400, 409)),
     Operation("POST", "/context", "context", "The memory block for an assistant's system prompt, for the user's "
               "latest message.", 200, _ref("Context"), body=CONTEXT_BODY, errors=(400,)),
+    Operation("POST", "/forget", "forget", "Remove a memory (by id or text): the line moves to archive.md with "
+              "the day and its topic, so it can be put back; nothing is deleted.", 200,
+              _obj(["forgotten"], forgotten={"type": "array", "items": _ref("Entry")}), body=FORGET_BODY,
+              errors=(400, 404, 409)),
+    Operation("POST", "/edit", "edit", "Change a memory where it stands (by id or text); the old line is kept in "
+              "archive.md. Returns the new entry (dated today).", 200, _ref("Entry"), body=EDIT_BODY,
+              errors=(400, 404, 409)),
+    Operation("GET", "/topics", "topics", "Every topic, most recently updated first: name, entries, updated, "
+              "summary, file.", 200, _obj(["topics"], topics={"type": "array", "items": _ref("TopicInfo")})),
+    Operation("GET", "/topics/{topic}", "show_topic", "One topic's entries with their ids (for POST /forget and "
+              "POST /edit), or, for a topic that was split, the topics it was split into.", 200, _ref("Topic"),
+              params=TOPIC_PATH, errors=(400, 404, 409)),
+    Operation("GET", "/recent", "recent", "The recent-topics index (index.txt), newest first.", 200,
+              _obj(["recent"], recent={"type": "array", "items": _ref("Recent")})),
     Operation("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
               _obj(["pending"], pending={"type": "array", "items": _ref("FollowUp")})),
     Operation("GET", "/proactive", "proactive", "Whether now is a good moment to raise a follow-up (never in "
@@ -332,6 +384,9 @@ OPERATIONS = [
     Operation("GET", "/sessions/{session}", "load_session", "A saved conversation's history within a token budget, "
               "oldest first, to continue it (summary and hybrid may wait for the LLM).", 200, _ref("Window"),
               query=LOAD_PARAMS, params=SESSION_PATH, errors=(400, 404)),
+    Operation("POST", "/sessions/{session}/window", "keep_window", "As GET /sessions/{session}, and a summary made "
+              "on the way is cached in the session's file (a GET writes nothing), so the next load needs no LLM call.",
+              200, _ref("Window"), body=LOAD_PARAMS, body_required=False, params=SESSION_PATH, errors=(400, 404, 409)),
     Operation("POST", "/sessions/{session}/messages", "save_message", "Append one message to a saved conversation "
               "(one append to its file; nothing is rewritten). Returns the message with its time.", 201,
               {"allOf": [_ref("Message"), _obj(["session"], session={"type": "string"})]}, body=MESSAGE_BODY,
@@ -345,11 +400,13 @@ OPERATIONS = [
 STATUS_TEXT = {
     400: "Bad request: a missing, unknown or invalid field or parameter, or a Host that is not loopback",
     401: "Missing or wrong bearer token",
+    403: "A request from a web page of another site (its Origin or Sec-Fetch-Site): refused",
+    408: "The connection closed before the body was complete (a sender too slow is cut)",
     404: "No such topic, entry or session",
     405: "Method not allowed",
     409: "Conflict: the file, session or job state does not allow it now",
     413: "Body too large",
-    415: "The body must be application/json",
+    415: "Needs Content-Type: application/json (every method but GET, an empty body too)",
     500: "The server could not do it",
     503: "The vault is busy (Retry-After), or the model or the LLM is unavailable",
 }
@@ -359,8 +416,9 @@ def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
     """The OpenAPI 3.1 description of every route (``token``: say that requests need the bearer
     token; ``mcp``: the server also speaks MCP at /mcp)."""
     def error_responses(codes: set[int]) -> dict[str, Any]:
-        # every route: 400 (an unknown query parameter, a Host that is not loopback), 405; 401 with a token
-        codes = codes | {400, 405} | ({401} if token else set())
+        # every route: 400 (an unknown query parameter, a Host that is not loopback), 403 (another
+        # site's page), 405; 401 with a token
+        codes = codes | {400, 403, 405} | ({401} if token else set())
         return {str(code): {"description": STATUS_TEXT[code],
                             "content": {"application/json": {"schema": _ref("Error")}}} for code in sorted(codes)}
 
@@ -382,7 +440,8 @@ def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
         if op.body is not None:
             spec["requestBody"] = {"required": op.body_required,
                                    "content": {"application/json": {"schema": op.body}}}
-        codes = set(op.errors) | ({413, 415} if op.body is not None else set()) | {500, 503}
+        codes = (set(op.errors) | ({408, 413} if op.body is not None else set())
+                 | ({415} if op.method != "GET" else set()) | {500, 503})
         spec["responses"] = {str(op.ok): {"description": "OK" if op.ok == 200 else "Done",
                                           "content": {"application/json": {"schema": op.answer}}},
                              **error_responses(codes)}

@@ -2,9 +2,12 @@
 their schemas and messages; the modules that enforce them import them from here."""
 from __future__ import annotations
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_ENTRY_CHARS", "MAX_TRANSCRIPT_BYTES", "MAX_SESSION_MESSAGE_CHARS"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_ENTRY_CHARS", "MAX_TRANSCRIPT_BYTES", "MAX_SESSION_MESSAGE_CHARS",
+           "MAX_SEARCH_RESULTS", "SEARCH_MODES"]
 
 MAX_QUERY_CHARS = 2000  #: a longer query is cut: static embeddings average tokens anyway
 MAX_ENTRY_CHARS = 4000  #: one memory is a sentence or a paragraph, not a document
 MAX_TRANSCRIPT_BYTES = 1_000_000  #: about 250k tokens: larger conversations should be split first
 MAX_SESSION_MESSAGE_CHARS = 1_000_000  #: one message of a conversation session (a pasted document at most)
+MAX_SEARCH_RESULTS = 1000  #: a search's k (memories or conversations), in every front end
+SEARCH_MODES = ("hybrid", "vector", "lexical")  #: a search's ranking: both sides fused, or one alone

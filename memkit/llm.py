@@ -28,6 +28,7 @@ import urllib.request
 from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence
 
 from memkit.config import LLMSettings, check_url
+from memkit.deadline import Deadline
 from memkit.errors import LLMError
 
 __all__ = [
@@ -97,8 +98,7 @@ class HTTPChatLLM:
             self._api_key = key.strip()
         host = urllib.parse.urlsplit(self.url).hostname or ""
         # A proxy from the environment would break a local server (Ollama, llama.cpp).
-        handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
-        self._opener = urllib.request.build_opener(*handlers)
+        self._handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
 
     def __repr__(self) -> str:
         return f"HTTPChatLLM(url={self.url!r}, model={self.settings.model!r})"
@@ -108,6 +108,8 @@ class HTTPChatLLM:
 
         Retries once on a dropped connection, a truncated body, 429 and 5xx. If the server
         rejects ``response_format``, retries without it and stops sending it from then on.
+        ``timeout_s`` bounds the whole call, tries included (:class:`memkit.deadline.Deadline`):
+        a server that sends its answer a byte at a time is cut when the time is up.
 
         :param messages: OpenAI-style messages, each ``{"role": ..., "content": ...}``.
         :raises LLMError: the server is unreachable, too slow, refused, or answered nonsense.
@@ -120,37 +122,54 @@ class HTTPChatLLM:
         if self.json_mode:
             payload["response_format"] = {"type": "json_object"}
         body: bytes | None
+        deadline = Deadline(self.settings.timeout_s)
         try:
-            body = self._send(payload)
+            body = self._send(payload, deadline)
         except _ResponseFormatRejected:
             body = None
         if body is None:
             self.json_mode = False
             del payload["response_format"]
-            body = self._send(payload)
+            body = self._send(payload, deadline)
         return self._content(body)
 
-    def _send(self, payload: dict[str, Any]) -> bytes:
+    def _send(self, payload: dict[str, Any], deadline: Deadline) -> bytes:
         """POST the payload, with one retry on a transient failure; return the 200 body."""
         data = json.dumps(payload).encode("utf-8")
         for attempt in (1, 2):
             try:
-                return self._post_once(data, with_response_format="response_format" in payload)
+                return self._post_within(data, deadline, with_response_format="response_format" in payload)
             except _Retryable as exc:
                 if attempt == 2:
                     raise LLMError(self._redact(str(exc))) from None
                 time.sleep(self.retry_delay_s)
         raise AssertionError("unreachable")
 
-    def _post_once(self, data: bytes, *, with_response_format: bool) -> bytes:
+    def _post_within(self, data: bytes, deadline: Deadline, *, with_response_format: bool) -> bytes:
+        """One try, cut at the deadline: whatever the cut made of the reply, it is 'too slow'."""
+        too_slow = f"LLM at {self.url} did not answer within {deadline.seconds:g} s (llm.timeout_s)"
+        if deadline.passed():
+            raise LLMError(too_slow)
+        try:
+            body = self._post_once(data, deadline, with_response_format=with_response_format)
+        except (LLMError, _Retryable, _ResponseFormatRejected):
+            if deadline.expired:
+                raise LLMError(too_slow) from None
+            raise
+        finally:
+            deadline.close()
+        if deadline.expired:
+            raise LLMError(too_slow)
+        return body
+
+    def _post_once(self, data: bytes, deadline: Deadline, *, with_response_format: bool) -> bytes:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        timeout = self.settings.timeout_s
-        too_slow = f"LLM at {self.url} did not answer within {timeout:g} s (llm.timeout_s)"
+        too_slow = f"LLM at {self.url} did not answer within {deadline.seconds:g} s (llm.timeout_s)"
         try:
-            with self._opener.open(request, timeout=timeout) as response:
+            with deadline.opener(*self._handlers).open(request, timeout=deadline.left()) as response:
                 return _read_limited(response)
         except urllib.error.HTTPError as exc:
             self._raise_for_status(exc, with_response_format=with_response_format)

@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, Mapping, Sequence, Union
 
 from .config import Config, load_config, resolve_model
 from .embed import Embedder, LazyEmbedder, MissingModel
-from .errors import MemkitError, ModelError, VaultLocked
+from .errors import MemkitError, ModelError, TopicNotFound, VaultLocked
 from .fsutil import file_lock
 from .index import Index, IndexReport, Progress
 from .lifecycle import parse_day, with_dates
@@ -136,6 +136,17 @@ class Vault:
     def topic(self, name: str) -> Topic:
         """One topic, parsed. :raises TopicNotFound: no such topic."""
         return self.store.topic(name)
+
+    def show_topic(self, name: str) -> dict[str, Any]:
+        """A topic as the front ends show it (name, title, summary, file, entries, ``split_into``); one
+        split away: ``name`` and ``split_into`` only. :raises TopicNotFound: neither."""
+        try:
+            t = self.topic(name)
+        except TopicNotFound:
+            if not (children := self.subtopics(name)):
+                raise
+            return {"name": name, "split_into": children}
+        return dict(t.to_dict(), file=t.path.relative_to(self.root).as_posix(), split_into=self.subtopics(t.name))
 
     def entries(self, topic: str | None = None) -> list[Entry]:
         """Every entry of the vault, or of one topic."""
@@ -460,10 +471,11 @@ class Vault:
 
     def recent_messages(self, session_id: str, max_tokens: int = 4096, *, strategy: str | None = None,
                         llm: LLMChoice = "auto", keep_recent: int | None = None,
-                        now: datetime | None = None, exact: bool = False) -> Window:
+                        now: datetime | None = None, exact: bool = False, cache: bool = True) -> Window:
         """The session's history within ``max_tokens``, oldest first, the system prompt first (see
         :mod:`memkit.session_window`; ``strategy`` default: memkit.yaml's ``session_strategy``).
-        A summary made on the way is cached in the session file. ``exact``: as for :meth:`save_message`."""
+        A summary made on the way is cached in the session file (``cache=False``: only returned, the
+        file untouched). ``exact``: as for :meth:`save_message`."""
         from .session_window import window
         chosen = strategy or self.config.session_strategy
         path, archived = self._conversations.find(session_id, exact=exact)
@@ -472,7 +484,8 @@ class Vault:
         client = self._llm(llm) if chosen != "simple" else None
         return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
                       keep_recent=keep_recent or self.config.session_keep_recent, now=now,
-                      save_summary=lambda s: self._conversations.add_summary(path, s), earlier=earlier)
+                      save_summary=(lambda s: self._conversations.add_summary(path, s)) if cache else None,
+                      earlier=earlier)
 
     def delete_session(self, session_id: str) -> SessionInfo:
         """Delete a session's file for good (:meth:`prune_sessions` archives instead)."""

@@ -216,7 +216,7 @@ def test_busy_and_index_job(served, monkeypatch):
     status, answer = c.call("POST", "/index", {"full": False})
     assert status == 202 and answer["job"]["running"] is True
     assert c.call("GET", "/busy")[1] == {"busy": True, "jobs": ["index"], "write_lock": False}
-    status, answer = c.call("POST", "/index")  # no body at all is fine
+    status, answer = c.call("POST", "/index", headers={"Content-Type": "application/json"})  # no body is fine
     assert status == 409 and "already running" in answer["error"]
     release.set()
     deadline = time.monotonic() + WAIT_S
@@ -355,7 +355,8 @@ BAD = [
     ("POST", "/add", {"text": "x", "topic": "../../etc/passwd"}, {}, 400, "invalid topic name"),
     ("POST", "/add", {"text": "x", "kind": "two words"}, {}, 400, "invalid kind"),
     ("POST", "/add", [1, 2], {}, 400, "the body must be a JSON object"),
-    ("POST", "/add", None, {}, 400, "needs a JSON object body"),
+    ("POST", "/add", None, {"Content-Type": "application/json"}, 400, "needs a JSON object body"),
+    ("POST", "/add", None, {}, 415, "POST needs Content-Type: application/json (an empty body too)"),
     ("POST", "/add", {"text": "a \ud800 b"}, {}, 400, "plain UTF-8 text only"),
     ("POST", "/add", {"text": "nul \x00 here"}, {}, 400, "control character U+0000"),
     ("POST", "/add", {"text": "x", "tags": ["\ud800"]}, {}, 400, "invalid tag"),

@@ -124,3 +124,19 @@ def test_a_server_that_failed_is_not_asked_again_for_a_while(server, monkeypatch
     embedder._down = (0.0, "expired")  # the pause is over
     assert embedder.embed(["a"]).shape == (1, 32)
     assert embedder.embed([]).shape == (0, 32)
+
+
+def test_timeout_bounds_the_whole_request_against_a_server_that_drips():
+    """embedder.timeout_s is a deadline on the request, not on each read: an answer sent a byte
+    every 0.2 s is cut at the timeout, not after the ~60 s it takes to arrive."""
+    import time
+
+    from util import DripServer, dripped_json
+
+    answer = dripped_json({"data": [{"index": 0, "embedding": [0.5] * 40}]})
+    with DripServer(answer, every=0.2) as drip:
+        embedder = HTTPEmbedder(EmbedderSettings(base_url=drip.base_url, model="fake-embed", timeout_s=1.0), env={})
+        started = time.monotonic()
+        with pytest.raises(ModelError, match=r"did not answer within 1 s \(embedder.timeout_s\)"):
+            embedder.embed(["a text"])
+        assert time.monotonic() - started < 8  # the 1 s deadline and slack

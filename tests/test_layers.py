@@ -46,7 +46,7 @@ LAZY_IMPORTS = {
     "safetensors", "tokenizers", "huggingface_hub",  # loading the model: on its first use only
     "onnxruntime",  # the judge (the second search stage): loaded on the first judged search
     "mcp", "anyio",  # the optional mcp extra
-    "starlette", "uvicorn",  # `memkit serve`'s web framework and server, installed by the mcp extra
+    "starlette", "uvicorn", "h11",  # `memkit serve`'s web framework, server and its HTTP/1.1 parser (the mcp extra)
     "watchdog",  # the observers (threads, platform backends): `memkit watch` alone needs them
     "fcntl", "msvcrt",  # one platform's file locking
 }

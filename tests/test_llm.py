@@ -601,3 +601,23 @@ def test_a_bracket_bomb_reply_is_refused_and_a_repair_asked_for() -> None:
     llm = Scripted(["[" * 100_000 + "]" * 100_000, '{"conclusions": []}'])
     assert ask_json(llm, [{"role": "user", "content": "x"}]) == {"conclusions": []}
     assert llm.asked == 2  # refused before parsing (no RecursionError from 100k-deep nesting), then repaired
+
+
+@pytest.mark.parametrize("where", ["header", "body"])
+def test_timeout_bounds_the_whole_call_against_a_server_that_drips(where: str) -> None:
+    """timeout_s is a deadline on the call, not on each socket read: a server sending its answer a
+    byte every 0.2 s (each read well within the timeout) is cut at timeout_s (it used to run the
+    call for as long as it dripped: 25 s for a 4 s timeout)."""
+    from util import DripServer, dripped_json
+
+    answer = dripped_json({"choices": [{"message": {"role": "assistant", "content": "x" * 400}}]})
+    head, _, body = answer.partition(b"\r\n\r\n")
+    # the status line and header a byte at a time, or the header at once and the body a byte at a time
+    parts = (b"", answer) if where == "header" else (head + b"\r\n\r\n", body)
+    with DripServer(parts[1], every=0.2, head=parts[0]) as server:
+        llm = HTTPChatLLM(LLMSettings(base_url=server.base_url, model="fake", timeout_s=1.0), env={})
+        started = time.monotonic()
+        with pytest.raises(LLMError, match=r"did not answer within 1 s \(llm.timeout_s\)"):
+            llm.chat(ASK)
+        elapsed = time.monotonic() - started
+    assert elapsed < 8  # the 1 s deadline and slack, not the ~100 s the drip takes

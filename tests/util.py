@@ -108,3 +108,81 @@ def reap(pid: int) -> int:
     import os
 
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+class DripServer:
+    """A server on 127.0.0.1 that reads each request and then sends ``head`` at once and ``answer``
+    one byte every ``every`` seconds (until it is all sent, the client goes away or the server stops): a peer that
+    a per-read timeout never catches. ``base_url`` ends in /v1."""
+
+    def __init__(self, answer: bytes, every: float = 0.2, head: bytes = b"") -> None:
+        import socket
+        import threading
+
+        self.answer, self.every, self.head = answer, every, head
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.workers: list = []
+
+    def serve(self) -> None:
+        import threading
+
+        self.listener.settimeout(0.05)  # looks at stop between accepts (closing does not wake accept)
+        while not self.stop.is_set():
+            try:
+                con, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            worker = threading.Thread(target=self.drip, args=(con,), daemon=True)
+            self.workers.append(worker)
+            worker.start()
+
+    def drip(self, con) -> None:
+        with con:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = con.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(body) < length:
+                chunk = con.recv(65536)
+                if not chunk:
+                    return
+                body += chunk
+            try:
+                con.sendall(self.head)
+            except OSError:
+                return
+            for i in range(len(self.answer)):
+                if self.stop.wait(self.every):
+                    return
+                try:
+                    con.sendall(self.answer[i:i + 1])
+                except OSError:
+                    return
+
+    def __enter__(self) -> "DripServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for thread in [self.thread, *self.workers]:
+            thread.join(5)
+        self.listener.close()
+
+
+def dripped_json(body: dict) -> bytes:
+    """A whole 200 answer carrying ``body`` as JSON, for :class:`DripServer`."""
+    import json
+
+    data = json.dumps(body).encode()
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data)

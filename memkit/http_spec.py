@@ -48,6 +48,8 @@ SEARCH_PARAMS: dict[str, Any] = {
                  "description": "hybrid: words and meaning fused; vector or lexical: one side only."},
         "min_importance": {"type": "number", "minimum": 0, "maximum": 1,
                            "description": "Only entries whose (importance X) is at least this."},
+        "fast": {"type": "boolean", "default": False,
+                 "description": "Skip the second stage (the judge re-scoring the best candidates)."},
     },
 }
 ADD_BODY: dict[str, Any] = {

@@ -159,9 +159,13 @@ class Memory:
             min_importance: Annotated[float | None, Field(description="Only entries whose (importance X) is at "
                                                                       "least this, 0..1 (none given counts as 0.5).",
                                                           ge=0, le=1)] = None,
+            fast: Annotated[bool, Field(description="Skip the second stage (the judge transformer re-scoring "
+                                                    "the best candidates): faster, weaker on questions worded "
+                                                    "unlike their answer.")] = False,
     ) -> Outcome:
         hits = [h.to_dict() for h in self.vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since,
-                                                        mode=mode, min_importance=min_importance, refresh=True)]
+                                                        mode=mode, min_importance=min_importance, refresh=True,
+                                                        judge=False if fast else None)]
         return Outcome(_as_json(hits), {"hits": hits})
 
     def add_memory(

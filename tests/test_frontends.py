@@ -43,7 +43,7 @@ FRONT_ENDS = {
 ONLY = {"http": {("GET", "/stats"), ("GET", "/busy"), ("GET", "/index"), ("POST", "/index"),
                  ("POST", "/sessions/{session}/window")},
         "mcp": {"digest_transcript"}}
-SEARCH_FILTERS = {"k", "topic", "kind", "tag", "since", "mode", "min_importance"}
+SEARCH_FILTERS = {"k", "topic", "kind", "tag", "since", "mode", "min_importance", "fast"}
 
 
 def cli_command(path: tuple[str, ...]) -> click.Command:

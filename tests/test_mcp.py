@@ -151,7 +151,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 assert search["required"] == ["query"]
                 assert {k: v["type"] for k, v in search["properties"].items()} == {
                     "query": "string", "k": "integer", "topic": "string", "kind": "string", "tag": "string",
-                    "since": "string", "mode": "string", "min_importance": "number"}
+                    "since": "string", "mode": "string", "min_importance": "number", "fast": "boolean"}
                 assert search["properties"]["k"]["default"] == 10
                 add = tools["add_memory"].input_schema
                 assert add["required"] == ["text"] and add["properties"]["tags"]["items"]["type"] == "string"

@@ -25,8 +25,8 @@ afresh with a warning. A session idle for longer than ``session_timeout_minutes`
 The block fits ``budget_tokens`` (estimated at ~4 characters a token). Over budget, it sheds in
 this order: recent topics beyond the newest five, the topic file's entries least relevant to the
 message (those the message does not find, oldest first, then the weakest matches), the earlier
-messages' memories from the bottom of the list, the last recent topics, this message's own
-memories from the bottom, then the profile's last lines. The instructions
+messages' memories from the bottom of the list, the last recent topics, the profile's last lines
+(down to one), then this message's own memories from the bottom. The instructions
 are never cut, and every cut says ``(N more not shown)``. Expired entries (memkit.yaml
 ``expire:``, ``(until DATE)``) are never shown.
 """
@@ -531,11 +531,14 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
     floor = min(MIN_RECENT, n_recent)
     own = min(own, n_mem)
     steps: list[tuple[str, int]] = [("recent", floor), ("topic", 0), ("memories", own), ("recent", 0),
-                                    ("memories", 0)]
+                                    ("profile", 1), ("memories", 0)]
     for layer, lo in steps:
         if fits(n_recent, n_mem, n_topic):
             break
-        if layer == "recent":
+        if layer == "profile":  # its last lines, down to one, before the message's own memories
+            while n_profile > lo and not fits(n_recent, n_mem, n_topic):
+                n_profile -= 1
+        elif layer == "recent":
             found = most(lo, n_recent, lambda n: fits(n, n_mem, n_topic))
             n_recent = lo if found is None else found
         elif layer == "memories":

@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install test demo bench eval eval-teacher clean model
+.PHONY: install test demo bench eval eval-teacher clean model judge
 
 install:
 	$(PY) -m venv $(VENV)
@@ -31,13 +31,18 @@ demo:
 bench:
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/bench_judge.py
 	$(BIN)/python bench/bench_sessions.py
 	$(BIN)/python bench/bench_http.py
 
+# LoCoMo (its "judged" column is the second stage) and the everyday sets with the judge (the
+# default) and without it (--no-judge: the static model and words alone).
 eval:
 	$(BIN)/python bench/eval.py
 	$(BIN)/python bench/eval_everyday.py
+	$(BIN)/python bench/eval_everyday.py --no-judge
 	$(BIN)/python bench/eval_everyday.py --data bench/everyday-heldout.json
+	$(BIN)/python bench/eval_everyday.py --data bench/everyday-heldout.json --no-judge
 
 # The same two evaluations with the teacher transformer served on 127.0.0.1 as an embedding
 # server (memkit.yaml's embedder:): what a person running one gets. Needs the `make model` venv.
@@ -62,6 +67,15 @@ model:
 	$(MODEL_VENV)/bin/pip install -q torch==2.13.0
 	$(MODEL_VENV)/bin/pip install -q -r bench/model-requirements.txt
 	$(MODEL_VENV)/bin/python bench/make_model.py $(MODEL_ARGS)
+	$(MODEL_VENV)/bin/python bench/make_judge.py
+
+# memkit's judge alone (memkit/models/memkit-judge): the teacher exported to int8 ONNX, about a
+# minute on a plain CPU (bench/make_judge.py); the same build venv as `make model`.
+judge:
+	test -x $(MODEL_VENV)/bin/python || $(PY) -m venv $(MODEL_VENV)
+	$(MODEL_VENV)/bin/pip install -q torch==2.13.0
+	$(MODEL_VENV)/bin/pip install -q -r bench/model-requirements.txt
+	$(MODEL_VENV)/bin/python bench/make_judge.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -323,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="list the questions not answered first, the messages whose block lacks the note and "
                          "the unanswerable questions given a confident hit")
     ap.add_argument("--json", metavar="FILE", help="also write every item's results (rankings, hits, context) to FILE")
+    ap.add_argument("--no-judge", action="store_true",
+                    help="without the second stage (memkit.yaml judge: false): the static model and words alone")
     args = ap.parse_args(argv)
     threshold = args.threshold if args.threshold == "auto" else (
         None if args.threshold.lower() == "none" else float(args.threshold))
@@ -342,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 embedder = HTTPEmbedder(EmbedderSettings(base_url=args.embedder, model="server", timeout_s=300))
             vault, where = build_vault(Path(tmp) / "vault", data, args.model, embedder)
+            if args.no_judge:
+                with open(vault.root / "memkit.yaml", "a", encoding="utf-8") as fh:
+                    fh.write("\njudge: false\n")
+                vault = Vault(vault.root, model=args.model, embedder=embedder)
             report = vault.index()
             model, dim = vault.embedder.name, vault.embedder.dim
         except memkit.MemkitError as exc:
@@ -361,7 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"memkit retrieval eval — everyday notes ({_shown(Path(args.data))}, through Vault.search and Vault.context)")
     print(f"machine: {platform.platform()} | {platform.machine()} | {os.cpu_count()} cpus | "
           f"Python {platform.python_version()} | memkit {getattr(memkit, '__version__', '?')}")
-    print(f"model: {model} ({dim}-d); default threshold: {thr_used}")
+    judged = vault.searcher.judge() is not None
+    print(f"model: {model} ({dim}-d); second stage (the judge): "
+          + (f"on, judge threshold {vault.searcher.judge_threshold():.2f}" if judged else
+             f"off, default threshold: {thr_used}"))
     print(f"set: {len(data['notes'])} notes in {len(cats)} topics; {len(plain)} plain questions "
           f"(no shared search term with the answer), {len(rare)} rare-word questions, "
           f"{len(by_group['message'])} messages, {len(by_group['unanswerable'])} unanswerable questions")

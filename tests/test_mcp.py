@@ -169,8 +169,8 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 error, text, found = await call(session, "search_memories", query="Zigbee dongle", k=3)
                 assert not error and found["hits"][0]["id"] == entry["id"]
                 assert json.loads(text) == found["hits"]
-                assert set(found["hits"][0]) == {"id", "text", "topic", "kind", "tags", "date", "file", "line",
-                                                 "score", "cosine", "lexical", "confident", "judge"}
+                assert set(found["hits"][0]) - {"judge"} == {"id", "text", "topic", "kind", "tags", "date", "file",
+                                                             "line", "score", "cosine", "lexical", "confident"}
 
                 with open(root / "topics" / "cooking.md", "a") as fh:  # a hand edit while the server runs
                     fh.write("- Ferments kimchi in a two litre onggi jar (2026-01-05)\n")

@@ -17,15 +17,18 @@ from .vault import parse_day
 @click.command()
 @click.argument("transcripts", nargs=-1, required=True, type=click.Path(dir_okay=False), metavar="TRANSCRIPT...")
 @click.option("--dry-run", is_flag=True, help="Show the change as a unified diff; write nothing.")
+@click.option("--force", is_flag=True, help="Read a transcript again, even one digested before.")
 @json_option
 @click.pass_context
-def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, json_: bool) -> None:
+def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, force: bool, json_: bool) -> None:
     """Turn conversation transcripts into memory entries with the configured LLM.
 
     A transcript is `Speaker: text` lines, a JSON list of {role, content} messages, or JSONL.
     Conclusions go to the topic they belong to (or a new topic, or general); duplicates are
-    skipped; entries they make outdated move to archive.md. Digesting a transcript twice adds
-    nothing. Each transcript ends in a report of what was written where and what was skipped.
+    skipped, and so is what was forgotten, edited away or done (archive.md); entries they make
+    outdated move to archive.md. Digesting a transcript twice adds nothing; a conversation that
+    went on is read from where the last digest ended (--force reads it all again). Each
+    transcript ends in a report of what was written where and what was skipped.
 
     \b
     Examples:
@@ -37,7 +40,7 @@ def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, json
     reports, failed = [], 0
     for path in transcripts:
         try:
-            report = vault.digest(path, llm=llm, dry_run=dry_run)
+            report = vault.digest(path, llm=llm, dry_run=dry_run, force=force)
         except MemkitError as exc:
             if len(transcripts) == 1:
                 raise

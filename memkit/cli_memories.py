@@ -20,16 +20,18 @@ from .vault import parse_day, relative_time
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="A #tag; repeat for several.")
 @click.option("--due", metavar="DATE", help="A follow-up due then (kind pending): '(due DATE)'.")
 @click.option("--until", metavar="DATE", help="The memory expires after this day: '(until DATE)'.")
+@click.option("--allow-duplicate", is_flag=True, help="Write it even when the topic holds the same text already.")
 @json_option
 @click.pass_context
 def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], due: str | None,
-        until: str | None, json_: bool) -> None:
+        until: str | None, allow_duplicate: bool, json_: bool) -> None:
     """Append a memory to a topic. TEXT '-' reads it from stdin (lines are joined into one entry).
 
     A topic that grows past topic_split_threshold_lines is split into subtopics right away; a
     topic that was split is not recreated: the memory goes to its closest subtopic. A pasted
     entry ('- [decision] Chose oak (2026-02-01)') keeps its kind and date. Text starting with
-    '-' goes after '--'.
+    '-' goes after '--'. The same text already in the topic (its date aside) is not written
+    twice: memkit says where it is (--allow-duplicate writes it anyway).
 
     \b
     Example:
@@ -43,9 +45,12 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
         text = sys.stdin.read()
     vault = get_vault(ctx)
     entry = vault.add(text, topic=topic, kind=kind, tags=tags, due=parse_day(due, "--due") if due is not None else None,
-                      until=parse_day(until, "--until") if until is not None else None)
+                      until=parse_day(until, "--until") if until is not None else None, allow_duplicate=allow_duplicate)
     if json_:
         echo_json(entry.to_dict())
+    elif entry.duplicate:
+        click.echo(f"already in {entry.topic} as {entry.id}: {entry.text} (not added again; "
+                   "--allow-duplicate adds it anyway)")
     else:
         click.echo(f"added {entry.id} to {entry.topic}: {entry.text}")
 

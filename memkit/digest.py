@@ -1,14 +1,16 @@
 """Digest: turn a conversation transcript into durable memory entries with an LLM.
 
-Steps: parse the transcript; ask the LLM for conclusions (decisions, discoveries, preferences,
-confirmed observations; not small talk or common sense); drop exact and near duplicates of
-anything in the whole vault; ask the LLM which similar existing entries each conclusion updates
-(only entries shown to it can be named); route each conclusion (LLM topic hint if it names an
-existing topic, else embedding detection; unrouted ones form a new topic when there are at least
-``min_conclusions_for_new_topic`` of them, else go to ``general``); then, under the vault lock,
-archive superseded entries first and write the topic files (a crash in between duplicates,
-never loses). Transcript hashes are remembered in ``.memkit/digested.json``: the same transcript
-twice adds nothing.
+Steps: parse the transcript (a conversation that continues one digested before: only its new
+messages); ask the LLM for conclusions (decisions, discoveries, preferences, confirmed
+observations; not small talk or common sense); drop exact and near duplicates of anything in the
+whole vault, compared without kind, tags, dates and markers, and what archive.md says was
+forgotten, edited away or done; route each conclusion (LLM topic hint if it names an existing
+topic, else embedding detection; unrouted ones form a new topic when there are at least
+``min_conclusions_for_new_topic`` of them, else go to ``general``); ask the LLM which existing
+entries each conclusion updates (only entries shown to it can be named: the search's best hits
+and its topic's entries of its kind); then, under the vault lock, archive superseded entries
+first and write the topic files (a crash in between duplicates, never loses). Transcript hashes
+are remembered in ``.memkit/digested.json``: the same transcript twice adds nothing.
 
 The two questions put to the LLM, and the checks of its replies, are :mod:`memkit.digest_extract`.
 
@@ -27,12 +29,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
-from .archive import ArchiveItem, archive_line
+from .archive import ArchiveItem, ArchivedEntry, archive_line
 from .digest_extract import MAX_CONCLUSIONS, Conclusion, extract_conclusions, find_updates
 from .errors import LLMError, MemkitError, NumericError, TopicNotFound, TranscriptError
 from .fsutil import atomic_write, file_lock
+from .lifecycle import core_text
 from .llm import LLM
 from .names import slugify, topic_relpath
 from .newvault import PROFILE_TOPIC
@@ -42,7 +45,7 @@ from .similarity import similarities
 from .split import maybe_split
 from .store import Store
 from .text import terms
-from .topic import Entry, Topic, append_line, format_entry, new_topic_text, normalise, remove_lines, text_hash, unified_diff
+from .topic import Entry, Topic, append_line, format_entry, new_topic_text, remove_lines, text_hash, unified_diff
 from .transcript import Message, read_transcript, render
 
 log = logging.getLogger("memkit")
@@ -72,11 +75,14 @@ class DigestReport:
     already_digested: bool = False
     dry_run: bool = False
     diff: str = ""
+    read_from: int = 0  #: messages skipped as digested before (a conversation that went on)
+    count: int = 0  #: messages in the conversation
+    prefix: str = ""  #: :func:`messages_sha` of them
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "transcript": self.transcript, "sha": self.sha, "already_digested": self.already_digested,
-            "dry_run": self.dry_run,
+            "dry_run": self.dry_run, "read_from": self.read_from,
             "written": [{"topic": t, "line": line} for t, line in self.written],
             "skipped": [{"text": t, "reason": r} for t, r in self.skipped],
             "superseded": [{"topic": t, "old": o, "new": n} for t, o, n in self.superseded],
@@ -125,8 +131,23 @@ def load_digested(store: Store) -> dict[str, Any]:
         return {}
 
 
+def messages_sha(messages: Sequence[Message]) -> str:
+    """A hash of the messages themselves (their roles and texts, whatever file format held them)."""
+    data = json.dumps([[m.role, m.content] for m in messages], ensure_ascii=False)
+    return hashlib.sha256(data.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def digested_prefix(digested: dict[str, Any], messages: Sequence[Message]) -> int:
+    """How many of ``messages``, from the first, a digest already read: the conversation captured
+    again once it went on (0: none; ``len(messages)``: all of it)."""
+    sizes = sorted({int(r["messages"]) for r in digested.values() if isinstance(r, dict)
+                    and isinstance(r.get("messages"), int) and 0 < r["messages"] <= len(messages)}, reverse=True)
+    prefixes = {r.get("prefix") for r in digested.values() if isinstance(r, dict)}
+    return next((n for n in sizes if messages_sha(messages[:n]) in prefixes), 0)
+
+
 def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | None, *, dry_run: bool = False,
-                now: datetime | None = None, split: bool = True) -> DigestReport:
+                now: datetime | None = None, split: bool = True, force: bool = False) -> DigestReport:
     """Digest one transcript file. See the module docstring.
 
     :param searcher: searches (and through its store, writes) the vault.
@@ -135,17 +156,21 @@ def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | Non
     :param dry_run: compute and return the changes (``report.diff``) without writing anything.
     :param now: the time stamped on entries (default now).
     :param split: split topics that end up over ``topic_split_threshold_lines``.
+    :param force: read the whole transcript again, even one digested before (what is in the
+        vault already, or was forgotten, is still not added again).
     """
     path = Path(path)
     messages, data = read_transcript(path)
     return digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
-                           now=now, split=split)
+                           now=now, split=split, force=force)
 
 
 def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | None, *, name: str = "transcript",
                     sha: str | None = None, dry_run: bool = False, now: datetime | None = None,
-                    split: bool = True) -> DigestReport:
-    """Digest a conversation given as messages (see :func:`digest_file`)."""
+                    split: bool = True, force: bool = False) -> DigestReport:
+    """Digest a conversation given as messages (see :func:`digest_file`). A conversation that
+    continues one digested before (the same first messages) has only its new messages read, the
+    last few before them shown as context."""
     if llm is None:
         raise LLMError("digest needs an LLM: set `llm:` in memkit.yaml (e.g. llm: {base_url: "
                        "\"http://127.0.0.1:11434/v1\", model: \"llama3.2\"}); see the README")
@@ -155,31 +180,39 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     sha = sha or transcript_sha(render(list(messages)).encode("utf-8"))
     now = (now or datetime.now()).replace(microsecond=0)
     report = DigestReport(name, sha, dry_run=dry_run)
-    if sha in load_digested(store):
+    report.count, report.prefix = len(messages), messages_sha(messages)
+    digested = {} if force else load_digested(store)
+    start = digested_prefix(digested, messages)
+    if sha in digested or start == len(messages):
         report.already_digested = True
         return report
+    earlier, messages = list(messages[:start]), list(messages[start:])
+    report.read_from = start
     topics = [(t.name, t.summary) for t in store.topics()]
-    conclusions, new_topic, skipped = extract_conclusions(llm, messages, topics, _profile(store))
+    conclusions, new_topic, skipped = extract_conclusions(llm, messages, topics, _profile(store),
+                                                          earlier=earlier[-EARLIER_SHOWN:])
     report.skipped += skipped
     nearest = _Nearest(searcher)
     fresh = _drop_duplicates(searcher, conclusions, report, nearest)
+    _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
     pairs = _update_candidates(searcher, fresh, nearest)
     if pairs:
         try:
             find_updates(llm, pairs)
         except LLMError as exc:  # keep the new entries; keep the old ones too (nothing is lost)
             log.warning("could not check which entries are outdated (%s); kept them all", exc)
-    _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
     _apply(store, fresh, new_topic, report, now, dry_run)
     if not dry_run:
         if not report.written and not report.already_digested:
-            _remember(store, sha, name, now, 0)  # nothing to write: still digested
+            _remember(store, report, now)  # nothing to write: still digested
         if split and not report.already_digested:
             report.split = _split_big(searcher, {t for t, _ in report.written}, llm)
     return report
 
 
 NEAREST = 5  #: hits of a conclusion looked at (duplicates, updates, routing): searched once each
+EARLIER_SHOWN = 6  #: messages before a continued conversation's new part shown to the LLM as context
+SAME_TOPIC_CANDIDATES = 5  #: entries of a conclusion's topic and kind shown as what it may update
 
 
 class _Nearest:
@@ -198,16 +231,24 @@ class _Nearest:
 
 def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: DigestReport,
                      nearest: _Nearest) -> list[Conclusion]:
-    existing = {normalise(e.body): e for e in searcher.store.entries()}
+    """The conclusions that say something new: not what an entry says already, nor what was
+    forgotten, edited away or done (archive.md), each compared by its core (text without markers,
+    kind, tags and dates: :func:`memkit.lifecycle.core_text`)."""
+    existing = {core_text(e.text): e for e in searcher.store.entries()}
+    gone = _gone(searcher.store.archived())
     seen: dict[str, Conclusion] = {}
     fresh = []
     for c in conclusions:
-        key = normalise(c.text)
+        key = core_text(c.text)
         if key in existing:
             report.skipped.append((c.text, f"already in {existing[key].topic}"))
             continue
         if key in seen:
             report.skipped.append((c.text, "repeated in this transcript"))
+            continue
+        left = gone.get(key) or _said_alike(c.text, gone.values())
+        if left is not None:
+            report.skipped.append((c.text, f"{_why_gone(left)} on {left.day} (archive.md): not added again"))
             continue
         near = _near_duplicate(nearest(c.text), c.text)
         if near is not None:
@@ -218,6 +259,31 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
     return fresh
 
 
+def _gone(archived: Sequence[ArchivedEntry]) -> dict[str, ArchivedEntry]:
+    """What left the topics on purpose (forgotten, edited, done, superseded, compacted: not what
+    merely expired), by core text; the latest leaving of each."""
+    return {core_text(a.text): a for a in archived if not a.reason.startswith("expired")}
+
+
+def _why_gone(a: ArchivedEntry) -> str:
+    if a.reason.startswith("edited"):
+        return "edited away"
+    return a.reason.split(":")[0].split(" by ")[0].split(" into ")[0]
+
+
+def _said_alike(text: str, archived: Iterable[ArchivedEntry]) -> ArchivedEntry | None:
+    """An archived entry whose words nearly all coincide with the text's (a Jaccard of
+    NEAR_DUPLICATE_JACCARD): the forgotten memory worded a little otherwise."""
+    words = set(terms(core_text(text)))
+    if len(words) < 3:
+        return None
+    for a in archived:
+        other = set(terms(core_text(a.text)))
+        if len(words & other) / max(1, len(words | other)) >= NEAR_DUPLICATE_JACCARD:
+            return a
+    return None
+
+
 def _near_duplicate(found: list[Hit], text: str) -> Hit | None:
     """An existing entry that says the same (the hybrid search's best hits, judged on the words and
     the meaning): a cosine of NEAR_DUPLICATE_COSINE, or words that mostly coincide (Jaccard of
@@ -225,9 +291,9 @@ def _near_duplicate(found: list[Hit], text: str) -> Hit | None:
     NEAR_DUPLICATE_CONTAINMENT with a Jaccard of at least half that). A new text that adds words
     to an entry is not a duplicate (it may be an update)."""
     hits = found[:3]
-    words = set(terms(text))
+    words = set(terms(core_text(text)))
     for h in hits:
-        other = set(terms(_DATE_TAIL.sub("", h.text)))
+        other = set(terms(core_text(h.text)))
         common = len(words & other)
         jaccard = common / max(1, len(words | other))
         contained = common / max(1, len(words))  # the new text's words already there: nothing new
@@ -239,17 +305,25 @@ def _near_duplicate(found: list[Hit], text: str) -> Hit | None:
 
 def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
                        nearest: _Nearest) -> list[tuple[Conclusion, list[Entry]]]:
-    """The entries each conclusion may make outdated: its best hybrid-search hits that are real
-    evidence (they share a word and come close in meaning, or are very close in meaning:
-    :func:`memkit.route.is_confident`), never what the cosine alone ranks high."""
+    """The entries each conclusion may make outdated, once it is routed: the vault's own search's
+    best hits for it (what ``memkit search`` answers: the closest entries that are more than
+    noise), its nearest hits that are real evidence (:func:`memkit.route.is_confident`), and
+    the latest entries of its topic of the same kind (or of no kind): "moved to Porto" is shown
+    "Lives in Lisbon" though they share no word."""
     threshold = searcher.threshold()
-    by_id = {e.id: e for e in searcher.store.entries()}
+    entries = searcher.store.entries()
+    by_id = {e.id: e for e in entries}
     pairs = []
     for c in conclusions:
-        hits = [h for h in nearest(c.text) if is_confident(h, threshold)][:UPDATE_CANDIDATES]
-        entries = [by_id[h.id] for h in hits if h.id in by_id]
-        if entries:
-            pairs.append((c, entries))
+        hits = searcher.search(c.text, k=UPDATE_CANDIDATES, weak=UPDATE_CANDIDATES)
+        hits += [h for h in nearest(c.text) if is_confident(h, threshold)]
+        shown = {h.id: by_id[h.id] for h in hits if h.id in by_id}
+        shown = dict(list(shown.items())[:UPDATE_CANDIDATES])
+        alike = [e for e in entries if e.topic == c.topic and e.is_list and e.kind in (c.kind, None)]
+        for e in alike[::-1][:SAME_TOPIC_CANDIDATES]:
+            shown.setdefault(e.id, e)
+        if shown:
+            pairs.append((c, list(shown.values())))
     return pairs
 
 
@@ -385,9 +459,9 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
             report.already_digested = True
             return
         # exact duplicates written by another writer since we looked (a concurrent digest)
-        present = {normalise(e.body) for e in store.entries()}
+        present = {core_text(e.text) for e in store.entries()}
         for name in list(by_topic):
-            keep = [c for c in by_topic[name] if normalise(c.text) not in present]
+            keep = [c for c in by_topic[name] if core_text(c.text) not in present]
             report.skipped += [(c.text, "written meanwhile by another writer") for c in by_topic[name] if c not in keep]
             by_topic[name] = keep
             if not keep:
@@ -453,14 +527,17 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
         store.archive(archive_items, now)
         for name, (current, old, text) in texts.items():
             store.write_topic(name, text, current=current, now=now)
-        _remember(store, report.sha, report.transcript, now, len(report.written))
+        _remember(store, report, now)
 
 
-def _remember(store: Store, sha: str, name: str, now: datetime, added: int) -> None:
+def _remember(store: Store, report: DigestReport, now: datetime) -> None:
+    """Record the transcript as digested: its hash, and its messages' count and hash (a longer
+    capture of the same conversation is then read from where this one ended)."""
     path = _digested_path(store)
     with file_lock(store.state_dir / "digested.lock"):
         data = load_digested(store)
-        data[sha] = {"transcript": os.path.basename(name), "at": now.isoformat(), "added": added}
+        data[report.sha] = {"transcript": os.path.basename(report.transcript), "at": now.isoformat(),
+                            "added": len(report.written), "messages": report.count, "prefix": report.prefix}
         atomic_write(path, json.dumps(data, indent=1, ensure_ascii=False))
 
 

@@ -65,6 +65,10 @@ Reply with JSON only, of this shape:
 "new_topic" proposes a topic for the conclusions that fit no existing topic. An empty list is a \
 fine answer when nothing is worth remembering."""
 
+EARLIER_NOTE = """
+The part of the conversation between <earlier> tags was digested before: it is context only; \
+extract conclusions from the <transcript> part alone."""
+
 UPDATE_PROMPT = """\
 New memory entries were just learned. For each, some similar existing entries are listed with \
 their ids. Say which existing entries each new entry makes outdated: it contradicts them or \
@@ -100,10 +104,13 @@ def validate_extraction(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any
     items that are not usable conclusions (``null``, a number, a text that is not a string),
     each with why: those are skipped and reported, the rest of the digest goes on.
 
-    :raises ValueError: the reply as a whole is not ``{"conclusions": [...]}`` (a repair is asked for).
+    :raises ValueError: the reply as a whole is not ``{"conclusions": [...]}`` (a repair is asked for):
+        an empty object included, which a model in JSON mode answers when it is lost.
     """
     if isinstance(value, list):
         value = {"conclusions": value}
+    if isinstance(value, dict) and "conclusions" not in value:  # "{}": an empty reply is no answer
+        raise ValueError('the reply has no "conclusions" (an empty list says nothing is worth remembering)')
     if not isinstance(value, dict) or not isinstance(value.get("conclusions", []), list):
         raise ValueError('expected {"conclusions": [...]}')
     items, bad = [], []
@@ -132,11 +139,12 @@ def _preview(value: Any) -> str:
 
 
 def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[tuple[str, str]],
-                        profile: Sequence[str] = ()
+                        profile: Sequence[str] = (), *, earlier: Sequence[Message] = ()
                         ) -> tuple[list[Conclusion], dict[str, Any] | None, list[tuple[str, str]]]:
     """Ask the LLM for conclusions; returns (conclusions, proposed new topic, skipped with reasons).
 
     :param profile: the pinned profile's entries (what matters to the person), judged against.
+    :param earlier: the messages just before these, digested already: shown as context only.
     """
     listing = "\n".join(f"- {name}: {summary or '(no summary)'}" for name, summary in topics) or "(none yet)"
     about = "\n".join(f"- {line}" for line in profile[:MAX_PROFILE_LINES]) or "(nothing pinned yet)"
@@ -144,10 +152,14 @@ def extract_conclusions(llm: LLM, messages: Sequence[Message], topics: Sequence[
     conclusions: list[Conclusion] = []
     skipped: list[tuple[str, str]] = []
     new_topic: dict[str, Any] | None = None
+    before = "\n".join(_chunks(earlier)[-1:])[-MAX_PROMPT_CHARS // 4:]
+    context = f"<earlier>\n{before}\n</earlier>\n" if before else ""
+    if context:
+        system += EARLIER_NOTE
     for chunk in _chunks(messages):
         items, proposed, bad = ask_json(llm, [
             {"role": "system", "content": system},
-            {"role": "user", "content": f"<transcript>\n{chunk}\n</transcript>"},
+            {"role": "user", "content": f"{context}<transcript>\n{chunk}\n</transcript>"},
         ], validate=validate_extraction)
         new_topic = new_topic or proposed
         skipped += [(text, f"the LLM's item was unusable: {why}") for text, why in bad]

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from .archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from .config import Config
@@ -68,8 +68,25 @@ from .topic import (
     unified_diff,
 )
 
-__all__ = ["Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "find_vault", "check_word",
+__all__ = ["Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "ExistingEntry", "find_vault", "check_word",
            "TOPICS_DIR", "INBOX_DIR", "STATE_DIR", "INDEX_TXT", "MAX_ENTRY_CHARS"]
+
+_DAY_TAIL_RE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
+
+
+@dataclass(frozen=True)
+class ExistingEntry(Entry):
+    """What an add returns when its topic holds the very same memory already (the same text but
+    for the date): that entry, not written again."""
+
+    duplicate = True  #: an entry an add found, not one it wrote
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(super().to_dict(), duplicate=True)
+
+
+def _undated(text: str) -> str:
+    return " ".join(_DAY_TAIL_RE.sub("", text).split()).casefold()
 
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  #: archive.md is read up to this size (history, stats)
 
@@ -310,7 +327,7 @@ class Store(VaultFiles):
         journal.unlink(missing_ok=True)
 
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
-            when: datetime | None = None, path: Path | None = None) -> tuple[Entry, int]:
+            when: datetime | None = None, path: Path | None = None, allow_duplicate: bool = False) -> tuple[Entry, int]:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; bumps ``updated`` and index.txt. Returns the new entry and how many entries
         its topic now has.
@@ -320,6 +337,8 @@ class Store(VaultFiles):
         will be, which is also what refuses a file with a merge conflict or bad frontmatter.
 
         :param path: the topic's file when the caller resolved it already (:meth:`topic_path`).
+        :param allow_duplicate: write the text even when the topic holds it already (the same text
+            but for the date); otherwise that entry is returned, as an :class:`ExistingEntry`.
         :raises MemkitError: for empty text or a bad kind/tag; TopicNameError for a bad topic.
         """
         text = " ".join(text.split())
@@ -341,7 +360,9 @@ class Store(VaultFiles):
         now = (when or datetime.now()).replace(microsecond=0)
         line = format_entry(text, kind, tags, now.date().isoformat())
         with self.lock():
-            written = self._append(path, line, now)
+            written = self._append(path, line, now, allow_duplicate)
+            if isinstance(written, ExistingEntry):
+                return written, -1
             if written is None:  # no such topic yet: created with its frontmatter
                 title = path.stem.replace("-", " ").capitalize()
                 written = self.write_topic(path.stem, new_topic_text(title, "", now) + line + "\n", current=None,
@@ -355,11 +376,13 @@ class Store(VaultFiles):
                           True, wanted)
         return entry, len(written.entries)
 
-    def _append(self, path: Path, line: str, now: datetime) -> Topic | None:
+    def _append(self, path: Path, line: str, now: datetime, allow_duplicate: bool = True
+                ) -> Topic | ExistingEntry | None:
         """Append ``line`` to the topic file at ``path`` (the lock held): a plain append, no
         frontmatter rewrite, so lines an editor appends at the same time cannot be lost and two
         clones that both add merge in git without a conflict. Returns the topic as written, or
-        None when there is no file yet.
+        None when there is no file yet, or (unless ``allow_duplicate``) the entry that says the
+        same already, the file left as it was.
 
         :raises MemkitError: the file may not be written (a symlink out of the vault, a FIFO…).
         :raises TopicNotWritable: it has a merge conflict or bad frontmatter.
@@ -387,6 +410,10 @@ class Store(VaultFiles):
             problem = written.write_problem()  # a conflict or bad frontmatter was there before the line
             if problem is not None:
                 raise TopicNotWritable(f"{problem.message}. Nothing was written")
+            key = _undated(line[2:])
+            same = [e for e in written.entries if e.is_list and _undated(e.text) == key]
+            if not allow_duplicate and len(same) > 1:  # the new line and one already there
+                return ExistingEntry(**{k: getattr(same[0], k) for k in same[0].__dataclass_fields__})
             suffix = encode_topic(new[len(old):], cr=cr)
             newline = encode_topic(newline_of(old), cr=cr)
 

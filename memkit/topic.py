@@ -58,6 +58,7 @@ class Entry:
     date: str | None = None  #: trailing ``(YYYY-MM-DD)``
     is_list: bool = True  #: False for a prose paragraph
     hash: str = ""  #: :func:`text_hash` of :attr:`text`
+    duplicate = False  #: (not a field) an add found this entry there already: :class:`memkit.store.ExistingEntry`
 
     @property
     def id(self) -> str:

@@ -281,7 +281,7 @@ class Vault:
     # ---- writing -----------------------------------------------------------------------------------
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
             due: date | None = None, until: date | None = None, when: datetime | None = None,
-            split: bool = True) -> Entry:
+            split: bool = True, allow_duplicate: bool = False) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; updates index.txt. A topic pushed past ``topic_split_threshold_lines`` is
         split at once, its parts named from their own words (``split=False`` leaves it); the entry
@@ -290,7 +290,8 @@ class Vault:
         (the entry returned says where).
 
         ``due``: a follow-up due that day (``(due DATE)``, kind ``pending`` unless one is given);
-        ``until``: the memory expires after that day (``(until DATE)``; not in the past).
+        ``until``: the memory expires after that day (``(until DATE)``; not in the past). The topic's
+        entry of the same text (its date aside) is returned unwritten (``.duplicate``) unless ``allow_duplicate``.
 
         :raises MemkitError: empty text, a bad kind or tag, ``until`` in the past; TopicNameError: a
             bad topic name.
@@ -303,7 +304,9 @@ class Vault:
                 topic = closest_subtopic(self.searcher, path.stem, children, text)
                 log.info("topic %s was split: added to %s", path.stem, topic)
                 path = self.store.topic_path(topic)
-        entry, count = self.store.add(text, kind=kind, tags=tags, when=when, path=path)
+        entry, count = self.store.add(text, kind=kind, tags=tags, when=when, path=path, allow_duplicate=allow_duplicate)
+        if count < 0:  # the topic holds it already: nothing written
+            return entry
         self._wrote(entry.topic, path)
         if split and count > self.config.topic_split_threshold_lines:
             plan = self._maybe_split(entry.topic)
@@ -645,17 +648,17 @@ class Vault:
         reset_session(self.store, session)
 
     def digest(self, transcript: str | os.PathLike[str], *, llm: LLMChoice = "auto",
-               dry_run: bool = False) -> DigestReport:
+               dry_run: bool = False, force: bool = False) -> DigestReport:
         """Digest a transcript file into memory entries (see :mod:`memkit.digest`).
 
         :param transcript: ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL.
         :param llm: ``"auto"``: the LLM configured in memkit.yaml; or an LLM client (None fails:
             a digest needs one).
-        :param dry_run: only compute the change (``report.diff``).
+        :param dry_run: only compute the change (``report.diff``); :param force: read it all again.
         """
         from .digest import digest_file
         try:
-            return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run)
+            return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run, force=force)
         finally:
             self.changed()
 

@@ -208,3 +208,68 @@ def test_digest_force_reads_a_transcript_again(tmp_path):
         assert len(transcripts(fake)) == 1
         out = ok(cli(vault, "digest", "--force", str(chat))).output
         assert len(transcripts(fake)) == 2 and "already in general" in out
+
+
+# ---- 3. supersedes are shown what they replace ---------------------------------------------
+
+def outdating(rules: dict[str, dict], stale: str):
+    """An LLM that concludes as :func:`scripted` and, asked which shown entries are outdated, names
+    those that mention ``stale`` (as a real one would, if it is shown them)."""
+    concluded = scripted(rules)
+
+    def answer(request: dict) -> str:
+        prompt = last_user_message(request)
+        if "outdated" not in prompt:
+            return concluded(request)
+        shown = re.findall(r"^\s+\[([0-9a-f]{8})\] (.*)$", prompt, re.M)
+        return json.dumps({"updates": [{"new": 1, "outdated": [i for i, text in shown if stale in text]}]})
+    return answer
+
+
+def test_moved_to_porto_supersedes_lives_in_lisbon(tmp_path):
+    """No word in common: the entry is shown because it is its topic's entry of its kind."""
+    vault = vault_with(tmp_path, {})
+    vault.add("Lives in Lisbon, in Arroios")
+    vault.add("Works as a nurse at Santa Maria hospital")
+    with FakeLLM(outdating({"Porto": {"kind": "fact", "text": "Moved to Porto"}}, "Lisbon")) as fake:
+        report = digest_file(vault.searcher, write(tmp_path / "t.txt", "Maya: we moved to Porto\n"),
+                             loopback_llm(fake), now=NOW)
+        shown = [last_user_message(r) for r in fake.requests if "outdated" in last_user_message(r)]
+    assert shown and "Lives in Lisbon, in Arroios" in shown[0]
+    assert [(t, old.split(" (")[0], new) for t, old, new in report.superseded] == \
+        [("general", "Lives in Lisbon, in Arroios", "Moved to Porto")]
+    texts = [e.text for e in vault.entries()]
+    assert not any("Lisbon" in t for t in texts) and any("Moved to Porto" in t for t in texts)
+    assert "Lives in Lisbon, in Arroios" in (vault.root / "archive.md").read_text()
+
+
+def test_the_readmes_moved_to_seattle_supersedes_lives_in_portland(tmp_path):
+    vault = vault_with(tmp_path, {"home": "- Lives in Portland Oregon with partner (2025-05-01)\n"
+                                          "- Home office has a standing desk (2025-05-01)\n"})
+    rules = {"Seattle": {"kind": "event", "text": "Moved to Seattle", "topic": "home"}}
+    with FakeLLM(outdating(rules, "Portland")) as fake:
+        report = digest_file(vault.searcher, write(tmp_path / "t.txt", "Maya: we moved to Seattle\n"),
+                             loopback_llm(fake), now=NOW)
+    assert [old for _, old, _ in report.superseded] == ["Lives in Portland Oregon with partner (2025-05-01)"]
+    assert "Portland" not in vault.topic("home").raw and "Moved to Seattle" in vault.topic("home").raw
+    assert "standing desk" in vault.topic("home").raw  # shown, not outdated: kept
+
+
+def test_update_candidates_come_from_the_vaults_search(tmp_path, monkeypatch):
+    """The candidates are what the public search answers for the conclusion (a better search stage,
+    here one that knows a new boss replaces the old, serves the digest too)."""
+    from memkit.search import Searcher
+    vault = vault_with(tmp_path, {"work": "- [fact] Manager is Priya Raman (2025-09-17)\n"})
+    real = Searcher.search
+
+    def smarter(self, query, **kw):
+        if query == "Reports to Tom Berg now" and not kw.get("words_first"):
+            return real(self, "Manager Priya", **kw)
+        return real(self, query, **kw)
+
+    monkeypatch.setattr(Searcher, "search", smarter)
+    rules = {"Tom": {"kind": "fact", "text": "Reports to Tom Berg now"}}
+    with FakeLLM(outdating(rules, "Priya")) as fake:
+        report = digest_file(vault.searcher, write(tmp_path / "t.txt", "Maya: my boss is Tom now\n"),
+                             loopback_llm(fake), now=NOW)
+    assert [old for _, old, _ in report.superseded] == ["[fact] Manager is Priya Raman (2025-09-17)"]

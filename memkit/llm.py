@@ -39,6 +39,7 @@ __all__ = [
     "make_llm",
     "parse_json_reply",
     "ask_json",
+    "ask_text",
 ]
 
 Messages = Sequence[Mapping[str, str]]
@@ -114,12 +115,19 @@ class HTTPChatLLM:
         :param messages: OpenAI-style messages, each ``{"role": ..., "content": ...}``.
         :raises LLMError: the server is unreachable, too slow, refused, or answered nonsense.
         """
+        return self._chat(messages, self.json_mode)
+
+    def chat_text(self, messages: list[dict[str, str]]) -> str:
+        """Like :meth:`chat`, asking for plain text: never in JSON mode (:func:`ask_text`)."""
+        return self._chat(messages, False)
+
+    def _chat(self, messages: list[dict[str, str]], json_mode: bool) -> str:
         payload: dict[str, Any] = {
             "model": self.settings.model,
             "messages": [dict(m) for m in messages],
             "temperature": self.settings.temperature,
         }
-        if self.json_mode:
+        if json_mode:
             payload["response_format"] = {"type": "json_object"}
         body: bytes | None
         deadline = Deadline(self.settings.timeout_s)
@@ -436,6 +444,27 @@ def ask_json(
             "the LLM did not reply with JSON of the requested shape, even after a repair "
             f"request: {_reason(exc)}"
         ) from exc
+
+
+def ask_text(llm: LLM, messages: list[dict[str, str]]) -> str:
+    """Ask for plain text (a summary, an opening line): without JSON mode where the client has a
+    way to say so (``chat_text``), and never taking a JSON object or list for the text asked for
+    (a server in JSON mode answers ``{"summary": "..."}`` whatever the prompt says).
+
+    :returns: the reply, stripped.
+    :raises LLMError: the LLM cannot be reached, or answered nothing, or answered JSON.
+    """
+    chat_text = getattr(llm, "chat_text", None)
+    reply = str(chat_text(messages) if callable(chat_text) else llm.chat(messages)).strip()
+    if not reply:
+        raise LLMError("the LLM answered nothing")
+    if reply[:1] in "{[" and reply[-1:] in "}]":
+        try:
+            json.loads(reply)
+        except ValueError:
+            return reply
+        raise LLMError(f"the LLM answered JSON where text was asked for: {reply[:80]!r}")
+    return reply
 
 
 def _parse_and_validate(reply: str, validate: Callable[[Any], Any] | None) -> Any:

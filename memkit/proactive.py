@@ -23,7 +23,7 @@ from typing import Any
 from .config import parse_quiet_hours
 from .context import last_session_time
 from .errors import LLMError
-from .llm import LLM
+from .llm import LLM, ask_text
 from .store import Store
 from .upkeep import FollowUp, pending
 
@@ -115,7 +115,7 @@ def _opening(llm: LLM, f: FollowUp, question: str) -> str | None:
     prompt = OPENING_PROMPT.format(background=_background(f), question=question,
                                    due=f.due.isoformat() if f.due else "not said")
     try:
-        reply = llm.chat([{"role": "user", "content": prompt}])
+        reply = ask_text(llm, [{"role": "user", "content": prompt}])
     except LLMError as exc:
         log.warning("could not draft an opening line (%s); the suggested question stands", exc)
         return None

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, Callable, Literal, Sequence
 
 from .errors import InvalidValue, LLMError
-from .llm import LLM
+from .llm import LLM, ask_text
 from .session_format import Session, SessionMessage, SessionSummary, format_time, messages_sha
 
 log = logging.getLogger("memkit")
@@ -147,12 +147,11 @@ def _summarise(llm: LLM, previous: str | None, messages: Sequence[SessionMessage
             text = text[-CHUNK_CHARS * 2:]
         prompt = (f"The note so far:\n{note}\n\nThe conversation since:\n{text}" if note else
                   f"The conversation:\n{text}")
-        reply = llm.chat([{"role": "system", "content": SUMMARY_PROMPT.format(words=words)},
-                          {"role": "user", "content": prompt}])
-        reply = reply.strip()
-        if not reply:
-            raise LLMError("the LLM answered an empty summary")
-        note = reply
+        try:
+            note = ask_text(llm, [{"role": "system", "content": SUMMARY_PROMPT.format(words=words)},
+                                  {"role": "user", "content": prompt}])
+        except LLMError as exc:
+            raise LLMError(f"no summary: {exc}") from exc
     return note or ""
 
 

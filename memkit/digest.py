@@ -39,7 +39,7 @@ from .lifecycle import core_text
 from .llm import LLM
 from .names import slugify, topic_relpath
 from .newvault import PROFILE_TOPIC
-from .route import closest_subtopic, detect_topic, is_confident
+from .route import detect_topic, is_confident, split_target
 from .search import Hit, Searcher
 from .similarity import similarities
 from .split import maybe_split
@@ -343,9 +343,8 @@ def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[st
         if hint in existing:
             c.topic = hint
             continue
-        children = store.subtopics(hint) if hint else []
-        if children:  # the LLM named a topic that was split since: its closest part
-            c.topic = closest_subtopic(searcher, hint, children, c.text)
+        if hint and store.subtopics(hint):  # the LLM named a topic that was split since: its closest part
+            c.topic = split_target(searcher, hint, c.text)
             continue
         guess = detect_topic(searcher, c.text, words_first=True, hits=nearest(c.text))
         if guess is not None:
@@ -366,6 +365,8 @@ def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[st
         best = next((h for h in nearest(c.text) if shares_evidence(c.text, h.text) and is_confident(h, threshold)),
                     None)
         c.topic = best.topic if best is not None and best.topic in existing else "general"
+    for c in conclusions:  # a topic that was split is never recreated: its closest part, at any depth
+        c.topic = split_target(searcher, c.topic or "general", c.text)
 
 
 def _content_words(text: str) -> set[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .search import Hit, Searcher
 from .text import terms
 
+GENERAL = "general"  #: the topic of what belongs to no topic yet, and the catch-all part of a split
 VOTES = 5  #: hits that vote
 MIN_VOTES = 3  #: votes one topic needs
 WORDS_MARGIN = 0.1  #: a hit sharing a word with the text votes from threshold - WORDS_MARGIN
@@ -61,13 +62,37 @@ def detect_topic(searcher: Searcher, text: str, threshold: float | None = None, 
 
 def closest_subtopic(searcher: Searcher, parent: str, subtopics: list[str], text: str) -> str:
     """Where a text addressed to a split ``parent`` goes: the subtopic holding the entry that
-    shares the most of its words (a lexical search: no model is loaded), else ``PARENT-general``.
+    shares the most of its words (a lexical search: no model is loaded; an entry of a part split in
+    turn counts for that part), else the split's catch-all part (``PARENT-general``, or
+    ``PARENT-other`` when the parent's own name ends in ``general``), else ``PARENT-general``.
 
     :param subtopics: the topics a split made of ``parent`` (non-empty).
     """
-    general = f"{parent}-general"
     if terms(text):
         hits = searcher.search(text, k=1, threshold=None, topic=parent, mode="lexical")
-        if hits and hits[0].topic in subtopics:
-            return hits[0].topic
-    return general
+        for child in sorted(subtopics, key=len, reverse=True) if hits else ():
+            if hits[0].topic == child or hits[0].topic.startswith(child + "-"):
+                return child
+    catch_all = [f"{parent}-{GENERAL}", f"{parent}-other"]
+    if parent.split("-")[-1] == GENERAL:  # a split of general names its catch-all general-other
+        catch_all.reverse()
+    return next((name for name in catch_all if name in subtopics), catch_all[0])
+
+
+def split_target(searcher: Searcher, topic: str, text: str) -> str:
+    """The topic a text addressed to ``topic`` is written to: ``topic`` itself when its file exists
+    or it was never split; else its closest part (:func:`closest_subtopic`), and so on down while
+    that part was split in turn (``general`` -> ``general-health`` -> ``general-health-sleep``). A
+    split topic is never recreated beside its parts."""
+    store = searcher.store
+    seen: set[str] = set()
+    while topic not in seen:
+        seen.add(topic)
+        path = store.topic_path(topic)
+        if path.exists() or path.is_symlink():
+            return topic
+        children = store.subtopics(topic)
+        if not children:
+            return topic
+        topic = closest_subtopic(searcher, topic, children, text)
+    return topic

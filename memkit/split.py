@@ -16,8 +16,11 @@ How a split is made:
 2. **Name.** With an LLM, one request shows a few representative entries of each cluster and asks
    for a name, title and summary per cluster; names are made safe with :func:`~memkit.names.slugify`
    and prefixed ``<parent>-``. Without an LLM, or when it fails, each cluster is named after its
-   most distinctive word: frequent in the cluster, rare in the others (stop words, numbers and the
-   parent's own name are skipped). Names never collide with each other or with an existing topic
+   most distinctive word: frequent in the cluster, rare in the others (stop words, numbers, words
+   that make poor names — "daily", "cold", "habit" — and the parent's own name and its inflections
+   are skipped), and by the next one too when the first is in fewer than a third of the
+   cluster's entries (``cooking-cold-brew``, not ``cooking-cold``); a cluster that no word of its own can
+   name joins the catch-all part. Names never collide with each other or with an existing topic
    (``-2``, ``-3``… is appended).
 3. **Write.** Each part is a new file: frontmatter (title, summary, created — the parent's —,
    updated, ``parent:``, then the parent's other frontmatter keys, copied line for line, or
@@ -47,7 +50,8 @@ from .errors import LLMError, MemkitError, TopicNameError
 from .llm import LLM
 from .search import Searcher
 from .split_cluster import cluster, features, lexical
-from .split_naming import GENERAL, ask_names, distinctive_words, join, llm_suffix, name_word, one_line, tokens, unique
+from .split_naming import (GENERAL, ask_names, distinctive_words, join, llm_suffix, name_word, name_words, one_line,
+                           tokens, unique)
 from .split_parts import SplitPart, SplitPlan, recent_items, render
 from .store import Store
 from .topic import Topic
@@ -121,6 +125,12 @@ def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_pa
             named_by = "llm"
         except LLMError as exc:
             log.warning("naming the parts of %s: %s; naming them from their own words instead", parent.name, exc)
+    if proposals is None:  # named by their words: a part that no word of its own names joins the catch-all
+        nameless = {c for c, members in enumerate(groups) if members and not any(name_word(w) for w in words[c])}
+        if nameless and len(groups) > len(nameless):
+            general = sorted(general + [i for c in nameless for i in groups[c]])
+            groups = [g for c, g in enumerate(groups) if c not in nameless]
+            words = distinctive_words(parent, groups, general)
     parts: list[SplitPart] = []
     used: set[str] = set()
     for c, members in enumerate(groups):
@@ -129,8 +139,8 @@ def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_pa
         suffix = llm_suffix(proposal, parent.name) if proposal else ""
         label = suffix.replace("-", " ")
         if not suffix or suffix == GENERAL:
-            label = next((w for w in cluster_words if name_word(w) and join(parent.name, name_word(w)) not in used), "")
-            suffix = name_word(label)
+            chosen = name_words(parent, members, cluster_words, used)
+            label, suffix = " ".join(chosen), "-".join(name_word(w) for w in chosen)
         base = join(parent.name, suffix or f"part-{c + 1}")
         name = unique(base, used | taken)
         used.add(name)

@@ -10,11 +10,11 @@ import numpy as np
 from .errors import MemkitError
 from .llm import LLM, ask_json
 from .names import MAX_NAME, slugify
-from .text import STOP_WORDS, words
+from .text import STOP_WORDS, stem, words
 from .topic import Topic
 
-__all__ = ["GENERAL", "tokens", "name_word", "distinctive_words", "ask_names", "llm_suffix", "join", "unique",
-           "one_line"]
+__all__ = ["GENERAL", "tokens", "name_word", "distinctive_words", "name_words", "ask_names", "llm_suffix", "join",
+           "unique", "one_line"]
 
 GENERAL = "general"
 _LLM_SAMPLES = 8  #: entries shown to the LLM per cluster
@@ -32,7 +32,10 @@ user using usually via want wants wasn way well went weren whether whose without
 february march april june july august september october november december monday tuesday wednesday
 thursday friday saturday sunday today yesterday tomorrow week weeks month months year years fact
 facts preference preferences decision decisions discovery discoveries event events context note
-notes
+notes daily weekly monthly yearly nightly cold hot warm big small large long short high low early late
+easy hard usual usually favourite favorite main important current recent different same whole full
+extra special regular simple quick slow general other others misc various personal habit habits
+three four five six seven eight nine ten eleven twelve twenty thirty fifty hundred thousand
 """.split())
 
 
@@ -50,7 +53,8 @@ def name_word(word: str) -> str:
 def distinctive_words(parent: Topic, groups: list[list[int]], general: list[int]) -> list[list[str]]:
     """Per group (then the general part, last): its words, most distinctive first."""
     skip = set(parent.name.split("-")) | tokens(parent.title) | {GENERAL}
-    docs = [tokens(e.body) - skip for e in parent.entries]
+    stems = {stem(w) for w in skip}  # "travels" does not name a part of travel
+    docs = [{w for w in tokens(e.body) - skip if stem(w) not in stems} for e in parent.entries]
     n = len(docs)
     total: Counter[str] = Counter(w for d in docs for w in d)
     out: list[list[str]] = []
@@ -66,10 +70,30 @@ def distinctive_words(parent: Topic, groups: list[list[int]], general: list[int]
             if count < need:
                 continue
             score = count / size - (total[word] - count) / rest
-            if score > 0:
-                scored.append((-score, -count, word))
-        out.append([w for _, _, w in sorted(scored)])
+            if score > 0:  # equally distinctive: the longer word first, it is the more specific
+                scored.append((-score, -count, -len(word), word))
+        out.append([w for *_, w in sorted(scored)])
     return out
+
+
+def name_words(parent: Topic, members: list[int], ranked: list[str], taken: set[str]) -> list[str]:
+    """The words a part is named after: its most distinctive word that makes a free name, and the
+    next one too when the first is in fewer than a third of the part's entries (one word alone does
+    not say what they share: "cold" and "brew" make ``cooking-cold-brew``), in the order the
+    entries say them. Empty when no word can be spelled in a name."""
+    usable = [w for w in ranked if name_word(w) and join(parent.name, name_word(w)) not in taken]
+    if not usable:
+        return []
+    first = usable[0]
+    docs = [tokens(parent.entries[i].body) for i in members]
+    if len(usable) < 2 or 3 * sum(first in d for d in docs) >= len(docs):
+        return [first]
+    second = usable[1]
+    for i in members:  # as the first entry that says both says them
+        body = words(parent.entries[i].body)
+        if first in body and second in body:
+            return [first, second] if body.index(first) < body.index(second) else [second, first]
+    return [first, second]
 
 
 def ask_names(llm: LLM, parent: Topic, groups: list[list[int]], X: np.ndarray) -> list[dict[str, str]]:

@@ -22,7 +22,7 @@ from .index import Index, IndexReport, Progress
 from .lifecycle import parse_day, with_dates
 from .names import is_topic_filename, session_file_name
 from .recent import RecentTopic, relative_time
-from .route import closest_subtopic
+from .route import split_target
 from .search import Hit, Mode, Searcher, Threshold
 from .sources import SessionSource
 from .store import Store, TopicInfo, find_vault
@@ -298,12 +298,11 @@ class Vault:
         """
         text, kind = with_dates(text, kind, due=due, until=until)
         path = self.store.topic_path(topic or "general")  # resolved once for the whole add
-        if topic is not None and not path.exists() and not path.is_symlink():
-            children = self.store.subtopics(path.stem)
-            if children:  # split before: never recreate the parent, go to the closest part
-                topic = closest_subtopic(self.searcher, path.stem, children, text)
-                log.info("topic %s was split: added to %s", path.stem, topic)
-                path = self.store.topic_path(topic)
+        if not path.exists() and not path.is_symlink():  # split before: never recreated, its closest part
+            target = split_target(self.searcher, path.stem, text)
+            if target != path.stem:
+                log.info("topic %s was split: added to %s", path.stem, target)
+                path = self.store.topic_path(target)
         entry, count = self.store.add(text, kind=kind, tags=tags, when=when, path=path, allow_duplicate=allow_duplicate)
         if count < 0:  # the topic holds it already: nothing written
             return entry

@@ -166,7 +166,9 @@ def load(ctx: click.Context, session_id: str, max_tokens: int, strategy: str | N
         click.echo(f"{m.role}: {m.content}")
     left = f", {result.omitted} older left out" if result.omitted else ""
     summed = f", {result.summarised} summarised" if result.summarised else ""
-    click.echo(f"({plural(len(result.messages), 'message')}, ~{result.tokens} tokens, {result.strategy}"
+    used = result.strategy if result.strategy == result.requested else \
+        f"{result.strategy}: {result.requested} fell back"
+    click.echo(f"({plural(len(result.messages), 'message')}, ~{result.tokens} tokens, {used}"
                f"{summed}{left})", err=True)
 
 

@@ -196,7 +196,10 @@ class Session:
         return _short(" ".join(first.split()), 60) or self.id
 
     def info(self, size: int = 0) -> "SessionInfo":
-        return SessionInfo(self.id, self.file, self.display_title, self.created, self.updated, len(self.messages),
+        """Its listing line; an aged conversation counts the messages its stage text condensed too."""
+        aged = self.stage_block
+        count = len(self.messages) + (aged.covers if aged is not None else 0)
+        return SessionInfo(self.id, self.file, self.display_title, self.created, self.updated, count,
                            self.user, list(self.tags), size, self.archived, self.stage)
 
     def to_dict(self) -> dict[str, Any]:

@@ -185,7 +185,8 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
     start = _newest_fitting(messages, budget)
     simple = Window(session.id, head + list(messages[start:]), "simple", strategy, 0, max_tokens,
                     len(messages) + earlier, start + earlier)
-    if strategy == "simple" or start == 0:
+    if strategy == "simple" or start == 0:  # everything fits: what any strategy gives, and says so
+        simple.strategy = strategy
         return _sized(simple)
     hybrid = strategy == "hybrid"
     # its share of the budget, but room for its heading and a sentence when the budget allows

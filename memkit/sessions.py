@@ -59,6 +59,7 @@ __all__ = ["SESSIONS_DIR", "Sessions"]
 
 RAW_DIR = "raw"  #: under sessions/archive/: the raw conversations of aged sessions
 LIST_CACHE = "session-list.json"  #: under .memkit/: what listing read of each file, by its stat
+LIST_FORMAT = 2  #: the listing cache's format (2: an aged session counts the messages its stage condensed)
 
 
 # ---- the folder --------------------------------------------------------------------------------
@@ -250,6 +251,8 @@ class Sessions:
         path = self.state_dir / LIST_CACHE
         try:
             data = json.loads(read_head(path, MAX_SESSION_BYTES).decode("utf-8")) if path.is_file() else {}
+            if data.get("format") != LIST_FORMAT:  # written by an older memkit: counted otherwise
+                data = {}
             for key, (stamp, info) in data.get("files", {}).items():
                 self._listing[key] = ((int(stamp[0]), int(stamp[1]), int(stamp[2])), SessionInfo(**info))
         except (OSError, ValueError, TypeError, KeyError, AttributeError, NotRegularFile):
@@ -257,7 +260,7 @@ class Sessions:
         return self._listing
 
     def _save_listing(self, cache: Mapping[str, tuple[tuple[int, int, int], SessionInfo]]) -> None:
-        data = {"format": 1, "files": {k: [list(stamp), info.to_dict()] for k, (stamp, info) in cache.items()}}
+        data = {"format": LIST_FORMAT, "files": {k: [list(stamp), info.to_dict()] for k, (stamp, info) in cache.items()}}
         with contextlib.suppress(OSError):
             if not self.state_dir.exists():
                 self.state_dir.mkdir()

@@ -30,7 +30,7 @@ from .search import Searcher
 from .archive import ArchivedEntry
 from .newvault import PROFILE_SUMMARY, PROFILE_TOPIC
 from .store import Store
-from .topic import Entry, Topic, format_entry, new_topic_text, normalise, text_hash
+from .topic import KIND_RE, Entry, Topic, format_entry, new_topic_text, normalise, text_hash
 
 __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edit_entry", "history", "pending",
            "done", "stats", "compact", "distill", "propose_profile", "ensure_profile", "PROFILE"]
@@ -38,7 +38,8 @@ __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edi
 PROFILE = PROFILE_TOPIC
 DURABLE_KINDS = ("fact", "preference", "decision", "discovery", "observation", None)  #: what distill reads
 DISTILL_SAMPLE = 300  #: entries shown to the LLM at most
-_MARKS = re.compile(r"\(((?:due|until) \d{4}-\d{2}-\d{2})\)")
+_MARKS = re.compile(r"\(((?:due|until) \d{4}-\d{2}-\d{2}|urgency (?:high|medium|low)|importance [01](?:\.\d+)?)\)",
+                    re.IGNORECASE)
 
 
 @dataclass
@@ -92,8 +93,9 @@ class ChangeReport:
 
 
 def edit_entry(store: Store, target: Entry, text: str, *, today: date | None = None) -> Entry:
-    """Replace ``target`` where it stands by ``text`` (its kind and tags kept unless ``text``
-    gives its own; today's date); the old line goes to archive.md with ``edited, now NEWID``.
+    """Replace ``target`` where it stands by ``text`` (its kind, tags and markers — due, until,
+    urgency, importance — kept unless ``text`` gives its own; today's date); the old line goes to
+    archive.md with ``edited, now NEWID``.
 
     :returns: the new entry.
     """
@@ -104,8 +106,8 @@ def edit_entry(store: Store, target: Entry, text: str, *, today: date | None = N
         raise InvalidValue(f"entry {target.id} is a paragraph or code block, not a list item: edit it in your editor")
     day = (today or date.today()).isoformat()
     kind = None if text.startswith("[") else target.kind
-    for mark in _MARKS.findall(target.text):  # its follow-up day or end day stays unless the text gives one
-        if f"({mark.split()[0]} " not in text:
+    for mark in _MARKS.findall(target.text):  # its markers stay unless the text gives its own
+        if f"({mark.split()[0].lower()} " not in text.lower():
             text = f"{text} ({mark})"
     line = format_entry(text, kind, target.tags, day)
     new_hash = text_hash(line[2:])
@@ -325,7 +327,8 @@ def compact(store: Store, llm: LLM | None, topic: str, *, before: date, dry_run:
     """Condense ``topic``'s entries dated before ``before`` into fewer, denser entries (LLM).
 
     Each original the LLM accounts for goes to archive.md with ``compacted into NEWID``; one it
-    leaves out stays in the topic (reported as kept). Entries on or after ``before``, and undated
+    leaves out, or returns as it was, stays in the topic (reported as kept). A ``[kind]`` the LLM
+    writes at the start of a text is the entry's kind, not written twice. Entries on or after ``before``, and undated
     ones, are never touched.
     """
     if llm is None:
@@ -359,24 +362,33 @@ def compact(store: Store, llm: LLM | None, topic: str, *, before: date, dry_run:
     lines: list[str] = []
     reasons: dict[str, str] = {}
     replaced: list[Entry] = []
+    unchanged: list[Entry] = []
     for text, nums in rows[:most]:
         nums = [n for n in dict.fromkeys(nums) if n not in used]  # each original once
         if not nums:
             continue
         originals = [old[n - 1] for n in nums]
         kinds = {e.kind for e in originals}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        echoed = KIND_RE.match(text)  # "[event] Ran …": the LLM wrote the kind marker itself
+        if echoed:
+            text, kind = text[echoed.end():], kind or echoed.group(1).lower()
         day = max(e.date or "" for e in originals)
         marked = [importance(e.text) for e in originals if "(importance" in e.text.lower()]
         if marked and "(importance" not in text.lower():  # the most important original's weight stays
             text = f"{text} {importance_marker(max(marked))}"
-        line = format_entry(text, kinds.pop() if len(kinds) == 1 else None, (), day or None)
-        new_id = text_hash(line[2:])[:8]
-        lines.append(line)
-        for e in originals:
-            reasons[e.hash] = f"compacted into {new_id}"
-            replaced.append(e)
+        line = format_entry(text, kind, (), day or None)
+        new_hash = text_hash(line[2:])
         used.update(nums)
-    kept = [e for i, e in enumerate(old, 1) if i not in used]
+        same = [e for e in originals if e.hash == new_hash]  # returned as it was: it stays, unarchived
+        unchanged += same
+        if not same:
+            lines.append(line)
+        for e in originals:
+            if e not in same:
+                reasons[e.hash] = f"compacted into {new_hash[:8]}"
+                replaced.append(e)
+    kept = [e for i, e in enumerate(old, 1) if i not in used] + unchanged
     diff, removed = store.replace_entries(t.name, replaced, lines, reasons, datetime.now().replace(microsecond=0),
                                           in_place=True, dry_run=dry_run)
     return ChangeReport(removed, lines, diff, dry_run, kept)

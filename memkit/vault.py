@@ -298,8 +298,8 @@ class Vault:
         """
         text, kind = with_dates(text, kind, due=due, until=until)
         path = self.store.topic_path(topic or "general")  # resolved once for the whole add
-        if not path.exists() and not path.is_symlink():  # split before: never recreated, its closest part
-            target = split_target(self.searcher, path.stem, text)
+        if not path.exists() and not path.is_symlink() and self.store.subtopics(path.stem):
+            target = split_target(self.searcher, path.stem, text)  # split before: never recreated, its part
             if target != path.stem:
                 log.info("topic %s was split: added to %s", path.stem, target)
                 path = self.store.topic_path(target)

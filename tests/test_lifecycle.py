@@ -365,3 +365,32 @@ def test_compact_keeps_the_importance_of_what_it_merges(tmp_path):
     assert "keep the important ones" in prompt and "(importance 0.9)" in prompt
     assert [e.body for e in vault.topic("family").entries] == [
         "Lina won her first chess game at school (importance 0.9)", "Chess club: room 4 (importance 0.2)"]
+
+
+# ---- issue 26.6: compact and edit keep what the entry was ----------------------------------------
+
+def test_compact_takes_an_echoed_kind_once_and_leaves_an_unchanged_entry_alone(tmp_path):
+    vault = make(tmp_path, {"running": RUNS})
+    first = vault.topic("running").entries[0]
+    reply = {"entries": [{"text": first.text, "replaces": [1]},  # returned as it was
+                         {"text": "[event] Ran 6 to 10 km runs in the park", "replaces": [2, 3, 4, 5, 6]}]}
+    with FakeLLM(lambda request: json.dumps(reply)) as fake:
+        vault = configure_llm(vault, fake)
+        report = vault.compact("running", before=TODAY - timedelta(days=100))
+    texts = [e.text for e in vault.topic("running").entries]
+    assert texts[0] == first.text and not any("[event] [event]" in t or "[event] [Event]" in t for t in texts)
+    assert texts[1] == f"[event] Ran 6 to 10 km runs in the park ({day(-300 + 50)})"
+    archive = (vault.root / "archive.md").read_text()
+    assert first.text not in archive and f"compacted into {first.id}" not in archive
+    assert [e.id for e in report.kept] == [first.id] and len(report.removed) == 5
+
+
+def test_edit_keeps_the_importance_and_urgency_markers(tmp_path):
+    vault = make(tmp_path, {"family": "- Lina's first chess win (importance 0.9) (2026-01-02)\n"
+                                      "- [pending] Call the school (urgency high) (due 2026-12-01) (2026-11-20)\n"})
+    edited = vault.edit(vault.find(match="chess").id, "Lina won her first chess game")
+    assert edited.text.startswith("Lina won her first chess game (importance 0.9) (")
+    again = vault.edit(edited.id, "Lina won her first chess tournament (importance 1.0)")  # the text's own wins
+    assert "(importance 1.0)" in again.text and "0.9" not in again.text
+    call = vault.edit(vault.find(match="school").id, "Call the school about the trip")
+    assert call.text.startswith("[pending] Call the school about the trip (urgency high) (due 2026-12-01) (")

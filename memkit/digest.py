@@ -95,6 +95,8 @@ class DigestReport:
             return f"{self.transcript}: already digested; nothing added"
         verb = "would write" if self.dry_run else "wrote"
         parts = [f"{self.transcript}: {verb} {len(self.written)} entr{'y' if len(self.written) == 1 else 'ies'}"]
+        if self.read_from:
+            parts[0] += f" from the {self.count - self.read_from} message(s) after the {self.read_from} digested before"
         if self.superseded:
             parts.append(f"archived {len(self.superseded)} outdated")
         if self.skipped:
@@ -313,13 +315,16 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
     threshold = searcher.threshold()
     entries = searcher.store.entries()
     by_id = {e.id: e for e in entries}
+    by_topic: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_topic.setdefault(e.topic, []).append(e)
     pairs = []
     for c in conclusions:
         hits = searcher.search(c.text, k=UPDATE_CANDIDATES, weak=UPDATE_CANDIDATES)
         hits += [h for h in nearest(c.text) if is_confident(h, threshold)]
         shown = {h.id: by_id[h.id] for h in hits if h.id in by_id}
         shown = dict(list(shown.items())[:UPDATE_CANDIDATES])
-        alike = [e for e in entries if e.topic == c.topic and e.is_list and e.kind in (c.kind, None)]
+        alike = [e for e in by_topic.get(c.topic or "", []) if e.is_list and e.kind in (c.kind, None)]
         for e in alike[::-1][:SAME_TOPIC_CANDIDATES]:
             shown.setdefault(e.id, e)
         if shown:

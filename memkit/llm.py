@@ -447,24 +447,22 @@ def ask_json(
 
 
 def ask_text(llm: LLM, messages: list[dict[str, str]]) -> str:
-    """Ask for plain text (a summary, an opening line): without JSON mode where the client has a
-    way to say so (``chat_text``), and never taking a JSON object or list for the text asked for
-    (a server in JSON mode answers ``{"summary": "..."}`` whatever the prompt says).
-
-    :returns: the reply, stripped.
-    :raises LLMError: the LLM cannot be reached, or answered nothing, or answered JSON.
-    """
+    """Ask for plain text (a summary, an opening line), stripped: never in JSON mode where the client
+    can say so (``chat_text``), and a JSON reply (a server in JSON mode answers ``{"summary": …}``
+    whatever the prompt says) is never taken for it. :raises LLMError: unreachable, empty, JSON."""
     chat_text = getattr(llm, "chat_text", None)
     reply = str(chat_text(messages) if callable(chat_text) else llm.chat(messages)).strip()
-    if not reply:
-        raise LLMError("the LLM answered nothing")
-    if reply[:1] in "{[" and reply[-1:] in "}]":
-        try:
-            json.loads(reply)
-        except ValueError:
-            return reply
-        raise LLMError(f"the LLM answered JSON where text was asked for: {reply[:80]!r}")
+    if not reply or (reply[:1] in "{[" and _is_json(reply)):
+        raise LLMError(f"the LLM answered {'JSON where text was asked for: ' + repr(reply[:80]) if reply else 'nothing'}")
     return reply
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _parse_and_validate(reply: str, validate: Callable[[Any], Any] | None) -> Any:

@@ -238,6 +238,7 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
     kind, tags and dates: :func:`memkit.lifecycle.core_text`)."""
     existing = {core_text(e.text): e for e in searcher.store.entries()}
     gone = _gone(searcher.store.archived())
+    gone_words = [(set(terms(key)), a) for key, a in gone.items()]
     seen: dict[str, Conclusion] = {}
     fresh = []
     for c in conclusions:
@@ -248,7 +249,7 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
         if key in seen:
             report.skipped.append((c.text, "repeated in this transcript"))
             continue
-        left = gone.get(key) or _said_alike(c.text, gone.values())
+        left = gone.get(key) or _said_alike(c.text, gone_words)
         if left is not None:
             report.skipped.append((c.text, f"{_why_gone(left)} on {left.day} (archive.md): not added again"))
             continue
@@ -273,14 +274,13 @@ def _why_gone(a: ArchivedEntry) -> str:
     return a.reason.split(":")[0].split(" by ")[0].split(" into ")[0]
 
 
-def _said_alike(text: str, archived: Iterable[ArchivedEntry]) -> ArchivedEntry | None:
-    """An archived entry whose words nearly all coincide with the text's (a Jaccard of
-    NEAR_DUPLICATE_JACCARD): the forgotten memory worded a little otherwise."""
+def _said_alike(text: str, archived: Iterable[tuple[set[str], ArchivedEntry]]) -> ArchivedEntry | None:
+    """An archived entry (given with its words) whose words nearly all coincide with the text's (a
+    Jaccard of NEAR_DUPLICATE_JACCARD): the forgotten memory worded a little otherwise."""
     words = set(terms(core_text(text)))
     if len(words) < 3:
         return None
-    for a in archived:
-        other = set(terms(core_text(a.text)))
+    for other, a in archived:
         if len(words & other) / max(1, len(words | other)) >= NEAR_DUPLICATE_JACCARD:
             return a
     return None

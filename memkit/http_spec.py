@@ -204,7 +204,9 @@ ENTRY = {
     "properties": {"id": {"type": "string"}, "text": {"type": "string"}, "topic": {"type": "string"},
                    "kind": _NULL_STR, "tags": {"type": "array", "items": {"type": "string"}},
                    "date": {"type": ["string", "null"], "format": "date"}, "file": {"type": "string"},
-                   "line": {"type": "integer"}},
+                   "line": {"type": "integer"},
+                   "duplicate": {"type": "boolean", "description": "An add found the same text in the topic "
+                                 "already: this is that entry, not written again (absent otherwise)."}},
 }
 COMPONENTS: dict[str, Any] = {
     "Error": {"type": "object", "required": ["error", "status"], "additionalProperties": False,

@@ -49,7 +49,8 @@ TOOLS: dict[str, dict[str, Any]] = {
             "the user confirmed. Write one self-contained sentence (it will be read later without this "
             "conversation). It is appended to the topic file as '- [kind] text #tags (date)'; a new topic is "
             "created when needed, and a topic that grows too big is split into subtopics (the result says "
-            "where the entry landed). Returns the entry written: id, text, topic, kind, tags, date, file, line."),
+            "where the entry landed). Returns the entry written: id, text, topic, kind, tags, date, file, line; "
+            "when the topic holds the same text already, that entry, with duplicate: true (nothing is written)."),
         "annotations": WRITE,
     },
     "edit_memory": {

@@ -173,6 +173,15 @@ def test_add_with_due_and_until(served):
     assert status == 400 and "in the past" in answer["error"]
 
 
+def test_add_twice_returns_the_entry_there(served):
+    """Issue 26.1: the same text added again to its topic is not written twice; the answer says so."""
+    c = Client(served)
+    status, first = c.call("POST", "/add", {"text": "Keeps the spare key under the blue pot", "topic": "home"})
+    assert status == 201 and "duplicate" not in first
+    status, again = c.call("POST", "/add", {"text": "Keeps the spare key under the blue pot", "topic": "home"})
+    assert again["duplicate"] is True and again["id"] == first["id"] and again["line"] == first["line"]
+
+
 def test_pending_list_and_done(served):
     c = Client(served)
     status, answer = c.call("GET", "/pending")

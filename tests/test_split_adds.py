@@ -105,3 +105,16 @@ def test_a_part_two_words_in_the_order_said():
     assert name_words(topic, [0, 1, 2, 3, 4], ["soup", "batch"], set()) == ["soup"]  # in every entry: enough
     assert name_words(topic, [0, 1, 2, 3, 4], ["batch", "soup"], set()) == ["batch", "soup"]  # in 1 of 5: not alone
     assert name_words(topic, [0, 1, 2, 3, 4], ["batch", "soup"], {"cooking-batch"}) == ["soup"]  # taken
+
+
+def test_plain_adds_that_split_general_automatically_then_go_to_its_parts(tmp_path):
+    vault = make_vault(tmp_path, topic_split_threshold_lines=20)
+    lines = [line[2:].rsplit(" (", 1)[0] for line in themed_lines(per_theme=8)]
+    for text in lines[:21]:
+        vault.add(text)
+    assert "general" not in topic_files(vault) and len(vault.subtopics("general")) >= 2
+    for text in lines[21:]:
+        assert vault.add(text).topic.startswith("general-")
+    assert "general" not in topic_files(vault)
+    result = cli(vault, "check")
+    assert result.exit_code == 0, result.output

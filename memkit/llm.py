@@ -104,8 +104,9 @@ class HTTPChatLLM:
     def __repr__(self) -> str:
         return f"HTTPChatLLM(url={self.url!r}, model={self.settings.model!r})"
 
-    def chat(self, messages: list[dict[str, str]]) -> str:
-        """Send the conversation and return the assistant message content.
+    def chat(self, messages: list[dict[str, str]], *, json_mode: bool | None = None) -> str:
+        """Send the conversation and return the assistant message content (``json_mode=False``:
+        never asking for JSON, whatever ``llm.json_mode`` says: :func:`ask_text`).
 
         Retries once on a dropped connection, a truncated body, 429 and 5xx. If the server
         rejects ``response_format``, retries without it and stops sending it from then on.
@@ -115,19 +116,12 @@ class HTTPChatLLM:
         :param messages: OpenAI-style messages, each ``{"role": ..., "content": ...}``.
         :raises LLMError: the server is unreachable, too slow, refused, or answered nonsense.
         """
-        return self._chat(messages, self.json_mode)
-
-    def chat_text(self, messages: list[dict[str, str]]) -> str:
-        """Like :meth:`chat`, asking for plain text: never in JSON mode (:func:`ask_text`)."""
-        return self._chat(messages, False)
-
-    def _chat(self, messages: list[dict[str, str]], json_mode: bool) -> str:
         payload: dict[str, Any] = {
             "model": self.settings.model,
             "messages": [dict(m) for m in messages],
             "temperature": self.settings.temperature,
         }
-        if json_mode:
+        if self.json_mode if json_mode is None else json_mode:
             payload["response_format"] = {"type": "json_object"}
         body: bytes | None
         deadline = Deadline(self.settings.timeout_s)
@@ -447,22 +441,13 @@ def ask_json(
 
 
 def ask_text(llm: LLM, messages: list[dict[str, str]]) -> str:
-    """Ask for plain text (a summary, an opening line), stripped: never in JSON mode where the client
-    can say so (``chat_text``), and a JSON reply (a server in JSON mode answers ``{"summary": …}``
-    whatever the prompt says) is never taken for it. :raises LLMError: unreachable, empty, JSON."""
-    chat_text = getattr(llm, "chat_text", None)
-    reply = str(chat_text(messages) if callable(chat_text) else llm.chat(messages)).strip()
-    if not reply or (reply[:1] in "{[" and _is_json(reply)):
+    """Ask for plain text (a summary, an opening line), stripped: never in JSON mode, and a JSON reply
+    (a server in JSON mode answers ``{"summary": …}`` whatever the prompt says) is never taken for
+    it. :raises LLMError: unreachable, an empty reply, a JSON one."""
+    reply = (llm.chat(messages, json_mode=False) if isinstance(llm, HTTPChatLLM) else llm.chat(messages)).strip()
+    if not reply or (reply[:1] in "{[" and reply[-1:] in "}]" and _loads_lenient(reply)[0]):
         raise LLMError(f"the LLM answered {'JSON where text was asked for: ' + repr(reply[:80]) if reply else 'nothing'}")
     return reply
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
 
 
 def _parse_and_validate(reply: str, validate: Callable[[Any], Any] | None) -> Any:

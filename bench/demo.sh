@@ -22,6 +22,9 @@ step memkit index
 step memkit search "what rice do I use for paella"
 step memkit search "MikroTik hAP ax3"
 step memkit search "who is my doctor" --topic health -k 2
+echo; echo "--- find, then judge: questions worded unlike their answer ---"
+step memkit search "what do I drive?" -k 2
+step memkit search "what do I drive?" -k 2 --fast
 step memkit search "vet" --kind event --json
 
 echo; echo "--- split: cooking (67 entries, under the sample's topic_split_threshold_lines: 80) split by hand ---"
@@ -39,6 +42,7 @@ step memkit digest bench/demo/transcript-2026-11-21.txt
 step tail -n 4 "$work/vault/archive.md"
 step memkit search "rye starter" -k 3
 echo; echo "--- context: what an assistant puts in its system prompt ---"
+step memkit context "should I order the shrimp pasta?" --budget 400
 step memkit context "hi!" --session demo --budget 400
 step memkit context "I'm planning my training for the half marathon" --session demo --budget 600
 echo; echo "--- conversations: a session saved as a file, continued later from its recent history ---"

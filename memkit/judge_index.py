@@ -32,6 +32,7 @@ FILL_BATCH = 256  #: texts embedded and committed together by :meth:`JudgeVector
 SQL_VARS = 500  #: keys asked for in one SELECT
 BUSY_MS = 5000
 MEMORY_MAX = 200_000  #: vectors kept in memory where the file cannot be written
+RECENT_MAX = 20_000  #: stored vectors kept in memory after a search read them (float16: ~15 MB)
 
 Progress = Callable[[int, int], None]
 
@@ -50,6 +51,7 @@ class JudgeVectors:
         self._memory: dict[int, np.ndarray] | None = None  # the file cannot be used
         self._lock = threading.Lock()
         self._filled: tuple[int, int] | None = None  # (view lineage, rows) known to be stored
+        self._recent: dict[int, np.ndarray] = {}  # key -> vector of the candidates searches met lately
 
     # ---- storage --------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection | None:
@@ -133,11 +135,18 @@ class JudgeVectors:
             self._put(keys, vectors)
 
     # ---- what search and indexing call ---------------------------------------------------------
-    def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """The judge's unit vectors of ``texts`` (float32 ``(n, dim)``): stored ones read, the
-        others embedded now and stored."""
-        keys = text_keys(texts).tolist()
-        found = self._get(keys)
+    def vectors(self, texts: Sequence[str], keys: Sequence[int] | None = None) -> np.ndarray:
+        """The judge's unit vectors of ``texts`` (float32 ``(n, dim)``): stored ones read (the
+        ``RECENT_MAX`` met last from memory), the others embedded now and stored. ``keys``: their
+        :func:`memkit.judge.text_keys`, when the caller has them."""
+        keys = text_keys(texts).tolist() if keys is None else list(keys)
+        recent = self._recent
+        found = {k: recent[k] for k in keys if k in recent}
+        if len(found) < len(keys):
+            found.update(self._get([k for k in keys if k not in found]))
+            if len(recent) + len(found) > RECENT_MAX:
+                recent.clear()
+            recent.update(found)
         out = np.zeros((len(texts), self.judge.dim), dtype=np.float32)
         for i, k in enumerate(keys):
             if k in found:

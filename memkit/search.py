@@ -23,7 +23,7 @@ from .blas import single_thread
 from .config import Config
 from .errors import InvalidValue, ModelError, TopicNotFound
 from .index import Index, IndexReport
-from .judge import shared_judge
+from .judge import shared_judge, text_keys
 from .judge_index import JudgeVectors
 from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
@@ -121,6 +121,7 @@ class Searcher:
         self._importance: tuple[int, np.ndarray] | None = None  # (view lineage, importance per row)
         self._judge: JudgeVectors | None = None
         self._judge_off = False  #: the judge cannot run here (said once)
+        self._keys: tuple[int, np.ndarray, np.ndarray] | None = None  # (lineage, judge key per row, known)
         self.judge_params = JudgeParams()  #: the second stage's settings
 
     @property
@@ -370,7 +371,7 @@ class Searcher:
             return []
         rows = np.array([r[0] for r in pool], dtype=np.int64)
         try:
-            vectors = judge.vectors([view.texts[i] for i in rows.tolist()])
+            vectors = judge.vectors([view.texts[i] for i in rows.tolist()], self._judge_keys(view, rows))
             qj = judge.judge.embed([query])[0]
         except ModelError as exc:
             self.store.warn_once(f"{exc}; searching with the static model alone")
@@ -398,6 +399,24 @@ class Searcher:
                         break
         hits = hits_at(view, [(int(rows[i]), float(fused[i]), pool[i][2], pool[i][3]) for i in chosen])
         return [replace(h, judge=float(cosines[i]), confident=bool(sure[i])) for h, i in zip(hits, chosen)]
+
+    def _judge_keys(self, view: IndexView, rows: np.ndarray) -> list[int]:
+        """The judge's key (:func:`memkit.judge.text_keys`) of each of ``rows``, computed once a row
+        along the view's lineage."""
+        cached = self._keys
+        if cached is None or cached[0] != view.lineage or cached[1].shape[0] > len(view):
+            cached = (view.lineage, np.zeros(len(view), dtype=np.int64), np.zeros(len(view), dtype=bool))
+        elif cached[1].shape[0] < len(view):  # the view gained rows: room for theirs
+            grow = len(view) - cached[1].shape[0]
+            cached = (view.lineage, np.concatenate([cached[1], np.zeros(grow, np.int64)]),
+                      np.concatenate([cached[2], np.zeros(grow, bool)]))
+        self._keys = cached
+        _, keys, known = cached
+        todo = rows[~known[rows]]
+        if todo.size:
+            keys[todo] = text_keys([view.texts[i] for i in todo.tolist()])
+            known[todo] = True
+        return keys[rows].tolist()
 
     def importances(self, view: IndexView) -> np.ndarray:
         """Each row's ``(importance X)`` as float32 (read from its text; cached along the view's

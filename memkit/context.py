@@ -559,18 +559,22 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
                    session, estimate_tokens(text), omitted)
 
 
-CONTEXT_FLOOR = 0.2  #: a memory the judge scores below this cosine is not put in the block
+CONTEXT_FLOOR = 0.15  #: a memory the judge scores below this cosine is not put in the block
+CONTEXT_MEMORIES = 8  #: the judge's best this many (or max_memories_per_search, if more) for a message
 
 
 def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     """The memories for the message: with the judge (the second search stage), its best
-    ``max_memories_per_search`` whose judge cosine reaches ``CONTEXT_FLOOR`` (a related memory
-    costs the assistant a line; a missing one costs the answer), confident or not; without it, the
-    hits that are real evidence (:func:`_confident_hits`)."""
+    ``CONTEXT_MEMORIES`` whose judge cosine reaches ``CONTEXT_FLOOR``, confident or not (a
+    related memory costs the assistant a line; a missing one costs the answer: on memkit's
+    everyday set, the note that matters for a message is among the judge's best 5 for 70 % of
+    messages and its best 8 above 0.15 for 83 %); without it, the hits that are real evidence
+    (:func:`_confident_hits`)."""
     wanted = set(terms(message))
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
-    hits = searcher.search(message, threshold=None)
+    k = max(CONTEXT_MEMORIES, searcher.config.max_memories_per_search)
+    hits = searcher.search(message, threshold=None, k=k)
     if hits and hits[0].judge is not None:
         return [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR]
     return _confident_hits(searcher, message, hits)

@@ -188,7 +188,8 @@ def test_topic_detection_adds_the_topic_file_after_the_memories(topical):
     # messages that clearly detect another topic switch to it
     build_context(topical.searcher, "biscuit the dog vet", session=s, now=NOW)
     ctx = build_context(topical.searcher, "biscuit walks", session=s, now=NOW)
-    assert ctx.topic == "pets" and "## Current topic: Pets" in ctx.text and "paellera" not in ctx.text
+    assert ctx.topic == "pets" and "## Current topic: Pets" in ctx.text
+    assert "paellera" not in section(ctx.text, "Current topic: Pets")  # the earlier topic's file is gone
     assert state_of(topical, s)["topic"] == "pets"
 
 
@@ -204,6 +205,9 @@ def test_deleted_topic_falls_back_to_memories(topical):
 def test_topic_file_prose_stays_a_paragraph(topical):
     path = topical.root / "topics" / "cooking.md"
     write(path, path.read_text() + "\nWeeknights are quick: a rice bowl and a salad.\n\n- Bakes on Sundays\n")
+    with open(topical.root / "memkit.yaml", "a") as fh:  # the static stage's few memories: the file shows whole
+        fh.write("judge: false\n")
+    topical = Vault(topical.root, embedder=FakeEmbedder())
     ctx = build_context(topical.searcher, "hello there paella rice", now=NOW)
     assert ctx.topic == "cooking"
     assert "stock cubes\n\nWeeknights are quick: a rice bowl and a salad.\n\n- Bakes on Sundays\n" in ctx.text
@@ -227,9 +231,10 @@ def test_budget_trims_recent_then_topic_entries_never_instructions(tmp_path):
     full = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=100_000)
     assert full.topic == "cooking" and len(full.recent) == 14 and "not shown" not in full.text
 
-    ctx = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=400)
-    assert ctx.tokens <= 400 and len(ctx.text) <= 1600
+    ctx = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=700)
+    assert ctx.tokens <= 700 and len(ctx.text) <= 2800
     assert ctx.text.endswith(INSTRUCTIONS)
+    assert len(ctx.memories) == 8  # the message's own memories are shed last
     assert len(ctx.recent) == 5 and [r.topic for r in ctx.recent] == [f"topic-{i}" for i in range(5)]
     assert "- (9 more not shown)" in section(ctx.text, "Recent topics")
     body = section(ctx.text, "Current topic: Cooking")
@@ -239,6 +244,11 @@ def test_budget_trims_recent_then_topic_entries_never_instructions(tmp_path):
     assert hidden > 0 and 40 - hidden - len(ctx.memories) <= len(shown) <= 40 - hidden
     assert f"- ({hidden} less relevant entries not shown)" in body
     assert ctx.omitted == {"recent": 9, "memories": 0, "topic_entries": hidden, "profile": 0}
+
+    # tighter: the topic file, then the last recent topics go before the message's memories
+    ctx = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=400)
+    assert ctx.tokens <= 400 and ctx.text.endswith(INSTRUCTIONS)
+    assert ctx.recent == [] and ctx.omitted["topic_entries"] == 40 and len(ctx.memories) == 8
 
     # a budget that cannot even hold the instructions: they are kept whole, with a warning
     tiny = build_context(v.searcher, "paella bomba rice saffron", now=NOW, budget_tokens=10)

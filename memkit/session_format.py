@@ -47,8 +47,8 @@ The format (a person reads it in any editor; git merges two clones' appends with
   with ``sessions/*.md merge=union`` (both sides' blocks kept); messages are read in time order.
 - Pruned sessions move to ``sessions/archive/`` (tracked, readable, restorable with ``mv``).
 
-The id is the file name without its date: given (letters, digits, ``.``, ``_``, ``-``; a Claude Code
-session id fits) or generated (8 hex digits). The same string works as ``memkit context
+The id is the file name without its date: given (letters, digits, ``.``, ``_``, ``-``, not ending in
+``.md``, which reads as a file name; a Claude Code session id fits) or generated (8 hex digits). The same string works as ``memkit context
 --session``'s id. A format-layer module: text in, text out.
 """
 from __future__ import annotations
@@ -280,6 +280,9 @@ def check_session_id(session: str) -> str:
     if not _ID_RE.match(value) or ".." in value:
         raise InvalidValue(f"invalid session id {session!r}: use letters, digits, '.', '_' or '-' "
                            f"(at most 80, starting with a letter or digit)")
+    if value.endswith(".md"):  # read back as a file name: "x.md" would name session "x"
+        raise InvalidValue(f"invalid session id {session!r}: it must not end in '.md' (a session is found by "
+                           f"its id or its file name)")
     return value
 
 

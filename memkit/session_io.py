@@ -267,9 +267,7 @@ def import_conversations(sessions: Sessions, conversations: list[Conversation], 
         existing: Session | None = None
         if sid is not None:
             try:
-                existing = sessions.load(sid)
-                if existing.id != sid:  # a prefix matched another session
-                    existing = None
+                existing = sessions.load(sid, exact=True)  # never another session its id prefixes
             except MemkitError:
                 existing = None
         created = existing is None

@@ -161,9 +161,10 @@ class Sessions:
             line = data.count(b"\n", 0, exc.start) + 1
             raise MemkitError(f"{self.rel(path)} line {line}: not valid UTF-8") from None
 
-    def load(self, session: str) -> Session:
-        """One session, parsed. :raises SessionNotFound: no such session."""
-        path, archived = self.find(session)
+    def load(self, session: str, *, exact: bool = False) -> Session:
+        """One session, parsed (``exact``: named by its id or file name, never a prefix).
+        :raises SessionNotFound: no such session."""
+        path, archived = self.find(session, exact=exact)
         return self.load_path(path, archived)
 
     def load_path(self, path: Path, archived: bool = False) -> Session:
@@ -291,11 +292,10 @@ class Sessions:
         for _ in range(8):
             sid = check_session_id(session_id) if given else secrets.token_hex(4)  # type: ignore[arg-type]
             try:
-                path, _ = self.find(sid)
-                if given or path.name[11:-3] == sid:
-                    if given:
-                        raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
-                    continue
+                path, _ = self.find(sid, exact=True)  # "imp" is free while "imp2" exists
+                if given:
+                    raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
+                continue
             except SessionNotFound:
                 pass
             path = folder / f"{when.date().isoformat()}-{sid}.md"

@@ -65,7 +65,7 @@ from .errors import InvalidValue, MemkitError
 from .safeyaml import YamlError, load_yaml
 
 __all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "is_session_filename", "ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
-           "parse_session", "parse_session_tail", "parse_blocks", "render_header", "render_message", "render_summary",
+           "parse_session", "parse_session_tail", "parse_blocks", "last_block", "render_header", "render_message", "render_summary",
            "message_rows", "locate_row", "format_time", "parse_time", "now_utc", "time_key", "check_session_id",
            "check_role", "messages_sha", "restage", "STAGE", "STAGE_KEYS"]
 
@@ -439,6 +439,18 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1
             continue
         messages.append(SessionMessage(role, content, time, important, values.get("name") or None, line))
     return messages, summaries
+
+
+def last_block(text: str) -> int | None:
+    """The offset in a session file's ``text`` of its last block's heading (None: no block)."""
+    try:
+        _, body = _header(text[1:] if text.startswith("\ufeff") else text, "session")
+    except MemkitError:
+        return None
+    if text.startswith("\ufeff"):
+        body += 1
+    heads = _heads(text, body)
+    return heads[-1].start() if heads else None
 
 
 def parse_session(text: str, file: str, session_id: str, archived: bool = False) -> Session:

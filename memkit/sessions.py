@@ -281,8 +281,9 @@ class Sessions:
 
     def create(self, *, session_id: str | None = None, title: str | None = None, system: str | None = None,
                user: str | None = None, tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
-               now: datetime | None = None) -> Session:
-        """Create ``sessions/<day>-<id>.md`` atomically (never replacing a file).
+               now: datetime | None = None, messages: Sequence[SessionMessage] = ()) -> Session:
+        """Create ``sessions/<day>-<id>.md`` atomically (never replacing a file), holding
+        ``messages`` from the start (an import: a kill leaves no session or the whole one).
 
         :raises InvalidValue: a bad id; SessionConflict: the id is taken.
         """
@@ -300,8 +301,8 @@ class Sessions:
                 pass
             path = folder / f"{when.date().isoformat()}-{sid}.md"
             text = render_header(sid, format_time(when), title=title, system=system, user=user, tags=tags,
-                                 metadata=metadata)
-            if _create_exclusive(path, text.encode("utf-8")):
+                                 metadata=metadata) + "".join(render_message(m) for m in messages)
+            if _create_exclusive(path, text.encode("utf-8", errors="surrogatepass")):
                 return parse_session(text, self.rel(path), sid)
             if given:
                 raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
@@ -411,6 +412,10 @@ class Sessions:
         """A session's whole conversation: once it aged, its raw file's messages and those saved
         since (in time order; the raw file's header); else the session as it is."""
         path, archived = self.find(session)
+        return self.load_raw_path(path, archived)
+
+    def load_raw_path(self, path: Path, archived: bool = False) -> Session:
+        """:meth:`load_raw` of the session file ``path``."""
         live = self.load_path(path, archived)
         raw = self.raw_path(path)
         if not raw.is_file():

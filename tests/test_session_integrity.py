@@ -113,3 +113,94 @@ def test_an_id_ending_in_md_is_refused_everywhere(v: Vault) -> None:
     v.create_session(session_id="v1.0", now=T0)  # a dot elsewhere is fine, and reachable
     v.save_message("v1.0", "user", "hi", now=at(1))
     assert [m.content for m in v.session("v1.0").messages] == ["hi"]
+
+
+# ---- item 8: re-import adds only the messages the session lacks -------------------------------------
+
+def timed(n: int, start: int = 0, prefix: str = "message") -> list[dict]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{prefix} {i}: " + "words " * 5,
+             "time": (T0 + timedelta(minutes=i)).isoformat()} for i in range(start, n)]
+
+
+def contents(v: Vault, sid: str) -> list[str]:
+    return [m.content for m in v.session(sid).messages]
+
+
+def test_reimport_after_the_session_gained_a_message(v: Vault) -> None:
+    v.import_sessions(json.dumps(timed(3)).encode(), session_id="s")
+    v.save_message("s", "assistant", "a message saved since", now=at(2.5))
+    (again,) = v.import_sessions(json.dumps(timed(5)).encode(), session_id="s")
+    assert again.added == 2
+    got = contents(v, "s")
+    assert len(got) == 6 and len(set(got)) == 6 and got[3] == "a message saved since"
+    v.save_message("s", "user", "ok", now=at(10))  # the same words at another time are another message
+    (again,) = v.import_sessions(json.dumps(timed(5) + [{"role": "user", "content": "ok", "time": at(11).isoformat()}]
+                                            ).encode(), session_id="s")
+    assert again.added == 1 and contents(v, "s").count("ok") == 2
+
+
+def test_capture_save_after_the_session_gained_a_message(tmp_path: Path, v: Vault) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "I moved to Porto"},
+                                {"role": "assistant", "content": "Noted!"}]))
+    v.capture(path=chat, session="porto", save=True)
+    v.save_message("porto", "user", "a note typed in between")
+    chat.write_text(json.dumps([{"role": "user", "content": "I moved to Porto"},
+                                {"role": "assistant", "content": "Noted!"},
+                                {"role": "user", "content": "and I started a new job"}]))
+    again = v.capture(path=chat, session="porto", save=True)
+    assert again.saved["added"] == 1
+    assert sorted(contents(v, "porto")) == sorted(["I moved to Porto", "Noted!", "a note typed in between",
+                                                   "and I started a new job"])
+
+
+def test_reimport_of_an_aged_session_adds_only_what_is_new(tmp_path: Path) -> None:
+    from fake_llm import FakeLLM
+
+    summary = {"summary": "They talked about messages.", "key_points": ["many words"], "emotional_highlights": []}
+    with FakeLLM(lambda request: json.dumps(summary)) as fake:
+        root = Vault.init(tmp_path / "aged", profile=False).root
+        (root / "memkit.yaml").write_text(f"llm: {{base_url: '{fake.base_url}', model: m, timeout_s: 10}}\n")
+        v = Vault(root, embedder=FakeEmbedder())
+        long = [dict(m, content=m["content"] * 4) for m in timed(6)]
+        v.import_sessions(json.dumps(long).encode(), session_id="old")
+        next(j for j in v.upkeep(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
+        assert v.session("old").stage == "summary" and v.session("old").messages == []
+        newer = long + [{"role": "user", "content": "one more thing", "time": at(60).isoformat()}]
+        (again,) = v.import_sessions(json.dumps(newer).encode(), session_id="old")
+        assert again.added == 1 and contents(v, "old") == ["one more thing"]
+        assert len(v.raw_session("old").messages) == 7
+
+
+def test_a_file_cut_short_by_a_kill_is_completed_not_duplicated(v: Vault) -> None:
+    from memkit.session_format import render_message
+    from memkit.sessions import Sessions
+
+    v.import_sessions(json.dumps(timed(10)).encode(), session_id="big")
+    path = v.root / v.session("big").file
+    whole = timed(40)
+    # the next import's append, killed part way: every cut point (inside a heading, inside a content)
+    blocks = "".join(render_message(Sessions.message(m["role"], m["content"], time=m["time"])) for m in whole[10:])
+    before = path.read_bytes()
+    for cut in (1, 5, 40, len(blocks) // 2, len(blocks) - 3):
+        path.write_bytes(before + blocks[:cut].encode())
+        (again,) = v.import_sessions(json.dumps(whole).encode(), session_id="big")
+        got = contents(v, "big")
+        assert got == [m["content"] for m in whole], cut
+        (none,) = v.import_sessions(json.dumps(whole).encode(), session_id="big")
+        assert none.added == 0 and contents(v, "big") == got
+
+
+def test_a_claude_code_turn_that_grew_is_completed(tmp_path: Path, v: Vault) -> None:
+    transcript = tmp_path / "cc.jsonl"
+    lines = [{"type": "user", "sessionId": "cc-9", "timestamp": "2026-03-01T10:00:00Z",
+              "message": {"role": "user", "content": "rename the module"}},
+             {"type": "assistant", "sessionId": "cc-9", "timestamp": "2026-03-01T10:00:09Z",
+              "message": {"role": "assistant", "content": [{"type": "text", "text": "Renamed."}]}}]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    v.capture(path=transcript, save=True)
+    lines.append({"type": "assistant", "sessionId": "cc-9", "timestamp": "2026-03-01T10:00:20Z",
+                  "message": {"role": "assistant", "content": [{"type": "text", "text": "Tests pass too."}]}})
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    v.capture(path=transcript, save=True)
+    assert contents(v, "cc-9") == ["rename the module", "Renamed.\n\nTests pass too."]

@@ -37,7 +37,7 @@ from .errors import InvalidValue, MemkitError, TranscriptError
 from .session_format import (ROLES, Session, SessionMessage, check_session_id, format_time, last_block, parse_time,
                              render_message)
 from .sessions import Sessions
-from .transcript import decode_utf8, json_lines
+from .transcript import decode_utf8, json_lines, json_value
 
 log = logging.getLogger("memkit")
 
@@ -188,6 +188,26 @@ def _chatgpt(conversations: list[Any], name: str) -> list[Conversation]:
     return out
 
 
+def _claude_code(lines: list[bytes], name: str, fallback: str) -> Conversation:
+    """A Claude Code transcript's conversation (its lines that cannot be read logged and skipped)."""
+    skipped: list[str] = []
+    turns, sid = claude_code_turns(lines, skipped)
+    for problem in skipped:
+        log.warning("%s %s; skipped", name, problem)
+    if not turns:
+        raise TranscriptError(f"{name}: the Claude Code transcript has no user or assistant text")
+    msgs: list[SessionMessage] = []
+    last = fallback
+    untimed = set()
+    for message, stamp in turns:
+        own = _time(stamp)
+        if own is None and last == fallback:
+            untimed.add(len(msgs))
+        last = own or last
+        msgs.append(Sessions.message(message.role, message.content, time=last))
+    return Conversation(msgs, source_id=sid, metadata={"source": "claude-code"}, untimed=untimed)
+
+
 def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime | None = None
                         ) -> tuple[str, list[Conversation]]:
     """The conversations a file holds, and its format (see the module docstring).
@@ -197,36 +217,26 @@ def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime
     if fmt not in FORMATS:
         raise InvalidValue(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     fallback = format_time(now or datetime.now(timezone.utc))
+    if fmt == "claude-code":  # read line by line: a line that cannot be read is named and skipped
+        return "claude-code", [_claude_code(data.removeprefix(b"\xef\xbb\xbf").splitlines(), name, fallback)]
     text = decode_utf8(data, name)
     stripped = text.strip()
     if not stripped:
         raise TranscriptError(f"{name}: the file is empty")
     lines = [line for line in text.splitlines() if line.strip()]
-    if fmt in ("auto", "claude-code") and stripped.startswith("{"):
+    if fmt == "auto" and stripped.startswith("{"):
         head: list[Any] = []
         for first in lines[:20]:
             try:
                 head.append(json.loads(first))
-            except ValueError:
+            except (ValueError, RecursionError):
                 head.append(None)
-        if fmt == "claude-code" or any(is_claude_code_entry(obj) for obj in head):
-            turns, sid = claude_code_turns(line.encode("utf-8") for line in lines)
-            if not turns:
-                raise TranscriptError(f"{name}: the Claude Code transcript has no user or assistant text")
-            msgs: list[SessionMessage] = []
-            last = fallback
-            untimed = set()
-            for message, stamp in turns:
-                own = _time(stamp)
-                if own is None and last == fallback:
-                    untimed.add(len(msgs))
-                last = own or last
-                msgs.append(Sessions.message(message.role, message.content, time=last))
-            return "claude-code", [Conversation(msgs, source_id=sid, metadata={"source": "claude-code"},
-                                                untimed=untimed)]
+        if any(is_claude_code_entry(obj) for obj in head):
+            return "claude-code", [_claude_code([line.encode("utf-8") for line in text.splitlines()], name,
+                                                fallback)]
     if stripped.startswith("["):
         try:
-            items = json.loads(stripped)
+            items = json_value(stripped, name)
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"{name} line {exc.lineno}: looks like JSON but is not valid: {exc.msg}") from None
         if fmt == "chatgpt" or (fmt == "auto" and items and isinstance(items[0], dict) and "mapping" in items[0]):
@@ -234,7 +244,7 @@ def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime
         return "jsonl", [_from_objects(items, name, fallback)]
     if stripped.startswith("{"):
         try:
-            whole = json.loads(stripped)
+            whole = json_value(stripped, name)
         except json.JSONDecodeError:
             whole = None
         if isinstance(whole, dict) and "mapping" in whole:  # one ChatGPT conversation

@@ -170,14 +170,15 @@ class Sessions:
     def load_path(self, path: Path, archived: bool = False) -> Session:
         text, _ = self._read(path)
         m = NAME_RE.match(path.name)
-        return parse_session(text, self.rel(path), m.group(2) if m else path.stem, archived)
+        return _warned(parse_session(text, self.rel(path), m.group(2) if m else path.stem, archived))
 
     def load_tail(self, path: Path, chars: int, archived: bool = False) -> tuple[Session, int]:
         """The session of ``path`` with only its newest messages parsed (see
         :func:`parse_session_tail`), and how many earlier ones were not."""
         text, _ = self._read(path)
         m = NAME_RE.match(path.name)
-        return parse_session_tail(text, self.rel(path), m.group(2) if m else path.stem, chars, archived)
+        session, earlier = parse_session_tail(text, self.rel(path), m.group(2) if m else path.stem, chars, archived)
+        return _warned(session), earlier
 
     def each(self, skipped: str) -> Iterator[tuple[Path, Session]]:
         """Every session file with its session, parsed; one that cannot be read is logged
@@ -473,6 +474,20 @@ class Sessions:
                     raise describe_os_error(exc, self.rel(path)) from exc
             report.sessions.append(info)
         return report
+
+
+_WARNED: set[str] = set()
+
+
+def _warned(session: Session) -> Session:
+    """``session``, its :attr:`Session.problems` logged (each once per process and file line)."""
+    for problem in session.problems:
+        said = f"{session.file} {problem}"
+        if said not in _WARNED:
+            if len(_WARNED) < 10_000:
+                _WARNED.add(said)
+            log.warning("%s", said)
+    return session
 
 
 def _create_exclusive(path: Path, data: bytes) -> bool:

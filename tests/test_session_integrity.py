@@ -204,3 +204,76 @@ def test_a_claude_code_turn_that_grew_is_completed(tmp_path: Path, v: Vault) -> 
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
     v.capture(path=transcript, save=True)
     assert contents(v, "cc-9") == ["rename the module", "Renamed.\n\nTests pass too."]
+
+
+# ---- item 11: nothing silently dropped ---------------------------------------------------------------
+
+def test_malformed_headings_stay_readable_and_are_named(v: Vault, caplog) -> None:
+    import logging
+
+    s = v.create_session(session_id="edited", now=T0)
+    v.save_message("edited", "user", "a first real message", now=at(1))
+    path = v.root / s.file
+    with open(path, "a") as fh:
+        fh.write("\n### user · not-a-time\nhand typed reminder about the boiler\n"
+                 "\n### robot · 2026-03-01T09:05:00Z\nbeep from the thermostat\n"
+                 "\n### Assistant · 2026-03-01T09:06:00Z\ncapitalised role\n")
+    lines = path.read_text().splitlines()
+    with caplog.at_level(logging.WARNING, logger="memkit"):
+        got = [(m.role, m.name, m.content) for m in v.session("edited").messages]
+    assert got == [("user", None, "a first real message"),
+                   ("user", None, "hand typed reminder about the boiler"),
+                   ("user", "robot", "beep from the thermostat"),
+                   ("assistant", None, "capitalised role")]
+    said = " | ".join(r.getMessage() for r in caplog.records)
+    bad_time = lines.index("### user · not-a-time") + 1
+    robot = lines.index("### robot · 2026-03-01T09:05:00Z") + 1
+    assert f"{s.file} line {bad_time}: 'not-a-time' is not a time" in said
+    assert f"{s.file} line {robot}: unknown role 'robot'" in said
+    exported = v.export_session("edited")
+    assert "boiler" in exported and "thermostat" in exported
+    assert "boiler" in " ".join(m.content for m in v.recent_messages("edited", 1000).messages)
+    assert [h.text for h in v.search_sessions("boiler reminder", k=1)] == ["hand typed reminder about the boiler"]
+    shown = cli(v, "session", "show", "edited")
+    assert shown.exit_code == 0 and "boiler" in shown.output and "thermostat" in shown.output
+
+
+def test_a_message_that_reads_as_a_malformed_heading_round_trips(v: Vault) -> None:
+    v.create_session(session_id="rt", now=T0)
+    text = "### user · see below\n### Robot · 2026-01-01T00:00:00Z\n### Step 1 · unpack"
+    v.save_message("rt", "user", text, now=at(1))
+    assert [m.content for m in v.session("rt").messages] == [text]
+
+
+def cc_line(role: str, text: str, stamp: str) -> bytes:
+    return json.dumps({"type": role, "sessionId": "cc-bad", "timestamp": stamp,
+                       "message": {"role": role, "content": text}}).encode() + b"\n"
+
+
+def test_capture_names_a_line_it_cannot_read(tmp_path: Path, v: Vault, caplog) -> None:
+    import logging
+
+    transcript = tmp_path / "cc.jsonl"
+    transcript.write_bytes(cc_line("user", "first", "2026-03-01T10:00:00Z")
+                           + b'{"type": "assistant", "message": {"role": "assistant", "content": "caf\xe9"}}\n'
+                           + cc_line("assistant", "third", "2026-03-01T10:00:09Z"))
+    with caplog.at_level(logging.WARNING, logger="memkit"):
+        result = v.capture(path=transcript, save=True)
+    assert result.skipped == [f"{transcript} line 2: not valid UTF-8 (byte 71)"]
+    said = " | ".join(r.getMessage() for r in caplog.records)
+    assert f"{transcript} line 2: not valid UTF-8" in said
+    assert result.to_dict()["skipped"] == result.skipped
+    assert [m.content for m in v.session("cc-bad").messages] == ["first", "third"]  # --save reads it the same way
+    out = cli(v, "capture", str(transcript))
+    assert out.exit_code == 0 and f"{transcript} line 2: not valid UTF-8" in out.output
+
+
+@pytest.mark.parametrize("command", ["session import", "capture", "digest"])
+def test_deeply_nested_json_is_a_one_line_error_naming_the_file(tmp_path: Path, v: Vault, command: str) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    result = cli(v, *command.split(), str(deep))
+    assert result.exit_code != 0
+    assert "RecursionError" not in result.output and "unexpected error" not in result.output, result.output
+    assert "deep.json" in result.output and "nested too deeply" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output

@@ -64,7 +64,7 @@ import yaml
 from .errors import InvalidValue, MemkitError
 from .safeyaml import YamlError, load_yaml
 
-__all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "is_session_filename", "ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
+__all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "RAW_DIR", "is_session_filename", "ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
            "parse_session", "parse_session_tail", "parse_blocks", "last_block", "render_header", "render_message", "render_summary",
            "message_rows", "locate_row", "format_time", "parse_time", "now_utc", "time_key", "check_session_id",
            "check_role", "messages_sha", "restage", "STAGE", "STAGE_KEYS"]
@@ -72,6 +72,7 @@ __all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "is_session_filename", "ROLES", "NAME_
 SESSIONS_DIR = "sessions"  #: the folder of session files, in the vault
 MAX_SESSION_BYTES = 256 * 1024 * 1024  #: a session file is read up to this size
 ARCHIVE_DIR = "archive"  #: pruned sessions, under SESSIONS_DIR
+RAW_DIR = "raw"  #: under sessions/archive/: the raw conversations of aged sessions
 ROLES = ("user", "assistant", "system", "tool")
 SUMMARY = "summary"
 STAGE = "stage"  #: a summary block's ``of=`` when it holds an aged conversation's stage text

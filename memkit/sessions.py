@@ -34,6 +34,7 @@ from .session_format import (
     ARCHIVE_DIR,
     MAX_SESSION_BYTES,
     NAME_RE,
+    RAW_DIR,
     SESSIONS_DIR,
     SessionInfo,
     PruneReport,
@@ -57,7 +58,6 @@ log = logging.getLogger("memkit")
 
 __all__ = ["SESSIONS_DIR", "Sessions"]
 
-RAW_DIR = "raw"  #: under sessions/archive/: the raw conversations of aged sessions
 LIST_CACHE = "session-list.json"  #: under .memkit/: what listing read of each file, by its stat
 LIST_FORMAT = 2  #: the listing cache's format (2: an aged session counts the messages its stage condensed)
 

@@ -277,3 +277,53 @@ def test_deeply_nested_json_is_a_one_line_error_naming_the_file(tmp_path: Path, 
     assert "RecursionError" not in result.output and "unexpected error" not in result.output, result.output
     assert "deep.json" in result.output and "nested too deeply" in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+# ---- item 12: leftovers ---------------------------------------------------------------------------------
+
+def test_temp_files_a_kill_left_are_swept_and_ignored_by_git(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    root = Vault.init(tmp_path / "v", profile=False).root
+    raw = root / "sessions" / "archive" / "raw"
+    raw.mkdir(parents=True)
+    left = [root / "sessions" / ".2026-03-01-a.md.k3j_x9zq.tmp", raw / ".2026-03-01-a.md.0f3a9c2e.tmp",
+            root / "sessions" / "archive" / ".2026-02-01-b.md.a1b2c3d4.tmp"]
+    for path in left:
+        path.write_text("---\nid: a\n---\nhalf a rewrite")
+    mine = root / "sessions" / ".notes.tmp"  # not memkit's: kept
+    mine.write_text("a person's")
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+        ignored = subprocess.run(["git", "check-ignore", *map(str, left)], cwd=root, capture_output=True, text=True)
+        assert ignored.stdout.split() == [str(p) for p in left]
+    Vault(root, embedder=FakeEmbedder()).create_session(session_id="next", now=T0)  # the next write
+    assert not any(p.exists() for p in left) and mine.exists()
+
+
+KILLED_IMPORT = """
+import os, signal, sys
+import memkit.sessions
+from memkit import Vault
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+memkit.sessions.append_guarded = killed  # a kill after the session file was made, before its messages
+Vault(sys.argv[1]).import_sessions(open(sys.argv[2], "rb").read(), session_id="imp")
+"""
+
+
+def test_a_killed_import_leaves_no_orphan_session(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    root = Vault.init(tmp_path / "v", profile=False).root
+    data = tmp_path / "chat.json"
+    data.write_text(json.dumps(timed(20)))
+    run = subprocess.run([sys.executable, "-c", KILLED_IMPORT, str(root), str(data)], capture_output=True, text=True)
+    assert run.returncode in (0, -signal.SIGKILL), run.stderr
+    v = Vault(root, embedder=FakeEmbedder())
+    assert [len(v.session(s.id).messages) for s in v.sessions()] in ([], [20])  # nothing or everything
+    (imported,) = v.import_sessions(data.read_bytes(), session_id="imp")
+    assert len(imported.session.messages) == 20 and v.sessions()[0].messages == 20

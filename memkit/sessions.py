@@ -7,7 +7,8 @@ and pruned, one file each (the format: :mod:`memkit.session_format`).
   then the file is replaced atomically holding its lock, which every append takes too (shared),
   so a message saved meanwhile lands in the new file.
 - Nothing is followed out of the vault: a ``sessions/`` that is a symlink leading outside, and a
-  session file that is a symlink, are refused.
+  session file that is a symlink, are refused; a ``sessions/archive/`` or ``archive/raw/`` that
+  leads outside is never written (aging and prune refuse it) nor read (a warning says so).
 - Listing caches what it read of each file by its stat in ``.memkit/session-list.json``.
 - Pruned sessions move to ``sessions/archive/`` (tracked, readable, restorable with ``mv``).
 
@@ -78,6 +79,20 @@ class Sessions:
         self.state_dir = state_dir
         self.config = config
         self._listing: dict[str, tuple[tuple[int, int, int], SessionInfo]] | None = None
+        self._said: set[str] = set()  #: the warnings logged (each once per object)
+
+    def _warn_once(self, message: str) -> None:
+        """Log a warning once per object (a file read again is not reported again)."""
+        if message not in self._said:
+            if len(self._said) < 10_000:
+                self._said.add(message)
+            log.warning("%s", message)
+
+    def _warned(self, session: Session) -> Session:
+        """``session``, its :attr:`Session.problems` logged (each once, with its file and line)."""
+        for problem in session.problems:
+            self._warn_once(f"{session.file} {problem}")
+        return session
 
     # -- paths
     def rel(self, path: Path) -> str:
@@ -98,10 +113,32 @@ class Sessions:
             return folder.is_dir()
         return stat.S_ISDIR(st.st_mode)
 
+    def _outside(self, folder: Path) -> bool:
+        """Whether ``folder`` (existing or not) leads out of the vault through a symlink."""
+        try:
+            folder.resolve().relative_to(self.root.resolve())
+            return False
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+            return True
+
+    def _refuse_outside(self, folder: Path) -> None:
+        """:raises MemkitError: ``folder`` (one of sessions/'s, to be written) leads out of the vault."""
+        if self._outside(folder):
+            link = next((f for f in (self.dir, self.archive_dir, self.archive_dir / RAW_DIR)
+                         if f.is_symlink() and self._outside(f)), folder)
+            raise MemkitError(f"{self.rel(link)}/ is a symlink to a folder outside the vault; memkit does not "
+                              f"follow it (make it a real folder inside the vault)")
+
     def _files(self, archived: bool = False) -> list[os.DirEntry[str]]:
         folder = self.archive_dir if archived else self.dir
-        if not self._folder_ok(self.dir) or (archived and not self._folder_ok(folder)):
+        if not self._folder_ok(self.dir):
             return []
+        if archived:
+            if self._outside(folder):  # not followed: the live sessions still work
+                self._warn_once(f"{self.rel(folder)}/ is a symlink to a folder outside the vault; not followed")
+                return []
+            if not self._folder_ok(folder):
+                return []
         try:
             with os.scandir(folder) as it:
                 return sorted((e for e in it if NAME_RE.match(e.name) and not e.name.startswith(".")),
@@ -170,7 +207,7 @@ class Sessions:
     def load_path(self, path: Path, archived: bool = False) -> Session:
         text, _ = self._read(path)
         m = NAME_RE.match(path.name)
-        return _warned(parse_session(text, self.rel(path), m.group(2) if m else path.stem, archived))
+        return self._warned(parse_session(text, self.rel(path), m.group(2) if m else path.stem, archived))
 
     def load_tail(self, path: Path, chars: int, archived: bool = False) -> tuple[Session, int]:
         """The session of ``path`` with only its newest messages parsed (see
@@ -178,7 +215,7 @@ class Sessions:
         text, _ = self._read(path)
         m = NAME_RE.match(path.name)
         session, earlier = parse_session_tail(text, self.rel(path), m.group(2) if m else path.stem, chars, archived)
-        return _warned(session), earlier
+        return self._warned(session), earlier
 
     def each(self, skipped: str) -> Iterator[tuple[Path, Session]]:
         """Every session file with its session, parsed; one that cannot be read is logged
@@ -394,11 +431,21 @@ class Sessions:
         ``sessions/archive/raw/<its name>``."""
         return self.archive_dir / RAW_DIR / path.name
 
+    def raw_file(self, path: Path) -> Path | None:
+        """The raw conversation of the session file ``path`` when it has one inside the vault
+        (one reached through a symlink out of it is not read: a warning says so)."""
+        raw = self.raw_path(path)
+        if self._outside(raw.parent):
+            self._warn_once(f"{self.rel(raw.parent)}/ leads outside the vault through a symlink; not read")
+            return None
+        return raw if raw.is_file() else None
+
     def keep_raw(self, path: Path, base: bytes, messages: Sequence[SessionMessage]) -> Path:
         """Keep the raw conversation before ``path`` is compressed: the first time, its file as it
         is (``base``, byte for byte); later, the ``messages`` the raw file lacks, appended. Returns
         the raw file."""
         raw = self.raw_path(path)
+        self._refuse_outside(raw.parent)
         try:
             raw.parent.mkdir(parents=True, exist_ok=True)
             if not raw.exists() and _create_exclusive(raw, base):
@@ -418,8 +465,8 @@ class Sessions:
     def load_raw_path(self, path: Path, archived: bool = False) -> Session:
         """:meth:`load_raw` of the session file ``path``."""
         live = self.load_path(path, archived)
-        raw = self.raw_path(path)
-        if not raw.is_file():
+        raw = self.raw_file(path)
+        if raw is None:
             return live
         whole = self.load_path(raw, archived=True)
         kept = {(m.role, m.time, m.content) for m in whole.messages}
@@ -464,6 +511,7 @@ class Sessions:
                     if delete:
                         path.unlink()
                     else:
+                        self._refuse_outside(self.archive_dir)
                         self.archive_dir.mkdir(exist_ok=True)
                         target = self.archive_dir / path.name
                         if target.exists():
@@ -474,20 +522,6 @@ class Sessions:
                     raise describe_os_error(exc, self.rel(path)) from exc
             report.sessions.append(info)
         return report
-
-
-_WARNED: set[str] = set()
-
-
-def _warned(session: Session) -> Session:
-    """``session``, its :attr:`Session.problems` logged (each once per process and file line)."""
-    for problem in session.problems:
-        said = f"{session.file} {problem}"
-        if said not in _WARNED:
-            if len(_WARNED) < 10_000:
-                _WARNED.add(said)
-            log.warning("%s", said)
-    return session
 
 
 def _create_exclusive(path: Path, data: bytes) -> bool:

@@ -327,3 +327,52 @@ def test_a_killed_import_leaves_no_orphan_session(tmp_path: Path) -> None:
     assert [len(v.session(s.id).messages) for s in v.sessions()] in ([], [20])  # nothing or everything
     (imported,) = v.import_sessions(data.read_bytes(), session_id="imp")
     assert len(imported.session.messages) == 20 and v.sessions()[0].messages == 20
+
+
+# ---- item 13: an archive that leads outside the vault ---------------------------------------------------
+
+SUMMARY = {"summary": "They talked about messages.", "key_points": ["many words"], "emotional_highlights": []}
+
+
+def aged_vault(tmp_path: Path, fake) -> Vault:
+    root = Vault.init(tmp_path / "v13", profile=False).root
+    (root / "memkit.yaml").write_text(f"llm: {{base_url: '{fake.base_url}', model: m, timeout_s: 10}}\n")
+    v = Vault(root, embedder=FakeEmbedder())
+    long = [dict(m, content=m["content"] * 4) for m in timed(6)]
+    v.import_sessions(json.dumps(long).encode(), session_id="old")
+    return v
+
+
+@pytest.mark.parametrize("link", ["sessions/archive", "sessions/archive/raw"])
+def test_aging_never_writes_through_a_link_out_of_the_vault(tmp_path: Path, link: str) -> None:
+    from fake_llm import FakeLLM
+
+    with FakeLLM(lambda request: json.dumps(SUMMARY)) as fake:
+        v = aged_vault(tmp_path, fake)
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (v.root / link).parent.mkdir(parents=True, exist_ok=True)
+        (v.root / link).symlink_to(outside)
+        before = (v.root / v.session("old").file).read_bytes()
+        job = next(j for j in v.upkeep(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
+        assert "failed" in job.did and f"{link}/ is a symlink to a folder outside the vault" in job.did, job.did
+        assert list(outside.rglob("*")) == []  # nothing written outside
+        assert (v.root / v.session("old").file).read_bytes() == before  # the session is as it was
+        assert len(v.session("old").messages) == 6 and len(v.raw_session("old").messages) == 6
+        assert cli(v, "session", "list").exit_code == 0  # every other session command still works
+        v.save_message("old", "user", "still here", now=at(30))
+
+
+def test_prune_never_moves_sessions_through_a_link_out_of_the_vault(tmp_path: Path, v: Vault) -> None:
+    from memkit import MemkitError
+
+    v.create_session(session_id="stale", now=T0)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (v.root / "sessions" / "archive").symlink_to(outside)
+    with pytest.raises(MemkitError, match="sessions/archive/ is a symlink to a folder outside the vault"):
+        v.prune_sessions(now=T0 + timedelta(days=999))
+    assert list(outside.iterdir()) == [] and [s.id for s in v.sessions()] == ["stale"]
+    result = cli(v, "session", "list", "--archived")
+    assert result.exit_code == 0 and "outside the vault" in result.output
+    assert cli(v, "session", "show", "stale").exit_code == 0

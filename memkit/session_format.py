@@ -65,7 +65,7 @@ from .errors import InvalidValue, MemkitError
 from .safeyaml import YamlError, load_yaml
 
 __all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "RAW_DIR", "is_session_filename", "ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
-           "parse_session", "parse_session_tail", "parse_blocks", "last_block", "render_header", "render_message", "render_summary",
+           "parse_session", "parse_session_tail", "parse_blocks", "last_block", "split_blocks", "render_header", "render_message", "render_summary",
            "message_rows", "locate_row", "format_time", "parse_time", "now_utc", "time_key", "check_session_id",
            "check_role", "messages_sha", "restage", "STAGE", "STAGE_KEYS"]
 
@@ -466,6 +466,21 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1, problems: list[
             continue
         messages.append(SessionMessage(role, content, time, important, name, line))
     return messages, summaries
+
+
+def split_blocks(text: str, file: str) -> tuple[str, str, list[str]]:
+    """A session file's text in three parts: its header (the frontmatter with its ``---`` lines;
+    ``""`` when it has none), what stands before its first block (the ``# title``), and each
+    block's text (its heading to the next heading, blank lines at its end left out, ending in a
+    newline). :raises MemkitError: a header that cannot be read."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    _, body = _header(text, file)
+    rest = text[body:]
+    heads = _heads(rest, 0)
+    blocks = [rest[m.start():heads[i + 1].start() if i + 1 < len(heads) else len(rest)].rstrip("\r\n") + "\n"
+              for i, m in enumerate(heads)]
+    return text[:body], rest[:heads[0].start()] if heads else rest, blocks
 
 
 def last_block(text: str) -> int | None:

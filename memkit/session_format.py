@@ -88,7 +88,8 @@ _HEADING = (rf"### (?:(?i:user|assistant|system|tool|summary) · [^\r\n]*|[A-Za-
             rf"(?:(?: · |[ \t])[^\r\n]*)?)")
 #: group 1: escaping backslashes (content, not a heading, when any); group 2: the heading
 #: (matched against the text after a "\n": a literal first character lets the regex engine skip ahead)
-_HEAD_RE = re.compile(rf"\n(\\*)({_HEADING})\r?(?=\n|\Z)")
+_HEAD_RE = re.compile(rf"\n(\\*)(### (?:(user|assistant|system|tool|summary) · ({_TIME})((?: · [^\r\n]*)?)[ \t]*"
+                      rf"|{_HEADING[4:]}))\r?(?=\n|\Z)")  #: groups 3-5: role, time, flags of a heading read whole
 _ESCAPE_RE = re.compile(rf"^(\\*{_HEADING})", re.M)
 
 
@@ -413,6 +414,25 @@ def _heads(text: str, start: int) -> list[re.Match[str]]:
     return [m for m in _HEAD_RE.finditer("\n" + text, start) if not m.group(1)]
 
 
+def _loose(heading: str, line: int, previous: str, problems: list[str] | None) -> tuple[str, str, str]:
+    """(role, time, flags) of a heading that is not read whole: an unknown role as ``"\\0ROLE"``,
+    a time that is not one as ``previous``; what was wrong added to ``problems``."""
+    written, _, rest = heading[4:].rstrip(" \t").partition(" · ")
+    time, _, rest = rest.partition(" · ")
+    time = time.strip()
+    role = written.lower()
+    why = []
+    if role not in ROLES and role != SUMMARY:
+        why.append(f"unknown role {written!r}: read as a user message named {written}")
+        role = "\0" + written
+    if not _TIME_RE.fullmatch(time):
+        why.append(f"{time!r} is not a time (2026-11-24T10:03:12Z): read with the time before it")
+        time = previous
+    if why and problems is not None:
+        problems.append(f"line {line}: {'; '.join(why)}")
+    return role, time, (" · " + rest) if rest else ""
+
+
 def parse_blocks(text: str, start: int = 0, first_line: int = 1, problems: list[str] | None = None
                  ) -> tuple[list[SessionMessage], list[SessionSummary]]:
     """The messages and summaries of a session file's body (``text[start:]``; ``first_line`` is
@@ -437,21 +457,14 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1, problems: list[
             content = content.replace("\r\n", "\n")
         if "\\###" in content:
             content = _unescape(content)
-        written, _, rest = m.group(2)[4:].rstrip(" \t").partition(" · ")
-        time, _, rest = rest.partition(" · ")
-        time = time.strip()
-        important, values = _flags(rest) if rest else no_flags
-        role, name = written.lower(), values.get("name") or None
-        why = []
-        if role not in ROLES and role != SUMMARY:
-            why.append(f"unknown role {written!r}: read as a user message named {written}")
-            role, name = "user", name or written
-        if not _TIME_RE.fullmatch(time):
-            why.append(f"{time!r} is not a time (2026-11-24T10:03:12Z): read with the time before it")
-            time = previous
-        if why and problems is not None:
-            problems.append(f"line {line}: {'; '.join(why)}")
+        role, time, rest = m.group(3, 4, 5)
+        if role is None:  # a heading memkit cannot read whole
+            role, time, rest = _loose(m.group(2), line, previous, problems)
         previous = time or previous
+        important, values = _flags(rest) if rest else no_flags
+        name = values.get("name") or None
+        if role.startswith("\0"):  # an unknown role: a user message named after it
+            role, name = "user", name or role[1:]
         if role == SUMMARY:
             try:
                 covers = int(values.get("covers", ""))

@@ -24,6 +24,7 @@ replaced by the whole messages, not duplicated. So is a Claude Code turn that gr
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections import Counter
@@ -300,9 +301,22 @@ def _cut_tail(text: str, conv: Conversation) -> int | None:
         whole = render_message(message)[1:]
         if tail.rstrip("\r\n") == whole.rstrip("\n"):
             return None  # held whole
-        if "".join(render_message(m) for m in conv.messages[i:])[1:].startswith(tail):
+        if _renders_from(conv.messages, i, len(tail) + 1).startswith(tail):
             return start
     return None
+
+
+def _renders_from(messages: list[SessionMessage], first: int, chars: int) -> str:
+    """What ``messages[first:]`` render to (without the first blank line), at least ``chars``
+    characters of it (all when shorter)."""
+    parts: list[str] = []
+    size = 0
+    for message in itertools.islice(messages, first, None):
+        parts.append(render_message(message))
+        size += len(parts[-1])
+        if size > chars:
+            break
+    return "".join(parts)[1:]
 
 
 @dataclass

@@ -177,3 +177,17 @@ def test_git_setup_names_the_session_files_in_the_clones_own_attributes(clones: 
     assert lines.count("/sessions/*.md merge=memkit") == 1 and "/sessions/archive/raw/*.md merge=memkit" in lines
     found = git(a, "check-attr", "merge", "sessions/2026-03-01-x.md", "topics/pets.md").stdout
     assert "sessions/2026-03-01-x.md: merge: memkit" in found and "topics/pets.md: merge: memkit" in found
+
+
+def test_two_raw_conversations_added_on_both_clones_merge_message_by_message() -> None:
+    """Both clones aged the session, one after a further message: both added its raw file."""
+    from memkit.session_format import SessionMessage, parse_session, render_header, render_message
+    from memkit.session_merge import merge_session
+
+    head = render_header("lisbon", "2026-03-01T09:00:00Z", title="Lisbon trip")
+    said = [render_message(SessionMessage(role, text, f"2026-03-01T09:0{i}:00Z")) for i, (role, text) in enumerate(CHAT)]
+    later = render_message(SessionMessage("user", "one more", "2026-03-02T10:00:00Z"))
+    merged, left = merge_session("", head + "".join(said), head + "".join(said) + later)
+    assert left == 0
+    assert [m.content for m in parse_session(merged, "raw", "lisbon").messages] == [t for _, t in CHAT] + ["one more"]
+    assert merged.startswith(head) and merged.count("---\n") == 2

@@ -149,12 +149,11 @@ class Sessions:
     def find(self, session: str, *, exact: bool = False) -> tuple[Path, bool]:
         """The file of session ``session`` (its id, a unique prefix of it unless ``exact``, or its
         file name) and whether it is archived. :raises SessionNotFound: none or several match."""
-        raw = session.strip()
-        if raw.endswith(".md"):
-            raw = raw[:-3]
-        raw = raw.rsplit("/", 1)[-1]
+        given = session.strip().rsplit("/", 1)[-1]
+        raw = given[:-3] if given.endswith(".md") else given
         if not raw or ".." in raw or "\\" in raw or "\0" in raw:
             raise SessionNotFound(f"no session {session!r}")
+        names = {raw, given}  # a file name, or an id ending in .md (made before such ids were refused)
         same: list[tuple[Path, bool]] = []
         prefix: list[tuple[Path, bool]] = []
         for archived in (False, True):
@@ -162,7 +161,7 @@ class Sessions:
                 m = NAME_RE.match(entry.name)
                 assert m is not None
                 sid, stem = m.group(2), entry.name[:-3]
-                if raw in (sid, stem):
+                if sid in names or stem in names:
                     same.append((Path(entry.path), archived))
                 elif not exact and sid.startswith(raw):
                     prefix.append((Path(entry.path), archived))
@@ -173,8 +172,8 @@ class Sessions:
             return found[0]
         if not found:
             raise SessionNotFound(f"no session {session!r} in {SESSIONS_DIR}/ (`memkit session list` shows them)")
-        names = ", ".join(NAME_RE.match(p.name).group(2) for p, _ in found[:5])  # type: ignore[union-attr]
-        raise SessionNotFound(f"session {session!r} is ambiguous: {names}{'…' if len(found) > 5 else ''}")
+        listed = ", ".join(NAME_RE.match(p.name).group(2) for p, _ in found[:5])  # type: ignore[union-attr]
+        raise SessionNotFound(f"session {session!r} is ambiguous: {listed}{'…' if len(found) > 5 else ''}")
 
     # -- reading
     def _read_bytes(self, path: Path) -> tuple[bytes, os.stat_result]:

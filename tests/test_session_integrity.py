@@ -376,3 +376,11 @@ def test_prune_never_moves_sessions_through_a_link_out_of_the_vault(tmp_path: Pa
     result = cli(v, "session", "list", "--archived")
     assert result.exit_code == 0 and "outside the vault" in result.output
     assert cli(v, "session", "show", "stale").exit_code == 0
+
+
+def test_a_session_made_with_an_md_id_before_they_were_refused_is_reachable(v: Vault) -> None:
+    (v.root / "sessions").mkdir()
+    (v.root / "sessions" / "2026-03-01-x.md.md").write_text("---\nid: x.md\ncreated: 2026-03-01T09:00:00Z\n---\n")
+    v.save_message("x.md", "user", "still reachable", now=at(1), exact=True)
+    assert [m.content for m in v.session("x.md").messages] == ["still reachable"]
+    assert v.session("2026-03-01-x.md.md").id == "x.md"

@@ -389,7 +389,7 @@ def _add_lacking(sessions: Sessions, path: Path, conv: Conversation) -> tuple[Se
         blocks = "".join(render_message(m) for m in new)
         sessions.rewrite(path, text[:cut].rstrip("\r\n") + "\n" + blocks, base, stamp)
         log.info("%s: its last message completed (cut short by a kill, or a turn that grew since)",
-                    sessions.rel(path))
+                 sessions.rel(path))
     else:
         sessions.append_raw(path, [render_message(m) for m in new])
     return sessions.load_path(path), len(new)

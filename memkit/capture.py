@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
@@ -35,6 +36,8 @@ from .limits import MAX_TRANSCRIPT_BYTES
 from .names import session_file_name
 from .store import Store
 from .transcript import Message, parse_transcript
+
+log = logging.getLogger("memkit")
 
 #: the most read from stdin (a hook payload is a few hundred bytes; a pasted conversation more)
 MAX_STDIN_BYTES = 16_000_000
@@ -75,6 +78,7 @@ class Captured:
     report: dict[str, Any] | None = None  #: the digest report (``digest_now``)
     llm_configured: bool = True  #: whether an LLM is configured (without one nothing digests the inbox)
     saved: dict[str, Any] | None = None  #: the conversation session it was also stored in (``save``)
+    skipped: list[str] = field(default_factory=list)  #: ``"<source> line N: why"``: lines that could not be read
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -86,6 +90,8 @@ class Captured:
             data["digest"] = self.report
         if self.saved is not None:
             data["saved"] = self.saved
+        if self.skipped:
+            data["skipped"] = self.skipped
         return data
 
     def summary(self) -> str:
@@ -145,7 +151,7 @@ def open_transcript(path: str | os.PathLike[str]) -> IO[bytes]:
 def _json_object(line: bytes) -> Any:
     try:
         return json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
 
 
@@ -173,24 +179,47 @@ def _block_texts(content: Any) -> list[str]:
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
 
 
-def claude_code_messages(lines: Iterable[bytes]) -> tuple[list[Message], str | None]:
+def claude_code_messages(lines: Iterable[bytes], skipped: list[str] | None = None
+                         ) -> tuple[list[Message], str | None]:
     """The user's and the assistant's text messages of a Claude Code JSONL transcript, and the
     session id it names. Consecutive messages of one role (an answer split by tool calls) are
-    joined; lines that are not valid JSON (a line still being written) are skipped."""
-    turns, session = claude_code_turns(lines)
+    joined; a last line that is not valid JSON (still being written) is skipped, and so is any
+    other line that cannot be read, which adds ``"line N: why"`` to ``skipped``."""
+    turns, session = claude_code_turns(lines, skipped)
     return [m for m, _ in turns], session
 
 
-def claude_code_turns(lines: Iterable[bytes]) -> tuple[list[tuple[Message, str | None]], str | None]:
+def _unreadable(line: bytes) -> str:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not valid UTF-8 (byte {exc.start + 1})"
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "JSON nested too deeply"
+    except ValueError as exc:
+        return f"not valid JSON: {getattr(exc, 'msg', exc)}"
+    return "not a JSON object"
+
+
+def claude_code_turns(lines: Iterable[bytes], skipped: list[str] | None = None
+                      ) -> tuple[list[tuple[Message, str | None]], str | None]:
     """Like :func:`claude_code_messages`, each message with its time (the ``timestamp`` of its
     first entry, when the transcript has one)."""
     turns: list[tuple[Message, str | None]] = []
     session: str | None = None
-    for line in lines:
+    bad: tuple[int, bytes] | None = None  # the last unreadable line, reported once another follows
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if bad is not None and skipped is not None:
+            skipped.append(f"line {bad[0]}: {_unreadable(bad[1])}")
+        bad = None
         obj = _json_object(line)
         if not isinstance(obj, dict):
+            if obj is None:
+                bad = (number, line)
             continue
         if session is None and isinstance(obj.get("sessionId"), str):
             session = obj["sessionId"]
@@ -215,6 +244,8 @@ def claude_code_turns(lines: Iterable[bytes]) -> tuple[list[tuple[Message, str |
             turns[-1] = (Message(role, f"{turns[-1][0].content}\n\n{text}"), turns[-1][1])
         else:
             turns.append((Message(role, text), stamp))
+    if bad is not None and skipped is not None and bad[1].rstrip(b" \t\r\n").endswith(b"}"):  # else: still written
+        skipped.append(f"line {bad[0]}: {_unreadable(bad[1])}")
     return turns, session
 
 
@@ -228,6 +259,7 @@ class _Source:
     session: str
     event: str | None = None
     cwd: str | None = None
+    skipped: list[str] = field(default_factory=list)  #: ``"<source> line N: why"`` of lines not read
 
 
 def _from_file(path: str | os.PathLike[str], session: str | None, what: str | None = None) -> _Source:
@@ -237,11 +269,12 @@ def _from_file(path: str | os.PathLike[str], session: str | None, what: str | No
         lines: Iterator[bytes] = iter(fh)
         head = list(itertools.islice(lines, 20))
         if any(is_claude_code_entry(_json_object(line)) for line in head if line.lstrip().startswith(b"{")):
-            messages, named = claude_code_messages(itertools.chain(head, lines))
+            skipped: list[str] = []
+            messages, named = claude_code_messages(itertools.chain(head, lines), skipped)
             if not messages:
                 raise TranscriptError(f"{shown}: the Claude Code transcript has no user or assistant text yet")
             sid = session or named or p.stem
-            return _Source(messages, "claude-code", shown, sid, sid, sid)
+            return _Source(messages, "claude-code", shown, sid, sid, sid, skipped=[f"{shown} {s}" for s in skipped])
         rest = fh.read(MAX_PLAIN_BYTES + 1)
         data = b"".join(head) + rest
         if len(data) > MAX_PLAIN_BYTES:
@@ -264,11 +297,12 @@ def _from_stdin(data: bytes, session: str | None) -> _Source:
             return _from_hook(payload, session)
     lines = stripped.splitlines()
     if stripped.startswith(b"{") and any(is_claude_code_entry(_json_object(line)) for line in lines[:20]):
-        messages, named = claude_code_messages(lines)
+        skipped: list[str] = []
+        messages, named = claude_code_messages(lines, skipped)
         if not messages:
             raise TranscriptError("stdin: the Claude Code transcript has no user or assistant text yet")
         sid = session or named or "stdin-" + hashlib.sha256(data).hexdigest()[:12]
-        return _Source(messages, "claude-code", "stdin", sid, sid, sid)
+        return _Source(messages, "claude-code", "stdin", sid, sid, sid, skipped=[f"stdin {s}" for s in skipped])
     messages = parse_transcript(data, "stdin")
     fmt = "messages" if stripped[:1] in (b"[", b"{") else "text"
     if session:
@@ -362,7 +396,9 @@ def capture(store: Store, *, path: str | os.PathLike[str] | None = None, stdin: 
     target = inbox / name
     result = Captured("queued", store.rel(target), src.session, src.source, src.format,
                       len(src.messages) - dropped, len(data), dropped, src.event, src.cwd,
-                      llm_configured=llm_configured)
+                      llm_configured=llm_configured, skipped=src.skipped)
+    for line in src.skipped:
+        log.warning("%s; skipped", line)
     if _same_bytes(target, data):
         result.status = "unchanged"  # not rewritten: the watcher's idle timer keeps running
     elif digest is None and _same_bytes(inbox / "done" / name, data):

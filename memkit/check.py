@@ -2,7 +2,9 @@
 
 Problems a person must look at (``check`` exits 1 while any is left):
 
-- ``conflict``: unresolved git merge markers in a topic file;
+- ``conflict``: unresolved git merge markers in a topic or session file;
+- ``session``: a session file a merge left inconsistent (a header key written twice, two stage
+  blocks);
 - ``frontmatter``: frontmatter that is not valid YAML (the body is still read);
 - ``skipped``: a file in topics/ memkit does not read (not UTF-8, binary, too large, a FIFO, a
   symlink leading out of the vault or looping);
@@ -24,10 +26,13 @@ Problems ``--fix`` repairs (reported, but they need no person):
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from .errors import MemkitError
+from .fsutil import read_regular
+from .session_format import ARCHIVE_DIR, MAX_SESSION_BYTES, RAW_DIR, SESSIONS_DIR, is_session_filename
 from .recent import render_recent
 from .search import Searcher
 from .archive import ArchiveItem
@@ -36,7 +41,7 @@ from .topic import Entry, Topic, as_datetime, frontmatter_key, frontmatter_value
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 
-PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error")
+PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "session")
 NOTE_KINDS = ("inbox-waiting", "inbox-undigested")
 
 
@@ -118,6 +123,7 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
                 "parent-recreated", rel, None,
                 f"{rel} exists beside the subtopics a split made of it ({', '.join(sorted(t.name for t in children))}): "
                 f"move its {len(topic.entries)} entries into them (or `memkit split {name}` again), then delete it"))
+    report.problems += _session_findings(store)
     try:
         errors = sorted(store.inbox_dir.glob("*.error")) if store.inbox_dir.is_dir() else []
     except OSError:
@@ -159,6 +165,61 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
                                            f"{other} is the index of another model; `memkit index` (or --fix) "
                                            "removes it", fixable=True))
     return report
+
+
+def _session_findings(store: Store) -> list[Finding]:
+    """Merge markers, header keys written twice and more than one stage block in the session
+    files (sessions/, its archive/ and archive/raw/; a folder leading out of the vault is not read)."""
+    out: list[Finding] = []
+    folder = store.root / SESSIONS_DIR
+    for sub in (folder, folder / ARCHIVE_DIR, folder / ARCHIVE_DIR / RAW_DIR):
+        if not sub.is_dir() or not store.is_inside(sub):
+            continue
+        try:
+            names = sorted(e.name for e in os.scandir(sub) if is_session_filename(e.name)
+                           and e.is_file(follow_symlinks=False))
+        except OSError:
+            continue
+        for name in names:
+            rel = store.rel(sub / name)
+            try:
+                data, _ = read_regular(sub / name, MAX_SESSION_BYTES)
+            except (OSError, MemkitError) as exc:
+                out.append(Finding("skipped", rel, None, f"{rel}: cannot read: {exc}"))
+                continue
+            out += _session_file_findings(rel, data.decode("utf-8", errors="replace"))
+    return out
+
+
+def _session_file_findings(rel: str, text: str) -> list[Finding]:
+    out: list[Finding] = []
+    if "<<<<<<< " in text or ">>>>>>> " in text:
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.startswith(("<<<<<<< ", ">>>>>>> ")) or line in ("<<<<<<<", ">>>>>>>"):
+                out.append(Finding("conflict", rel, number,
+                                   f"{rel} line {number}: unresolved merge conflict (<<<<<<< … >>>>>>>): keep the "
+                                   f"lines you want, delete the marker lines, then `git add {rel}`"))
+                break
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        seen: dict[str, int] = {}
+        for number, line in enumerate(lines[1:], 2):
+            if line.strip() == "---":
+                break
+            if line[:1] in (" ", "\t", "#") or ":" not in line or line.startswith(("<<<<<<<", "=======", ">>>>>>>")):
+                continue
+            key = line.split(":", 1)[0].strip()
+            if key in seen:
+                out.append(Finding("session", rel, number,
+                                   f"{rel} line {number}: header key {key!r} written twice (line {seen[key]} too): "
+                                   f"keep one (for the stage keys, those of the stage block kept)"))
+            seen.setdefault(key, number)
+    stages = [n for n, line in enumerate(lines, 1) if line.startswith("### summary · ") and "· of=stage" in line]
+    if len(stages) > 1:
+        out.append(Finding("session", rel, stages[1],
+                           f"{rel} line {stages[1]}: a second stage block (the first at line {stages[0]}): keep "
+                           f"one (the raw conversation is in {SESSIONS_DIR}/{ARCHIVE_DIR}/{RAW_DIR}/)"))
+    return out
 
 
 def _duplicates(topic: Topic) -> list[tuple[Entry, int]]:

@@ -128,16 +128,17 @@ def git_setup(ctx: click.Context, json_: bool) -> None:
 @click.argument("theirs")
 @click.argument("path", required=False)
 def merge_driver(base: str, ours: str, theirs: str, path: str | None) -> None:
-    """Git's merge driver for topic files: merges BASE, OURS and THEIRS into OURS.
+    """Git's merge driver for topic and session files: merges BASE, OURS and THEIRS into OURS.
 
     Git runs it (`memkit git-setup` registers it): both sides' new entries are kept, the newest
-    `updated:` wins, real conflicts are left marked and exit 1.
+    `updated:` wins; a session file (PATH in sessions/) merges message by message, one stage
+    kept when both clones aged it; real conflicts are left marked and exit 1.
 
     \b
     Example (what git runs; %O %A %B %P are git's placeholders):
       memkit merge-driver %O %A %B %P
     """
-    left = merge_files(base, ours, theirs)
+    left = merge_files(base, ours, theirs, path)
     if left:
         click.echo(f"memkit: {path or ours}: {left} conflict(s) left for you to resolve", err=True)
     sys.exit(1 if left else 0)

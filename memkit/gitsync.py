@@ -1,10 +1,15 @@
-"""Git for a vault: the ``memkit`` merge driver for topic files, and ``memkit git-setup``.
+"""Git for a vault: the ``memkit`` merge driver for topic and session files, and ``memkit git-setup``.
 
 A vault's ``.gitattributes`` (written by ``memkit init`` and ``memkit git-setup``) says::
 
     topics/*.md merge=memkit      # this module's driver (registered per clone by git-setup)
     archive.md merge=union        # git's own: both sides' appended lines are kept
     index.txt merge=union         # memkit repairs what a union leaves on its next read
+    sessions/*.md merge=union     # a clone without git-setup: both sides' blocks kept
+
+and ``git-setup`` names the session files (``sessions/``, its ``archive/`` and ``archive/raw/``)
+``merge=memkit`` in the clone's own ``.git/info/attributes``, which overrides that: the driver
+merges them block by block (:mod:`memkit.session_merge`).
 
 The driver runs git's 3-way merge (``git merge-file --diff3``) and then settles the conflicts
 that concurrent memkit use produces, which are not real disagreements:
@@ -16,7 +21,8 @@ that concurrent memkit use produces, which are not real disagreements:
   ``created`` win.
 
 Anything else (the same line changed differently on each side, a line one side changed and the
-other removed) stays a conflict with the usual markers, which memkit reports loudly and never
+other removed, also when the change kept little of the old words: a line rewritten in place) stays
+a conflict with the usual markers, which memkit reports loudly and never
 treats as entries. A clone without the driver registered falls back to git's normal merge.
 """
 from __future__ import annotations
@@ -28,10 +34,14 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .errors import MemkitError
+from .fsutil import atomic_write
+from .names import TOPICS_DIR
 from .newvault import ensure_git_files
+from .session_format import SESSIONS_DIR
+from .session_merge import merge_session
 from .store import Store
 from .topic import as_datetime, frontmatter_key, frontmatter_value
 
@@ -132,6 +142,10 @@ def _resolve(ours: list[bytes], base: list[bytes], theirs: list[bytes]) -> list[
             return None  # both changed this line, differently
         if (mine is not None and i in removed_t) or (other is not None and i in removed_o):
             return None  # one changed what the other removed
+    both = removed_o & removed_t
+    if both and sorted(map(key, added_o)) != sorted(map(key, added_t)) and \
+            both & (_replaced(base, ours) | _replaced(base, theirs)):
+        return None  # a line one side rewrote in place (an edit unlike the old text) the other removed
     out: list[bytes] = []
     for i, line in enumerate(base):
         if i in edits_o or i in edits_t:
@@ -139,13 +153,28 @@ def _resolve(ours: list[bytes], base: list[bytes], theirs: list[bytes]) -> list[
         elif i not in removed_o and i not in removed_t:
             out.append(line)
     seen = Counter(key(line) for line in out)
-    for line in added_o + added_t:
-        if _take(seen, key(line)):
+    for line in added_o:
+        if not _take(seen, key(line)):  # ours' new lines, unless already there
+            out = _with(out, line)
+    ours_added = Counter(key(line) for line in added_o)
+    for line in added_t:
+        if _take(ours_added, key(line)) or _take(seen, key(line)):
             continue  # the same line added by both sides (or already there): once
-        if out and not out[-1].endswith((b"\n", b"\r")):
-            out[-1] += b"\n"
-        out.append(line)
+        out = _with(out, line)
     return out
+
+
+def _with(out: list[bytes], line: bytes) -> list[bytes]:
+    if out and not out[-1].endswith((b"\n", b"\r")):
+        out[-1] += b"\n"
+    out.append(line)
+    return out
+
+
+def _replaced(base: list[bytes], side: list[bytes]) -> set[int]:
+    """The base lines ``side`` replaced with other lines at their place (not only removed)."""
+    matcher = difflib.SequenceMatcher(None, [_key(x) for x in base], [_key(x) for x in side], autojunk=False)
+    return {i for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "replace" for i in range(i1, i2)}
 
 
 def _key(line: bytes) -> bytes:
@@ -211,15 +240,52 @@ def _timestamps(ours: list[bytes], base: list[bytes], theirs: list[bytes]) -> li
     return out
 
 
-def merge_files(base: str, ours: str, theirs: str) -> int:
-    """The merge driver git runs (``%O %A %B``): merge into ``ours`` (git's %A) in place.
+def merge_files(base: str, ours: str, theirs: str, path: str | None = None) -> int:
+    """The merge driver git runs (``%O %A %B %P``): merge into ``ours`` (git's %A) in place; a
+    session file (``path`` in a ``sessions/`` folder) block by block (:mod:`memkit.session_merge`),
+    a topic file line by line (:func:`merge_topic`).
 
     :returns: 0 when clean, 1 when conflicts are left marked (git then reports the path as
         unmerged, as with its own merge).
     """
-    merged, left = merge_topic(Path(base).read_bytes(), Path(ours).read_bytes(), Path(theirs).read_bytes())
+    old, mine, other = (Path(p).read_bytes() for p in (base, ours, theirs))
+    if path is not None and is_session_path(path):
+        merged, left = merge_session_bytes(old, mine, other, path)
+    else:
+        merged, left = merge_topic(old, mine, other)
     Path(ours).write_bytes(merged)
     return 1 if left else 0
+
+
+def is_session_path(path: str) -> bool:
+    """Whether a path git names (relative to the repository) is a session file."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    return parts[-1].endswith(".md") and SESSIONS_DIR in parts[:-1] and TOPICS_DIR not in parts[:-1]
+
+
+def merge_session_bytes(base: bytes, ours: bytes, theirs: bytes, path: str = "session") -> tuple[bytes, int]:
+    """:func:`memkit.session_merge.merge_session` of the files' bytes; a version that is not a
+    session file memkit can read (not UTF-8, a header that is not YAML) falls back to git's line
+    merge, its conflicts marked."""
+    try:
+        merged, left = merge_session(base.decode("utf-8"), ours.decode("utf-8"), theirs.decode("utf-8"), path)
+        return merged.encode("utf-8"), left
+    except (UnicodeDecodeError, MemkitError):
+        return _line_merge(base, ours, theirs)
+
+
+def _line_merge(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, int]:
+    """git's own 3-way merge, its conflicts marked as usual."""
+    with tempfile.TemporaryDirectory(prefix="memkit-merge-") as folder:
+        paths = []
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            p = Path(folder) / name
+            p.write_bytes(data)
+            paths.append(str(p))
+        result = _git(["merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", *paths])
+    if result.returncode < 0 or result.returncode > 127:
+        raise MemkitError(f"git merge-file failed: {result.stderr.decode(errors='replace').strip()}")
+    return result.stdout, result.returncode
 
 
 class GitSetup:
@@ -246,6 +312,7 @@ def git_setup(store: Store, command: list[str] | None = None) -> GitSetup:
     top = _git(["rev-parse", "--show-toplevel"], cwd=store.root)
     if top.returncode != 0:
         return GitSetup(changed, False, None)
+    _session_attributes(store)
     argv = command or [sys.executable, "-m", "memkit"]
     driver = " ".join(shlex.quote(a) for a in argv) + " merge-driver %O %A %B %P"
     for key, value in ((f"merge.{DRIVER}.name", "memkit: keep both sides' new entries, newest updated:"),
@@ -254,3 +321,28 @@ def git_setup(store: Store, command: list[str] | None = None) -> GitSetup:
         if result.returncode != 0:
             raise MemkitError(f"git config {key} failed: {result.stderr.decode(errors='replace').strip()}")
     return GitSetup(changed, True, os.fsdecode(top.stdout.strip()))
+
+
+#: the session files this driver merges, in the clone's own ``.git/info/attributes`` (it overrides
+#: the vault's ``.gitattributes``, whose ``merge=union`` serves a clone without ``git-setup``)
+SESSION_PATTERNS = (f"{SESSIONS_DIR}/*.md", f"{SESSIONS_DIR}/archive/*.md", f"{SESSIONS_DIR}/archive/raw/*.md")
+
+
+def _session_attributes(store: Store) -> None:
+    """Name the session files ``merge=memkit`` in the repository's ``info/attributes`` (idempotent)."""
+    where = _git(["rev-parse", "--git-path", "info/attributes", "--show-prefix"], cwd=store.root)
+    if where.returncode != 0:
+        raise MemkitError(f"git rev-parse failed: {where.stderr.decode(errors='replace').strip()}")
+    lines = os.fsdecode(where.stdout).splitlines()
+    attributes = Path(lines[0]) if Path(lines[0]).is_absolute() else store.root / lines[0]
+    prefix = lines[1].strip() if len(lines) > 1 else ""
+    wanted = [f"/{prefix}{pattern} merge={DRIVER}" for pattern in SESSION_PATTERNS]
+    try:
+        have = attributes.read_text(encoding="utf-8").splitlines() if attributes.is_file() else []
+        missing = [line for line in wanted if line not in have]
+        if missing:
+            attributes.parent.mkdir(parents=True, exist_ok=True)
+            text = "\n".join(have) + ("\n" if have else "") + "# memkit: session files (memkit git-setup)\n"
+            atomic_write(attributes, text + "\n".join(missing) + "\n")
+    except OSError as exc:
+        raise MemkitError(f"{attributes}: cannot write: {exc.strerror or exc}") from None

@@ -21,6 +21,7 @@ from .errors import MemkitError, VaultNotFound
 from .fsutil import VaultLock, describe_os_error, file_kind
 from .names import TOPICS_DIR, check_topic_name, is_topic_filename, topic_stem
 from .recovery import sweep_temp_files, undo_interrupted_split
+from .session_format import ARCHIVE_DIR, RAW_DIR, SESSIONS_DIR
 
 log = logging.getLogger("memkit")
 
@@ -207,7 +208,10 @@ class VaultFiles:
         if time.monotonic() < self._next_sweep:
             return  # dead writers' temp files are swept at most once a minute (it lists topics/)
         self._next_sweep = time.monotonic() + TEMP_SWEEP_INTERVAL_S
-        sweep_temp_files([(self.root, ROOT_FILES)] + ([(self.topics_dir, None)] if self.topics_dir_inside() else []))
+        sessions = self.root / SESSIONS_DIR  # and a session's, once aging or an import was killed
+        folders = [sessions, sessions / ARCHIVE_DIR, sessions / ARCHIVE_DIR / RAW_DIR]
+        sweep_temp_files([(self.root, ROOT_FILES)] + ([(self.topics_dir, None)] if self.topics_dir_inside() else [])
+                         + [(f, None) for f in folders if f.is_dir() and self.is_inside(f)])
 
     def warn_once(self, message: str) -> None:
         """Log a warning once per vault object (a malformed file is reported, not on every read)."""

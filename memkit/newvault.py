@@ -20,7 +20,7 @@ __all__ = ["create_vault", "ensure_git_files", "PROFILE_TOPIC", "PROFILE_SUMMARY
 
 PROFILE_TOPIC = "profile"  #: the pinned topic `memkit init` creates
 PROFILE_SUMMARY = "who the user is, standing preferences, ongoing projects"
-GITIGNORE_LINES = (f"{STATE_DIR}/", f"{INBOX_DIR}/done/", "*.error")
+GITIGNORE_LINES = (f"{STATE_DIR}/", f"{INBOX_DIR}/done/", "*.error", ".*.tmp")  #: .*.tmp: atomic writes' temp files
 GITATTRIBUTES_LINES = (
     "# memkit: merge-friendly vault (`memkit git-setup` registers the memkit merge driver in each clone)",
     "topics/*.md merge=memkit",

@@ -146,8 +146,8 @@ def age_sessions(sessions: Sessions, llm: LLM | None, *, now: datetime, summary_
 def _raw_chars(sessions: Sessions, session: Session, path: Path) -> int:
     """The size of the whole conversation: its raw file's messages (once it aged) and its own."""
     size = sum(len(m.content) for m in session.messages)
-    raw = sessions.raw_path(path)
-    if session.stage_block is not None and raw.is_file():
+    raw = sessions.raw_file(path) if session.stage_block is not None else None
+    if raw is not None:
         kept = {(m.role, m.time) for m in session.messages}
         size += sum(len(m.content) for m in sessions.load_path(raw, archived=True).messages
                     if (m.role, m.time) not in kept)

@@ -47,15 +47,15 @@ The format (a person reads it in any editor; git merges two clones' appends with
   with ``sessions/*.md merge=union`` (both sides' blocks kept); messages are read in time order.
 - Pruned sessions move to ``sessions/archive/`` (tracked, readable, restorable with ``mv``).
 
-The id is the file name without its date: given (letters, digits, ``.``, ``_``, ``-``; a Claude Code
-session id fits) or generated (8 hex digits). The same string works as ``memkit context
+The id is the file name without its date: given (letters, digits, ``.``, ``_``, ``-``, not ending in
+``.md``, which reads as a file name; a Claude Code session id fits) or generated (8 hex digits). The same string works as ``memkit context
 --session``'s id. A format-layer module: text in, text out.
 """
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
@@ -64,14 +64,15 @@ import yaml
 from .errors import InvalidValue, MemkitError
 from .safeyaml import YamlError, load_yaml
 
-__all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "is_session_filename", "ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
-           "parse_session", "parse_session_tail", "parse_blocks", "render_header", "render_message", "render_summary",
+__all__ = ["SESSIONS_DIR", "ARCHIVE_DIR", "RAW_DIR", "is_session_filename", "ROLES", "NAME_RE", "Session", "SessionInfo", "SessionMessage", "SessionSummary", "PruneReport",
+           "parse_session", "parse_session_tail", "parse_blocks", "last_block", "split_blocks", "render_header", "render_message", "render_summary",
            "message_rows", "locate_row", "format_time", "parse_time", "now_utc", "time_key", "check_session_id",
            "check_role", "messages_sha", "restage", "STAGE", "STAGE_KEYS"]
 
 SESSIONS_DIR = "sessions"  #: the folder of session files, in the vault
 MAX_SESSION_BYTES = 256 * 1024 * 1024  #: a session file is read up to this size
 ARCHIVE_DIR = "archive"  #: pruned sessions, under SESSIONS_DIR
+RAW_DIR = "raw"  #: under sessions/archive/: the raw conversations of aged sessions
 ROLES = ("user", "assistant", "system", "tool")
 SUMMARY = "summary"
 STAGE = "stage"  #: a summary block's ``of=`` when it holds an aged conversation's stage text
@@ -79,11 +80,17 @@ STAGE_KEYS = ("stage", "stage_at", "stage_ratio", "raw", "updated")  #: the head
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 NAME_RE = re.compile(r"^(\d{4}-\d\d-\d\d)-(.+)\.md$")
 _TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
-#: a block's heading; group 1: escaping backslashes (content, not a heading, when any)
+_TIME_RE = re.compile(_TIME)
+#: a block's heading: a known role (any case) and anything after it, or any one-word role and a
+#: time; a heading whose role or time cannot be read is still a block (read with a warning), so a
+#: person's hand-edited message never vanishes into the one before it
+_HEADING = (rf"### (?:(?i:user|assistant|system|tool|summary) · [^\r\n]*|[A-Za-z][A-Za-z0-9_-]{{0,39}} · {_TIME}"
+            rf"(?:(?: · |[ \t])[^\r\n]*)?)")
+#: group 1: escaping backslashes (content, not a heading, when any); group 2: the heading
 #: (matched against the text after a "\n": a literal first character lets the regex engine skip ahead)
-_HEAD_RE = re.compile(rf"\n(\\*)### (user|assistant|system|tool|summary) · ({_TIME})((?: · [^\r\n]*)?)[ \t]*\r?(?=\n|\Z)",
-                      re.M)
-_ESCAPE_RE = re.compile(rf"^(\\*### (?:user|assistant|system|tool|summary) · {_TIME})", re.M)
+_HEAD_RE = re.compile(rf"\n(\\*)(### (?:(user|assistant|system|tool|summary) · ({_TIME})((?: · [^\r\n]*)?)[ \t]*"
+                      rf"|{_HEADING[4:]}))\r?(?=\n|\Z)")  #: groups 3-5: role, time, flags of a heading read whole
+_ESCAPE_RE = re.compile(rf"^(\\*{_HEADING})", re.M)
 
 
 def is_session_filename(name: str) -> bool:
@@ -170,6 +177,7 @@ class Session:
     stage_ratio: float | None = None  #: the stage text's size over the raw conversation's
     raw: str | None = None  #: where its raw conversation is kept (relative to the vault)
     active: str | None = None  #: the header's ``updated``: its last message's time when it was compressed
+    problems: list[str] = field(default_factory=list)  #: ``"line N: why"`` of headings read as best it could
 
     @property
     def updated(self) -> str:
@@ -280,6 +288,9 @@ def check_session_id(session: str) -> str:
     if not _ID_RE.match(value) or ".." in value:
         raise InvalidValue(f"invalid session id {session!r}: use letters, digits, '.', '_' or '-' "
                            f"(at most 80, starting with a letter or digit)")
+    if value.endswith(".md"):  # read back as a file name: "x.md" would name session "x"
+        raise InvalidValue(f"invalid session id {session!r}: it must not end in '.md' (a session is found by "
+                           f"its id or its file name)")
     return value
 
 
@@ -390,7 +401,7 @@ def _flags(rest: str) -> tuple[bool, dict[str, str]]:
     return important, values
 
 
-_UNESCAPE_RE = re.compile(rf"^\\(\\*### (?:user|assistant|system|tool|summary) · {_TIME})", re.M)
+_UNESCAPE_RE = re.compile(rf"^\\(\\*{_HEADING})", re.M)
 
 
 def _unescape(content: str) -> str:
@@ -403,10 +414,31 @@ def _heads(text: str, start: int) -> list[re.Match[str]]:
     return [m for m in _HEAD_RE.finditer("\n" + text, start) if not m.group(1)]
 
 
-def parse_blocks(text: str, start: int = 0, first_line: int = 1
+def _loose(heading: str, line: int, previous: str, problems: list[str] | None) -> tuple[str, str, str]:
+    """(role, time, flags) of a heading that is not read whole: an unknown role as ``"\\0ROLE"``,
+    a time that is not one as ``previous``; what was wrong added to ``problems``."""
+    written, _, rest = heading[4:].rstrip(" \t").partition(" · ")
+    time, _, rest = rest.partition(" · ")
+    time = time.strip()
+    role = written.lower()
+    why = []
+    if role not in ROLES and role != SUMMARY:
+        why.append(f"unknown role {written!r}: read as a user message named {written}")
+        role = "\0" + written
+    if not _TIME_RE.fullmatch(time):
+        why.append(f"{time!r} is not a time (2026-11-24T10:03:12Z): read with the time before it")
+        time = previous
+    if why and problems is not None:
+        problems.append(f"line {line}: {'; '.join(why)}")
+    return role, time, (" · " + rest) if rest else ""
+
+
+def parse_blocks(text: str, start: int = 0, first_line: int = 1, problems: list[str] | None = None
                  ) -> tuple[list[SessionMessage], list[SessionSummary]]:
     """The messages and summaries of a session file's body (``text[start:]``; ``first_line`` is
-    the line number at ``start``). Messages are in file order."""
+    the line number at ``start``). Messages are in file order. A heading whose role is unknown
+    is read as a ``user`` message with that role as its name, one whose time is not a time gets
+    the time of the block before it; each such heading adds ``"line N: why"`` to ``problems``."""
     messages: list[SessionMessage] = []
     summaries: list[SessionSummary] = []
     heads = _heads(text, start)
@@ -414,6 +446,7 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1
     pos = start
     count = text.count
     no_flags: tuple[bool, dict[str, str]] = (False, {})
+    previous = ""
     for i, m in enumerate(heads):
         here = m.start()  # the heading's offset in ``text``
         line += count("\n", pos, here)
@@ -424,18 +457,55 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1
             content = content.replace("\r\n", "\n")
         if "\\###" in content:
             content = _unescape(content)
-        role, time, rest = m.group(2, 3, 4)
+        role, time, rest = m.group(3, 4, 5)
+        if role is None:  # a heading memkit cannot read whole
+            role, time, rest = _loose(m.group(2), line, previous, problems)
+        previous = time or previous
         important, values = _flags(rest) if rest else no_flags
+        name = values.get("name") or None
+        if role.startswith("\0"):  # an unknown role: a user message named after it
+            role, name = "user", name or role[1:]
         if role == SUMMARY:
             try:
                 covers = int(values.get("covers", ""))
             except ValueError:
-                continue
+                if values.get("of") != STAGE:  # a cache: made again when needed
+                    if problems is not None:
+                        problems.append(f"line {line}: a summary without covers=N; ignored (made again when needed)")
+                    continue
+                covers = 0
             summaries.append(SessionSummary(content, time, covers, values.get("sha", ""),
                                             values.get("of", SUMMARY), line))
             continue
-        messages.append(SessionMessage(role, content, time, important, values.get("name") or None, line))
+        messages.append(SessionMessage(role, content, time, important, name, line))
     return messages, summaries
+
+
+def split_blocks(text: str, file: str) -> tuple[str, str, list[str]]:
+    """A session file's text in three parts: its header (the frontmatter with its ``---`` lines;
+    ``""`` when it has none), what stands before its first block (the ``# title``), and each
+    block's text (its heading to the next heading, blank lines at its end left out, ending in a
+    newline). :raises MemkitError: a header that cannot be read."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    _, body = _header(text, file)
+    rest = text[body:]
+    heads = _heads(rest, 0)
+    blocks = [rest[m.start():heads[i + 1].start() if i + 1 < len(heads) else len(rest)].rstrip("\r\n") + "\n"
+              for i, m in enumerate(heads)]
+    return text[:body], rest[:heads[0].start()] if heads else rest, blocks
+
+
+def last_block(text: str) -> int | None:
+    """The offset in a session file's ``text`` of its last block's heading (None: no block)."""
+    try:
+        _, body = _header(text[1:] if text.startswith("\ufeff") else text, "session")
+    except MemkitError:
+        return None
+    if text.startswith("\ufeff"):
+        body += 1
+    heads = _heads(text, body)
+    return heads[-1].start() if heads else None
 
 
 def parse_session(text: str, file: str, session_id: str, archived: bool = False) -> Session:
@@ -444,8 +514,9 @@ def parse_session(text: str, file: str, session_id: str, archived: bool = False)
     if text.startswith("\ufeff"):
         text = text[1:]
     data, body = _header(text, file)
-    messages, summaries = parse_blocks(text, body, text.count("\n", 0, body) + 1)
-    return _session(data, messages, summaries, file, session_id, archived)
+    problems: list[str] = []
+    messages, summaries = parse_blocks(text, body, text.count("\n", 0, body) + 1, problems)
+    return _session(data, messages, summaries, file, session_id, archived, problems)
 
 
 def parse_session_tail(text: str, file: str, session_id: str, chars: int, archived: bool = False
@@ -465,12 +536,16 @@ def parse_session_tail(text: str, file: str, session_id: str, chars: int, archiv
     if start > body:  # counted, not parsed: every message heading starts a line (content never does, escaped)
         part = "\n" + text[body:start]
         earlier = sum(part.count(f"\n### {role} · ") for role in ROLES)
-    messages, summaries = parse_blocks(text, start, text.count("\n", 0, start) + 1)
-    return _session(data, messages, summaries, file, session_id, archived), earlier
+    problems: list[str] = []
+    messages, summaries = parse_blocks(text, start, text.count("\n", 0, start) + 1, problems)
+    return _session(data, messages, summaries, file, session_id, archived, problems), earlier
 
 
 def _session(data: dict[str, Any], messages: list[SessionMessage], summaries: list[SessionSummary], file: str,
-             session_id: str, archived: bool) -> Session:
+             session_id: str, archived: bool, problems: list[str] | None = None) -> Session:
+    if messages and not messages[0].time:  # a first heading without a readable time: the session's creation
+        made = _as_text(data.get("created")) or ""
+        messages = [replace(m, time=made) if not m.time else m for m in messages]
     if any(_before(a.time, b.time) for a, b in zip(messages, messages[1:])):
         messages.sort(key=lambda m: time_key(m.time))
     known = ("id", "created", "title", "system", "user", "tags", "metadata") + STAGE_KEYS
@@ -483,7 +558,8 @@ def _session(data: dict[str, Any], messages: list[SessionMessage], summaries: li
                    tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
                    metadata=metadata, stage=_as_text(data.get("stage")), summaries=summaries, archived=archived,
                    stage_at=_as_text(data.get("stage_at")), stage_ratio=_as_ratio(data.get("stage_ratio")),
-                   raw=_as_text(data.get("raw")), active=_as_text(data.get("updated")))
+                   raw=_as_text(data.get("raw")), active=_as_text(data.get("updated")),
+                   problems=problems or [])
 
 
 def _as_ratio(value: Any) -> float | None:

@@ -14,21 +14,33 @@ Claude Code transcript, or a ChatGPT export.
   - ``chatgpt``: ChatGPT's ``conversations.json`` export (one session per conversation, its
     current branch, with titles and times).
 
-Importing into an existing session id appends only the messages after the last one it already
-holds (so re-importing a growing transcript, as ``capture --save`` does, adds only what is new).
+Importing into an existing session id appends only the messages it lacks, matched by role, time
+and text (by role and text for a message whose file gives no time): re-importing a growing
+transcript, as ``capture --save`` does, adds only what is new, also when the session gained
+messages since or aged (its raw conversation counts). A new session is created with its messages
+in one atomic write. A session file cut short by a kill in the middle of an import's append (its
+last block a beginning of what the import writes) is completed by the next import: that block is
+replaced by the whole messages, not duplicated. So is a Claude Code turn that grew since.
 """
 from __future__ import annotations
 
+import itertools
 import json
+import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from .capture import claude_code_turns, is_claude_code_entry
 from .errors import InvalidValue, MemkitError, TranscriptError
-from .session_format import ROLES, Session, SessionMessage, check_session_id, format_time, parse_time, render_message
+from .session_format import (ROLES, Session, SessionMessage, check_session_id, format_time, last_block, parse_time,
+                             render_message)
 from .sessions import Sessions
-from .transcript import decode_utf8, json_lines
+from .transcript import decode_utf8, json_lines, json_value
+
+log = logging.getLogger("memkit")
 
 __all__ = ["Conversation", "FORMATS", "Imported", "export_jsonl", "parse_conversations", "import_conversations"]
 
@@ -47,6 +59,7 @@ class Conversation:
     source_id: str | None = None  #: the id the source gives it (a Claude Code or ChatGPT id)
     created: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    untimed: set[int] = field(default_factory=set)  #: messages whose time is the import's, not the file's
 
 
 def export_jsonl(session: Session) -> str:
@@ -110,6 +123,8 @@ def _from_objects(items: list[Any], name: str, fallback_time: str) -> Conversati
     system: str | None = None
     created: str | None = None
     last = fallback_time
+    timed = False
+    untimed: set[int] = set()
     for i, item in enumerate(items, 1):
         if not isinstance(item, dict):
             raise TranscriptError(f"{name} message {i}: not an object with role and content")
@@ -118,7 +133,9 @@ def _from_objects(items: list[Any], name: str, fallback_time: str) -> Conversati
         calls = _tool_calls(item.get("tool_calls"))
         if calls:
             content = f"{content}\n{calls}".strip("\n")
-        stamp = _time(item.get("time") or item.get("timestamp") or item.get("created_at")) or last
+        own = _time(item.get("time") or item.get("timestamp") or item.get("created_at"))
+        timed = timed or own is not None
+        stamp = own or last
         last = stamp
         if not content.strip():
             continue
@@ -126,9 +143,11 @@ def _from_objects(items: list[Any], name: str, fallback_time: str) -> Conversati
             system, created = content, stamp
             continue
         tool_name = item.get("name") if isinstance(item.get("name"), str) else None
+        if not timed:
+            untimed.add(len(messages))
         messages.append(Sessions.message(role, content, important=bool(item.get("important")),
                                          name=tool_name or speaker, time=stamp))
-    return Conversation(messages, system=system, created=created)
+    return Conversation(messages, system=system, created=created, untimed=untimed)
 
 
 def _chatgpt(conversations: list[Any], name: str) -> list[Conversation]:
@@ -170,6 +189,26 @@ def _chatgpt(conversations: list[Any], name: str) -> list[Conversation]:
     return out
 
 
+def _claude_code(lines: list[bytes], name: str, fallback: str) -> Conversation:
+    """A Claude Code transcript's conversation (its lines that cannot be read logged and skipped)."""
+    skipped: list[str] = []
+    turns, sid = claude_code_turns(lines, skipped)
+    for problem in skipped:
+        log.warning("%s %s; skipped", name, problem)
+    if not turns:
+        raise TranscriptError(f"{name}: the Claude Code transcript has no user or assistant text")
+    msgs: list[SessionMessage] = []
+    last = fallback
+    untimed = set()
+    for message, stamp in turns:
+        own = _time(stamp)
+        if own is None and last == fallback:
+            untimed.add(len(msgs))
+        last = own or last
+        msgs.append(Sessions.message(message.role, message.content, time=last))
+    return Conversation(msgs, source_id=sid, metadata={"source": "claude-code"}, untimed=untimed)
+
+
 def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime | None = None
                         ) -> tuple[str, list[Conversation]]:
     """The conversations a file holds, and its format (see the module docstring).
@@ -179,31 +218,26 @@ def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime
     if fmt not in FORMATS:
         raise InvalidValue(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     fallback = format_time(now or datetime.now(timezone.utc))
+    if fmt == "claude-code":  # read line by line: a line that cannot be read is named and skipped
+        return "claude-code", [_claude_code(data.removeprefix(b"\xef\xbb\xbf").splitlines(), name, fallback)]
     text = decode_utf8(data, name)
     stripped = text.strip()
     if not stripped:
         raise TranscriptError(f"{name}: the file is empty")
     lines = [line for line in text.splitlines() if line.strip()]
-    if fmt in ("auto", "claude-code") and stripped.startswith("{"):
+    if fmt == "auto" and stripped.startswith("{"):
         head: list[Any] = []
         for first in lines[:20]:
             try:
                 head.append(json.loads(first))
-            except ValueError:
+            except (ValueError, RecursionError):
                 head.append(None)
-        if fmt == "claude-code" or any(is_claude_code_entry(obj) for obj in head):
-            turns, sid = claude_code_turns(line.encode("utf-8") for line in lines)
-            if not turns:
-                raise TranscriptError(f"{name}: the Claude Code transcript has no user or assistant text")
-            msgs = []
-            last = fallback
-            for message, stamp in turns:
-                last = _time(stamp) or last
-                msgs.append(Sessions.message(message.role, message.content, time=last))
-            return "claude-code", [Conversation(msgs, source_id=sid, metadata={"source": "claude-code"})]
+        if any(is_claude_code_entry(obj) for obj in head):
+            return "claude-code", [_claude_code([line.encode("utf-8") for line in text.splitlines()], name,
+                                                fallback)]
     if stripped.startswith("["):
         try:
-            items = json.loads(stripped)
+            items = json_value(stripped, name)
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"{name} line {exc.lineno}: looks like JSON but is not valid: {exc.msg}") from None
         if fmt == "chatgpt" or (fmt == "auto" and items and isinstance(items[0], dict) and "mapping" in items[0]):
@@ -211,7 +245,7 @@ def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime
         return "jsonl", [_from_objects(items, name, fallback)]
     if stripped.startswith("{"):
         try:
-            whole = json.loads(stripped)
+            whole = json_value(stripped, name)
         except json.JSONDecodeError:
             whole = None
         if isinstance(whole, dict) and "mapping" in whole:  # one ChatGPT conversation
@@ -222,15 +256,67 @@ def parse_conversations(data: bytes, name: str, fmt: str = "auto", now: datetime
     raise TranscriptError(f"{name}: not JSONL, JSON messages, a Claude Code transcript or a ChatGPT export")
 
 
-def _new_messages(stored: list[SessionMessage], incoming: list[SessionMessage]) -> list[SessionMessage]:
-    """The incoming messages after the last stored one (all when it is not among them)."""
-    if not stored:
-        return incoming
-    last = stored[-1]
-    for i in range(len(incoming) - 1, -1, -1):
-        if incoming[i].role == last.role and incoming[i].content.strip() == last.content.strip():
-            return incoming[i + 1:]
-    return incoming
+def _key(message: SessionMessage, timed: bool) -> tuple[str, ...]:
+    content = message.content.replace("\r\n", "\n").strip()
+    if not timed:
+        return (message.role, content)
+    try:
+        time = format_time(parse_time(message.time))
+    except ValueError:
+        time = message.time
+    return (message.role, time, content)
+
+
+def _lacking(held: list[SessionMessage], conv: Conversation) -> list[SessionMessage]:
+    """The messages of ``conv`` that ``held`` lacks, each held one matching at most one incoming:
+    by role, time and text (by role and text for a message whose file gave it no time)."""
+    exact = Counter(_key(m, True) for m in held)
+    loose = Counter(_key(m, False) for m in held)
+    out = []
+    for i, message in enumerate(conv.messages):
+        timed = i not in conv.untimed
+        key, plain = _key(message, True), _key(message, False)
+        if timed and exact[key] > 0:
+            exact[key] -= 1
+            loose[plain] -= 1
+        elif not timed and loose[plain] > 0:
+            loose[plain] -= 1
+        else:
+            out.append(message)
+    return out
+
+
+def _cut_tail(text: str, conv: Conversation) -> int | None:
+    """Where the last block of a session file's ``text`` starts when that block was cut short by
+    a kill in the middle of an import (or is a Claude Code turn that grew since): it, and what
+    follows it, is a beginning of what ``conv``'s messages from one of them on render to, and not
+    that whole message. None otherwise."""
+    start = last_block(text)
+    if start is None:
+        return None
+    tail = text[start:]
+    for i, message in enumerate(conv.messages):
+        if i in conv.untimed or not tail.startswith(f"### {message.role} · {message.time}"):
+            continue
+        whole = render_message(message)[1:]
+        if tail.rstrip("\r\n") == whole.rstrip("\n"):
+            return None  # held whole
+        if _renders_from(conv.messages, i, len(tail) + 1).startswith(tail):
+            return start
+    return None
+
+
+def _renders_from(messages: list[SessionMessage], first: int, chars: int) -> str:
+    """What ``messages[first:]`` render to (without the first blank line), at least ``chars``
+    characters of it (all when shorter)."""
+    parts: list[str] = []
+    size = 0
+    for message in itertools.islice(messages, first, None):
+        parts.append(render_message(message))
+        size += len(parts[-1])
+        if size > chars:
+            break
+    return "".join(parts)[1:]
 
 
 @dataclass
@@ -267,21 +353,43 @@ def import_conversations(sessions: Sessions, conversations: list[Conversation], 
         existing: Session | None = None
         if sid is not None:
             try:
-                existing = sessions.load(sid)
-                if existing.id != sid:  # a prefix matched another session
-                    existing = None
+                existing = sessions.load(sid, exact=True)  # never another session its id prefixes
             except MemkitError:
                 existing = None
-        created = existing is None
         if existing is None:
             when = parse_time(conv.created or (conv.messages[0].time if conv.messages else format_time(
                 now or datetime.now(timezone.utc))))
-            existing = sessions.create(session_id=sid, title=title or conv.title, system=conv.system,
-                                       metadata=conv.metadata or None, now=when)
-        path, archived = sessions.find(existing.id)
+            made = sessions.create(session_id=sid, title=title or conv.title, system=conv.system,
+                                   metadata=conv.metadata or None, now=when, messages=conv.messages)
+            out.append(Imported(made, len(conv.messages), True))
+            continue
+        path, archived = sessions.find(existing.id, exact=True)
         if archived:
             raise MemkitError(f"{existing.file} is archived: move it back to sessions/ to add to it")
-        new = _new_messages(existing.messages, conv.messages)
-        sessions.append_raw(path, [render_message(m) for m in new])
-        out.append(Imported(sessions.load_path(path), len(new), created))
+        out.append(Imported(*_add_lacking(sessions, path, conv), False))
     return out
+
+
+def _add_lacking(sessions: Sessions, path: Path, conv: Conversation) -> tuple[Session, int]:
+    """Append to the session file ``path`` the messages of ``conv`` it lacks (its raw conversation
+    counted once it aged); a last block cut short is replaced (:func:`_cut_tail`)."""
+    whole = sessions.load_raw_path(path)  # checked: a readable session file
+    base, stamp = sessions.read_for_rewrite(path)
+    text = base.decode("utf-8", errors="surrogatepass")
+    cut = _cut_tail(text, conv)
+    held = list(whole.messages)
+    if cut is not None:  # the cut block's message is not held: it is written whole again
+        line = text.count("\n", 0, cut) + 1
+        gone = next((m for m in sessions.load_path(path).messages if m.line == line), None)
+        same = next((i for i, m in enumerate(held) if gone is not None and _key(m, True) == _key(gone, True)), None)
+        if same is not None:
+            del held[same]
+    new = _lacking(held, conv)
+    if cut is not None:
+        blocks = "".join(render_message(m) for m in new)
+        sessions.rewrite(path, text[:cut].rstrip("\r\n") + "\n" + blocks, base, stamp)
+        log.info("%s: its last message completed (cut short by a kill, or a turn that grew since)",
+                 sessions.rel(path))
+    else:
+        sessions.append_raw(path, [render_message(m) for m in new])
+    return sessions.load_path(path), len(new)

@@ -7,7 +7,8 @@ and pruned, one file each (the format: :mod:`memkit.session_format`).
   then the file is replaced atomically holding its lock, which every append takes too (shared),
   so a message saved meanwhile lands in the new file.
 - Nothing is followed out of the vault: a ``sessions/`` that is a symlink leading outside, and a
-  session file that is a symlink, are refused.
+  session file that is a symlink, are refused; a ``sessions/archive/`` or ``archive/raw/`` that
+  leads outside is never written (aging and prune refuse it) nor read (a warning says so).
 - Listing caches what it read of each file by its stat in ``.memkit/session-list.json``.
 - Pruned sessions move to ``sessions/archive/`` (tracked, readable, restorable with ``mv``).
 
@@ -34,6 +35,7 @@ from .session_format import (
     ARCHIVE_DIR,
     MAX_SESSION_BYTES,
     NAME_RE,
+    RAW_DIR,
     SESSIONS_DIR,
     SessionInfo,
     PruneReport,
@@ -57,7 +59,6 @@ log = logging.getLogger("memkit")
 
 __all__ = ["SESSIONS_DIR", "Sessions"]
 
-RAW_DIR = "raw"  #: under sessions/archive/: the raw conversations of aged sessions
 LIST_CACHE = "session-list.json"  #: under .memkit/: what listing read of each file, by its stat
 LIST_FORMAT = 2  #: the listing cache's format (2: an aged session counts the messages its stage condensed)
 
@@ -78,6 +79,20 @@ class Sessions:
         self.state_dir = state_dir
         self.config = config
         self._listing: dict[str, tuple[tuple[int, int, int], SessionInfo]] | None = None
+        self._said: set[str] = set()  #: the warnings logged (each once per object)
+
+    def _warn_once(self, message: str) -> None:
+        """Log a warning once per object (a file read again is not reported again)."""
+        if message not in self._said:
+            if len(self._said) < 10_000:
+                self._said.add(message)
+            log.warning("%s", message)
+
+    def _warned(self, session: Session) -> Session:
+        """``session``, its :attr:`Session.problems` logged (each once, with its file and line)."""
+        for problem in session.problems:
+            self._warn_once(f"{session.file} {problem}")
+        return session
 
     # -- paths
     def rel(self, path: Path) -> str:
@@ -98,10 +113,32 @@ class Sessions:
             return folder.is_dir()
         return stat.S_ISDIR(st.st_mode)
 
+    def _outside(self, folder: Path) -> bool:
+        """Whether ``folder`` (existing or not) leads out of the vault through a symlink."""
+        try:
+            folder.resolve().relative_to(self.root.resolve())
+            return False
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+            return True
+
+    def _refuse_outside(self, folder: Path) -> None:
+        """:raises MemkitError: ``folder`` (one of sessions/'s, to be written) leads out of the vault."""
+        if self._outside(folder):
+            link = next((f for f in (self.dir, self.archive_dir, self.archive_dir / RAW_DIR)
+                         if f.is_symlink() and self._outside(f)), folder)
+            raise MemkitError(f"{self.rel(link)}/ is a symlink to a folder outside the vault; memkit does not "
+                              f"follow it (make it a real folder inside the vault)")
+
     def _files(self, archived: bool = False) -> list[os.DirEntry[str]]:
         folder = self.archive_dir if archived else self.dir
-        if not self._folder_ok(self.dir) or (archived and not self._folder_ok(folder)):
+        if not self._folder_ok(self.dir):
             return []
+        if archived:
+            if self._outside(folder):  # not followed: the live sessions still work
+                self._warn_once(f"{self.rel(folder)}/ is a symlink to a folder outside the vault; not followed")
+                return []
+            if not self._folder_ok(folder):
+                return []
         try:
             with os.scandir(folder) as it:
                 return sorted((e for e in it if NAME_RE.match(e.name) and not e.name.startswith(".")),
@@ -112,12 +149,11 @@ class Sessions:
     def find(self, session: str, *, exact: bool = False) -> tuple[Path, bool]:
         """The file of session ``session`` (its id, a unique prefix of it unless ``exact``, or its
         file name) and whether it is archived. :raises SessionNotFound: none or several match."""
-        raw = session.strip()
-        if raw.endswith(".md"):
-            raw = raw[:-3]
-        raw = raw.rsplit("/", 1)[-1]
+        given = session.strip().rsplit("/", 1)[-1]
+        raw = given[:-3] if given.endswith(".md") else given
         if not raw or ".." in raw or "\\" in raw or "\0" in raw:
             raise SessionNotFound(f"no session {session!r}")
+        names = {raw, given}  # a file name, or an id ending in .md (made before such ids were refused)
         same: list[tuple[Path, bool]] = []
         prefix: list[tuple[Path, bool]] = []
         for archived in (False, True):
@@ -125,7 +161,7 @@ class Sessions:
                 m = NAME_RE.match(entry.name)
                 assert m is not None
                 sid, stem = m.group(2), entry.name[:-3]
-                if raw in (sid, stem):
+                if sid in names or stem in names:
                     same.append((Path(entry.path), archived))
                 elif not exact and sid.startswith(raw):
                     prefix.append((Path(entry.path), archived))
@@ -136,8 +172,8 @@ class Sessions:
             return found[0]
         if not found:
             raise SessionNotFound(f"no session {session!r} in {SESSIONS_DIR}/ (`memkit session list` shows them)")
-        names = ", ".join(NAME_RE.match(p.name).group(2) for p, _ in found[:5])  # type: ignore[union-attr]
-        raise SessionNotFound(f"session {session!r} is ambiguous: {names}{'…' if len(found) > 5 else ''}")
+        listed = ", ".join(NAME_RE.match(p.name).group(2) for p, _ in found[:5])  # type: ignore[union-attr]
+        raise SessionNotFound(f"session {session!r} is ambiguous: {listed}{'…' if len(found) > 5 else ''}")
 
     # -- reading
     def _read_bytes(self, path: Path) -> tuple[bytes, os.stat_result]:
@@ -161,22 +197,24 @@ class Sessions:
             line = data.count(b"\n", 0, exc.start) + 1
             raise MemkitError(f"{self.rel(path)} line {line}: not valid UTF-8") from None
 
-    def load(self, session: str) -> Session:
-        """One session, parsed. :raises SessionNotFound: no such session."""
-        path, archived = self.find(session)
+    def load(self, session: str, *, exact: bool = False) -> Session:
+        """One session, parsed (``exact``: named by its id or file name, never a prefix).
+        :raises SessionNotFound: no such session."""
+        path, archived = self.find(session, exact=exact)
         return self.load_path(path, archived)
 
     def load_path(self, path: Path, archived: bool = False) -> Session:
         text, _ = self._read(path)
         m = NAME_RE.match(path.name)
-        return parse_session(text, self.rel(path), m.group(2) if m else path.stem, archived)
+        return self._warned(parse_session(text, self.rel(path), m.group(2) if m else path.stem, archived))
 
     def load_tail(self, path: Path, chars: int, archived: bool = False) -> tuple[Session, int]:
         """The session of ``path`` with only its newest messages parsed (see
         :func:`parse_session_tail`), and how many earlier ones were not."""
         text, _ = self._read(path)
         m = NAME_RE.match(path.name)
-        return parse_session_tail(text, self.rel(path), m.group(2) if m else path.stem, chars, archived)
+        session, earlier = parse_session_tail(text, self.rel(path), m.group(2) if m else path.stem, chars, archived)
+        return self._warned(session), earlier
 
     def each(self, skipped: str) -> Iterator[tuple[Path, Session]]:
         """Every session file with its session, parsed; one that cannot be read is logged
@@ -280,8 +318,9 @@ class Sessions:
 
     def create(self, *, session_id: str | None = None, title: str | None = None, system: str | None = None,
                user: str | None = None, tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
-               now: datetime | None = None) -> Session:
-        """Create ``sessions/<day>-<id>.md`` atomically (never replacing a file).
+               now: datetime | None = None, messages: Sequence[SessionMessage] = ()) -> Session:
+        """Create ``sessions/<day>-<id>.md`` atomically (never replacing a file), holding
+        ``messages`` from the start (an import: a kill leaves no session or the whole one).
 
         :raises InvalidValue: a bad id; SessionConflict: the id is taken.
         """
@@ -291,17 +330,16 @@ class Sessions:
         for _ in range(8):
             sid = check_session_id(session_id) if given else secrets.token_hex(4)  # type: ignore[arg-type]
             try:
-                path, _ = self.find(sid)
-                if given or path.name[11:-3] == sid:
-                    if given:
-                        raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
-                    continue
+                path, _ = self.find(sid, exact=True)  # "imp" is free while "imp2" exists
+                if given:
+                    raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
+                continue
             except SessionNotFound:
                 pass
             path = folder / f"{when.date().isoformat()}-{sid}.md"
             text = render_header(sid, format_time(when), title=title, system=system, user=user, tags=tags,
-                                 metadata=metadata)
-            if _create_exclusive(path, text.encode("utf-8")):
+                                 metadata=metadata) + "".join(render_message(m) for m in messages)
+            if _create_exclusive(path, text.encode("utf-8", errors="surrogatepass")):
                 return parse_session(text, self.rel(path), sid)
             if given:
                 raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
@@ -392,11 +430,21 @@ class Sessions:
         ``sessions/archive/raw/<its name>``."""
         return self.archive_dir / RAW_DIR / path.name
 
+    def raw_file(self, path: Path) -> Path | None:
+        """The raw conversation of the session file ``path`` when it has one inside the vault
+        (one reached through a symlink out of it is not read: a warning says so)."""
+        raw = self.raw_path(path)
+        if self._outside(raw.parent):
+            self._warn_once(f"{self.rel(raw.parent)}/ leads outside the vault through a symlink; not read")
+            return None
+        return raw if raw.is_file() else None
+
     def keep_raw(self, path: Path, base: bytes, messages: Sequence[SessionMessage]) -> Path:
         """Keep the raw conversation before ``path`` is compressed: the first time, its file as it
         is (``base``, byte for byte); later, the ``messages`` the raw file lacks, appended. Returns
         the raw file."""
         raw = self.raw_path(path)
+        self._refuse_outside(raw.parent)
         try:
             raw.parent.mkdir(parents=True, exist_ok=True)
             if not raw.exists() and _create_exclusive(raw, base):
@@ -411,9 +459,13 @@ class Sessions:
         """A session's whole conversation: once it aged, its raw file's messages and those saved
         since (in time order; the raw file's header); else the session as it is."""
         path, archived = self.find(session)
+        return self.load_raw_path(path, archived)
+
+    def load_raw_path(self, path: Path, archived: bool = False) -> Session:
+        """:meth:`load_raw` of the session file ``path``."""
         live = self.load_path(path, archived)
-        raw = self.raw_path(path)
-        if not raw.is_file():
+        raw = self.raw_file(path)
+        if raw is None:
             return live
         whole = self.load_path(raw, archived=True)
         kept = {(m.role, m.time, m.content) for m in whole.messages}
@@ -458,6 +510,7 @@ class Sessions:
                     if delete:
                         path.unlink()
                     else:
+                        self._refuse_outside(self.archive_dir)
                         self.archive_dir.mkdir(exist_ok=True)
                         target = self.archive_dir / path.name
                         if target.exists():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,13 +54,24 @@ def decode_utf8(data: bytes, name: str, hint: str = "") -> str:
         raise TranscriptError(f"{name} line {line}: not valid UTF-8{hint}") from None
 
 
+def json_value(text: str | bytes, name: str) -> Any:
+    """``json.loads``, a value nested too deeply for it (``RecursionError``) refused as a
+    :class:`TranscriptError` naming ``name`` (the file, and line). :raises json.JSONDecodeError: as
+    ``json.loads``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TranscriptError(f"{name}: JSON nested too deeply to read (over ~{sys.getrecursionlimit()} "
+                              f"levels); not a conversation") from None
+
+
 def json_lines(text: str, name: str) -> list[Any]:
     """The JSON value of each non-blank line. :raises TranscriptError: naming the bad line."""
     objects = []
     for number, raw in enumerate(text.splitlines(), 1):
         if raw.strip():
             try:
-                objects.append(json.loads(raw))
+                objects.append(json_value(raw, f"{name} line {number}"))
             except json.JSONDecodeError as exc:
                 raise TranscriptError(f"{name} line {number}: not valid JSON Lines: {exc.msg}") from None
     return objects
@@ -75,7 +87,7 @@ def parse_transcript(data: bytes, name: str = "transcript") -> list[Message]:
         raise TranscriptError(f"{name}: the transcript is empty; nothing to digest")
     if stripped.startswith("["):
         try:
-            return _from_objects(json.loads(stripped), name)
+            return _from_objects(json_value(stripped, name), name)
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"{name} line {exc.lineno}: looks like JSON but is not valid: {exc.msg}") from None
     if stripped.startswith("{"):

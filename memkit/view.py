@@ -156,12 +156,12 @@ class ViewBuilder:
     def __init__(self, start: int = 0, base: IndexView | None = None) -> None:
         self.start = self.rows = start
         self.base = base
-        self.files: list[str] = list(base.files) if base else []
-        self.topics: list[str] = list(base.topics) if base else []
-        self.slot_file: list[int] = list(base.slot_file) if base else []
-        self.slot_gen: list[int] = list(base.slot_gen) if base else []
-        self.slot_rows: list[tuple[int, int]] = list(base.slot_rows) if base else []
-        self.odd: dict[int, str] = dict(base.odd_dates) if base else {}
+        self.files: list[str] = list(base.files) if base is not None else []
+        self.topics: list[str] = list(base.topics) if base is not None else []
+        self.slot_file: list[int] = list(base.slot_file) if base is not None else []
+        self.slot_gen: list[int] = list(base.slot_gen) if base is not None else []
+        self.slot_rows: list[tuple[int, int]] = list(base.slot_rows) if base is not None else []
+        self.odd: dict[int, str] = dict(base.odd_dates) if base is not None else {}
         self.live: list[np.ndarray] = [np.ones(start, dtype=bool) if base is None or base.live is None
                                        else base.live.copy()]
         self.slots: list[np.ndarray] = []  # per block: its rows' file slot

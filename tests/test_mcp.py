@@ -119,6 +119,8 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
     ("load_session", {"session": "../../etc", "max_tokens": 10}, "no session '../../etc'", None),
     ("list_sessions", {"archived": "yes"}, "invalid value for archived: expected true or false, got \"yes\"", None),
     ("start_session", {"session": "../x"}, "invalid session id '../x'", ["session", "new", "--id", "../x"]),
+    ("start_session", {"session": "x.md"}, "invalid session id 'x.md': it must not end in '.md'",
+     ["session", "new", "--id", "x.md"]),
     ("search_sessions", {"query": "   "}, "the query is empty", None),
 ]
 

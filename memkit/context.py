@@ -565,7 +565,8 @@ CONTEXT_MEMORIES = 8  #: the judge's best this many (or max_memories_per_search,
 
 def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     """The memories for the message: with the judge (the second search stage), its best
-    ``CONTEXT_MEMORIES`` whose judge cosine reaches ``CONTEXT_FLOOR``, confident or not (a
+    ``CONTEXT_MEMORIES`` whose judge cosine reaches ``CONTEXT_FLOOR``, confident or not (for a
+    message of one informative word, "hello", only those reaching the judge's threshold) (a
     related memory costs the assistant a line; a missing one costs the answer: on memkit's
     everyday set, the note that matters for a message is among the judge's best 5 for 70 % of
     messages and its best 8 above 0.15 for 83 %); without it, the hits that are real evidence
@@ -576,6 +577,9 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     k = max(CONTEXT_MEMORIES, searcher.config.max_memories_per_search)
     hits = searcher.search(message, threshold=None, k=k)
     if hits and hits[0].judge is not None:
+        if len(wanted) < 2:  # one word ("hello", "thanks"): only what the judge is sure of
+            floor = searcher.judge_threshold()
+            return [h for h in hits if h.judge is not None and h.judge >= floor][:searcher.config.max_memories_per_search]
         return [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR]
     return _confident_hits(searcher, message, hits)
 

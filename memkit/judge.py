@@ -114,6 +114,8 @@ class Judge:
             opts.intra_op_num_threads = _threads()
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
+            # the file was saved already optimised (bench/make_judge.py): the basic passes only
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
             # no busy-waiting between passes: on a small board the judge shares its cores
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = ort.InferenceSession(str(folder / "model.onnx"), sess_options=opts,

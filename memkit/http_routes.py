@@ -97,6 +97,7 @@ class Api:
         self._large_bytes = 0  #: bytes held by large bodies being received (:meth:`body_room`)
         self._watch_stop = threading.Event()
         self._watch_thread: threading.Thread | None = None
+        self._judge_thread: threading.Thread | None = None  #: fills the judge's vectors after the start
 
     def other_vault(self) -> Vault:
         """A second Vault of the same folder and model (its own index connection and caches), for
@@ -144,9 +145,10 @@ class Api:
         """Load the model and bring the indexes up to date (the topics' and the conversations'),
         so the first search is fast."""
         try:
-            self.vault.index()
+            self.vault.index(judge=False)
             self.vault.search("warm up", k=1)
             self.vault.search_sessions("warm up", k=1)
+            self._judge_thread = self.vault.fill_judge_aside(self._watch_stop)  # the judge's vectors while serving
         except MemkitError as exc:
             log.warning("%s", exc)  # each request will say it again
 
@@ -198,7 +200,7 @@ class Api:
     def stop(self) -> None:
         """Stop the watcher and wait for a running index job (shutdown)."""
         self._watch_stop.set()
-        for thread in (self._watch_thread, self.index_job.thread, self._digest_thread):
+        for thread in (self._watch_thread, self.index_job.thread, self._digest_thread, self._judge_thread):
             if thread is not None and thread.is_alive():
                 thread.join(JOB_STOP_S)
 

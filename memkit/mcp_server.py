@@ -137,8 +137,9 @@ class Memory:
     def warm_up(self) -> None:
         """Load the model and bring the index up to date, so the first search is fast."""
         try:
-            self.vault.index()
+            self.vault.index(judge=False)
             self.vault.search("warm up", k=1)
+            self.vault.fill_judge_aside()  # the judge's vectors while serving (a daemon thread)
         except MemkitError as exc:
             log.warning("%s", exc)  # each tool call will report it again
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import threading
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, Mapping, Sequence, Union
@@ -573,13 +574,15 @@ class Vault:
         return Index(self.store, self.embedder)
 
     def index(self, *, full: bool = False, progress: Progress | None = None,
-              judge_progress: Progress | None = None) -> IndexReport:
+              judge_progress: Progress | None = None, judge: bool = True) -> IndexReport:
         """Bring the embedding sidecar up to date with the topic files, then store the judge's
         vector of every entry that lacks one (the second search stage, :mod:`memkit.judge_index`).
 
         :param full: parse and embed everything again.
         :param progress: called with (done, total) while embedding; ``judge_progress`` the same
             for the judge's vectors.
+        :param judge: also fill the judge's vectors (False: the servers' start, which fills them
+            aside, :meth:`fill_judge_aside`).
 
         The sidecars of other models are deleted once this model's is complete (derived data:
         switching back rebuilds one).
@@ -588,9 +591,35 @@ class Vault:
         index = searcher.index
         report = index.refresh(full=full, progress=progress)
         index.prune_other_models()
-        if not report.busy:
+        if judge and not report.busy:
             report.judged = searcher.fill_judge(judge_progress)
         return report
+
+    def fill_judge_aside(self, stop: threading.Event | None = None) -> threading.Thread:
+        """Fill the judge's stored vectors in a daemon thread with an index connection of its own
+        (a server's start: it serves at once, and a search embeds the candidates it meets without
+        a vector meanwhile). ``stop``: set, the thread ends after the batch it is on."""
+        class Stopped(Exception):
+            pass
+
+        def check(done: int, total: int) -> None:
+            if stop is not None and stop.is_set():
+                raise Stopped
+
+        def fill() -> None:
+            index = self.open_index()
+            try:
+                self.searcher.fill_judge(check, index=index)
+            except Stopped:
+                pass
+            except Exception as exc:  # a thread of its own: said, never raised into the server
+                log.warning("filling the judge's vectors stopped: %s", exc)
+            finally:
+                index.close()
+
+        thread = threading.Thread(target=fill, name="memkit-judge-fill", daemon=True)
+        thread.start()
+        return thread
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,

@@ -205,3 +205,18 @@ def test_without_onnxruntime_search_works_as_before_and_says_so_once(tmp_path, m
     assert v.index().judged == 0
     monkeypatch.undo()
     assert shared_judge().available == (judge_status() is None)  # back once it can be imported again
+
+
+@needs_judge
+def test_a_server_fills_the_judge_vectors_aside_and_stops_when_told(tmp_path):
+    import threading
+
+    v = vault_with(tmp_path, CARS)
+    assert v.index(judge=False).judged == 0
+    stop = threading.Event()
+    stop.set()
+    v.fill_judge_aside(stop).join(30)  # told to stop: ends after its first batch at most
+    thread = v.fill_judge_aside()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert v.index().judged == 0  # everything was filled aside

@@ -169,7 +169,7 @@ def judge_all(convs: list[Conversation]) -> bool:
     from memkit.judge_index import FILL_PASS
 
     for c in convs:
-        c.judge_vectors = judge.embed(c.texts, FILL_PASS)  # as `memkit index` stores them
+        c.judge_vectors = judge.embed(c.texts, FILL_PASS)  # as `memkit index` stores them (one a pass)
         c.judge_query_vectors = judge.embed([q for q, _, _ in c.questions])
     return True
 

@@ -28,11 +28,12 @@ log = logging.getLogger("memkit")
 __all__ = ["JudgeVectors", "JUDGE_DIR"]
 
 JUDGE_DIR = "judge"
-FILL_BATCH = 256  #: texts embedded and committed together by :meth:`JudgeVectors.fill`
-#: texts a transformer pass when filling: like lengths together (about twice the texts a second
-#: of one a pass); such a vector has a cosine of ~0.99 with the text's vector alone (the int8
-#: model's activations are quantised per pass), which moves no result of ``make eval``
-FILL_PASS = 16
+FILL_BATCH = 32  #: texts embedded and committed together by :meth:`JudgeVectors.fill` (then progress)
+#: texts a transformer pass when filling: one, as a search embeds a candidate on the fly. Several
+#: a pass would be about twice as fast, but the int8 model quantises its activations per pass, so a
+#: text's vector would depend on the texts beside it (cosine ~0.99), and which of the two a search
+#: reads on a live server on whether the filling thread got there first: results would vary
+FILL_PASS = 1
 SQL_VARS = 500  #: keys asked for in one SELECT
 BUSY_MS = 5000
 MEMORY_MAX = 200_000  #: vectors kept in memory where the file cannot be written

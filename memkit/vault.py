@@ -7,6 +7,7 @@ the embedding sidecar to :class:`memkit.index.Index`, ranking to
 """
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import os
@@ -48,6 +49,20 @@ if TYPE_CHECKING:  # the services: each is imported by the methods that use it (
     from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
 
 log = logging.getLogger("memkit")
+
+#: the threads filling the judge's vectors aside (servers), stopped before the interpreter exits:
+#: a daemon thread killed inside onnxruntime's pass aborts the process ("terminate called …")
+_FILLING: list[threading.Thread] = []
+_FILLING_LOCK = threading.Lock()
+_EXITING = threading.Event()
+
+
+def _stop_filling() -> None:
+    _EXITING.set()
+    with _FILLING_LOCK:
+        threads = list(_FILLING)
+    for thread in threads:
+        thread.join(10)
 
 __all__ = ["Vault", "find_vault", "LLMChoice",
            # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
@@ -603,7 +618,7 @@ class Vault:
             pass
 
         def check(done: int, total: int) -> None:
-            if stop is not None and stop.is_set():
+            if (stop is not None and stop.is_set()) or _EXITING.is_set():
                 raise Stopped
 
         def fill() -> None:
@@ -618,6 +633,10 @@ class Vault:
                 index.close()
 
         thread = threading.Thread(target=fill, name="memkit-judge-fill", daemon=True)
+        with _FILLING_LOCK:
+            if not _FILLING:
+                atexit.register(_stop_filling)
+            _FILLING[:] = [t for t in _FILLING if t.is_alive()] + [thread]
         thread.start()
         return thread
 

@@ -159,6 +159,23 @@ class Judge:
         return out
 
 
+#: two texts nothing alike: a judge that finds them near-identical computes wrongly on this machine
+_PROBES = ("The cat slept on the warm windowsill all afternoon.", "Quarterly VAT return is due on 7 May.")
+PROBE_MAX_COSINE = 0.9
+
+
+def check_sane(judge: Judge) -> None:
+    """Refuse a judge whose runtime computes wrongly here (seen under an emulated Arm CPU with SME:
+    every text got the same vector). :raises ModelError: naming what was wrong."""
+    try:
+        v = judge.embed(list(_PROBES))
+    except Exception as exc:  # onnxruntime raises its own types
+        raise ModelError(f"the judge does not run here ({exc})") from None
+    if not np.isfinite(v).all() or float(v[0] @ v[1]) > PROBE_MAX_COSINE:
+        raise ModelError("the judge's runtime gives wrong vectors on this processor (two unlike texts "
+                         "come out alike; seen with onnxruntime on Arm chips with SME)")
+
+
 class LazyJudge:
     """The judge, loaded on first use; ``available`` is False (with the reason in ``reason``)
     where it cannot run, and then never tries again."""
@@ -184,10 +201,11 @@ class LazyJudge:
                     folder = judge_folder()
                     try:
                         assert folder is not None
-                        self._judge = Judge(folder)
+                        judge = Judge(folder)
+                        check_sane(judge)
+                        self._judge = judge
                     except ModelError as exc:
-                        self.reason = str(exc)
-                        log.warning("%s; searching with the static model alone", exc)
+                        self.reason = str(exc)  # the searcher says it, once a vault
         return self._judge
 
 

@@ -220,3 +220,19 @@ def test_a_server_fills_the_judge_vectors_aside_and_stops_when_told(tmp_path):
     thread.join(60)
     assert not thread.is_alive()
     assert v.index().judged == 0  # everything was filled aside
+
+
+@needs_judge
+def test_a_judge_that_computes_wrongly_here_is_refused_once(tmp_path, monkeypatch, caplog):
+    """Under an emulated Arm CPU with SME onnxruntime gave every text the same vector: memkit checks
+    two unlike texts when it loads the judge and searches with the static model alone."""
+    monkeypatch.setattr(judge_mod, "_SHARED", None)
+    monkeypatch.setattr(judge_mod.Judge, "embed", lambda self, texts, batch=None: np.ones((len(texts), 384), np.float32) / np.sqrt(384))
+    v = vault_with(tmp_path, CARS)
+    with caplog.at_level(logging.WARNING, logger="memkit"):
+        hits = v.search("what kind of car do I own?", threshold=None)
+        v.search("car", threshold=None)
+    assert hits and all(h.judge is None for h in hits)
+    said = [r.getMessage() for r in caplog.records if "wrong vectors" in r.getMessage()]
+    assert len(said) == 1, said
+    monkeypatch.setattr(judge_mod, "_SHARED", None)

@@ -95,6 +95,9 @@ mount --bind /dev "$ROOT/dev"
 mount -t devpts devpts "$ROOT/dev/pts" 2>/dev/null || true
 mkdir -p "$ROOT/dev/shm"
 cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# the host's trusted CAs (a TLS-inspecting proxy's too, if the host trusts one) for pip in the root;
+# pip is told to use them (PIP_CERT), not its own certifi bundle
+cp -L /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"
 # an aarch64 /proc/cpuinfo (see the header): one Cortex-A72 per host core
 cpuinfo=$ROOT/etc/arm-check-cpuinfo
 : > "$cpuinfo"
@@ -115,7 +118,9 @@ mount --bind "$cpuinfo" "$ROOT/proc/cpuinfo"
 
 in_root() {  # run a bash command in the root, emulated, in a clean environment
   "${LOW[@]}" chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -c "$1"
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    PIP_DEFAULT_TIMEOUT=180 PIP_DISABLE_PIP_VERSION_CHECK=1 bash -c "$1"
 }
 ROOT_MACHINE=$(in_root 'uname -m; python3 --version' | tr '\n' ' ')
 

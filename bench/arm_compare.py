@@ -79,15 +79,20 @@ def _vectors(name: str, a: dict, b: dict) -> str:
 def compare(host_path: Path, arm_path: Path) -> None:
     a, b = json.loads(host_path.read_text()), json.loads(arm_path.read_text())
     print(f"host {a['machine']} (Python {a['python']}) vs root {b['machine']} (Python {b['python']})")
-    same = 0
+    same = order = first = 0
     for sa, sb in zip(a["searches"], b["searches"]):
         ok = sa["rc"] == sb["rc"] == 0 and sa["stdout"] == sb["stdout"]
         same += ok
         top = [r["id"] for r in json.loads(sa["stdout"] or "[]")]
-        print(f"  search {sa['query']!r}: {'identical' if ok else 'DIFFERENT'} (top {len(top)}: {' '.join(top)})")
-        if not ok:
+        other = [r["id"] for r in json.loads(sb["stdout"] or "[]")] if sb["rc"] == 0 else []
+        order += top == other
+        first += top[:1] == other[:1]
+        print(f"  search {sa['query']!r}: {'identical' if ok else 'DIFFERENT'} (host {' '.join(top)}; arm64 {' '.join(other)})")
+        if sb["rc"]:
             print(f"    host rc {sa['rc']}, arm64 rc {sb['rc']}; arm64 stderr: {sb['stderr'][-300:]}")
-    print(f"searches: {same}/{len(a['searches'])} byte-identical (`memkit search -k 5 --json` on a copy of vault/)")
+    n = len(a["searches"])
+    print(f"searches (`memkit search -k 5 --json` on a copy of vault/): {same}/{n} byte-identical, "
+          f"{order}/{n} the same ids in the same order, {first}/{n} the same first result")
     print(_vectors("m2v", a, b))
     print(f"onnxruntime: host {a.get('onnxruntime', 'not imported')}, arm64 {b.get('onnxruntime', 'not imported')}")
     print(_vectors("judge", a, b))

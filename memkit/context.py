@@ -574,17 +574,19 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     wanted = set(terms(message))
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
+    if searcher.judge() is None:  # turned off, or it cannot run here: as before the judge
+        return _confident_hits(searcher, message)
     k = max(CONTEXT_MEMORIES, searcher.config.max_memories_per_search)
     hits = searcher.search(message, threshold=None, k=k)
-    if hits and hits[0].judge is not None:
-        if len(wanted) < 2:  # one word ("hello", "thanks"): only what the judge is sure of
-            floor = searcher.judge_threshold()
-            return [h for h in hits if h.judge is not None and h.judge >= floor][:searcher.config.max_memories_per_search]
-        return [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR]
-    return _confident_hits(searcher, message, hits)
+    if hits and hits[0].judge is None:  # the search could not judge (words only: no model)
+        return _confident_hits(searcher, message)
+    if len(wanted) < 2:  # one word ("hello", "thanks"): only what the judge is sure of
+        floor = searcher.judge_threshold()
+        return [h for h in hits if h.judge is not None and h.judge >= floor][:searcher.config.max_memories_per_search]
+    return [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR]
 
 
-def _confident_hits(searcher: Searcher, message: str, hits: list[Hit] | None = None) -> list[Hit]:
+def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:
     """Search hits that are real evidence (see :func:`memkit.route.is_confident`, or every
     informative word of the message in the entry): static models give small talk ("hi!") a high
     cosine with anything, and a wrong memory would stay for the whole session."""
@@ -592,8 +594,7 @@ def _confident_hits(searcher: Searcher, message: str, hits: list[Hit] | None = N
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
     threshold = searcher.threshold()
-    if hits is None or any(h.judge is not None for h in hits):
-        hits = searcher.search(message, judge=False)
+    hits = searcher.search(message, judge=False)
     # evidence: close in meaning and sharing a word, or holding every informative word of the
     # message ("parking" finds "Parking spot is B15" whatever the model's cosine)
     return [h for h in hits if is_confident(h, threshold) or wanted <= set(terms(h.text))]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import logging
 import os
 import re
 import threading
@@ -28,7 +27,6 @@ import numpy as np
 
 from .errors import ModelError
 
-log = logging.getLogger("memkit")
 
 __all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "text_keys", "shared_judge", "JUDGE_NAME"]
 

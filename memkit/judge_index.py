@@ -163,6 +163,10 @@ class JudgeVectors:
             self._put([keys[i] for i in missing], fresh)
         return out
 
+    def query(self, text: str) -> np.ndarray:
+        """The judge's unit vector of a query (embedded now: queries are not stored)."""
+        return self.judge.embed([text])[0]
+
     def missing(self, texts: Sequence[str]) -> list[int]:
         """Positions of ``texts`` whose vector is not stored (the first of each text only)."""
         keys = text_keys(texts).tolist()

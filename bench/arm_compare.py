@@ -2,8 +2,8 @@
 
 ``arm_compare.py dump OUT.json``  (run by each side's own .venv/bin/python, in the repository)
     searches a fresh copy of vault/ for a few queries with ``memkit search --json`` and embeds a
-    few texts with the built-in model (memkit/models/memkit-m2v) and the judge
-    (memkit/models/memkit-judge), writing the outputs and vectors to OUT.json.
+    few texts with the built-in model (memkit/embeddings/models/memkit-m2v) and the judge
+    (memkit/embeddings/models/memkit-judge), writing the outputs and vectors to OUT.json.
 ``arm_compare.py compare HOST.json ARM.json``  (any python3 with numpy)
     prints whether the searches printed the same bytes, and how far apart the vectors are (largest
     absolute difference, smallest cosine of a row with its twin).
@@ -52,14 +52,14 @@ def dump(out: Path) -> None:
         result["searches"] = searches
     import numpy as np
 
-    from memkit.embed import builtin_model_folder, load_embedder
+    from memkit.embeddings.static import builtin_model_folder, load_embedder
     folder = builtin_model_folder()
     result["m2v"] = load_embedder(str(folder)).embed(TEXTS).astype(np.float64).tolist()
     try:
-        from memkit.judge import Judge, judge_folder
+        from memkit.embeddings.judge import Judge, judge_folder
         import onnxruntime  # type: ignore[import-untyped]
         result["onnxruntime"] = onnxruntime.__version__
-        result["judge"] = Judge(judge_folder() or repo / "memkit/models/memkit-judge").embed(TEXTS).astype(np.float64).tolist()
+        result["judge"] = Judge(judge_folder() or repo / "memkit/embeddings/models/memkit-judge").embed(TEXTS).astype(np.float64).tolist()
     except Exception as exc:  # the point is to report it, whatever it is
         result["judge_error"] = f"{type(exc).__name__}: {exc}"
     out.write_text(json.dumps(result))

@@ -11,12 +11,12 @@ measures, in one run, with medians (the machine may be shared and noisy, so comp
    threshold=None)`` (the whole call: query embedding, ranking, hits), with its parts (query
    embedding, ``Ranker.search``, BM25, the vector part), against numpy's exact scan measured in
    the same blocks of queries;
-3. on vaults of ``memkit.rank.FAST_MIN_N`` entries and more, the recall@10 of the Ranker's fast
+3. on vaults of ``memkit.search.rank.FAST_MIN_N`` entries and more, the recall@10 of the Ranker's fast
    path against its own exact path (same Ranker, fast path switched off), with and without the
    default threshold;
 4. warm search in a fresh process both ways: BLAS pinned to one thread in the environment (as
    ``OPENBLAS_NUM_THREADS=1`` before numpy loads) and with the default BLAS threads (a library
-   user; memkit wraps its own products in ``memkit.blas.single_thread()``);
+   user; memkit wraps its own products in ``memkit.base.blas.single_thread()``);
 5. re-index after a one-line edit (fresh Vault / index loaded) and one added entry
    (``vault.add`` + ``vault.searcher.refresh_files([its file])``, the refresh that makes it
    searchable; and ``vault.add`` + ``vault.index()``, which checks every file), per size: the
@@ -79,8 +79,8 @@ import synth  # noqa: E402
 from sysinfo import cpu_model, memory_total, versions  # noqa: E402
 
 from memkit import Vault  # noqa: E402
-from memkit import rank as rank_mod  # noqa: E402
-from memkit.embed import OFFLINE_MODEL, load_embedder  # noqa: E402
+from memkit.search import rank as rank_mod  # noqa: E402
+from memkit.embeddings.static import OFFLINE_MODEL, load_embedder  # noqa: E402
 
 DEFAULT_MODEL256 = os.environ.get("MEMKIT_BENCH_MODEL") or str(ROOT.parent / "shared" / "models" / "m2v-minilm-256")
 RUN_DIR = HERE / "out" / "run"
@@ -525,7 +525,7 @@ import os, sys, time, json
 t0 = time.perf_counter()
 import numpy
 t1 = time.perf_counter()
-import memkit.cli
+import memkit.frontends.cli.group
 from memkit import Vault
 t2 = time.perf_counter()
 v = Vault(sys.argv[1], model=sys.argv[2])
@@ -618,24 +618,24 @@ print(json.dumps({"search": float(np.median(ts)), "search_p95": float(np.percent
 PROBE_SCRIPT = STATUS + r"""
 import atexit, json, os, sys, time
 t0 = time.perf_counter()
-import memkit.embed, memkit.index
+import memkit.embeddings.static, memkit.index.index
 seen = {"model_s": None, "index": False}
-_emb_init = memkit.embed.StaticEmbedder.__init__
+_emb_init = memkit.embeddings.static.StaticEmbedder.__init__
 def _emb(self, *a, **k):
     t = time.perf_counter()
     _emb_init(self, *a, **k)
     seen["model_s"] = time.perf_counter() - t
-memkit.embed.StaticEmbedder.__init__ = _emb
-_idx_init = memkit.index.Index.__init__
+memkit.embeddings.static.StaticEmbedder.__init__ = _emb
+_idx_init = memkit.index.index.Index.__init__
 def _idx(self, *a, **k):
     seen["index"] = True
     _idx_init(self, *a, **k)
-memkit.index.Index.__init__ = _idx
+memkit.index.index.Index.__init__ = _idx
 def _report():
     with open(os.environ["BENCH_PROBE_OUT"], "w") as fh:
         json.dump(dict(seen, wall=time.perf_counter() - t0, **st()), fh)
 atexit.register(_report)
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 sys.argv = ["memkit", *sys.argv[1:]]
 main()
 """
@@ -706,8 +706,8 @@ def cold_cli(res: Results, root: Path, model: str, queries: list[str], runs: int
     env = cli_env(model)
     bare = p50([run_py("pass", env=env)[0] for _ in range(runs)])
     imp_np = p50([run_py("import numpy", env=env)[0] for _ in range(runs)])
-    imp_cli = p50([run_py("import memkit.cli", env=env)[0] for _ in range(runs)])
-    res.one("└ `python -c pass` / `-c 'import numpy'` / `-c 'import memkit.cli'` (wall, bytecode cached)",
+    imp_cli = p50([run_py("import memkit.frontends.cli.group", env=env)[0] for _ in range(runs)])
+    res.one("└ `python -c pass` / `-c 'import numpy'` / `-c 'import memkit.frontends.cli.group'` (wall, bytecode cached)",
             f"{secs(bare)} / {secs(imp_np)} / {secs(imp_cli)}")
     stages: dict[str, list[float]] = {}
     for i in range(runs):
@@ -716,11 +716,11 @@ def cold_cli(res: Results, root: Path, model: str, queries: list[str], runs: int
             stages.setdefault(k, []).append(v)
     st = {k: p50(v) for k, v in stages.items()}
     keys = ("numpy", "memkit_cli", "model", "refresh", "view", "ranker", "query")
-    res.one("└ in a fresh process: import numpy / + import memkit.cli / model load (+ one tiny embed) / open index + freshness check "
+    res.one("└ in a fresh process: import numpy / + import memkit.frontends.cli.group / model load (+ one tiny embed) / open index + freshness check "
             "/ load the view from SQLite / build the Ranker (BM25 …) / the query", " / ".join(ms(st[k], 0) for k in keys))
     res.notes.append(
         f"Cold CLI breakdown (medians of {runs} fresh processes, bytecode cached): interpreter start {ms(bare, 0)}, "
-        f"numpy import {ms(st['numpy'], 0)}, memkit.cli import {ms(st['memkit_cli'], 0)}, 256-d model load "
+        f"numpy import {ms(st['numpy'], 0)}, memkit.frontends.cli.group import {ms(st['memkit_cli'], 0)}, 256-d model load "
         f"{ms(st['model'], 0)}, opening the sidecar and checking the files {ms(st['refresh'], 0)}, loading the "
         f"view (`Index.view`) {ms(st['view'], 0)}, building the Ranker {ms(st['ranker'], 0)}, the query itself "
         f"{ms(st['query'], 0)}.")
@@ -766,7 +766,7 @@ def peak_rss(res: Results, root: Path, model: str, label: str, queries: list[str
 
 def model64_rss(res: Results) -> None:
     code = (STATUS + "import json, sys, time\nt = time.perf_counter()\n"
-            "from memkit.embed import load_embedder\nload_embedder(sys.argv[1])\n"
+            "from memkit.embeddings.static import load_embedder\nload_embedder(sys.argv[1])\n"
             "print(json.dumps({'s': time.perf_counter() - t, **st()}))\n")
     _, out = run_py(code, OFFLINE_MODEL, env=cli_env())
     d = json.loads(out)
@@ -838,9 +838,9 @@ def offline_commands(res: Results, n: int, queries: list[str], runs: int) -> Non
 
 def bench_watch(res: Results, root: Path, model: str, reps: int) -> None:
     try:
-        from memkit.watch import Watcher
+        from memkit.frontends.watch import Watcher
     except ImportError:
-        res.one("edit saved → searchable, `memkit watch` running", "n/a (memkit.watch not importable)")
+        res.one("edit saved → searchable, `memkit watch` running", "n/a (memkit.frontends.watch not importable)")
         return
     emb = load_embedder(model)
     vault = Vault(root, model=model, embedder=emb)
@@ -917,7 +917,7 @@ def bench_size(res: Results, n: int, args: argparse.Namespace, queries: list[str
     res.values[f"index_again{label}"] = n / dt2
     log(f"{label}: 256-d full index again {n / dt2:,.0f} entries/s")
     bodies = [e.body for e in vault.entries()]
-    from memkit.embedqueue import EMBED_BATCH
+    from memkit.index.queue import EMBED_BATCH
 
     de, _ = timed(lambda: [emb.embed(bodies[s:s + EMBED_BATCH]) for s in range(0, len(bodies), EMBED_BATCH)])
     res.put("└ memkit `StaticEmbedder.embed` alone, batches of EMBED_BATCH (entries/s)", label,

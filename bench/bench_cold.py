@@ -5,7 +5,7 @@
 Every run is a new process with the bytecode cached (as an installed package has it; the cache lives
 under bench/out/cold/pycache), BLAS on one thread and the 256-d model (../shared/models/m2v-minilm-256,
 else memkit's built-in model; --model to choose). The vault is a copy of bench/synth.py's 10k vault, indexed once before
-timing. Also printed: what `import memkit`, `import memkit.cli` and `memkit --help` cost alone.
+timing. Also printed: what `import memkit`, `import memkit.frontends.cli.group` and `memkit --help` cost alone.
 
     python bench/bench_cold.py              # median of 15 of each
     python bench/bench_cold.py --runs 31
@@ -62,7 +62,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=15, help="fresh processes of each kind (default 15)")
     ap.add_argument("--model", metavar="MODEL", help="the model (default: ../shared/models/m2v-minilm-256 when "
-                    "present, else memkit's built-in model memkit/models/memkit-m2v)")
+                    "present, else memkit's built-in model memkit/embeddings/models/memkit-m2v)")
     ap.add_argument("--before", type=Path, metavar="DIR",
                     help="also time `memkit search` from the memkit source tree in DIR (PYTHONPATH), interleaved")
     args = ap.parse_args()
@@ -99,7 +99,7 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in cpu.items() if v}
     alone = {what: statistics.median(timed([python, *cmd], env) for _ in range(args.runs))
              for what, cmd in (("python -c pass", ["-c", "pass"]), ("import memkit", ["-c", "import memkit"]),
-                               ("import memkit.cli", ["-c", "import memkit.cli"]),
+                               ("import memkit.frontends.cli.group", ["-c", "import memkit.frontends.cli.group"]),
                                ("memkit --help", ["-m", "memkit", "--help"]))}
     search, base = statistics.median(searches), statistics.median(refs)
     print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

@@ -46,7 +46,7 @@ import synth  # noqa: E402
 from sysinfo import cpu_model, memory_total, versions  # noqa: E402
 
 from memkit import Vault  # noqa: E402
-from memkit.judge import judge_status  # noqa: E402
+from memkit.embeddings.judge import judge_status  # noqa: E402
 
 RUN_DIR = HERE / "out" / "judge"
 K = 10

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memkit import Vault  # noqa: E402
-from memkit.fsutil import atomic_write  # noqa: E402
-from memkit.session_format import SessionMessage, format_time, render_header, render_message  # noqa: E402
+from memkit.base.fsutil import atomic_write  # noqa: E402
+from memkit.formats.session import SessionMessage, format_time, render_header, render_message  # noqa: E402
 
 WORDS = ("lisbon trip flight hotel march booked train bread sourdough starter recipe oven running half "
          "marathon plan knee doctor appointment garden tomatoes kayak weekend budget rent invoice client "
@@ -119,7 +119,7 @@ def main() -> None:
         print(f"{writers} writers x {each} appends to one session: {got}/{writers * each} messages kept, "
               f"{took:.2f} s ({writers * each / took:.0f} appends/s)")
 
-        # ---- search across past conversations: the sessions' own index (memkit.sources.SessionSource)
+        # ---- search across past conversations: the sessions' own index (memkit.index.sources.SessionSource)
         rows = args.sessions * args.per_session + args.messages
         t = time.perf_counter()
         hits = vault.search_sessions("when is the half marathon", k=5)

@@ -4,7 +4,7 @@
 Each LoCoMo conversation is loaded as its own "vault": one file per session, one entry per turn
 written ``Speaker: text [image: caption] (YYYY-MM-DD)`` — the turn's image caption when it has one
 and the session's date the way memkit dates entries — in file order. Every question with
-evidence (categories 1-4) is searched in its conversation with the same ``memkit.rank.Ranker``
+evidence (categories 1-4) is searched in its conversation with the same ``memkit.search.rank.Ranker``
 the product uses, in the three modes, and scored against the evidence turns:
 
 - recall@k: fraction of the question's evidence turns in the top k, averaged over questions;
@@ -38,9 +38,9 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memkit.judge import judge_status, shared_judge  # noqa: E402
-from memkit.judge_rank import JudgeParams, fuse  # noqa: E402
-from memkit.rank import RECOMMENDED_THRESHOLD, RankParams, Ranker  # noqa: E402
+from memkit.embeddings.judge import judge_status, shared_judge  # noqa: E402
+from memkit.search.judge_rank import JudgeParams, fuse  # noqa: E402
+from memkit.search.rank import RECOMMENDED_THRESHOLD, RankParams, Ranker  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
 DEFAULT_MODEL = ROOT.parent / "shared" / "models" / "m2v-minilm-256"
@@ -56,7 +56,7 @@ class Conversation:
     questions: list[tuple[str, list[int], int]]  # (question, evidence entry indexes, category)
     vectors: np.ndarray | None = None
     query_vectors: np.ndarray | None = None
-    judge_vectors: np.ndarray | None = None  # the judge's (memkit.judge), for the "judged" mode
+    judge_vectors: np.ndarray | None = None  # the judge's (memkit.embeddings.judge), for the "judged" mode
     judge_query_vectors: np.ndarray | None = None
     skipped: int = 0  # questions of categories 1-4 whose evidence names no turn
 
@@ -127,13 +127,13 @@ def load_model(spec: str | None):
     from model2vec import StaticModel
 
     if spec in (None, "", "default"):
-        from memkit.embed import builtin_model_folder
+        from memkit.embeddings.static import builtin_model_folder
 
         builtin = builtin_model_folder()  # memkit's default model, as a new vault gets it
         spec = str(builtin) if builtin else str(DEFAULT_MODEL) if DEFAULT_MODEL.exists() else "offline"
     if spec.startswith(("http://", "https://")):  # an embedding server (memkit.yaml's embedder:)
-        from memkit.config import EmbedderSettings
-        from memkit.http_embed import HTTPEmbedder
+        from memkit.config.settings import EmbedderSettings
+        from memkit.embeddings.remote import HTTPEmbedder
 
         server = HTTPEmbedder(EmbedderSettings(base_url=spec, model="server", timeout_s=300))
 
@@ -162,11 +162,11 @@ def embed_all(model, convs: list[Conversation]) -> None:
 
 
 def judge_all(convs: list[Conversation]) -> bool:
-    """The judge's vectors of every entry and question (memkit.judge); False where it cannot run."""
+    """The judge's vectors of every entry and question (memkit.embeddings.judge); False where it cannot run."""
     judge = shared_judge().judge()
     if judge is None:
         return False
-    from memkit.judge_index import FILL_PASS
+    from memkit.index.judge_vectors import FILL_PASS
 
     for c in convs:
         c.judge_vectors = judge.embed(c.texts, FILL_PASS)  # as `memkit index` stores them (one a pass)
@@ -176,8 +176,8 @@ def judge_all(convs: list[Conversation]) -> bool:
 
 def judged(r: Ranker, c: Conversation, qi: int, q: str, qv: np.ndarray, k: int = 10,
            jp: JudgeParams = JudgeParams()) -> list[int]:
-    """The second stage as memkit.search runs it: the hybrid top ``jp.pool`` (no threshold)
-    fused with the judge's cosines (memkit.judge_rank.fuse)."""
+    """The second stage as memkit.search.searcher runs it: the hybrid top ``jp.pool`` (no threshold)
+    fused with the judge's cosines (memkit.search.judge_rank.fuse)."""
     pool = r.search_hits(q, qv, k=jp.pool, threshold=None)
     if not pool:
         return []
@@ -284,7 +284,7 @@ def _exact_path(r: Ranker, fn):
 def fast_report(convs: list[Conversation], rankers: list[Ranker], params: RankParams, candidates: int) -> int:
     """LoCoMo recall of the fast path (forced on, prefix scan included when the model has >= 128
     dimensions) next to the exact path's, and how often their top 10 agree."""
-    import memkit.rank as rank
+    import memkit.search.rank as rank
 
     saved = {k: getattr(rank, k) for k in ("FAST_MIN_N", "CANDIDATES", "LOW_CANDIDATES")}
     exact = evaluate(convs, params, modes=("lexical", "hybrid"), rankers=rankers)
@@ -318,7 +318,7 @@ def fast_report(convs: list[Conversation], rankers: list[Ranker], params: RankPa
 
 def synth_fast_report(size: str, model_spec: str | None, n_queries: int = 200) -> int:
     """Fast path vs exact path of ``Ranker.search`` on a synthetic vault (bench/synth.py)."""
-    import memkit.rank as rank
+    import memkit.search.rank as rank
     sys.path.insert(0, str(ROOT / "bench"))
     from synth import iter_topics, make_queries, parse_size  # noqa: E402
 
@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a RankParams default (repeatable), e.g. --set lex_weight=0.6")
     ap.add_argument("--fast", type=int, nargs="?", const=50, default=None, metavar="CANDIDATES",
-                    help="force the ranker's large-index fast path (memkit.rank._search_fast) on these "
+                    help="force the ranker's large-index fast path (memkit.search.rank._search_fast) on these "
                          "small conversations, with this many candidates (default 50; the product "
                          "uses it from FAST_MIN_N entries with CANDIDATES), and compare it with the exact path")
     ap.add_argument("--synth", metavar="SIZE", default=None,
@@ -460,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
                if getattr(params, f.name) != getattr(RankParams(), f.name)}
     print("parameters: " + ("RankParams defaults (memkit/rank.py)" if not changed
                             else f"defaults except {changed}"))
-    print("judged: the second stage (memkit.judge_rank: the hybrid top "
+    print("judged: the second stage (memkit.search.judge_rank: the hybrid top "
           f"{JudgeParams().pool} re-scored with the judge, as Vault.search runs it)" if "judged" in modes
           else f"judged: not measured ({judge_status()})")
     print_table(res, "Recall@5 / recall@10 / MRR@10 by mode (no threshold):")
@@ -474,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_thresholds:
         grid = np.round(np.arange(0.0, 0.71, 0.05), 2)
         best = threshold_report(convs, rankers, grid)
-        print(f"memkit's default for {dim}-d models (memkit.rank.RECOMMENDED_THRESHOLD): "
+        print(f"memkit's default for {dim}-d models (memkit.search.rank.RECOMMENDED_THRESHOLD): "
               f"{RECOMMENDED_THRESHOLD.get(dim, 'none')}")
         res_t = evaluate(convs, params, modes=("lexical", "hybrid"), threshold=best, rankers=rankers)
         print_table(res_t, f"With the recommended threshold {best:.2f} (applied in both modes):")

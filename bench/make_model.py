@@ -286,7 +286,7 @@ by `make model` (bench/make_model.py) on a plain CPU, with no download at build 
 | build | {build_time} on {machine} |
 
 Files: `model.safetensors` (tensor `embeddings`{weights_note}), `tokenizer.json`, `config.json`:
-the model2vec folder format, loadable by memkit (`memkit.embed.StaticEmbedder`) and by
+the model2vec folder format, loadable by memkit (`memkit.embeddings.static.StaticEmbedder`) and by
 `model2vec.StaticModel.from_pretrained`, on any platform (no native code in the model).
 
 Licences: the vectors derive from all-MiniLM-L6-v2 (Apache-2.0, © the sentence-transformers

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Quick quality check of a model2vec folder, loaded the way memkit loads it (memkit.embed).
+"""Quick quality check of a model2vec folder, loaded the way memkit loads it (memkit.embeddings.static).
 
 - everyday: bench/everyday.json, cosine only: how often the right note comes first / in the top 3
   (plain questions and the 'rare' group apart);
@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memkit.embed import StaticEmbedder  # noqa: E402
+from memkit.embeddings.static import StaticEmbedder  # noqa: E402
 
 
 def everyday(emb: StaticEmbedder, path: Path) -> dict[str, tuple[int, int, int]]:

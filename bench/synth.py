@@ -3,7 +3,7 @@
 
 A vault of N entries is a stream of topic files, ~50 entries each (so 100k entries -> ~2,000 topic
 files), every one a valid memkit topic: YAML frontmatter (title, summary, created, updated), a
-heading and ``- [kind] text #tag (YYYY-MM-DD)`` lines written with :func:`memkit.topic.format_entry`.
+heading and ``- [kind] text #tag (YYYY-MM-DD)`` lines written with :func:`memkit.formats.topic.format_entry`.
 
 Sentences have 8-25 words drawn from a 3,000-word English vocabulary with Zipfian frequencies
 (the most frequent whole words of a WordPiece vocabulary, in frequency order), mixed with the
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from memkit.topic import format_entry, new_topic_text, set_frontmatter  # noqa: E402
+from memkit.formats.topic import format_entry, new_topic_text, set_frontmatter  # noqa: E402
 
 SYNTH_VERSION = 1  # bump when the generator's output changes (invalidates the cache)
 DEFAULT_SEED = 20261122

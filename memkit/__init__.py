@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import moved
+
 if TYPE_CHECKING:  # what the names below are, for type checkers; at run time each loads when first used
     from .config import Config, load_config
     from .errors import (
@@ -28,20 +30,20 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time ea
         VaultExists,
         VaultNotFound,
     )
-    from .capture import Captured
-    from .check import CheckReport, Finding
+    from .digest import Captured
+    from .upkeep import CheckReport, Finding
     from .context import Context
     from .digest import DigestReport, InboxResult
-    from .gitsync import GitSetup
+    from .git import GitSetup
     from .index import IndexReport
-    from .recent import RecentTopic
+    from .formats.recent import RecentTopic
     from .search import Hit
-    from .session_format import PruneReport, Session, SessionInfo, SessionMessage
-    from .session_search import SessionHit
-    from .session_window import Window
+    from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
+    from .sessions import SessionHit
+    from .sessions import Window
     from .split import SplitPart, SplitPlan
     from .store import TopicInfo
-    from .topic import Entry, Topic
+    from .formats.topic import Entry, Topic
     from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
     from .vault import Vault, find_vault
 
@@ -65,27 +67,27 @@ _WHERE = {
     "TopicParseError": ".errors",
     "VaultExists": ".errors",
     "VaultNotFound": ".errors",
-    "Captured": ".capture",
-    "CheckReport": ".check",
-    "Finding": ".check",
+    "Captured": ".digest",
+    "CheckReport": ".upkeep",
+    "Finding": ".upkeep",
     "Context": ".context",
     "DigestReport": ".digest",
     "InboxResult": ".digest",
-    "GitSetup": ".gitsync",
+    "GitSetup": ".git",
     "IndexReport": ".index",
-    "RecentTopic": ".recent",
+    "RecentTopic": ".formats.recent",
     "Hit": ".search",
-    "PruneReport": ".session_format",
-    "Session": ".session_format",
-    "SessionInfo": ".session_format",
-    "SessionMessage": ".session_format",
-    "SessionHit": ".session_search",
-    "Window": ".session_window",
+    "PruneReport": ".formats.session",
+    "Session": ".formats.session",
+    "SessionInfo": ".formats.session",
+    "SessionMessage": ".formats.session",
+    "SessionHit": ".sessions",
+    "Window": ".sessions",
     "SplitPart": ".split",
     "SplitPlan": ".split",
     "TopicInfo": ".store",
-    "Entry": ".topic",
-    "Topic": ".topic",
+    "Entry": ".formats.topic",
+    "Topic": ".formats.topic",
     "ChangeReport": ".upkeep",
     "FollowUp": ".upkeep",
     "HistoryStep": ".upkeep",
@@ -95,6 +97,8 @@ _WHERE = {
 }
 
 __version__ = "0.1.0"
+
+moved.install()  # memkit 0.1's flat module paths (memkit.topic, memkit.cli…) still import, deprecated
 
 __all__ = [
     "Vault",

@@ -1,9 +1,9 @@
 """The library's entry point: :class:`Vault`, one object for everything memkit does with a vault.
 
-``Vault`` sits on top of the layers and only delegates: the files to :class:`memkit.store.Store`,
-the embedding sidecar to :class:`memkit.index.Index`, ranking to
-:class:`memkit.search.Searcher`, and the flows to :mod:`memkit.digest`, :mod:`memkit.split` and
-:mod:`memkit.context`. The model is loaded on first use and kept for the life of the object.
+``Vault`` sits on top of the layers and only delegates: the files to :class:`memkit.store.store.Store`,
+the embedding sidecar to :class:`memkit.index.index.Index`, ranking to
+:class:`memkit.search.searcher.Searcher`, and the flows to :mod:`memkit.digest.digest`, :mod:`memkit.split.split` and
+:mod:`memkit.context.block`. The model is loaded on first use and kept for the life of the object.
 """
 from __future__ import annotations
 
@@ -17,33 +17,33 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, Mapping, Sequence, Union
 
 from .config import Config, load_config, resolve_model
-from .embed import Embedder, LazyEmbedder, MissingModel
+from .embeddings import Embedder, LazyEmbedder, MissingModel
 from .errors import MemkitError, ModelError, TopicNotFound, VaultLocked
-from .fsutil import file_lock
+from .base.fsutil import file_lock
 from .index import Index, IndexReport, Progress
-from .lifecycle import parse_day, with_dates
-from .names import is_topic_filename, session_file_name
-from .recent import RecentTopic, relative_time
-from .route import split_target
+from .formats.lifecycle import parse_day, with_dates
+from .formats.names import is_topic_filename, session_file_name
+from .formats.recent import RecentTopic, relative_time
+from .search import split_target
 from .search import Hit, Mode, Searcher, Threshold
-from .sources import SessionSource
+from .index import SessionSource
 from .store import Store, TopicInfo, find_vault
-from .topic import Entry, Topic
+from .formats.topic import Entry, Topic
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
-    from .capture import Captured
-    from .check import CheckReport
+    from .digest import Captured
+    from .upkeep import CheckReport
     from .context import Context
     from .digest import DigestReport, InboxResult
-    from .gitsync import GitSetup, merge_files
+    from .git import GitSetup, merge_files
     from .llm import LLM
-    from .proactive import Nudge
-    from .schedule import UpkeepReport
-    from .session_format import PruneReport, Session, SessionInfo, SessionMessage
-    from .session_io import Imported
-    from .session_digest import Digested
-    from .session_search import SessionHit, SessionSearch
-    from .session_window import Window
+    from .context import Nudge
+    from .upkeep import UpkeepReport
+    from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
+    from .sessions import Imported
+    from .sessions import Digested
+    from .sessions import SessionHit, SessionSearch
+    from .sessions import Window
     from .sessions import Sessions
     from .split import SplitPlan
     from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
@@ -66,7 +66,7 @@ def _stop_filling() -> None:
 
 __all__ = ["Vault", "find_vault", "LLMChoice",
            # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
-           # module, memkit.errors and memkit.limits (.importlinter)
+           # module, memkit.errors and memkit.base.limits (.importlinter)
            "Captured", "Index", "IndexReport", "Threshold", "is_topic_filename", "merge_files", "parse_day",
            "relative_time", "Session", "SessionInfo", "SessionMessage", "SessionHit", "Window", "PruneReport",
            "Imported"]
@@ -77,9 +77,9 @@ LLMChoice = Union["LLM", None, Literal["auto"]]
 
 #: the names of ``__all__`` that come from a service, imported when first asked for: importing this
 #: module loads no service (issue 16.5: `memkit search` loads no digest, LLM client or sessions)
-_LAZY = {"Captured": ".capture", "merge_files": ".gitsync", "Session": ".session_format",
-         "SessionInfo": ".session_format", "SessionMessage": ".session_format", "PruneReport": ".session_format",
-         "SessionHit": ".session_search", "Window": ".session_window", "Imported": ".session_io"}
+_LAZY = {"Captured": ".digest", "merge_files": ".git", "Session": ".formats.session",
+         "SessionInfo": ".formats.session", "SessionMessage": ".formats.session", "PruneReport": ".formats.session",
+         "SessionHit": ".sessions", "Window": ".sessions", "Imported": ".sessions"}
 
 
 def __getattr__(name: str) -> Any:
@@ -188,21 +188,21 @@ class Vault:
         return self.store.subtopics(parent)
 
     def check(self, *, fix: bool = False) -> CheckReport:
-        """Every problem in the vault with file and line (see :mod:`memkit.check`); ``fix``
+        """Every problem in the vault with file and line (see :mod:`memkit.upkeep.check`); ``fix``
         repairs the safe ones first (duplicates to archive.md, duplicate keys, index.txt, the index)."""
-        from .check import check_vault
+        from .upkeep import check_vault
         report = check_vault(self.store, self.searcher, fix=fix)
         if fix:
             self.changed()
         return report
 
     def git_setup(self) -> GitSetup:
-        """Make the vault merge-friendly in git (see :mod:`memkit.gitsync`): memkit's lines in
+        """Make the vault merge-friendly in git (see :mod:`memkit.git.sync`): memkit's lines in
         .gitattributes and .gitignore, and the merge driver registered in this clone."""
-        from .gitsync import git_setup
+        from .git import git_setup
         return git_setup(self.store)
 
-    # ---- memory that ages (see memkit.upkeep) ------------------------------------------------------
+    # ---- memory that ages (see memkit.upkeep.upkeep) ------------------------------------------------------
     def tidy(self, *, dry_run: bool = False, today: date | None = None) -> TidyReport:
         """Move expired entries (their ``(until DATE)`` or their kind's lifetime) to archive.md."""
         from .upkeep import tidy
@@ -238,9 +238,9 @@ class Vault:
     def proactive(self, *, now: datetime | None = None, last_conversation: datetime | None = None,
                   llm: LLMChoice = "auto") -> Nudge:
         """Whether now is a good moment to bring up a follow-up, which, and how (see
-        :func:`memkit.proactive.proactive`): quiet hours, the time since the last conversation,
+        :func:`memkit.context.nudge.proactive`): quiet hours, the time since the last conversation,
         due and urgent follow-ups; with an LLM, a drafted opening line."""
-        from .proactive import proactive
+        from .context import proactive
         return proactive(self.store, self._llm(llm), now=now, last_conversation=last_conversation)
 
     def done(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> Entry:
@@ -269,7 +269,7 @@ class Vault:
         :param proposed: write the rewrite `memkit upkeep` proposed instead (as reviewed: no LLM
             call; the proposal goes once written).
         """
-        from .schedule import apply_proposal
+        from .upkeep import apply_proposal
         from .upkeep import distill
         report = apply_proposal(self.store, dry_run=dry_run) if proposed else \
             distill(self.store, self._llm(llm), dry_run=dry_run)
@@ -280,8 +280,8 @@ class Vault:
     def upkeep(self, *, now: datetime | None = None, llm: LLMChoice = "auto") -> UpkeepReport:
         """Run every scheduled job once: expiry tidy, sessions digested every
         ``digest_every_messages``, conversations aged (summary, core) and pruned, the profile's
-        re-distillation when due (see :mod:`memkit.schedule`)."""
-        from .schedule import run_upkeep
+        re-distillation when due (see :mod:`memkit.upkeep.schedule`)."""
+        from .upkeep import run_upkeep
         client = self._llm(llm)
         report = run_upkeep(self.store, client, now=now,
                             digest=lambda text, name: self.digest_text(text, name=name, llm=client))
@@ -291,7 +291,7 @@ class Vault:
 
     def upkeep_due(self, now: datetime | None = None) -> bool:
         """Whether the daily upkeep is due (not run today, and ``upkeep_hour`` has come)."""
-        from .schedule import upkeep_due
+        from .upkeep import upkeep_due
         return upkeep_due(self.store, now or datetime.now())
 
     # ---- writing -----------------------------------------------------------------------------------
@@ -352,7 +352,7 @@ class Vault:
     def capture(self, *, path: str | os.PathLike[str] | None = None, stdin: bytes | IO[bytes] | None = None,
                 session: str | None = None, now: bool = False, llm: LLMChoice = "auto",
                 save: bool = False) -> Captured:
-        """Queue an assistant's conversation in inbox/ for the digest (see :mod:`memkit.capture`):
+        """Queue an assistant's conversation in inbox/ for the digest (see :mod:`memkit.digest.captured`):
         a Claude Code hook payload or transcript, JSON messages or ``Speaker: text`` lines.
 
         :param path: a transcript file; :param stdin: bytes (or a binary stream) instead.
@@ -364,8 +364,8 @@ class Vault:
             Code transcript is read again for its messages' times; other formats have none, and
             their messages are stamped with the time of the capture.
         """
-        from .capture import capture as capture_conversation
-        from .session_format import check_session_id
+        from .digest import capture as capture_conversation
+        from .formats.session import check_session_id
         digest = None
         if now:
             client = self._llm(llm)
@@ -423,10 +423,10 @@ class Vault:
             log.warning("could not split %s: %s", topic, exc)
             return None
 
-    # ---- conversation sessions (see memkit.sessions, memkit.session_window, memkit.session_io) --------
+    # ---- conversation sessions (see memkit.sessions.folder, memkit.sessions.budget, memkit.sessions.io) --------
     @property
     def _conversations(self) -> Sessions:
-        """The vault's ``sessions/`` folder (:class:`memkit.sessions.Sessions`)."""
+        """The vault's ``sessions/`` folder (:class:`memkit.sessions.folder.Sessions`)."""
         from .sessions import Sessions
         if self._sessions is None:
             self._sessions = Sessions(self.root, self.store.state_dir, self.config)
@@ -443,7 +443,7 @@ class Vault:
         return self._conversations.load(session_id)
 
     def raw_session(self, session_id: str) -> Session:
-        """A session's whole raw conversation: once it aged (:mod:`memkit.session_aging`), the
+        """A session's whole raw conversation: once it aged (:mod:`memkit.sessions.aging`), the
         messages kept in ``sessions/archive/raw/`` and those saved since; else the session."""
         return self._conversations.load_raw(session_id)
 
@@ -470,15 +470,15 @@ class Vault:
                                              exact=exact)
         every = self.config.digest_every_messages
         if digest and every > 0 and self.config.llm is not None:
-            from .session_digest import digest_quietly
+            from .sessions import digest_quietly
             digest_quietly(self._conversations, self.store.state_dir, session_id, every, self._digest_with(None))
         return message
 
     def digest_new_messages(self, session_id: str, *, llm: LLMChoice = "auto", force: bool = True) -> Digested | None:
         """Digest the messages of a session the LLM has not seen yet (see
-        :mod:`memkit.session_digest`); ``force=False`` only when ``digest_every_messages`` are new.
+        :mod:`memkit.sessions.live_digest`); ``force=False`` only when ``digest_every_messages`` are new.
         None: nothing new (or another writer is digesting it now)."""
-        from .session_digest import digest_new
+        from .sessions import digest_new
         return digest_new(self._conversations, self.store.state_dir, session_id, self.config.digest_every_messages,
                           self._digest_with(llm), force=force)
 
@@ -491,10 +491,10 @@ class Vault:
                         llm: LLMChoice = "auto", keep_recent: int | None = None,
                         now: datetime | None = None, exact: bool = False, cache: bool = True) -> Window:
         """The session's history within ``max_tokens``, oldest first, the system prompt first (see
-        :mod:`memkit.session_window`; ``strategy`` default: memkit.yaml's ``session_strategy``).
+        :mod:`memkit.sessions.budget`; ``strategy`` default: memkit.yaml's ``session_strategy``).
         A summary made on the way is cached in the session file (``cache=False``: only returned, the
         file untouched). ``exact``: as for :meth:`save_message`."""
-        from .session_window import window
+        from .sessions import window
         chosen = strategy or self.config.session_strategy
         path, archived = self._conversations.find(session_id, exact=exact)
         conv, earlier = (self._conversations.load_newest(path, max_tokens, archived) if chosen == "simple"
@@ -521,7 +521,7 @@ class Vault:
         """Digest a session's messages into memory entries, as :meth:`digest` does a transcript
         (digesting the same messages twice adds nothing); they count as digested for
         ``digest_every_messages`` then, which sends only later ones."""
-        from .session_digest import mark_digested, to_jsonl
+        from .sessions import mark_digested, to_jsonl
         conv = self.session(session_id)
         if not conv.messages:
             raise MemkitError(f"session {conv.id} has no messages to digest")
@@ -532,7 +532,7 @@ class Vault:
 
     def export_session(self, session_id: str) -> str:
         """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""
-        from .session_io import export_jsonl
+        from .sessions import export_jsonl
         return export_jsonl(self.session(session_id))
 
     def import_sessions(self, data: bytes, *, name: str = "import", fmt: str = "auto", session_id: str | None = None,
@@ -540,7 +540,7 @@ class Vault:
         """Store the conversations of a JSONL / JSON messages file, a Claude Code transcript or a
         ChatGPT export (``fmt``: ``auto`` detects it) as sessions; into an existing ``session_id``
         only the messages it lacks are appended."""
-        from .session_io import import_conversations, parse_conversations
+        from .sessions import import_conversations, parse_conversations
         _, conversations = parse_conversations(data, name, fmt, now)
         with self.store.lock():
             return import_conversations(self._conversations, conversations, session_id=session_id, title=title,
@@ -549,8 +549,8 @@ class Vault:
     def search_sessions(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
                         since: str | None = None, exact: bool = False) -> list[SessionHit]:
         """Messages of past conversations that match ``query`` by meaning and words, best first
-        (see :mod:`memkit.session_search`; ``exact``: ``session`` as for :meth:`save_message`)."""
-        from .session_search import SessionSearch
+        (see :mod:`memkit.sessions.search`; ``exact``: ``session`` as for :meth:`save_message`)."""
+        from .sessions import SessionSearch
         if self._session_search is None:
             index = Index(self.store, self.embedder, SessionSource(self.store))
             self._session_search = SessionSearch(self._conversations, Searcher(self.store, index))
@@ -565,7 +565,7 @@ class Vault:
             chosen: Embedder = LazyEmbedder(self.model)
             try:
                 if self.config.embedder is not None and self.model is None:  # a server, unless a model is named
-                    from .http_embed import HTTPEmbedder  # urllib's HTTP client: only for a server
+                    from .embeddings import HTTPEmbedder  # urllib's HTTP client: only for a server
                     chosen = HTTPEmbedder(self.config.embedder)
                 elif self.config.embedder is not None:
                     self.store.warn_once(f"both a model ({self.model}) and an embedder: are set; using the model")
@@ -584,14 +584,14 @@ class Vault:
         return self._searcher
 
     def open_index(self) -> Index:
-        """A new :class:`memkit.index.Index` of this vault and model, with its own database
+        """A new :class:`memkit.index.index.Index` of this vault and model, with its own database
         connection: for a thread that refreshes while another searches this Vault (the watcher)."""
         return Index(self.store, self.embedder)
 
     def index(self, *, full: bool = False, progress: Progress | None = None,
               judge_progress: Progress | None = None, judge: bool = True) -> IndexReport:
         """Bring the embedding sidecar up to date with the topic files, then store the judge's
-        vector of every entry that lacks one (the second search stage, :mod:`memkit.judge_index`).
+        vector of every entry that lacks one (the second search stage, :mod:`memkit.index.judge_vectors`).
 
         :param full: parse and embed everything again.
         :param progress: called with (done, total) while embedding; ``judge_progress`` the same
@@ -644,7 +644,7 @@ class Vault:
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
                min_importance: float | None = None, judge: bool | None = None) -> list[Hit]:
-        """Hybrid lexical + vector search (see :meth:`memkit.search.Searcher.search`).
+        """Hybrid lexical + vector search (see :meth:`memkit.search.searcher.Searcher.search`).
 
         :param query: what to look for.
         :param k: results at most (default ``max_memories_per_search``).
@@ -670,7 +670,7 @@ class Vault:
         return self.store.inbox.waiting()
 
     def llm(self) -> LLM | None:
-        """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm`)."""
+        """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm.client`)."""
         from .llm import make_llm
         return make_llm(self.config.llm)
 
@@ -696,7 +696,7 @@ class Vault:
 
     def digest(self, transcript: str | os.PathLike[str], *, llm: LLMChoice = "auto",
                dry_run: bool = False, force: bool = False) -> DigestReport:
-        """Digest a transcript file into memory entries (see :mod:`memkit.digest`).
+        """Digest a transcript file into memory entries (see :mod:`memkit.digest.digest`).
 
         :param transcript: ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL.
         :param llm: ``"auto"``: the LLM configured in memkit.yaml; or an LLM client (None fails:
@@ -714,7 +714,7 @@ class Vault:
         """Digest a conversation given as text (any format :meth:`digest` reads); ``name`` is how
         reports and errors call it."""
         from .digest import digest_messages, transcript_sha
-        from .transcript import parse_transcript
+        from .formats.transcript import parse_transcript
         data = text.encode("utf-8", errors="surrogatepass")
         messages = parse_transcript(data, name)
         try:
@@ -734,7 +734,7 @@ class Vault:
 
     def split(self, topic: str, *, llm: LLMChoice = "auto", dry_run: bool = False, min_part: int = 5,
               max_parts: int | None = None) -> SplitPlan:
-        """Split ``topic`` into subtopics (see :mod:`memkit.split`); ``dry_run`` only plans it
+        """Split ``topic`` into subtopics (see :mod:`memkit.split.split`); ``dry_run`` only plans it
         (:meth:`split_diff` shows it).
 
         :param llm: names the parts: ``"auto"`` the LLM configured in memkit.yaml, None none (the

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-import memkit.embed as embed_mod
+import memkit.embeddings.static as embed_mod
 from memkit import Vault
-from memkit.embed import BUILTIN_MODEL, builtin_model_folder, load_embedder, locate_model
+from memkit.embeddings.static import BUILTIN_MODEL, builtin_model_folder, load_embedder, locate_model
 
 
 def test_the_builtin_model_is_shipped_small_and_documented():
     folder = builtin_model_folder()
-    assert folder is not None, "memkit/models/memkit-m2v is missing: `make model` builds it"
+    assert folder is not None, "memkit/embeddings/models/memkit-m2v is missing: `make model` builds it"
     files = {p.name: p.stat().st_size for p in folder.iterdir()}
     assert {"model.safetensors", "tokenizer.json", "config.json", "README.md"} <= set(files)
     assert sum(files.values()) <= 20 * 1024 * 1024

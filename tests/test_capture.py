@@ -11,10 +11,10 @@ from click.testing import CliRunner
 
 from fake_llm import FakeLLM
 from memkit import Vault
-from memkit.capture import claude_code_messages, inbox_name, render_jsonl
-from memkit.cli import main
-from memkit.digest import process_inbox
-from memkit.transcript import MAX_TRANSCRIPT_BYTES, Message, read_transcript
+from memkit.digest.captured import claude_code_messages, inbox_name, render_jsonl
+from memkit.frontends.cli.group import main
+from memkit.digest.digest import process_inbox
+from memkit.formats.transcript import MAX_TRANSCRIPT_BYTES, Message, read_transcript
 from util import FakeEmbedder, loopback_llm, write
 
 SESSION = "3f1c2a9e-7b1d-4c55-9a0e-1f2e3d4c5b6a"

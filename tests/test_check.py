@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from memkit import Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 from util import FakeEmbedder
 from pathlib import Path
 from util import write
@@ -65,7 +65,7 @@ def test_memkit_index_removes_other_models_indexes(tmp_path):
 def test_check_fix_never_breaks_frontmatter_or_repeated_code(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from memkit.cli import main
+    from memkit.frontends.cli.group import main
     from util import FakeEmbedder
 
     root = Vault.init(tmp_path / "v", profile=False).root

@@ -10,7 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 
 
 def run(args, input=None, ok=True):

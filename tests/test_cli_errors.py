@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 
 
 @pytest.fixture()

@@ -21,12 +21,12 @@ from typing import Any, Callable
 import pytest
 from click.testing import CliRunner, Result
 
-import memkit.watch
+import memkit.frontends.watch
 from fake_llm import FakeLLM
 from memkit import Vault
-from memkit.cli import main
-from memkit.context import INSTRUCTIONS
-from memkit.topic import parse_topic_text, split_lines
+from memkit.frontends.cli.group import main
+from memkit.context.block import INSTRUCTIONS
+from memkit.formats.topic import parse_topic_text, split_lines
 from util import FakeEmbedder, wait_until, write
 
 DEADLINE_S = 10.0
@@ -329,21 +329,21 @@ def test_context_budget(spread):
 
 # ---- watch -------------------------------------------------------------------------------------
 
-def run_watch_command(vault: Vault, monkeypatch, while_running: Callable[[memkit.watch.Watcher], None],
+def run_watch_command(vault: Vault, monkeypatch, while_running: Callable[[memkit.frontends.watch.Watcher], None],
                       *args: str) -> tuple[Result, BaseException | None]:
     """Run ``memkit watch ARGS`` on the main thread (as from a shell) while ``while_running``
     works on its Watcher in a helper thread, then stop it with SIGTERM as a service manager would.
 
     SIGTERM is sent only while the command's own handler is installed, never to a process that
     would die of it; the helper's exception, if any, is returned."""
-    watchers: list[memkit.watch.Watcher] = []
+    watchers: list[memkit.frontends.watch.Watcher] = []
 
-    class Recording(memkit.watch.Watcher):
+    class Recording(memkit.frontends.watch.Watcher):
         def __init__(self, *a: Any, **kw: Any) -> None:
             super().__init__(*a, **kw)
             watchers.append(self)
 
-    monkeypatch.setattr(memkit.watch, "Watcher", Recording)
+    monkeypatch.setattr(memkit.frontends.watch, "Watcher", Recording)
     original = signal.getsignal(signal.SIGTERM)
     failure: list[BaseException] = []
 
@@ -375,7 +375,7 @@ def test_watch_indexes_changes_until_sigterm(tmp_path, monkeypatch, no_thread_le
     vault = make_vault(tmp_path, {"garden": "---\ntitle: Garden\nsummary: plants\n---\n# Garden\n\n"
                                             "- Grows San Marzano tomatoes\n- Waters the basil daily\n"})
 
-    def edit(watcher: memkit.watch.Watcher) -> None:
+    def edit(watcher: memkit.frontends.watch.Watcher) -> None:
         with (vault.topics_dir / "garden.md").open("a") as fh:
             fh.write("- Planted zucchiniword seeds\n")
         assert watcher.wait_idle(DEADLINE_S)
@@ -400,7 +400,7 @@ def test_watch_digests_an_idle_inbox_transcript(tmp_path, monkeypatch, no_thread
         old = time.time() - 3600  # idle for an hour: over session_timeout_minutes
         os.utime(transcript, (old, old))
 
-        def digested(watcher: memkit.watch.Watcher) -> None:
+        def digested(watcher: memkit.frontends.watch.Watcher) -> None:
             assert wait_until(lambda: (vault.root / "inbox" / "done" / "s1.txt").exists())
             assert watcher.wait_idle(DEADLINE_S)
 
@@ -424,7 +424,7 @@ def _boom(*args: Any, **kwargs: Any) -> Any:
     (["digest", "chat.txt"], (Vault, "digest")),
     (["context", "hello"], (Vault, "context")),
     (["split", "cooking"], (Vault, "split")),
-    (["watch"], (memkit.watch.Watcher, "start")),
+    (["watch"], (memkit.frontends.watch.Watcher, "start")),
 ])
 def test_unexpected_error_is_one_line_unless_debugging(tmp_path, monkeypatch, command, target):
     vault = make_vault(tmp_path, TOPICS)

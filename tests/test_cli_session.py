@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from memkit import Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 
 
 def run(runner, vault, *args, input=None):

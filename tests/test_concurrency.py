@@ -18,7 +18,7 @@ needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="writers are for
 
 
 def _cli_adds(vault: str, tag: int, n: int) -> None:
-    from memkit.cli import main
+    from memkit.frontends.cli.group import main
 
     for i in range(n):
         try:
@@ -43,7 +43,7 @@ def test_eight_processes_adding_at_once(tmp_path):
 
 
 def _rewrite_forever(path: Path, ready: int) -> None:
-    from memkit.fsutil import atomic_write
+    from memkit.base.fsutil import atomic_write
 
     a = b"A" * 3_000_000
     b = b"B" * 2_000_000 + b"\n"
@@ -77,7 +77,7 @@ def test_killed_writer_leaves_old_or_new(tmp_path):
 
 
 def _adds(root: Path, tag: str) -> None:
-    from memkit.config import Config
+    from memkit.config.settings import Config
 
     v = Vault(root, config=Config(topic_split_threshold_lines=100000))
     for i in range(40):

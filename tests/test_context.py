@@ -10,9 +10,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from memkit import MemkitError, Vault
-from memkit.context import INSTRUCTIONS, Context, _fit, build_context, reset_session, session_path
-from memkit.route import detect_topic
-from memkit.search import Hit
+from memkit.context.block import INSTRUCTIONS, Context, _fit, build_context, reset_session, session_path
+from memkit.search.route import detect_topic
+from memkit.search.searcher import Hit
 
 from util import FakeEmbedder, write
 
@@ -263,7 +263,7 @@ def hit(i: int, topic: str = "cooking") -> Hit:
 
 
 def test_budget_trims_memories_from_the_bottom():
-    from memkit.recent import RecentTopic
+    from memkit.formats.recent import RecentTopic
 
     recent = [RecentTopic(NOW - timedelta(days=i), f"t{i}", "summary") for i in range(8)]
     memories = [hit(i) for i in range(20)]

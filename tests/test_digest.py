@@ -13,12 +13,12 @@ import pytest
 
 from fake_llm import FakeLLM, Reply, last_user_message
 from memkit import LLMError, MemkitError, Vault
-from memkit.digest import MAX_CONCLUSIONS, digest_file, process_inbox
+from memkit.digest.digest import MAX_CONCLUSIONS, digest_file, process_inbox
 from memkit.errors import TranscriptError
-from memkit.llm import HTTPChatLLM, LLMSettings
-from memkit.transcript import parse_transcript
+from memkit.llm.client import HTTPChatLLM, LLMSettings
+from memkit.formats.transcript import parse_transcript
 from util import FakeEmbedder, loopback_llm, vault_with, write
-from memkit.digest import _new_topic_name
+from memkit.digest.digest import _new_topic_name
 
 NOW = datetime(2026, 11, 21, 18, 0, 0)
 
@@ -295,7 +295,7 @@ def test_inbox_digests_idle_transcripts_and_keeps_failures(tmp_path, vault):
 def test_unusable_conclusions_are_skipped_and_reported(tmp_path: Path) -> None:
     import json as json_
 
-    from memkit.digest import digest_file
+    from memkit.digest.digest import digest_file
 
     from fake_llm import FakeLLM
     from util import loopback_llm
@@ -316,7 +316,7 @@ def test_unusable_conclusions_are_skipped_and_reported(tmp_path: Path) -> None:
 
 
 def test_a_conclusion_with_a_nul_is_skipped_not_written() -> None:
-    from memkit.digest_extract import validate_extraction
+    from memkit.digest.extract import validate_extraction
 
     items, _, bad = validate_extraction({"conclusions": [{"text": "ok fact"}, {"text": "bad\u0000fact"}]})
     assert [i["text"] for i in items] == ["ok fact"] and "control character U+0000" in bad[0][1]

@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 
 from fake_llm import FakeLLM, last_user_message
 from memkit import LLMError, Vault
-from memkit.cli import main
-from memkit.digest import digest_file, load_digested
+from memkit.frontends.cli.group import main
+from memkit.digest.digest import digest_file, load_digested
 from util import FakeEmbedder, loopback_llm, vault_with, write
 
 NOW = datetime(2026, 11, 21, 18, 0, 0)
@@ -258,7 +258,7 @@ def test_the_readmes_moved_to_seattle_supersedes_lives_in_portland(tmp_path):
 def test_update_candidates_come_from_the_vaults_search(tmp_path, monkeypatch):
     """The candidates are what the public search answers for the conclusion (a better search stage,
     here one that knows a new boss replaces the old, serves the digest too)."""
-    from memkit.search import Searcher
+    from memkit.search.searcher import Searcher
     vault = vault_with(tmp_path, {"work": "- [fact] Manager is Priya Raman (2025-09-17)\n"})
     real = Searcher.search
 

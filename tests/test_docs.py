@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from memkit import Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -23,7 +23,7 @@ def test_every_command_is_in_the_readme():
 def test_readme_config_keys_match_the_defaults():
     from dataclasses import fields
 
-    from memkit.config import Config
+    from memkit.config.settings import Config
 
     for f in fields(Config):
         assert f"`{f.name}`" in README, f.name

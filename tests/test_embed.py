@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from memkit import ModelError
-from memkit import embed as embed_mod
-from memkit.embed import BUILTIN_MODEL, OFFLINE_MODEL, StaticEmbedder, builtin_model_folder, load_embedder, offline_model_folder
+from memkit.embeddings import static as embed_mod
+from memkit.embeddings.static import BUILTIN_MODEL, OFFLINE_MODEL, StaticEmbedder, builtin_model_folder, load_embedder, offline_model_folder
 
 TEXTS = [
     "Prefers bomba rice for paella (2026-02-12)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memkit.embed import StaticEmbedder
+from memkit.embeddings.static import StaticEmbedder
 
 TRICKY = [
     "Prefers bomba rice for paella (2026-02-12)",
@@ -83,7 +83,7 @@ def test_a_damaged_model_file_is_a_model_error(tmp_path, bad):
 def test_a_batch_straddling_the_chunk_cache_limit_keeps_its_words(tmp_path, monkeypatch):
     """Issue 31: the word-chunk cache is cleared when it passes its limit; a batch whose words were
     found in the cache before the clear must still get their ids (it raised KeyError)."""
-    import memkit.embed as embed
+    import memkit.embeddings.static as embed
 
     monkeypatch.setattr(embed, "MAX_CACHED_CHUNKS", 4)
     folder = bert_model(tmp_path)
@@ -122,10 +122,10 @@ def test_a_cache_cleared_mid_batch_by_another_call_drops_nothing_the_batch_needs
 def test_memkit_index_with_more_distinct_words_than_the_cache_holds(tmp_path, monkeypatch):
     """Issue 31 end to end: `memkit index` on a vault whose distinct words pass the cache's limit
     (each entry carries a unique token, as ids and numbers do) indexes, and search finds them."""
-    import memkit.embed as embed
+    import memkit.embeddings.static as embed
     from click.testing import CliRunner
 
-    from memkit.cli import main
+    from memkit.frontends.cli.group import main
 
     monkeypatch.setattr(embed, "MAX_CACHED_CHUNKS", 50)
     topics = tmp_path / "v" / "topics"

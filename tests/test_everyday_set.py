@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memkit.text import terms
+from memkit.formats.words import terms
 
 ROOT = Path(__file__).resolve().parent.parent
 MAIN = ROOT / "bench" / "everyday.json"

@@ -1,6 +1,6 @@
-"""memkit.fsutil: atomic writes, appends and checked replaces on real files."""
+"""memkit.base.fsutil: atomic writes, appends and checked replaces on real files."""
 from __future__ import annotations
-from memkit.fsutil import FileChanged, replace_checked, stamp_of
+from memkit.base.fsutil import FileChanged, replace_checked, stamp_of
 from pathlib import Path
 from util import write
 import pytest

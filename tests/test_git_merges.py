@@ -181,8 +181,8 @@ def test_git_setup_names_the_session_files_in_the_clones_own_attributes(clones: 
 
 def test_two_raw_conversations_added_on_both_clones_merge_message_by_message() -> None:
     """Both clones aged the session, one after a further message: both added its raw file."""
-    from memkit.session_format import SessionMessage, parse_session, render_header, render_message
-    from memkit.session_merge import merge_session
+    from memkit.formats.session import SessionMessage, parse_session, render_header, render_message
+    from memkit.git.session_merge import merge_session
 
     head = render_header("lisbon", "2026-03-01T09:00:00Z", title="Lisbon trip")
     said = [render_message(SessionMessage(role, text, f"2026-03-01T09:0{i}:00Z")) for i, (role, text) in enumerate(CHAT)]

@@ -7,23 +7,23 @@ Each case in ``tests/golden/`` is three files sharing a name:
 - ``NAME.json``: the operation, one of
 
   - ``{"op": "add", "text": ..., "kind": ..., "tags": [...], "date": "YYYY-MM-DD"}``: what
-    ``memkit add`` appends to an existing topic — the line :func:`~memkit.topic.format_entry`
-    renders, preceded and followed by what :meth:`~memkit.topic.Topic.append_suffix` says (a
+    ``memkit add`` appends to an existing topic — the line :func:`~memkit.formats.topic.format_entry`
+    renders, preceded and followed by what :meth:`~memkit.formats.topic.Topic.append_suffix` says (a
     missing newline, the closing of a fence left open), in the file's own line endings;
   - ``{"op": "append", ...same keys..., "updated": "YYYY-MM-DDTHH:MM:SS"}``: what a digest writes
-    into a topic — :func:`~memkit.topic.append_line`, then ``updated:`` set with
-    :func:`~memkit.topic.set_frontmatter` (when ``updated`` is given);
+    into a topic — :func:`~memkit.formats.topic.append_line`, then ``updated:`` set with
+    :func:`~memkit.formats.topic.set_frontmatter` (when ``updated`` is given);
   - ``{"op": "remove", "match": ..., "removed": ..., "updated": ...}``: the one entry whose text
-    contains ``match`` cut with :func:`~memkit.topic.remove_lines`, which must return exactly
+    contains ``match`` cut with :func:`~memkit.formats.topic.remove_lines`, which must return exactly
     ``removed`` (``memkit forget``; a digest archiving a superseded entry also sets ``updated``);
-  - ``{"op": "set", "values": {...}}``: :func:`~memkit.topic.set_frontmatter` (a value written as
+  - ``{"op": "set", "values": {...}}``: :func:`~memkit.formats.topic.set_frontmatter` (a value written as
     ``YYYY-MM-DDTHH:MM:SS`` is a timestamp);
 
   and a ``description``;
 - ``NAME.result.md``: the exact bytes expected.
 
-The file is read as the store reads it (:func:`~memkit.topic.read_topic`: BOM and line endings
-noted, text decoded) and written as the store writes it (:meth:`~memkit.topic.Topic.data`), and
+The file is read as the store reads it (:func:`~memkit.formats.topic.read_topic`: BOM and line endings
+noted, text decoded) and written as the store writes it (:meth:`~memkit.formats.topic.Topic.data`), and
 the result is compared byte for byte. Each result was produced once by the code and then read
 line by line against the vault format's rules; never regenerate them blindly.
 ``tests/golden/.gitattributes`` keeps git from touching their line endings.
@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from memkit.topic import (
+from memkit.formats.topic import (
     Topic,
     append_line,
     encode_topic,

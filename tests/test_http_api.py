@@ -26,10 +26,10 @@ pytest.importorskip("uvicorn", reason="memkit serve needs uvicorn: pip install '
 jsonschema = pytest.importorskip("jsonschema")
 
 from memkit import Vault  # noqa: E402
-from memkit.cli import main  # noqa: E402
+from memkit.frontends.cli.group import main  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
-from memkit.http_api import MAX_BODY_BYTES, HTTPServer, needs_token  # noqa: E402
-from memkit.http_spec import OPERATIONS, openapi  # noqa: E402
+from memkit.frontends.http.api import MAX_BODY_BYTES, HTTPServer, needs_token  # noqa: E402
+from memkit.frontends.http.spec import OPERATIONS, openapi  # noqa: E402
 from util import FakeEmbedder, wait_until, write  # noqa: E402
 
 TOPICS = {
@@ -323,7 +323,7 @@ def test_sessions_start_save_load_list_search(served):
 def test_what_may_wait_for_the_llm_runs_aside(tmp_path):
     """A summary, upkeep and proactive run on the aside Vault, so searches go on; a message is saved
     at once (its automatic digest runs after, see the next test)."""
-    from memkit.http_routes import Api
+    from memkit.frontends.http.routes import Api
 
     vault = make_vault(tmp_path)
     api = Api(vault)
@@ -593,7 +593,7 @@ def test_missing_server_libraries_is_one_line(tmp_path):
     blocker = tmp_path / "block"
     write(blocker / "uvicorn" / "__init__.py", "raise ImportError('blocked for the test')\n")
     proc = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(blocker)!r}); "
-                           "from memkit.cli import main; main()", "--vault", str(vault.root), "serve"],
+                           "from memkit.frontends.cli.group import main; main()", "--vault", str(vault.root), "serve"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [

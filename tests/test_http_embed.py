@@ -9,10 +9,10 @@ from click.testing import CliRunner
 
 from fake_embed import FakeEmbedServer
 from memkit import Vault
-from memkit.cli import main
-from memkit.config import EmbedderSettings
+from memkit.frontends.cli.group import main
+from memkit.config.settings import EmbedderSettings
 from memkit.errors import ConfigError, ModelError
-from memkit.http_embed import HTTPEmbedder
+from memkit.embeddings.remote import HTTPEmbedder
 
 NOTES = "- Router is a MikroTik hAP ax3 in the hallway\n- Grafana runs on node-3\n- Prefers bomba rice for paella\n"
 
@@ -109,7 +109,7 @@ def test_bad_settings_name_the_key(given, message):
 
 
 def test_a_server_that_failed_is_not_asked_again_for_a_while(server, monkeypatch):
-    import memkit.http_embed as http_embed
+    import memkit.embeddings.remote as http_embed
 
     embedder = HTTPEmbedder(EmbedderSettings(base_url=server.base_url, model="m", dim=32))
     server.down = True

@@ -20,10 +20,10 @@ pytest.importorskip("uvicorn", reason="memkit serve needs uvicorn: pip install '
 
 from fake_llm import FakeLLM  # noqa: E402
 from memkit import Vault  # noqa: E402
-from memkit.cli import main  # noqa: E402
+from memkit.frontends.cli.group import main  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
-from memkit.http_api import HTTPServer, origin_allowed  # noqa: E402
-from memkit.http_spec import OPERATIONS  # noqa: E402
+from memkit.frontends.http.api import HTTPServer, origin_allowed  # noqa: E402
+from memkit.frontends.http.spec import OPERATIONS  # noqa: E402
 from util import FakeEmbedder, wait_until, write  # noqa: E402
 
 SLACK_S = 15.0  #: a cut due after 1 s must have come by then (a loaded machine included)

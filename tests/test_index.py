@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from memkit import TopicNotFound, Vault
-from memkit.index import Index
-from memkit.sidecar import Sidecar
+from memkit.index.index import Index
+from memkit.index.sidecar import Sidecar
 
 from util import FakeEmbedder, fork, reap, vault_with, write
 
@@ -172,7 +172,7 @@ def test_index_report_as_json(tmp_path, fake):
 
 
 def test_search_does_not_wait_long_for_another_writer(tmp_path, fake, monkeypatch):
-    from memkit import search as search_mod
+    from memkit.search import searcher as search_mod
 
     monkeypatch.setattr(search_mod, "REFRESH_WAIT_S", 0.05)
     v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
@@ -243,7 +243,7 @@ def test_sidecar_layout_is_as_documented(tmp_path, fake):
 def test_a_new_process_searches_without_embedding_or_parsing(tmp_path, fake, monkeypatch):
     v = make_vault(tmp_path, fake, {f"t{i}": f"- entry number {i} about thread border router {i}\n" for i in range(20)})
     v.index()
-    import memkit.sources as sources_mod
+    import memkit.index.sources as sources_mod
 
     def refuse(*args, **kwargs):
         raise AssertionError("a topic file was parsed although the sidecar is current")
@@ -324,7 +324,7 @@ def test_touch_recent_keeps_listed_topics_and_drops_vanished(tmp_path, fake):
 
 
 def test_search_rechecks_files_at_most_once_a_second(tmp_path, fake, monkeypatch):
-    from memkit import search as search_mod
+    from memkit.search import searcher as search_mod
 
     v = make_vault(tmp_path, fake, {"a": "- apple\n"})
     v.search("apple")
@@ -390,7 +390,7 @@ def test_a_writer_that_dies_before_its_commit_leaves_the_index_as_it_was(tmp_pat
 def test_a_read_only_vault_keeps_its_matrix_in_memory(tmp_path, fake, monkeypatch):
     v = make_vault(tmp_path, fake, {"a": "- apple pie\n"})
     v.index()
-    import memkit.matrix as matrix_mod
+    import memkit.index.matrix as matrix_mod
 
     def refuse(*args, **kwargs):
         raise PermissionError("read-only file system")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import memkit.embedqueue as embedqueue_mod
-import memkit.sidecar as sidecar_mod
-import memkit.lexical as lexical_mod
-import memkit.rank as rank_mod
+import memkit.index.queue as embedqueue_mod
+import memkit.index.sidecar as sidecar_mod
+import memkit.search.lexical as lexical_mod
+import memkit.search.rank as rank_mod
 from memkit import Vault
-from memkit.lexical import BM25Index, encode_terms
-from memkit.rank import Ranker
+from memkit.search.lexical import BM25Index, encode_terms
+from memkit.search.rank import Ranker
 
 from util import FakeEmbedder, vault_with, write
 

@@ -1,4 +1,4 @@
-"""The judge: memkit's second search stage (memkit.judge, judge_index, judge_rank, and its use by
+"""The judge: memkit's second search stage (memkit.embeddings.judge, judge_index, judge_rank, and its use by
 search, index and context). Runs the shipped int8 ONNX model: no network, no download."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from memkit import Vault
-from memkit import judge as judge_mod
-from memkit.cli import main
-from memkit.judge import Judge, judge_folder, judge_status, judge_text, shared_judge, text_keys
-from memkit.judge_index import JudgeVectors
-from memkit.judge_rank import JudgeParams, fuse
-from memkit.search import Hit
+from memkit.embeddings import judge as judge_mod
+from memkit.frontends.cli.group import main
+from memkit.embeddings.judge import Judge, judge_folder, judge_status, judge_text, shared_judge, text_keys
+from memkit.index.judge_vectors import JudgeVectors
+from memkit.search.judge_rank import JudgeParams, fuse
+from memkit.search.searcher import Hit
 
 
 needs_judge = pytest.mark.skipif(judge_status() is not None, reason=f"judge unavailable: {judge_status()}")

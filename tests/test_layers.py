@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memkit"
-SOURCES = sorted(PACKAGE.glob("*.py"))
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def _name(path: Path) -> str:
+    return path.relative_to(PACKAGE).as_posix()
 
 
 def test_layers_contract_is_kept():
@@ -21,7 +25,7 @@ def test_layers_contract_is_kept():
     result = subprocess.run([str(Path(sys.executable).parent / "lint-imports"), "--config", str(config)],
                             cwd=PACKAGE.parent, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "3 kept, 0 broken" in result.stdout
+    assert "4 kept, 0 broken" in result.stdout
 
 
 def _private_uses(tree: ast.AST):
@@ -35,10 +39,10 @@ def _private_uses(tree: ast.AST):
                 yield node.lineno, f"uses {ast.unparse(node)}"
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
 def test_no_private_names_of_other_objects(path):
     found = list(_private_uses(ast.parse(path.read_text(encoding="utf-8"))))
-    assert not found, f"{path.name}: " + "; ".join(f"line {n} {what}" for n, what in found)
+    assert not found, f"{_name(path)}: " + "; ".join(f"line {n} {what}" for n, what in found)
 
 
 #: the only libraries a function may import (for what it alone needs), by top-level package
@@ -77,24 +81,23 @@ def _late_imports(tree: ast.AST):
 #: when memkit.yaml names one. Vault's core (store, index, search, route, the date helpers) stays at
 #: the top. Nothing here is to dodge an import cycle: .importlinter checks these imports too.
 LAZY_MODULES = {
-    "cli_jobs.py": {".watch"}, "cli_vault.py": {".mcp_server"}, "cli_serve.py": {".http_api"},
-    "cli_search.py": {".cli_session"},  # `search --sessions` prints as `memkit session search`: not a plain search
-    "vault.py": {".check", ".context", ".proactive", ".schedule", ".digest", ".gitsync", ".llm", ".split", ".upkeep",
-                 ".transcript", ".capture", ".sessions", ".session_format", ".session_window", ".session_io",
-                 ".session_search", ".session_digest", ".http_embed"},
+    "frontends/cli/jobs.py": {"..watch"}, "frontends/cli/vault.py": {"..mcp"}, "frontends/cli/serve.py": {"..http"},
+    "frontends/cli/search.py": {".session"},  # `search --sessions` prints as `memkit session search`: not a plain search
+    "vault.py": {".context", ".digest", ".embeddings", ".formats.session", ".formats.transcript", ".git", ".llm",
+                 ".sessions", ".split", ".upkeep"},
 }
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
 def test_imports_are_at_the_top(path):
     """A function-level import is for a heavy or optional library (LAZY_IMPORTS) or the memkit
     module of one command (LAZY_MODULES), never to dodge an import cycle and never for a module
     that is cheap anyway (json, inspect, numpy…)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    allowed = LAZY_MODULES.get(path.name, set())
+    allowed = LAZY_MODULES.get(_name(path), set())
     late = [(line, module) for line, module in _late_imports(tree) if module not in allowed and
             (module.startswith(".") or module.split(".")[0] not in LAZY_IMPORTS)]
-    assert not late, f"{path.name}: imported inside a function: " + ", ".join(f"{m} (line {n})" for n, m in late)
+    assert not late, f"{_name(path)}: imported inside a function: " + ", ".join(f"{m} (line {n})" for n, m in late)
 
 
 def test_the_late_import_check_catches_them():
@@ -113,7 +116,7 @@ def test_importing_memkit_has_no_side_effects(monkeypatch):
     import sys
 
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-    code = ("import os, sys, memkit, memkit.cli; "
+    code = ("import os, sys, memkit, memkit.frontends.cli.group; "
             "print(sorted(k for k in ('OPENBLAS_NUM_THREADS','OMP_NUM_THREADS','MKL_NUM_THREADS') if k in os.environ)); "
             "print(sorted(m for m in ('watchdog', 'tokenizers', 'safetensors', 'huggingface_hub', 'model2vec') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
@@ -121,14 +124,14 @@ def test_importing_memkit_has_no_side_effects(monkeypatch):
 
 
 #: what a search never needs: the digest and its LLM client, the sessions, capture, git, the servers
-NOT_FOR_SEARCH = ("memkit.digest", "memkit.digest_extract", "memkit.llm", "memkit.capture", "memkit.check",
-                  "memkit.sessions", "memkit.session_io", "memkit.session_window", "memkit.session_digest",
-                  "memkit.session_aging", "memkit.gitsync", "memkit.upkeep",
-                  "memkit.schedule", "memkit.split", "memkit.mcp_server", "memkit.http_api", "memkit.http_routes",
-                  "memkit.http_embed",
-                  "memkit.watch", "memkit.cli_jobs", "memkit.cli_vault", "memkit.cli_memories", "memkit.cli_session",
-                  "memkit.cli_serve", "http.client", "ssl",
-                  "memkit.proactive")
+NOT_FOR_SEARCH = ("memkit.digest.digest", "memkit.digest.extract", "memkit.llm.client", "memkit.digest.captured", "memkit.upkeep.check",
+                  "memkit.sessions.folder", "memkit.sessions.io", "memkit.sessions.budget", "memkit.sessions.live_digest",
+                  "memkit.sessions.aging", "memkit.git.sync", "memkit.upkeep.upkeep",
+                  "memkit.upkeep.schedule", "memkit.split.split", "memkit.frontends.mcp.server", "memkit.frontends.http.api", "memkit.frontends.http.routes",
+                  "memkit.embeddings.remote",
+                  "memkit.frontends.watch", "memkit.frontends.cli.jobs", "memkit.frontends.cli.vault", "memkit.frontends.cli.memories", "memkit.frontends.cli.session",
+                  "memkit.frontends.cli.serve", "http.client", "ssl",
+                  "memkit.context.nudge")
 
 
 def test_a_search_imports_only_what_it_uses(tmp_path):
@@ -137,7 +140,7 @@ def test_a_search_imports_only_what_it_uses(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys, click; from memkit.cli import main\n"
+    code = ("import sys, click; from memkit.frontends.cli.group import main\n"
             "import memkit\n"
             "assert set(memkit.__all__) <= set(dir(memkit))\n"
             "main.get_command(click.Context(main), 'search')\n"
@@ -149,7 +152,7 @@ def test_a_search_imports_only_what_it_uses(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "v")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = set(out.stdout.split())
-    assert "memkit.cli_search" in loaded and "memkit.vault" in loaded
+    assert "memkit.frontends.cli.search" in loaded and "memkit.vault" in loaded
     assert not loaded & set(NOT_FOR_SEARCH), sorted(loaded & set(NOT_FOR_SEARCH))
 
 
@@ -168,3 +171,108 @@ def test_every_public_name_still_imports():
     assert memkit.Vault is importlib.import_module("memkit.vault").Vault
     with pytest.raises(AttributeError):
         memkit.no_such_name  # noqa: B018
+
+
+#: the packages seen from outside through their face (__init__.py) alone; formats/ and base/ are
+#: libraries of small modules, each module its own face
+FACED = ("config", "store", "embeddings", "index", "search", "llm", "split", "digest", "sessions", "upkeep", "git",
+         "context", "frontends.cli", "frontends.http", "frontends.mcp")
+
+
+def _module_of(path: Path) -> list[str]:
+    parts = ["memkit", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _faced_package(parts: list[str]) -> str | None:
+    dotted = ".".join(parts[1:])
+    return next((p for p in FACED if dotted == p or dotted.startswith(p + ".")), None)
+
+
+def _imports_behind_faces(path: Path):
+    """(line, what) of each import, in ``path``, of a module inside another package's face."""
+    here = _module_of(path)
+    base = here if path.name == "__init__.py" else here[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            target = base[:len(base) - node.level + 1] + (node.module.split(".") if node.module else [])
+        elif node.module and node.module.split(".")[0] == "memkit":
+            target = node.module.split(".")
+        else:
+            continue
+        package = _faced_package(target)
+        if package and package != _faced_package(here) and ".".join(target[1:]) != package:
+            yield node.lineno, ".".join(target)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
+def test_outside_a_package_only_its_face_is_imported(path):
+    found = list(_imports_behind_faces(path))
+    assert not found, f"{_name(path)}: " + "; ".join(f"line {n} imports {m} (import it from its package)"
+                                                  for n, m in found)
+
+
+def test_the_face_check_catches_a_module_behind_a_face(tmp_path, monkeypatch):
+    (tmp_path / "context").mkdir()
+    (tmp_path / "context" / "block.py").write_text("from ..search.searcher import Hit\nfrom ..search import Searcher\n"
+                                                  "from ..formats.topic import Entry\nfrom .nudge import proactive\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", tmp_path, raising=False)
+    global PACKAGE
+    saved, PACKAGE = PACKAGE, tmp_path
+    try:
+        assert list(_imports_behind_faces(tmp_path / "context" / "block.py")) == [(1, "memkit.search.searcher")]
+    finally:
+        PACKAGE = saved
+
+
+@pytest.mark.parametrize("package", FACED)
+def test_each_face_exports_what_it_declares(package):
+    """A face's __all__, its type-checking imports and its lazy table name the same things; each
+    resolves; none is also the name of a module of the package (a submodule would shadow it)."""
+    import importlib
+
+    folder = PACKAGE / package.replace(".", "/")
+    tree = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
+    typed = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.If)
+             for sub in node.body if isinstance(sub, ast.ImportFrom) for alias in sub.names}
+    module = importlib.import_module("memkit." + package)
+    assert set(module.__all__) == typed
+    assert set(module.__all__) <= set(dir(module))
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+    submodules = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if p.is_dir()}
+    assert not set(module.__all__) & submodules
+    assert len(module.__all__) <= 20, "a face is a package's few entry points"
+
+
+def test_the_old_flat_module_paths_still_import():
+    """memkit 0.1's module paths (memkit.topic, memkit.cli, memkit.session_format…) are deprecated
+    aliases of their new homes for one release."""
+    import subprocess
+    import sys
+
+    code = ("import warnings; warnings.simplefilter('error')\n"
+            "import memkit\n"
+            "from memkit.moved import MOVED\n"
+            "import importlib\n"
+            "for old, new in MOVED.items():\n"
+            "    try:\n"
+            "        importlib.import_module('memkit.' + old)\n"
+            "    except DeprecationWarning as w:\n"
+            "        assert new in str(w), w\n"
+            "    else:\n"
+            "        raise AssertionError(old)\n"
+            "warnings.simplefilter('ignore')\n"
+            "from memkit.topic import parse_topic_text\n"
+            "from memkit.formats.topic import parse_topic_text as new\n"
+            "assert parse_topic_text is new\n"
+            "from memkit.cli import main\n"
+            "from memkit.search import Hit, Searcher\n"
+            "from memkit.index import Index, IndexReport\n"
+            "from memkit.config import Config, load_config\n"
+            "print(len(MOVED))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout) >= 50

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memkit import Vault
-from memkit.embed import BUILTIN_MODEL, OFFLINE_MODEL, LazyEmbedder, builtin_model_folder, model_dim, offline_model_folder
+from memkit.embeddings.static import BUILTIN_MODEL, OFFLINE_MODEL, LazyEmbedder, builtin_model_folder, model_dim, offline_model_folder
 
 from util import write
 
@@ -45,7 +45,7 @@ def test_cli_commands_that_need_no_vectors_do_not_import_the_tokenizer(tmp_path:
     (root / "memkit.yaml").write_text(f"model: {BUILTIN_MODEL}\n")
     # one fresh process runs the commands one after the other, saying after each whether the
     # tokenizer library has been imported by then
-    code = ("import sys, json; from memkit.cli import main\n"
+    code = ("import sys, json; from memkit.frontends.cli.group import main\n"
             "for args in json.loads(sys.argv[1]):\n"
             "    try:\n        main(['--vault', sys.argv[2], *args])\n    except SystemExit as e:\n        code = e.code\n"
             "    print(json.dumps({'args': args, 'code': code, 'loaded': 'tokenizers' in sys.modules}), file=sys.stderr)")

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from memkit import Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 
 from fake_llm import FakeLLM
 from util import FakeEmbedder, loopback_llm, write
@@ -210,7 +210,7 @@ def test_stats(tmp_path):
 
 
 def test_digest_records_follow_ups_with_their_due_date(tmp_path):
-    from memkit.digest import digest_file
+    from memkit.digest.digest import digest_file
 
     vault = make(tmp_path, {"work": "- Works at Tidewater Logistics\n"})
     seen: list[str] = []
@@ -341,7 +341,7 @@ def test_a_follow_up_expires_after_a_week_unless_due_later(tmp_path):
 
 
 def test_markers_read_and_written():
-    from memkit.lifecycle import follow_up_markers, importance, importance_marker
+    from memkit.formats.lifecycle import follow_up_markers, importance, importance_marker
 
     assert follow_up_markers("2026-12-01", "HIGH", "Did (really) it work?") == \
         "(due 2026-12-01) (urgency high) (ask: Did really it work?)"

@@ -1,4 +1,4 @@
-"""memkit.llm against a real OpenAI-compatible server on loopback and real shell commands."""
+"""memkit.llm.client against a real OpenAI-compatible server on loopback and real shell commands."""
 from __future__ import annotations
 
 import json
@@ -14,8 +14,8 @@ from typing import Any, Iterator
 import pytest
 
 from memkit.errors import LLMError
-import memkit.llm as llm_mod
-from memkit.llm import (
+import memkit.llm.client as llm_mod
+from memkit.llm.client import (
     CommandLLM,
     HTTPChatLLM,
     LLMSettings,
@@ -558,7 +558,7 @@ def test_command_llm_timeout_kills_the_command() -> None:
 
 
 def _command_llm(command: str, timeout_s: float):
-    from memkit.llm import CommandLLM, LLMSettings
+    from memkit.llm.client import CommandLLM, LLMSettings
 
     return CommandLLM(LLMSettings(command=command, timeout_s=timeout_s))
 
@@ -587,7 +587,7 @@ def test_timeout_bounds_a_command_with_a_grandchild() -> None:
 
 
 def test_a_bracket_bomb_reply_is_refused_and_a_repair_asked_for() -> None:
-    from memkit.llm import ask_json
+    from memkit.llm.client import ask_json
 
     class Scripted:
         def __init__(self, replies):

@@ -19,7 +19,7 @@ anyio = pytest.importorskip("anyio")
 
 from fake_llm import FakeLLM  # noqa: E402
 from memkit import MemkitError, Vault  # noqa: E402
-from memkit.cli import main  # noqa: E402
+from memkit.frontends.cli.group import main  # noqa: E402
 from util import FakeEmbedder, vault_with, write  # noqa: E402
 
 
@@ -351,7 +351,7 @@ def test_missing_sdk_is_one_line_and_exit_1(tmp_path):
     blocker = tmp_path / "block"
     write(blocker / "mcp" / "__init__.py", "raise ImportError('blocked for the test')\n")
     proc = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(blocker)!r}); "
-                           "from memkit.cli import main; main()", "--vault", str(vault.root), "mcp"],
+                           "from memkit.frontends.cli.group import main; main()", "--vault", str(vault.root), "mcp"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
@@ -363,7 +363,7 @@ def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, mo
     a crash inside a tool is a tool error naming it, logged with its traceback; the next call works."""
     from mcp import Client
 
-    from memkit.mcp_server import Memory, build_server
+    from memkit.frontends.mcp.server import Memory, build_server
 
     memory = Memory.open(vault_with(tmp_path, TOPICS, FakeEmbedder()))
     server = build_server(memory)
@@ -391,8 +391,8 @@ def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, mo
 
 def test_the_schemas_use_the_librarys_own_limits(tmp_path):
     """The typed tools' schemas come from the methods' signatures, with the library's own limits."""
-    from memkit.limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SESSION_MESSAGE_CHARS
-    from memkit.mcp_server import Memory, TypedTools
+    from memkit.base.limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SESSION_MESSAGE_CHARS
+    from memkit.frontends.mcp.server import Memory, TypedTools
 
     typed = TypedTools(Memory.open(vault_with(tmp_path, TOPICS, FakeEmbedder())))
     assert typed.schema("add_memory")["properties"]["text"]["maxLength"] == MAX_ENTRY_CHARS
@@ -443,7 +443,7 @@ def test_session_tools_continue_yesterdays_conversation(tmp_path):
 def test_proactive_and_upkeep_tools(tmp_path):
     """The proactive tool answers like `memkit proactive --json` for the moment given; run_upkeep
     runs the scheduled jobs; a bad moment is one line."""
-    from memkit.mcp_server import ArgumentError, Memory, TypedTools
+    from memkit.frontends.mcp.server import ArgumentError, Memory, TypedTools
 
     v = vault_with(tmp_path, {"life": "- [pending] Job interview at Acme (due 2026-11-27) "
                                       "(ask: How did the Acme interview go?) (2026-11-24)\n"}, FakeEmbedder())

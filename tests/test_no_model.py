@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from memkit import Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 
 
 @pytest.fixture()

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from fake_llm import FakeLLM, Reply
 from memkit import Vault
-from memkit.cli import main
-from memkit.config import ConfigError, parse_config
-from memkit.context import build_context
+from memkit.frontends.cli.group import main
+from memkit.config.settings import ConfigError, parse_config
+from memkit.context.block import build_context
 from util import FakeEmbedder, loopback_llm, write
 
 NOW = datetime(2026, 11, 28, 10, 0)

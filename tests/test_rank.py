@@ -1,14 +1,14 @@
-"""Unit tests of memkit.lexical (tokeniser, BM25) and memkit.rank (fusion). Tiny hand-made vectors."""
+"""Unit tests of memkit.search.lexical (tokeniser, BM25) and memkit.search.rank (fusion). Tiny hand-made vectors."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from memkit.lexical import encode_terms
-from memkit.lexical import BM25Index as _BM25Index
-from memkit.rank import RankParams, Ranker, speaker_of, speakers
-from memkit.text import stem
-from memkit.text import terms as tokenize
+from memkit.search.lexical import encode_terms
+from memkit.search.lexical import BM25Index as _BM25Index
+from memkit.search.rank import RankParams, Ranker, speaker_of, speakers
+from memkit.formats.words import stem
+from memkit.formats.words import terms as tokenize
 
 
 class BM25Index(_BM25Index):
@@ -389,7 +389,7 @@ QUERIES = ["Caroline apple", "hAP ax3 router", "what did Melanie paint?", "lake 
 
 
 def _fast(monkeypatch, **consts):
-    import memkit.rank as rank
+    import memkit.search.rank as rank
 
     monkeypatch.setattr(rank, "FAST_MIN_N", 100)
     monkeypatch.setattr(rank, "CANDIDATE_SHARE", 1.0)  # CANDIDATES as given

@@ -57,7 +57,7 @@ import pytest
 from click.testing import CliRunner
 
 from fake_llm import FakeLLM
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -511,7 +511,7 @@ def runnable(lines: list[str]) -> list[Block]:
 
 
 def test_readme_examples(readme_env, monkeypatch):
-    from memkit.judge import judge_status
+    from memkit.embeddings.judge import judge_status
 
     if judge_status() is not None:  # the README shows searches judged by the second stage
         pytest.skip(f"the README's searches are judged, and the judge cannot run here: {judge_status()}")

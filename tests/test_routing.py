@@ -5,7 +5,7 @@ import json
 from datetime import datetime
 
 from memkit import Vault
-from memkit.digest import digest_file
+from memkit.digest.digest import digest_file
 
 from fake_llm import FakeLLM
 from util import FakeEmbedder, loopback_llm, write

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from fake_llm import FakeLLM
 from memkit import Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 from util import FakeEmbedder, write
 
 NOW = datetime(2026, 11, 28, 10, 0)

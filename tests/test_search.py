@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from memkit import MemkitError, TopicNotFound, Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 
 from util import FakeEmbedder, vault_with, write
 

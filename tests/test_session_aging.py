@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from fake_llm import FakeLLM, last_user_message
 from memkit import Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 from util import FakeEmbedder
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=timezone.utc)
@@ -242,7 +242,7 @@ def test_session_show_raw_and_list_say_where_the_conversation_is(tmp_path):
 
 
 def test_restage_keeps_every_header_line_a_person_wrote_and_replaces_only_the_stage_keys():
-    from memkit.session_format import STAGE, SessionSummary, parse_session, restage
+    from memkit.formats.session import STAGE, SessionSummary, parse_session, restage
 
     text = ("---\nid: lisbon\ncreated: 2026-11-24T10:00:00Z\nsystem: |-\n  You are Ana's assistant.\n"
             "  stage: not a key, a line of the prompt\nmood: happy  # a person's own key\n"

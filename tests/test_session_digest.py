@@ -112,8 +112,8 @@ def test_no_llm_saves_messages_and_upkeep_says_it_skipped(tmp_path):
 def test_only_the_end_of_a_long_session_is_read_yet_every_new_message_is_sent(tmp_path):
     """The new messages are looked for at the end of the file first, further back when they reach
     further: 300 new messages of 200 characters all go to the digest, then only the next ones."""
-    from memkit.sessions import Sessions
-    from memkit.session_digest import digest_new
+    from memkit.sessions.folder import Sessions
+    from memkit.sessions.live_digest import digest_new
 
     v = Vault.init(tmp_path / "v", profile=False)
     v.create_session(session_id="voice", now=T0)
@@ -152,8 +152,8 @@ def test_a_session_digested_by_hand_counts_as_digested(tmp_path):
 
 
 def test_marking_waits_for_a_running_digest_then_gives_up_with_a_warning(tmp_path, caplog):
-    from memkit.fsutil import file_lock
-    from memkit.session_digest import LOCK, mark_digested
+    from memkit.base.fsutil import file_lock
+    from memkit.sessions.live_digest import LOCK, mark_digested
 
     v = make(tmp_path, None)
     v.create_session(session_id="voice", now=T0)

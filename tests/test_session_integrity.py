@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memkit import Vault
-from memkit.http_api import HTTPServer
+from memkit.frontends.http.api import HTTPServer
 from util import FakeEmbedder
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -75,7 +75,7 @@ def http_call(server: HTTPServer, method: str, path: str, body: dict | None = No
 def cli(v: Vault, *args: str):
     from click.testing import CliRunner
 
-    from memkit.cli import main
+    from memkit.frontends.cli.group import main
     return CliRunner().invoke(main, ["--vault", str(v.root), *args], obj={"vault_obj": v})
 
 
@@ -173,8 +173,8 @@ def test_reimport_of_an_aged_session_adds_only_what_is_new(tmp_path: Path) -> No
 
 
 def test_a_file_cut_short_by_a_kill_is_completed_not_duplicated(v: Vault) -> None:
-    from memkit.session_format import render_message
-    from memkit.sessions import Sessions
+    from memkit.formats.session import render_message
+    from memkit.sessions.folder import Sessions
 
     v.import_sessions(json.dumps(timed(10)).encode(), session_id="big")
     path = v.root / v.session("big").file
@@ -304,11 +304,11 @@ def test_temp_files_a_kill_left_are_swept_and_ignored_by_git(tmp_path: Path) -> 
 
 KILLED_IMPORT = """
 import os, signal, sys
-import memkit.sessions
+import memkit.sessions.folder
 from memkit import Vault
 def killed(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
-memkit.sessions.append_guarded = killed  # a kill after the session file was made, before its messages
+memkit.sessions.folder.append_guarded = killed  # a kill after the session file was made, before its messages
 Vault(sys.argv[1]).import_sessions(open(sys.argv[2], "rb").read(), session_id="imp")
 """
 

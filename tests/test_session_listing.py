@@ -8,7 +8,7 @@ from datetime import timedelta
 from click.testing import CliRunner
 
 from fake_llm import FakeLLM
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 from test_session_aging import T0, answer, chat, job, make
 
 

@@ -1,5 +1,5 @@
 """A long session within a token budget: the simple, summary and hybrid strategies
-(memkit.session_window), the summary against the loopback fake LLM, its cache in the file."""
+(memkit.sessions.budget), the summary against the loopback fake LLM, its cache in the file."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -8,7 +8,7 @@ import pytest
 
 from fake_llm import FakeLLM, Reply, last_user_message
 from memkit import InvalidValue
-from memkit.session_window import PREFIX, estimate_tokens
+from memkit.sessions.budget import PREFIX, estimate_tokens
 from util import loopback_llm
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -151,13 +151,13 @@ def test_the_strategy_comes_from_memkit_yaml(tmp_path):
 
 
 def test_estimate_tokens():
-    from memkit.session_format import SessionMessage
+    from memkit.formats.session import SessionMessage
     assert estimate_tokens(SessionMessage("user", "x" * 9, "2026-03-01T09:00:00Z")) == 3 + 4
 
 
 def test_simple_reads_a_long_session_from_its_end_with_the_same_result(vault):
-    from memkit.session_window import window
-    from memkit.session_format import parse_session_tail
+    from memkit.sessions.budget import window
+    from memkit.formats.session import parse_session_tail
     s = long_session(vault, n=300)
     vault.save_message(s.id, "user", "### user · 2026-01-01T00:00:00Z\nescaped heading inside", now=at(400))
     full = vault.session("long")
@@ -172,7 +172,7 @@ def test_simple_reads_a_long_session_from_its_end_with_the_same_result(vault):
 
 
 def test_tail_of_a_file_without_a_header():
-    from memkit.session_format import parse_session_tail
+    from memkit.formats.session import parse_session_tail
     text = "".join(f"### user · 2026-03-01T09:0{i}:00Z\nm{i}\n\n" for i in range(5))
     last = len("### user · 2026-03-01T09:04:00Z\nm4\n\n")
     tail, earlier = parse_session_tail(text, "f", "x", last)
@@ -184,7 +184,7 @@ def test_tail_of_a_file_without_a_header():
 
 
 def test_a_cut_inside_a_line_never_reads_a_heading_there():
-    from memkit.session_format import parse_session_tail
+    from memkit.formats.session import parse_session_tail
     text = "### user · 2026-03-01T09:00:00Z\nsee ### user · 2026-03-01T09:01:00Z here\n"
     tail, earlier = parse_session_tail(text, "f", "x", len(text) - 4)
     assert (earlier, tail.messages) == (1, [])

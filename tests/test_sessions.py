@@ -1,4 +1,4 @@
-"""Conversation sessions as files (memkit.sessions) and their Vault verbs: the format, appends,
+"""Conversation sessions as files (memkit.sessions.folder) and their Vault verbs: the format, appends,
 concurrency, listing, delete and prune, import and export, search, capture --save."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from memkit import InvalidValue, MemkitError, Vault
 from memkit.errors import SessionNotFound, TranscriptError
-from memkit.session_format import message_rows, parse_session
+from memkit.formats.session import message_rows, parse_session
 from util import FakeEmbedder
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -298,8 +298,8 @@ def test_rows_for_the_index_and_back(vault):
     lines = path.read_text().splitlines()
     assert [(lines[n - 1], text) for n, text in rows] == [
         ("### user · 2026-03-01T09:01:00Z", "first message"), ("### assistant · 2026-03-01T09:03:00Z", "second\nmessage")]
-    from memkit.session_search import SessionSearch
-    from memkit.sessions import Sessions
+    from memkit.sessions.search import SessionSearch
+    from memkit.sessions.folder import Sessions
     hit = SessionSearch(Sessions(vault.root, vault.store.state_dir, vault.config), None).locate(path, rows[1][0])
     assert hit is not None and (hit.session, hit.role, hit.text, hit.time) == (
         "rows", "assistant", "second\nmessage", "2026-03-01T09:03:00Z")

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from memkit import MemkitError, Vault
-from memkit import similarity as sim
-from memkit.cli import main
+from memkit.base import similarity as sim
+from memkit.frontends.cli.group import main
 from memkit.errors import NumericError
-from memkit.similarity import similarities
+from memkit.base.similarity import similarities
 from util import FakeEmbedder, write
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memkit"
@@ -73,11 +73,11 @@ def test_no_self_product_is_written_anywhere_in_memkit():
     """`X @ X.T` (or np.matmul(X, X.T), X.dot(X.T)) is SYRK: every similarity goes through the helper."""
     pattern = re.compile(r"(\b[\w.]+(?:\[[^\]]*\])?)\s*@\s*\1\.T\b|matmul\(\s*([\w.]+)\s*,\s*\2\.T\b|"
                          r"(\b[\w.]+)\.dot\(\s*\3\.T\b")
-    found = [f"{p.name}:{n}: {line.strip()}" for p in sorted(PACKAGE.glob("*.py"))
+    found = [f"{p.name}:{n}: {line.strip()}" for p in sorted(PACKAGE.rglob("*.py"))
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if pattern.search(line.split("#")[0]) and p.name != "similarity.py"]
     assert not found, found
-    for name in ("split_cluster.py", "digest.py"):  # the two that computed X @ X.T (issue 32)
+    for name in ("split/cluster.py", "digest/digest.py"):  # the two that computed X @ X.T (issue 32)
         code = "\n".join(line.split("#")[0] for line in (PACKAGE / name).read_text(encoding="utf-8").splitlines())
         assert re.search(r"@\s*[\w.\[\]]+\.T\b", code) is None, f"{name} computes a similarity matrix itself"
 
@@ -127,7 +127,7 @@ def themed_vault(tmp_path: Path) -> Vault:
 
 
 def plan_of(vault: Vault) -> list[tuple[str, list[int]]]:
-    from memkit.split import plan_split
+    from memkit.split.split import plan_split
 
     return [(p.name, [e.line for e in p.entries]) for p in plan_split(vault.searcher, "cooking").parts]
 
@@ -153,8 +153,8 @@ def test_a_split_with_a_broken_blas_is_refused_and_writes_nothing(tmp_path, monk
 
 
 def test_a_digest_groups_conclusions_by_words_when_the_blas_is_broken(tmp_path, monkeypatch, caplog):
-    from memkit.digest import _together
-    from memkit.digest_extract import Conclusion
+    from memkit.digest.digest import _together
+    from memkit.digest.extract import Conclusion
 
     root = tmp_path / "v"
     Vault.init(root, profile=False)

@@ -14,10 +14,10 @@ from fake_llm import FakeLLM, Reply, last_user_message
 from util import FakeEmbedder, write
 
 from memkit import MemkitError, Vault
-from memkit.config import Config
-from memkit.llm import HTTPChatLLM, LLMSettings
-from memkit.names import check_topic_name
-from memkit.split import (
+from memkit.config.settings import Config
+from memkit.llm.client import HTTPChatLLM, LLMSettings
+from memkit.formats.names import check_topic_name
+from memkit.split.split import (
     NothingToSplit,
     SplitConflict,
     apply_split,
@@ -26,7 +26,7 @@ from memkit.split import (
     plan_split,
     split_topic,
 )
-from memkit.topic import parse_topic_text, read_topic, scan_blocks, split_lines
+from memkit.formats.topic import parse_topic_text, read_topic, scan_blocks, split_lines
 from util import vault_with
 
 THEMES = {
@@ -554,7 +554,7 @@ def test_part_name_taken_since_planning(tmp_path):
 
 
 def test_a_failed_write_leaves_the_parent_and_no_parts(tmp_path, monkeypatch):
-    import memkit.store as store_mod
+    import memkit.store.store as store_mod
 
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
@@ -673,7 +673,7 @@ def test_a_split_killed_at_any_rename_leaves_each_entry_once(tmp_path: Path) -> 
 
 
 def test_a_split_whose_parent_changes_meanwhile_writes_nothing(tmp_path: Path, monkeypatch) -> None:
-    import memkit.store as store_mod
+    import memkit.store.store as store_mod
     from util import FakeEmbedder
 
     root = Vault.init(tmp_path / "v", profile=False).root
@@ -698,7 +698,7 @@ def test_a_split_whose_parent_changes_meanwhile_writes_nothing(tmp_path: Path, m
 
 
 def test_split_keeps_a_custom_heading_and_the_summary(tmp_path):
-    from memkit.split import split_topic
+    from memkit.split.split import split_topic
 
     themes = {"rice": "rice paella bomba saffron", "bread": "bread sourdough flour oven", "kimchi": "kimchi cabbage ferment jar"}
     lines = [f"- {words} note {i} {theme}\n" for theme, words in themes.items() for i in range(8)]

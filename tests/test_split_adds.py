@@ -10,9 +10,9 @@ from click.testing import CliRunner, Result
 
 from fake_llm import FakeLLM
 from memkit import Vault
-from memkit.cli import main
-from memkit.digest import digest_file
-from memkit.split import split_topic
+from memkit.frontends.cli.group import main
+from memkit.digest.digest import digest_file
+from memkit.split.split import split_topic
 from test_split import make_vault, themed_lines
 from util import loopback_llm, write
 
@@ -97,8 +97,8 @@ def test_a_part_is_never_named_after_its_parent_or_a_word_like_daily(tmp_path):
 
 
 def test_a_part_two_words_in_the_order_said():
-    from memkit.split_naming import name_words
-    from memkit.topic import parse_topic_text
+    from memkit.split.naming import name_words
+    from memkit.formats.topic import parse_topic_text
     lines = ["Batch cooks lentil soup", "Soup for the week", "Soup freezes well", "Soup tubs of 500 ml",
              "Soup pot holds eight litres"]
     topic = parse_topic_text("\n".join(f"- {line}" for line in lines) + "\n", "cooking", "topics/cooking.md")

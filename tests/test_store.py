@@ -1,4 +1,4 @@
-"""memkit.store (and the layout, inbox, index.txt and recovery parts it is built from): what one
+"""memkit.store.store (and the layout, inbox, index.txt and recovery parts it is built from): what one
 write costs, and what it does to the files."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from memkit import Vault
-from memkit.fsutil import VaultLock
-from memkit.layout import VaultFiles
+from memkit.base.fsutil import VaultLock
+from memkit.store.layout import VaultFiles
 from datetime import datetime
 from memkit import MemkitError
-from memkit.topic import read_topic
+from memkit.formats.topic import read_topic
 from util import FakeEmbedder, vault_with, write
 
 
@@ -44,7 +44,7 @@ class Counter:
         monkeypatch.setattr(builtins, "open", counted_open)
         monkeypatch.setattr(os, "open", counted_os_open)
         monkeypatch.setattr(os, "scandir", counted_scandir)
-        real_parse = sys.modules["memkit.topic"].parse_topic_text
+        real_parse = sys.modules["memkit.formats.topic"].parse_topic_text
 
         def counted_parse(*args, **kwargs):
             self.parses += 1

@@ -9,7 +9,7 @@ import pytest
 
 from fake_llm import FakeLLM
 from memkit import LLMError
-from memkit.llm import CommandLLM, LLMSettings, ask_text
+from memkit.llm.client import CommandLLM, LLMSettings, ask_text
 from util import loopback_llm
 from test_proactive import NOW, make
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from memkit.errors import TopicParseError
-from memkit.topic import (
+from memkit.formats.topic import (
     read_topic,
     append_line,
     decode_topic,
@@ -269,7 +269,7 @@ def test_many_unclosed_fences_parse_in_linear_time() -> None:
 
 
 def test_set_frontmatter_sets_every_copy_of_a_key_and_keeps_comments() -> None:
-    from memkit.topic import set_frontmatter
+    from memkit.formats.topic import set_frontmatter
 
     text = ("---\ntitle: T\nupdated: 2026-01-01T00:00:00  # bumped by hand\n"
             "updated: 2026-01-02T00:00:00\n---\n- a\n")
@@ -282,7 +282,7 @@ def test_set_frontmatter_sets_every_copy_of_a_key_and_keeps_comments() -> None:
 def test_a_heading_underline_is_not_a_merge_marker() -> None:
     import shutil as sh
 
-    from memkit.gitsync import merge_topic
+    from memkit.git.sync import merge_topic
 
     if sh.which("git") is None:
         pytest.skip("git is not installed")

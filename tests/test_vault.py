@@ -19,8 +19,8 @@ from memkit import (
     VaultNotFound,
     find_vault,
 )
-from memkit.recent import relative_time
-from memkit.topic import read_topic
+from memkit.formats.recent import relative_time
+from memkit.formats.topic import read_topic
 
 from util import write
 import re
@@ -293,9 +293,9 @@ def test_read_only_vault(tmp_path):
         path = write(vault.topics_dir / "t.md", "- one\n")
         (vault.root / ".memkit").mkdir(exist_ok=True)
         code = (
-            "import os, sys, yaml, json, tempfile, encodings.utf_8_sig, frontmatter.default_handlers, memkit.cli;"
+            "import os, sys, yaml, json, tempfile, encodings.utf_8_sig, frontmatter.default_handlers, memkit.frontends.cli.group;"
             "os.setgid(65534); os.setuid(65534);"
-            "memkit.cli.main(['--vault', sys.argv[1], 'add', 'two', '--topic', 't'])"
+            "memkit.frontends.cli.group.main(['--vault', sys.argv[1], 'add', 'two', '--topic', 't'])"
         )
         proc = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True)
         assert proc.returncode == 1, proc.stderr
@@ -343,7 +343,7 @@ def test_alias_bomb_in_memkit_yaml_is_a_config_error(tmp_path: Path) -> None:
 def _cli(root: Path, *args: str):
     from click.testing import CliRunner
 
-    from memkit.cli import main
+    from memkit.frontends.cli.group import main
     from util import FakeEmbedder
 
     return CliRunner().invoke(main, ["--vault", str(root), *args], obj={"vault_obj": Vault(root, embedder=FakeEmbedder())})
@@ -425,7 +425,7 @@ def test_a_read_only_vault_can_be_searched(tmp_path: Path) -> None:
                 os.chmod(Path(folder) / name, 0o444)
         code = ("import os, sys, json, tempfile, sqlite3, encodings.utf_8_sig, encodings.idna;"
                 "sys.path.insert(0, sys.argv[2]); from util import FakeEmbedder;"
-                "from click.testing import CliRunner; from memkit import Vault; from memkit.cli import main;"
+                "from click.testing import CliRunner; from memkit import Vault; from memkit.frontends.cli.group import main;"
                 "warm = Vault.init(tempfile.mkdtemp() + '/w', profile=False); warm.add('x', topic='t');"
                 "CliRunner().invoke(main, ['--vault', str(warm.root), 'search', 'x'],"
                 " obj={'vault_obj': Vault(warm.root, embedder=FakeEmbedder())});"  # imports all it needs

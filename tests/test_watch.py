@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from memkit import Vault
-from memkit.index import Index
-from memkit.watch import Watcher, is_topic_path, run_watch
+from memkit.index.index import Index
+from memkit.frontends.watch import Watcher, is_topic_path, run_watch
 
 from util import wait_until as poll
 
@@ -476,7 +476,7 @@ def test_run_watch_until_stop_event(vault, no_thread_leaks):
 
 
 SUBPROCESS_WATCH = SUBPROCESS_SEARCH.split("for hit in")[0] + textwrap.dedent("""
-    from memkit.watch import run_watch
+    from memkit.frontends.watch import run_watch
     run_watch(Vault(sys.argv[1], embedder=Fake()), debounce_s=0.05,
               on_update=lambda report: print("update", report.entries, flush=True))
     print("stopped", flush=True)

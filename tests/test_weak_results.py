@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from memkit import Vault
-from memkit.cli import main
+from memkit.frontends.cli.group import main
 from util import FakeEmbedder, vault_with
 
 NOTES = "".join(f"- {t}\n" for t in [

@@ -59,7 +59,7 @@ def vault_with(tmp_path: Path, topics: dict, embedder=None):
 
 def loopback_llm(fake, retry_delay_s: float = 0.01):
     """An HTTP LLM client for a :class:`fake_llm.FakeLLM` server, with a short retry pause."""
-    from memkit.llm import HTTPChatLLM, LLMSettings
+    from memkit.llm.client import HTTPChatLLM, LLMSettings
 
     client = HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m", timeout_s=5))
     client.retry_delay_s = retry_delay_s

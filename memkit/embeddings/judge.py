@@ -1,0 +1,220 @@
+"""The judge: a small transformer that re-scores what the static model and words found.
+
+memkit's static model (:mod:`memkit.embeddings.static`) finds candidates fast, but it is a weak judge of which
+of them answers a question worded unlike its note. The judge is the static model's own teacher,
+all-MiniLM-L6-v2 (Apache-2.0), exported by ``make model`` to an int8 ONNX file
+(``memkit/embeddings/models/memkit-judge/model.onnx``, mean pooling and normalisation inside the graph) and
+run with onnxruntime: a short query costs ~1 ms on two cores, ~1,000 entries a second.
+
+onnxruntime is a dependency of memkit; where it cannot be installed or loaded (an unusual
+platform), :func:`judge_status` says why once and search works as before, with the static stage
+alone.
+
+A text is embedded as :func:`judge_text` gives it: the entry without memkit's markers (kind,
+importance, dates), which carry no meaning a question asks for.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ModelError
+
+
+__all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "text_keys", "shared_judge", "JUDGE_NAME"]
+
+JUDGE_NAME = "memkit-judge"
+MAX_TOKENS = 128  #: longer texts are cut (an entry's first ~100 words say what it is about)
+#: texts a transformer pass by default: one. The int8 model quantises its activations with one
+#: scale per pass (onnxruntime's dynamic quantisation), so a text batched with others gets a
+#: slightly different vector (cosine ~0.99) than alone: a query is always embedded alone, the same
+#: every time; filling the stored vectors passes several (``memkit.index.judge_vectors.FILL_PASS``).
+BATCH = 1
+THREADS_ENV = "MEMKIT_JUDGE_THREADS"
+
+_MARKERS = re.compile(
+    r"^\s*\[[^\]\n]{1,30}\]\s*"  # [kind]
+    r"|\((?:importance|urgency)\s+[^()]{1,12}\)"
+    r"|\((?:due|until)\s+\d{4}-\d{2}-\d{2}\)"
+    r"|\(ask:[^()]*\)"
+    r"|\(\d{4}-\d{2}-\d{2}\)"  # the entry's date
+    r"|(?<!\w)#(?=\w)",  # a tag's '#' (the word stays)
+    re.IGNORECASE)
+
+
+def judge_text(text: str) -> str:
+    """What the judge reads of an entry or a query: the text without memkit's markers."""
+    return " ".join(_MARKERS.sub(" ", str(text)).split())
+
+
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """A 64-bit key of each text's :func:`judge_text` (int64): the judge's vectors are stored under it."""
+    out = np.empty(len(texts), dtype=np.int64)
+    for i, t in enumerate(texts):
+        out[i] = int.from_bytes(hashlib.blake2b(judge_text(t).encode("utf-8", "surrogatepass"),
+                                                digest_size=8).digest(), "little", signed=True)
+    return out
+
+
+def judge_folder() -> Path | None:
+    """The shipped judge model's folder, or None when it is not there."""
+    folder = Path(__file__).resolve().parent / "models" / JUDGE_NAME
+    return folder if (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file() else None
+
+
+def judge_status() -> str | None:
+    """Why the judge cannot run here (None: it can)."""
+    if os.environ.get("MEMKIT_NO_JUDGE"):
+        return "the judge is turned off (MEMKIT_NO_JUDGE)"
+    if judge_folder() is None:
+        return f"the judge model is not installed (memkit/embeddings/models/{JUDGE_NAME}; `make model` builds it)"
+    try:
+        if importlib.util.find_spec("onnxruntime") is None:
+            return "onnxruntime is not installed (pip install onnxruntime)"
+    except (ImportError, ValueError):
+        return "onnxruntime cannot be imported"
+    return None
+
+
+def _threads() -> int:
+    try:
+        return max(1, int(os.environ.get(THREADS_ENV, "")))
+    except ValueError:
+        return max(1, min(2, os.cpu_count() or 1))
+
+
+class Judge:
+    """The transformer, loaded: :meth:`embed` gives unit float32 rows (``dim`` 384).
+
+    :param folder: ``model.onnx`` and ``tokenizer.json``.
+    :raises ModelError: they cannot be loaded.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        folder = Path(folder)
+        try:
+            import onnxruntime as ort  # type: ignore[import-untyped]
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ModelError(f"the judge needs onnxruntime ({exc})") from None
+        try:
+            tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            tok.enable_truncation(MAX_TOKENS)
+            tok.no_padding()
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = _threads()
+            opts.inter_op_num_threads = 1
+            opts.log_severity_level = 3
+            # the file was saved already optimised (bench/make_judge.py): the basic passes only
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+            # no busy-waiting between passes: on a small board the judge shares its cores
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            session = ort.InferenceSession(str(folder / "model.onnx"), sess_options=opts,
+                                           providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own types
+            raise ModelError(f"cannot load the judge model in {folder}: {exc}") from None
+        self.name = JUDGE_NAME
+        self.folder = folder
+        self._tok = tok
+        self._session = session
+        self._inputs = [i.name for i in session.get_inputs()]
+        self.dim = int(session.get_outputs()[0].shape[-1])
+        self._lock = threading.Lock()  # one pass at a time: the session's threads are the parallelism
+
+    def embed(self, texts: Sequence[str], batch: int | None = None) -> np.ndarray:
+        """Unit vectors of ``texts`` (as :func:`judge_text` reads them), float32 ``(n, dim)``;
+        ``batch``: texts a pass (default ``BATCH``, one: see there)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not len(texts):
+            return out
+        encs = self._tok.encode_batch([judge_text(t) or "." for t in texts])
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        batch = max(1, batch or BATCH)
+        for start in range(0, len(order), batch):
+            rows = order[start:start + batch]
+            width = max(len(encs[i].ids) for i in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                n = len(encs[i].ids)
+                ids[r, :n] = encs[i].ids
+                mask[r, :n] = 1
+            feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            with self._lock:
+                vec = self._session.run(None, feeds)[0]
+            out[rows] = vec
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out /= np.maximum(norms, np.float32(1e-12))
+        return out
+
+
+#: two texts nothing alike: a judge that finds them near-identical computes wrongly on this machine
+_PROBES = ("The cat slept on the warm windowsill all afternoon.", "Quarterly VAT return is due on 7 May.")
+PROBE_MAX_COSINE = 0.9
+
+
+def check_sane(judge: Judge) -> None:
+    """Refuse a judge whose runtime computes wrongly here (seen under an emulated Arm CPU with SME:
+    every text got the same vector). :raises ModelError: naming what was wrong."""
+    try:
+        v = judge.embed(list(_PROBES))
+    except Exception as exc:  # onnxruntime raises its own types
+        raise ModelError(f"the judge does not run here ({exc})") from None
+    if not np.isfinite(v).all() or float(v[0] @ v[1]) > PROBE_MAX_COSINE:
+        raise ModelError("the judge's runtime gives wrong vectors on this processor (two unlike texts "
+                         "come out alike; seen with onnxruntime on Arm chips with SME)")
+
+
+class LazyJudge:
+    """The judge, loaded on first use; ``available`` is False (with the reason in ``reason``)
+    where it cannot run, and then never tries again."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = judge_status()
+        self._judge: Judge | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def available(self) -> bool:
+        return self.reason is None
+
+    @property
+    def loaded(self) -> bool:
+        return self._judge is not None
+
+    def judge(self) -> Judge | None:
+        """The loaded judge, or None where it cannot run (the reason logged once)."""
+        if self._judge is None and self.reason is None:
+            with self._lock:
+                if self._judge is None and self.reason is None:
+                    folder = judge_folder()
+                    try:
+                        assert folder is not None
+                        judge = Judge(folder)
+                        check_sane(judge)
+                        self._judge = judge
+                    except ModelError as exc:
+                        self.reason = str(exc)  # the searcher says it, once a vault
+        return self._judge
+
+
+_SHARED: LazyJudge | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_judge() -> LazyJudge:
+    """The process's judge (one model in memory however many vaults a process opens)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None or (_SHARED.reason is not None and _SHARED.reason != judge_status()):
+            _SHARED = LazyJudge()  # made again when what stopped it changed (a test hiding onnxruntime)
+        return _SHARED

@@ -1,0 +1,85 @@
+"""Names: topic names (lowercase words joined by '-', safe on every OS, never able to leave topics/)
+and the file names memkit makes from any text (session ids)."""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+from ..errors import TopicNameError
+
+TOPICS_DIR = "topics"
+MAX_NAME = 64
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+
+
+def is_topic_filename(filename: str) -> bool:
+    """Whether a file name in topics/ names a topic: ``NAME.md``, not hidden (editors' swap and
+    temp files, and memkit's own ``.NAME.md.XXXX.tmp``, start with a dot)."""
+    return filename.endswith(".md") and len(filename) > 3 and not filename.startswith(".")
+
+
+def topic_relpath(name: str) -> str:
+    """The vault-relative path of topic ``name``'s file, as messages, diffs and entries show it
+    (``topics/cooking.md``)."""
+    return f"{TOPICS_DIR}/{name}.md"
+
+
+def topic_stem(name: str) -> str:
+    """A topic name as a person gave it, without surrounding spaces and without a ``.md`` suffix."""
+    raw = name.strip()
+    return raw[:-3] if raw.endswith(".md") else raw
+
+
+def in_topic(name: str, topic: str) -> bool:
+    """Whether topic ``name`` is ``topic`` or one of its subtopics (``topic-*``, as a split names them)."""
+    return name == topic or name.startswith(topic + "-")
+
+
+def slugify(text: str, max_len: int = MAX_NAME) -> str:
+    """Make any text a safe topic name (``"Home Lab!"`` -> ``home-lab``); may return ''."""
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    slug = slug[:max_len].rstrip("-")
+    if slug in _RESERVED:
+        slug = f"{slug}-topic"
+    return slug
+
+
+def check_topic_name(name: str) -> str:
+    """Validate a topic name a person typed, returning its canonical form.
+
+    Case and spaces are forgiven (``"Home Lab"`` -> ``home-lab``); path separators, ``..``,
+    reserved device names (``CON``), empty and over-long names are refused.
+
+    :raises TopicNameError: with a message that says what is allowed.
+    """
+    raw = topic_stem(name)
+    if not raw:
+        raise TopicNameError("topic name is empty")
+    if "/" in raw or "\\" in raw or ".." in raw or raw.startswith(".") or "\x00" in raw:
+        raise TopicNameError(
+            f"invalid topic name {name!r}: use lowercase words joined by '-' (no '/', '\\' or '..')"
+        )
+    if len(raw) > MAX_NAME:
+        raise TopicNameError(f"topic name is {len(raw)} characters long; the limit is {MAX_NAME}")
+    if raw.lower() in _RESERVED:
+        raise TopicNameError(f"invalid topic name {name!r}: it is a reserved device name on Windows")
+    slug = slugify(raw)
+    if not slug:
+        raise TopicNameError(f"invalid topic name {name!r}: use letters, digits and '-'")
+    return slug
+
+
+def session_file_name(session: str, key: str, suffix: str) -> str:
+    """A file name for session ``session``: ``<slug>-<hash>SUFFIX``. The slug keeps it readable
+    (``session`` when the id has no letter or digit), the hash of ``key`` keeps distinct ids
+    apart (and the same id on the same file); neither can hold a path separator or start with a
+    dot, so the file never leaves its folder.
+
+    :param session: the id the name is read from.
+    :param key: what the hash is computed from (usually the id itself).
+    :param suffix: the extension, with its dot (``.json``).
+    """
+    digest = hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
+    return f"{slugify(session, max_len=40) or 'session'}-{digest}{suffix}"

@@ -1,0 +1,284 @@
+"""`memkit add`, `show`, `topics`, `recent`, `forget`, `edit`, `history`, `pending`, `done`: reading and
+changing memories by hand (click commands over :class:`memkit.Vault`; the group is in :mod:`memkit.frontends.cli.group`)."""
+from __future__ import annotations
+
+import itertools
+import sys
+from datetime import datetime
+
+import click
+
+from .common import echo_json, get_vault, json_option, plural
+from ...errors import TopicNotFound
+from ...vault import parse_day, relative_time
+
+
+@click.command()
+@click.argument("text")
+@click.option("--topic", "-t", metavar="TOPIC", help="Topic name (default: general). Created if new.")
+@click.option("--kind", metavar="KIND", help="fact, preference, decision, discovery, event, context…")
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help="A #tag; repeat for several.")
+@click.option("--due", metavar="DATE", help="A follow-up due then (kind pending): '(due DATE)'.")
+@click.option("--until", metavar="DATE", help="The memory expires after this day: '(until DATE)'.")
+@click.option("--allow-duplicate", is_flag=True, help="Write it even when the topic holds the same text already.")
+@json_option
+@click.pass_context
+def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], due: str | None,
+        until: str | None, allow_duplicate: bool, json_: bool) -> None:
+    """Append a memory to a topic. TEXT '-' reads it from stdin (lines are joined into one entry).
+
+    A topic that grows past topic_split_threshold_lines is split into subtopics right away; a
+    topic that was split is not recreated: the memory goes to its closest subtopic. A pasted
+    entry ('- [decision] Chose oak (2026-02-01)') keeps its kind and date. Text starting with
+    '-' goes after '--'. The same text already in the topic (its date aside) is not written
+    twice: memkit says where it is (--allow-duplicate writes it anyway).
+
+    \b
+    Example:
+      memkit add "Prefers bomba rice for paella" --topic cooking --kind preference --tag rice
+      echo "Allergic to tree nuts" | memkit add - --topic health
+      memkit add -- "-5 degrees tonight, the pipes may freeze"
+      memkit add "Ask how the job interview went" --due 2026-11-28
+      memkit add "Parking spot at the office is B14" --until 2026-12-31
+    """
+    if text == "-":
+        text = sys.stdin.read()
+    vault = get_vault(ctx)
+    entry = vault.add(text, topic=topic, kind=kind, tags=tags, due=parse_day(due, "--due") if due is not None else None,
+                      until=parse_day(until, "--until") if until is not None else None, allow_duplicate=allow_duplicate)
+    if json_:
+        echo_json(entry.to_dict())
+    elif entry.duplicate:
+        click.echo(f"already in {entry.topic} as {entry.id}: {entry.text} (not added again; "
+                   "--allow-duplicate adds it anyway)")
+    else:
+        click.echo(f"added {entry.id} to {entry.topic}: {entry.text}")
+
+
+@click.command()
+@json_option
+@click.pass_context
+def topics(ctx: click.Context, json_: bool) -> None:
+    """List topics: name, entries, last update, summary.
+
+    \b
+    Example:
+      memkit topics
+    """
+    now = datetime.now()
+    # the latest first; topics whose times read alike ("just now", "2 days ago") by name, so the
+    # list does not reorder on a second's difference no one sees
+    infos = sorted(get_vault(ctx).topics(), key=lambda t: t.updated, reverse=True)
+    infos = [t for _, same in itertools.groupby(infos, key=lambda t: relative_time(t.updated, now))
+             for t in sorted(same, key=lambda t: t.name)]
+    if json_:
+        echo_json([t.to_dict() for t in infos])
+        return
+    if not infos:
+        click.echo("no topics yet: add one with `memkit add TEXT --topic NAME`")
+        return
+    width = max(len(t.name) for t in infos)
+    for t in infos:
+        click.echo(f"{t.name:<{width}}  {t.entries:>4}  {relative_time(t.updated, now):<14}  {t.summary}")
+
+
+@click.command()
+@click.argument("topic")
+@json_option
+@click.pass_context
+def show(ctx: click.Context, topic: str, json_: bool) -> None:
+    """Show a topic's entries with their ids (for `memkit forget ID`).
+
+    \b
+    Example:
+      memkit show cooking
+    """
+    vault = get_vault(ctx)
+    if json_:
+        echo_json(vault.show_topic(topic))
+        return
+    try:
+        t = vault.topic(topic)
+    except TopicNotFound:
+        children = vault.subtopics(topic)
+        if not children:
+            raise
+        click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
+        return
+    children = vault.subtopics(t.name)
+    click.echo(f"{t.title} ({t.name}, {plural(len(t.entries), 'entry', 'entries')})"
+               f"{' — ' + t.summary if t.summary else ''}")
+    for e in t.entries:
+        click.echo(f"{e.id}  {e.text}")
+    if children:
+        click.echo(f"(it was split into {', '.join(children)}; `memkit check` says how to fold this file into them)")
+
+
+@click.command()
+@click.argument("entry_id", required=False, metavar="[ID]")
+@click.option("--match", "-m", metavar="TEXT", help="Forget the one entry whose text contains TEXT.")
+@click.option("--topic", "-t", metavar="TOPIC", help="Look only in this topic (the same line in two topics).")
+@click.option("--all", "all_", is_flag=True, help="An entry written several times (after a merge): remove every copy.")
+@json_option
+@click.pass_context
+def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: str | None, all_: bool,
+           json_: bool) -> None:
+    """Remove an entry; it is kept in archive.md so you (and git) can undo it.
+
+    \b
+    Examples:
+      memkit forget 3f2a9c1e
+      memkit forget --match "stock cubes"
+      memkit forget 3f2a9c1e --all       # the same line twice after a merge: both copies
+
+    An entry written more than once loses its last copy (the output says which line), or every
+    copy with --all.
+    """
+    if bool(entry_id) == bool(match):
+        raise click.UsageError("give either an entry ID or --match TEXT")
+    vault = get_vault(ctx)
+    entries = vault.forget_every(entry_id, match=match, topic=topic) if all_ else \
+        [vault.forget(entry_id, match=match, topic=topic)]
+    if json_:
+        echo_json(entries[0].to_dict() if not all_ else [e.to_dict() for e in entries])
+    else:
+        for entry in entries:
+            click.echo(f"forgot {entry.id} from {entry.file} line {entry.line}: {entry.text}")
+        click.echo("(moved to archive.md; put the line back in its topic to undo)")
+
+
+@click.command()
+@click.option("--rebuild", is_flag=True, help="Regenerate index.txt from the topic files.")
+@json_option
+@click.pass_context
+def recent(ctx: click.Context, rebuild: bool, json_: bool) -> None:
+    """Show the recent-topics index (index.txt) with relative times.
+
+    \b
+    Examples:
+      memkit recent
+      memkit recent --rebuild
+    """
+    vault = get_vault(ctx)
+    items = vault.rebuild_recent() if rebuild else vault.recent()
+    if json_:
+        echo_json([r.to_dict() for r in items])
+        return
+    if rebuild:
+        click.echo(f"rebuilt index.txt: {len(items)} topics", err=True)
+    now = datetime.now()
+    width = max((len(r.topic) for r in items), default=0)
+    for r in items:
+        click.echo(f"{relative_time(r.updated, now):<14}  {r.topic:<{width}}  {r.summary}".rstrip())
+
+
+@click.command()
+@click.argument("args", nargs=-1, required=True, metavar="[ID] TEXT")
+@click.option("--match", "-m", metavar="TEXT", help="Edit the one entry whose text contains TEXT (no ID).")
+@click.option("--topic", "-t", metavar="TOPIC", help="Look only in this topic.")
+@json_option
+@click.pass_context
+def edit(ctx: click.Context, args: tuple[str, ...], match: str | None, topic: str | None, json_: bool) -> None:
+    """Change a memory where it stands; the old line is kept in archive.md (see `memkit history`).
+
+    Its kind and tags stay unless TEXT gives its own; it is dated today.
+
+    \b
+    Examples:
+      memkit edit 3f2a9c1e "Manager is Tom Berg since Priya moved teams"
+      memkit edit --match "Priya" "Manager is Tom Berg"
+    """
+    if len(args) == 2 and match is None:
+        entry_id, text = args
+    elif len(args) == 1 and match is not None:
+        entry_id, text = None, args[0]
+    else:
+        raise click.UsageError("give an entry ID and the new text, or --match TEXT and the new text")
+    entry = get_vault(ctx).edit(entry_id, text, match=match, topic=topic)
+    if json_:
+        echo_json(entry.to_dict())
+    else:
+        click.echo(f"edited: now {entry.id} in {entry.topic}: {entry.text}")
+        click.echo(f"(the old line is in archive.md; `memkit history {entry.id}` shows the chain)")
+
+
+@click.command()
+@click.argument("entry_id", metavar="ID")
+@json_option
+@click.pass_context
+def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
+    """Every version of a memory, oldest first (from archive.md; and git log in a git vault).
+
+    \b
+    Example:
+      memkit history 3f2a9c1e
+    """
+    vault = get_vault(ctx)
+    steps = vault.history(entry_id)
+    commits = vault.git_history(steps[-1]) if steps else []
+    if json_:
+        echo_json({"versions": [s.to_dict() for s in steps], "git": commits})
+        return
+    for s in steps:
+        where = "now, in " + s.topic if s.status == "current" else f"{s.day}, left {s.topic}: {s.status}"
+        click.echo(f"{s.id}  {s.text}\n          ({where})")
+    if commits:
+        click.echo("git log of the newest version:")
+        for line in commits:
+            click.echo(f"  {line}")
+
+
+@click.command()
+@json_option
+@click.pass_context
+def pending(ctx: click.Context, json_: bool) -> None:
+    """List follow-ups (kind pending), the most urgent first.
+
+    A follow-up is an entry like '- [pending] Interview at Acme (due 2026-11-28) (urgency high)
+    (ask: How did it go?)': its background, when to ask, how urgent and what to ask. Add one with
+    `memkit add TEXT --due DATE`; a digest writes them too. The due and overdue ones appear in
+    `memkit context`. A follow-up is kept 7 days, or until its due day (memkit.yaml expire.pending).
+
+    \b
+    Example:
+      memkit pending
+    """
+    items = get_vault(ctx).pending()
+    if json_:
+        echo_json([f.to_dict() for f in items])
+        return
+    if not items:
+        click.echo("no follow-ups: add one with `memkit add TEXT --due DATE`")
+    for f in items:
+        when = ("no due date" if f.due is None else f"due {f.due.isoformat()}" +
+                (f", {f.overdue_days} day{'s' if f.overdue_days != 1 else ''} overdue" if f.overdue_days > 0
+                 else " (today)" if f.overdue_days == 0 else ""))
+        click.echo(f"{f.entry.id}  {f.entry.text}  [{when}; {f.entry.topic}]")
+        if f.urgency or f.question:
+            said = " · ".join(x for x in (f.urgency, f"ask: {f.question}" if f.question else None) if x)
+            click.echo(f"          {said}")
+
+
+@click.command()
+@click.argument("entry_id", required=False, metavar="[ID]")
+@click.option("--match", "-m", metavar="TEXT", help="The one entry whose text contains TEXT.")
+@json_option
+@click.pass_context
+def done(ctx: click.Context, entry_id: str | None, match: str | None, json_: bool) -> None:
+    """Mark a follow-up done: it moves to archive.md ('done').
+
+    \b
+    Example:
+      memkit done 3f2a9c1e
+    """
+    if bool(entry_id) == bool(match):
+        raise click.UsageError("give either an entry ID or --match TEXT")
+    entry = get_vault(ctx).done(entry_id, match=match)
+    if json_:
+        echo_json(entry.to_dict())
+    else:
+        click.echo(f"done: {entry.id} ({entry.text}) moved to archive.md")
+
+
+
+__all__ = ["add", "topics", "show", "forget", "recent", "edit", "history", "pending", "done"]

@@ -1,0 +1,169 @@
+"""`memkit search`, `context` and `index`: finding memories (click commands over :class:`memkit.Vault`;
+the group is in :mod:`memkit.frontends.cli.group`)."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from .common import echo_json, get_vault, json_option, plural
+from ...base.limits import MAX_SEARCH_RESULTS, SEARCH_MODES
+from ...vault import Threshold, parse_day
+
+
+@click.command()
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(1, MAX_SEARCH_RESULTS), metavar="N", help="How many results (default: max_memories_per_search).")
+@click.option("--threshold", type=click.FloatRange(-1, 1), metavar="X",
+              help="Minimum cosine similarity (exact rare-word matches pass anyway). Default: memkit.yaml or the model's calibrated value.")
+@click.option("--all", "no_threshold", is_flag=True, help="No threshold: always return the k best.")
+@click.option("--topic", "-t", metavar="TOPIC", help="Only this topic (and its subtopics).")
+@click.option("--kind", metavar="KIND", help="Only entries of this [kind].")
+@click.option("--tag", metavar="TAG", help="Only entries with this #tag.")
+@click.option("--since", metavar="DATE", help="Only entries dated on or after YYYY-MM-DD.")
+@click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
+              help="Only entries of at least this (importance X), 0..1; an entry without one counts as 0.5.")
+@click.option("--mode", type=click.Choice(SEARCH_MODES), default="hybrid", show_default=True,
+              help="Ranking: lexical + vector fusion, or one side alone.")
+@click.option("--fast", is_flag=True,
+              help="Skip the second stage (the judge transformer re-scoring the best candidates): the static model and words alone.")
+@click.option("--sessions", "sessions", is_flag=True,
+              help="Search the messages of past conversations (sessions/) instead of the memories.")
+@json_option
+@click.pass_context
+def search(ctx: click.Context, query: str, k: int | None, threshold: float | None, no_threshold: bool,
+           topic: str | None, kind: str | None, tag: str | None, since: str | None, min_importance: float | None,
+           mode: str, fast: bool, sessions: bool, json_: bool) -> None:
+    """Search memories: exact words and meaning, fused.
+
+    Indexes changed files first (a cheap check). Prints the best entries with id, topic and score.
+
+    \b
+    Examples:
+      memkit search "what rice do I use"
+      memkit search "hAP ax3" --topic home-lab --json
+      memkit search "vet" --kind event --since 2026-01-01 -k 10
+      memkit search "family" --min-importance 0.8
+      memkit search "what do I drive" --fast
+      memkit search --sessions "when do I fly to Lisbon"
+    """
+    if since is not None:
+        since = parse_day(since, "--since").isoformat()
+    vault = get_vault(ctx)
+    if sessions:
+        from .session import print_session_hits  # printed as `memkit session search` prints; loaded for --sessions
+
+        print_session_hits(vault.search_sessions(query, k=k or 5, since=since), json_)
+        return
+    limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
+    hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
+                        mode=mode, min_importance=min_importance,  # type: ignore[arg-type]  # click.Choice checked the mode
+                        judge=False if fast else None)
+    if json_:
+        echo_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        filters = [f for f, v in (("--topic", topic), ("--kind", kind), ("--tag", tag), ("--since", since),
+                                  ("--min-importance", min_importance)) if v is not None and v != ""]
+        hint = f"check the filters ({', '.join(filters)})" if filters else ""
+        click.echo(f"no memories match{' (' + hint + ')' if hint else ''}", err=True)
+        return
+    if not any(h.confident for h in hits):
+        click.echo(f"no confident match; the closest {plural(len(hits), 'memory', 'memories')}, weak "
+                   "(below the similarity threshold):", err=True)
+        weak = ""
+    else:
+        weak = "  (weak)"  # a weak hit among confident ones (the judge ranks it there)
+    for h in hits:
+        click.echo(f"{h.score:.2f}  {h.id}  {h.topic:<14} {h.text}{'' if h.confident else weak}")
+
+
+@click.command("context")
+@click.argument("message")
+@click.option("--session", "-s", metavar="ID",
+              help="Conversation id: memories accumulate, and a detected topic sticks, across calls with the same ID. "
+                   "Without it the block is for this message alone.")
+@click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True, metavar="N",
+              help="Most tokens the block may take (~4 characters a token); the instructions are always kept.")
+@click.option("--reset", is_flag=True, help="Forget the session's accumulated memories and topic first.")
+@json_option
+@click.pass_context
+def context_cmd(ctx: click.Context, message: str, session: str | None, budget: int, reset: bool, json_: bool) -> None:
+    """Print the memory block to put in an assistant's system prompt for MESSAGE.
+
+    Recent topics (with relative times), then the memories relevant to the conversation so far
+    (or, once its topic is detected, that topic's file), then instructions on using memory.
+    MESSAGE "-" reads the message from stdin.
+
+    \b
+    Examples:
+      memkit context "what should I cook tonight?" --session kitchen
+      memkit context "and for dessert?" --session kitchen --json
+      echo "$USER_MESSAGE" | memkit context - --session "$CHAT_ID" --budget 1000
+    """
+    vault = get_vault(ctx)
+    if message == "-":
+        message = sys.stdin.read()
+    if reset and session:
+        vault.reset_session(session)
+    result = vault.context(message, session=session, budget_tokens=budget)
+    if json_:
+        echo_json(result.to_dict())
+    else:
+        click.echo(result.text, nl=False)
+
+
+class _Progress:
+    """A progress bar on stderr for long embedding runs (silent for short ones and non-terminals)."""
+
+    def __init__(self, label: str = "embedding", least: int = 5000) -> None:
+        self.bar: Any = None
+        self.label = label
+        self.least = least
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if total < self.least or not sys.stderr.isatty():
+                return
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+@click.command()
+@click.option("--full", is_flag=True, help="Re-embed everything instead of only changed files.")
+@json_option
+@click.pass_context
+def index(ctx: click.Context, full: bool, json_: bool) -> None:
+    """Update the embedding index (.memkit/) for changed topic files.
+
+    Incremental by default: only files whose content changed are re-read, and only entries whose
+    text is new are embedded. Search does this by itself; run it to index ahead of time.
+
+    \b
+    Example:
+      memkit index
+      memkit index --full
+    """
+    vault = get_vault(ctx)
+    progress, judging = _Progress(), _Progress("judge vectors", 500)
+    try:
+        report = vault.index(full=full, progress=progress, judge_progress=judging)
+    finally:
+        progress.close()
+        judging.close()
+    if json_:
+        echo_json(report.to_dict())
+    else:
+        click.echo(report.summary())
+        if report.errors:
+            click.echo(f"{len(report.errors)} file(s) skipped, see the warnings above", err=True)
+
+
+
+__all__ = ["search", "context_cmd", "index"]

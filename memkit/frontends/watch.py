@@ -1,0 +1,531 @@
+"""`memkit watch`: keep the embedding sidecar and index.txt in step while a person edits topics.
+
+A watchdog observer reports file-system events; the handler only filters them and raises a flag.
+A worker thread waits until the events stop (``debounce_s``, at most :data:`MAX_DELAY_S` after
+the first one, so a ``git checkout`` of a thousand files still refreshes within about a second),
+then runs the same incremental refresh as ``memkit index`` (a stat of every topic file, re-reading
+only changed ones) and rebuilds index.txt when a topic appeared, vanished or changed.
+
+The watcher holds no lock a reader needs: the sidecar is a SQLite database whose refreshes are
+transactions, so a search in another process reads the last committed state meanwhile.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from types import TracebackType
+from typing import Any, Callable
+
+from ..errors import MemkitError
+from ..vault import Index, IndexReport, Vault, is_topic_filename
+
+log = logging.getLogger("memkit")
+
+MAX_DELAY_S = 1.0  #: a burst of events refreshes at most this long after its first event
+RESCAN_INTERVAL_S = 60.0  #: a stat check without events: inotify drops events when its queue overflows
+POLL_INTERVAL_S = 1.0  #: how often the polling observer (network drives) lists topics/
+RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  #: waits before retrying a failed refresh
+STOP_POLL_S = 0.2  #: how often :func:`run_watch` looks at its stop event
+STOP_TIMEOUT_S = 30.0  #: how long :func:`run_watch` lets a refresh in progress finish on exit
+
+# Event types that can change a topic file. "opened" and "closed_no_write" are left out: the
+# refresh itself reads every changed file, and must not wake the watcher again.
+_CHANGE_TYPES = frozenset({"created", "modified", "deleted", "moved", "closed", "attrib"})
+_TOPIC_EVENTS = ("FileCreatedEvent", "FileModifiedEvent", "FileDeletedEvent", "FileMovedEvent",
+                 "FileClosedEvent", "FileAttribEvent", "DirCreatedEvent", "DirDeletedEvent", "DirMovedEvent")
+_ROOT_EVENTS = ("DirCreatedEvent", "DirDeletedEvent", "DirMovedEvent")
+
+
+def is_topic_path(topics_dir: str, path: str | bytes) -> bool:
+    """Whether an event path names a topic file: ``NAME.md`` directly inside ``topics_dir``.
+
+    Editors' swap, backup and temp files (``.x.md.swp``, ``.x.md.tmp``, ``4913``, ``x.md~``,
+    ``#x.md#``, ``.#x.md``), memkit's own ``.x.md.XXXX.tmp`` files and anything in a subfolder
+    are not.
+
+    :param topics_dir: the vault's topics/ folder, as the observer was given it.
+    :param path: an event's ``src_path`` or ``dest_path`` (empty for none).
+    """
+    if not path:
+        return False
+    path = os.fsdecode(path)
+    folder, name = os.path.split(path)
+    return folder == topics_dir and is_topic_filename(name)
+
+
+class _Handler:
+    """The watchdog event handler: filter, then raise the watcher's flag. Never does I/O."""
+
+    def __init__(self, watcher: "Watcher") -> None:
+        self._watcher = watcher
+
+    def dispatch(self, event: Any) -> None:
+        self._watcher.on_event(event)
+
+
+class Watcher:
+    """Keeps a vault's embedding sidecar and index.txt current while its topic files change.
+
+    >>> with Watcher(Vault("vault")) as watcher:   # doctest: +SKIP
+    ...     watcher.wait_idle(5)
+
+    :param vault: the vault to watch.
+    :param debounce_s: refresh once no event came for this long (at most :data:`MAX_DELAY_S`
+        after the first event of a burst).
+    :param polling: poll topics/ every second instead of using inotify/FSEvents/ReadDirectoryChanges
+        (for network drives and file systems that send no events).
+    :param on_update: called with the :class:`memkit.index.index.IndexReport` of each refresh (a quiet
+        periodic re-check is reported only when it found a change).
+    :param on_error: called with a one-line message for each problem: a malformed topic file, a
+        failed refresh (retried later), an exception from ``inbox_handler``. The same messages go
+        to the ``memkit`` logger (malformed files as warnings from the index, the rest as errors).
+    :param inbox_handler: called from the worker thread every ``inbox_interval_s`` (first right
+        after the initial refresh), e.g. to digest idle transcripts in inbox/.
+    :param inbox_interval_s: seconds between ``inbox_handler`` calls.
+
+    Callbacks run on the worker thread; while one runs no refresh happens.
+    """
+
+    def __init__(self, vault: Vault, *, debounce_s: float = 0.3, polling: bool = False,
+                 on_update: Callable[[IndexReport], None] | None = None,
+                 on_error: Callable[[str], None] | None = None,
+                 inbox_handler: Callable[[], None] | None = None, inbox_interval_s: float = 30.0) -> None:
+        if not debounce_s >= 0 or math.isinf(debounce_s):
+            raise ValueError(f"debounce_s must be a number of seconds >= 0, got {debounce_s!r}")
+        if not inbox_interval_s > 0:
+            raise ValueError(f"inbox_interval_s must be > 0, got {inbox_interval_s!r}")
+        self.vault = vault
+        self.debounce_s = float(debounce_s)
+        self.polling = polling
+        self.on_update = on_update
+        self.on_error = on_error
+        self.inbox_handler = inbox_handler
+        self.inbox_interval_s = float(inbox_interval_s)
+        self._topics = str(vault.topics_dir)
+        self._topics_rel = vault.topics_dir.relative_to(vault.root).as_posix()  # for messages
+        self._cond = threading.Condition()
+        # The whole queue: a flag and two times. A thousand events cost no more than one.
+        self._pending = False
+        self._first_event = 0.0
+        self._last_event = 0.0
+        self._rewatch = False  # topics/ itself was deleted, moved or (re)created
+        self._busy = False
+        self._stopping = False
+        self._retry_at: float | None = None
+        self._failures = 0
+        self._recent_dirty = True  # index.txt is rebuilt after the first refresh, then after changes
+        self._stuck: set[str] = set()  # files the last refresh could not bring up to date
+        self._index: Index | None = None
+        self._observer: Any = None
+        self._topics_watch: Any = None
+        self._worker: threading.Thread | None = None
+        self.refreshes = 0  #: refreshes attempted (the initial one included)
+        self.events = 0  #: file-system events that concerned a topic file
+        self.ignored = 0  #: events about anything else (swap files, temp files, other folders)
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<Watcher {self.vault.root} {state}, {self.refreshes} refreshes>"
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None and self._worker.is_alive() and not self._stopping
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start watching: the observer on topics/ (and on the vault folder, to notice topics/
+        itself being replaced), then the worker thread, whose first job is a catch-up refresh.
+
+        :raises MemkitError: if the model cannot be loaded or the folder cannot be watched.
+        """
+        if self._worker is not None:
+            raise MemkitError("this watcher was already started; create a new Watcher")
+        self.vault.ensure_topics_dir()
+        # Our own Index (its own database connection), not the Vault's: the caller may search the
+        # same Vault from another thread meanwhile.
+        self._index = self.vault.open_index()
+        with self._cond:
+            self._pending = True  # the catch-up refresh, due at once
+            self._first_event = self._last_event = -math.inf
+        try:
+            self._observer = self._make_observer()
+            self._topics_watch = self._schedule_topics()
+            self._observer.schedule(_Handler(self), str(self.vault.root), recursive=False,
+                                    **_schedule_kwargs(_ROOT_EVENTS))
+            self._observer.start()
+        except OSError as exc:
+            self._stop_observer(5.0)
+            raise MemkitError(
+                f"cannot watch {self._topics_rel}/: {exc.strerror or exc}"
+                " (too many watches? raise fs.inotify.max_user_watches, or use polling)"
+            ) from exc
+        except BaseException:
+            self._stop_observer(5.0)
+            raise
+        self._worker = threading.Thread(target=self._run, name="memkit-watch", daemon=True)
+        self._worker.start()
+        log.debug("watching %s (%s)", self._topics, "polling" if self.polling else "native events")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the observer and the worker and join their threads.
+
+        A refresh in progress is finished first (its writes are atomic anyway); pending events
+        not yet refreshed are left to the next start's catch-up refresh.
+
+        :param timeout: seconds to wait in all; a worker still busy after that (a very long
+            refresh or inbox handler) is left to finish on its own daemon thread, with a warning.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._stop_observer(timeout)
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(max(0.0, deadline - time.monotonic()))
+            if worker.is_alive():
+                log.warning("watcher: a refresh is still running after %.0f s; it will finish on its own", timeout)
+
+    def _stop_observer(self, timeout: float) -> None:
+        observer, self._observer = self._observer, None
+        if observer is None:
+            return
+        try:
+            observer.stop()  # also stops the inotify reader thread, started or not
+            if observer.is_alive():
+                observer.join(timeout)
+        except Exception as exc:  # a broken observer must not prevent stopping the worker
+            log.debug("stopping the observer: %s", exc)
+
+    def __enter__(self) -> "Watcher":
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # ---- test hook -------------------------------------------------------------------------
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no event is pending, no refresh is running, and the sidecar matches the
+        topic files (a stat check, so a change whose event is still on its way is waited for too).
+
+        :param timeout: seconds to wait at most.
+        :returns: True when idle, False on timeout or if the watcher is not running.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if not self.running:
+                    return False
+                if not self._pending and not self._busy and self.refreshes and self._up_to_date():
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(min(remaining, 0.02))
+
+    def _up_to_date(self) -> bool:
+        # Called with the condition held and the worker idle, so the Index is not being changed.
+        assert self._index is not None
+        try:
+            with _QUIET:
+                return self._stale_paths() <= self._stuck
+        except Exception:
+            return False
+
+    def _stale_paths(self) -> set[str]:
+        assert self._index is not None
+        changed, gone = self._index.stale()
+        return {tf.path.relative_to(self.vault.root).as_posix() for tf in changed} | set(gone)
+
+    # ---- events (observer thread) ------------------------------------------------------------
+    def on_event(self, event: Any) -> None:
+        """Take one watchdog event (called on the observer's thread): note it if it can change a
+        topic file; the worker thread does the rest."""
+        if event.event_type not in _CHANGE_TYPES:
+            return
+        paths = (event.src_path, getattr(event, "dest_path", "") or "")
+        rewatch = False
+        if event.is_directory:
+            # a folder named x.md is no topic; only topics/ itself coming or going matters
+            rewatch = event.event_type in ("created", "deleted", "moved") and any(
+                p and os.fsdecode(p) == self._topics for p in paths)
+            relevant = rewatch
+        else:
+            relevant = any(is_topic_path(self._topics, p) for p in paths)
+        with self._cond:
+            if not relevant:
+                self.ignored += 1
+                return
+            self.events += 1
+            now = time.monotonic()
+            if not self._pending:
+                self._pending = True
+                self._first_event = now
+            self._last_event = now
+            self._rewatch = self._rewatch or rewatch
+            self._cond.notify_all()
+
+    # ---- the worker ------------------------------------------------------------------------
+    def _run(self) -> None:
+        next_rescan = time.monotonic() + RESCAN_INTERVAL_S
+        next_inbox = time.monotonic()
+        while True:
+            with self._cond:
+                action = self._next_action(next_rescan, next_inbox)
+                if action is None:
+                    return
+                rewatch = False
+                if action != "inbox":
+                    rewatch, self._rewatch = self._rewatch, False
+                    self._pending = False
+                    self._retry_at = None
+                self._busy = True
+            try:
+                if action == "inbox":
+                    self._call_inbox()
+                    next_inbox = time.monotonic() + self.inbox_interval_s
+                else:
+                    if rewatch:
+                        self._rewatch_topics()
+                    self._refresh(quiet=action == "rescan")
+                    next_rescan = time.monotonic() + RESCAN_INTERVAL_S
+            except Exception:  # a bug of ours must not end the watcher silently
+                log.exception("watcher: unexpected error")
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _next_action(self, next_rescan: float, next_inbox: float) -> str | None:
+        """Wait (condition held) for the next job: 'refresh', 'inbox', 'rescan'; None to stop."""
+        while not self._stopping:
+            now = time.monotonic()
+            wake = [next_rescan]
+            if self._pending:
+                due = min(self._last_event + self.debounce_s, self._first_event + MAX_DELAY_S)
+                if now >= due:
+                    return "refresh"
+                wake.append(due)
+            if self._retry_at is not None:
+                if now >= self._retry_at:
+                    return "refresh"
+                wake.append(self._retry_at)
+            if self.inbox_handler is not None and self.refreshes:
+                if now >= next_inbox:
+                    return "inbox"
+                wake.append(next_inbox)
+            if now >= next_rescan:
+                return "rescan"
+            self._cond.wait(max(0.0, min(wake) - now))
+        return None
+
+    def _refresh(self, quiet: bool) -> None:
+        index = self._index
+        assert index is not None
+        report = None
+        try:
+            with _QUIET:  # topic_files() warns about outside symlinks at every call
+                changed, gone = index.stale()
+            changed_paths = [tf.path.relative_to(self.vault.root).as_posix() for tf in changed]
+            report = index.refresh()
+            if report.rebuilt_model:
+                index.prune_other_models()
+            if not report.busy and (report.new or report.reused or report.rebuilt_model or not self.refreshes):
+                report.judged = self.vault.searcher.fill_judge(index=index)  # the second stage's vectors
+            if changed_paths or gone or self._recent_dirty:
+                # a topic came, went or changed: index.txt follows (a hand edit counts as an update)
+                with _QUIET:
+                    self.vault.recent()
+                self._recent_dirty = False
+        except Exception as exc:
+            self._failed(exc)
+            index.close()  # reopened by the next refresh: what is really on disk
+        else:
+            self._failures = 0
+        finally:
+            try:
+                with _QUIET:
+                    stuck = self._stale_paths()
+            except Exception:
+                stuck = set()
+            with self._cond:
+                self._stuck = stuck
+                self.refreshes += 1
+        if report is None:
+            return
+        if not quiet or report.changed_files or report.removed:
+            self._callback(self.on_update, report)
+        for problem in report.errors:
+            self._report(problem)  # the index has logged it already
+
+    def _failed(self, exc: Exception) -> None:
+        delay = RETRY_S[min(self._failures, len(RETRY_S) - 1)]
+        self._failures += 1
+        what = str(exc) if isinstance(exc, MemkitError) else f"{type(exc).__name__}: {exc}"
+        message = f"updating the index failed: {what}; retrying in {delay:.0f} s"
+        log.error("%s", message)
+        log.debug("traceback", exc_info=exc)
+        with self._cond:
+            self._retry_at = time.monotonic() + delay
+        self._report(message)
+
+    def _call_inbox(self) -> None:
+        assert self.inbox_handler is not None
+        try:
+            self.inbox_handler()
+        except Exception as exc:
+            what = str(exc) if isinstance(exc, MemkitError) else f"{type(exc).__name__}: {exc}"
+            message = f"processing inbox/ failed: {what}"
+            log.error("%s", message)
+            log.debug("traceback", exc_info=exc)
+            self._report(message)
+
+    def _report(self, message: str) -> None:
+        self._callback(self.on_error, message)
+
+    @staticmethod
+    def _callback(func: Callable[[Any], None] | None, arg: Any) -> None:
+        if func is None:
+            return
+        try:
+            func(arg)
+        except Exception:
+            log.exception("watcher: callback %r failed", func)
+
+    # ---- observer setup ----------------------------------------------------------------------
+    def _make_observer(self) -> Any:
+        if self.polling:
+            from watchdog.observers.polling import PollingObserver
+
+            return PollingObserver(timeout=POLL_INTERVAL_S)
+        from watchdog.observers import Observer
+
+        return Observer()
+
+    def _schedule_topics(self) -> Any:
+        return self._observer.schedule(_Handler(self), self._topics, recursive=False,
+                                       **_schedule_kwargs(_TOPIC_EVENTS))
+
+    def _rewatch_topics(self) -> None:
+        """topics/ was deleted, moved or created: watch the folder that is there now."""
+        observer = self._observer
+        if observer is None:
+            return
+        if self._topics_watch is not None:
+            try:
+                observer.unschedule(self._topics_watch)
+            except (KeyError, RuntimeError, OSError):
+                pass
+            self._topics_watch = None
+        if not self.vault.topics_dir.is_dir():
+            return  # the watch on the vault folder reports its return
+        try:
+            self._topics_watch = self._schedule_topics()
+        except OSError as exc:
+            message = f"cannot watch {self._topics_rel}/ again: {exc.strerror or exc}"
+            log.error("%s", message)
+            self._report(message)
+
+
+class _Quiet(logging.Filter):
+    """Drops the warnings ``Vault.rebuild_recent`` and the topic listing log about malformed
+    topics and outside symlinks while this thread is in a ``with _QUIET:`` block: the index has
+    already named each of those files once, and a rebuild follows every change, so they would
+    repeat at every save. Other threads' records pass untouched."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.WARNING or not getattr(self._local, "active", False)
+
+    def __enter__(self) -> None:
+        log.addFilter(self)  # once (addFilter ignores a repeat); inert outside this block's thread
+        self._local.active = True
+
+    def __exit__(self, *exc: object) -> None:
+        self._local.active = False
+
+
+_QUIET = _Quiet()
+
+
+def _schedule_kwargs(names: tuple[str, ...]) -> dict[str, Any]:
+    """Options for Observer.schedule that this watchdog version has (>= 4: ``event_filter``,
+    >= 5: ``follow_symlink``).
+
+    The filter also narrows the inotify mask, so reading topic files (our own refresh) sends no
+    events. Following a symlink matters only for topics/ itself being one: without it inotify
+    would watch the link, not the folder.
+    """
+    from watchdog import events
+    from watchdog.observers.api import BaseObserver
+
+    params = inspect.signature(BaseObserver.schedule).parameters
+    options: dict[str, Any] = {}
+    if "event_filter" in params:
+        options["event_filter"] = [getattr(events, n) for n in names if hasattr(events, n)]
+    if "follow_symlink" in params:
+        options["follow_symlink"] = True
+    return options
+
+
+def run_watch(vault: Vault, *, polling: bool = False, debounce_s: float = 0.3,
+              stop_event: threading.Event | None = None,
+              on_update: Callable[[IndexReport], None] | None = None,
+              on_error: Callable[[str], None] | None = None,
+              inbox_handler: Callable[[], None] | None = None, inbox_interval_s: float = 30.0) -> None:
+    """Watch ``vault`` until ``stop_event`` is set, Ctrl-C, or SIGTERM (what ``memkit watch`` runs).
+
+    Called from the main thread it handles SIGTERM by setting the stop event (the previous
+    handler is restored on return); from another thread signals are left alone.
+
+    :param vault: the vault to watch.
+    :param polling: poll instead of using native file-system events (network drives).
+    :param debounce_s: see :class:`Watcher`.
+    :param stop_event: set it to stop; one is made if not given.
+    :param on_update: see :class:`Watcher`.
+    :param on_error: see :class:`Watcher`.
+    :param inbox_handler: see :class:`Watcher`.
+    :param inbox_interval_s: see :class:`Watcher`.
+    :raises MemkitError: if watching cannot start (no model, no inotify watches left).
+    """
+    stop = stop_event if stop_event is not None else threading.Event()
+    watcher = Watcher(vault, debounce_s=debounce_s, polling=polling, on_update=on_update,
+                      on_error=on_error, inbox_handler=inbox_handler, inbox_interval_s=inbox_interval_s)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous: Any = None
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        stop.set()
+
+    if in_main:
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        watcher.start()
+        if in_main:
+            # Poll with short sleeps rather than stop.wait(): a signal handler calling stop.set()
+            # while this thread is inside stop.wait() could deadlock on the event's own lock.
+            while not stop.is_set():
+                time.sleep(STOP_POLL_S)
+        else:
+            stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        try:
+            watcher.stop(timeout=STOP_TIMEOUT_S)
+        finally:
+            if in_main:
+                signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+__all__ = ["Watcher", "run_watch", "is_topic_path"]

@@ -1,0 +1,21 @@
+"""The derived index under .memkit/: the SQLite sidecar, the .npy matrix, the in-memory view, and the judge's vectors."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..base.face import face
+
+if TYPE_CHECKING:
+    from .index import Index, IndexReport, Progress
+    from .judge_vectors import JudgeVectors
+    from .sources import SessionSource
+    from .view import IndexView, NO_DAY, TRIM_MIN_ROWS, trim_memory
+
+__all__ = ["Index", "IndexReport", "IndexView", "JudgeVectors", "NO_DAY", "Progress", "SessionSource", "TRIM_MIN_ROWS", "trim_memory"]
+
+__getattr__, __dir__ = face(__name__, {
+    ".index": "Index IndexReport Progress",
+    ".judge_vectors": "JudgeVectors",
+    ".sources": "SessionSource",
+    ".view": "IndexView NO_DAY TRIM_MIN_ROWS trim_memory",
+})

@@ -1,0 +1,707 @@
+"""The embedding sidecar of one model under ``.memkit/index/``: a SQLite file and an ``.npy`` matrix.
+
+Layout (derived data: delete it any time, it is rebuilt)::
+
+    .memkit/index/<model-slug>-<dim>.sqlite3
+        meta       schema version, model name, dimension, generation (bumped by every write),
+                   entries (their count), pending (entries indexed without vectors),
+                   matrix (the name of the current .npy file), rows (its committed rows)
+        files      one row per file (:mod:`memkit.index.sources`): path, name, size, mtime_ns, inode, date, error,
+                   gen (the generation that wrote it), n (its entries), pending (vectors missing),
+                   row0 (the matrix row of its first entry: its entries are rows row0 .. row0+n-1)
+        file_data  one row per file, everything else a search loads, as a few blobs: the
+                   entries' search terms as int32 term ids, first lines and dates as int32,
+                   hashes, and their texts, kinds and tags (JSON)
+        entries    one row per entry: (file, position) -> its hash (finds a known text's vector)
+        terms      search term -> id (append-only: an id never changes meaning)
+    .memkit/index/<model-slug>-<dim>.<n>.npy
+        the vectors: a float32 (rows, dim) matrix of unit rows, numpy.load(path, mmap_mode="r")
+        (see memkit.index.matrix). Rows no file claims (a file's block before it changed) are dead
+        until the matrix is compacted into the next <n>.
+
+**Incremental.** A refresh lists topics/ once (one ``scandir`` and a stat per file) and compares
+each file's (size, mtime_ns, inode) with its ``files`` row; only changed files are parsed again
+and their entries appended to the matrix as a new block. :meth:`Index.refresh` with ``paths``
+checks only the files named (what a process that just wrote a file calls). Vectors are keyed by
+the hash of an entry's normalised text, so an edited line re-embeds only itself and a line moved
+between files is not re-embedded at all.
+
+**Atomic and concurrent.** Each refresh is one SQLite transaction (WAL journal) that appends its
+rows to the matrix (fsynced) before it commits: a crash leaves the previous state, a reader never
+sees half a refresh, and concurrent writers queue on SQLite's own lock. A reader knows whether
+its view is current from ``PRAGMA data_version`` (no query of its own) and the ``generation``.
+
+**Never trusted** (:mod:`memkit.index.sidecar`): files that are not what they should be are made anew.
+**The view** (:mod:`memkit.index.view`): the memory-mapped matrix, with what a hit shows.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from array import array
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..embeddings import Embedder
+from .queue import EMBED_BATCH, EmbedQueue, f32_rows
+from ..errors import MemkitError, TopicParseError
+from .matrix import FileMatrix, MatrixError, MemoryMatrix
+from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
+from .sources import Source, TopicSource
+from ..store import Store, TopicFile
+from ..formats.words import terms as text_terms
+from ..formats.topic import Entry, Topic
+from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, days_of, trim_memory
+
+log = logging.getLogger("memkit")
+
+__all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
+
+WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
+OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
+
+Progress = Callable[[int, int], None]  # (done, total) entries embedded
+
+@dataclass
+class IndexReport:
+    """What an index run did."""
+
+    entries: int = 0
+    files: int = 0
+    changed_files: int = 0
+    new: int = 0  #: entries embedded
+    reused: int = 0  #: entries of changed files whose vectors were already known
+    removed: int = 0  #: entries that vanished
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    rebuilt_model: bool = False  #: no index existed for this model yet
+    busy: bool = False  #: another process was writing the sidecar for longer than the refresh would wait
+    model: str = ""  #: the name of the model the vectors are from
+    dim: int = 0  #: their dimension
+    judged: int = 0  #: entries given the judge's vector (memkit.index.judge_vectors), after the index
+
+    def to_dict(self) -> dict[str, object]:
+        """As ``memkit index --json`` prints it."""
+        return {"entries": self.entries, "files": self.files, "changed_files": self.changed_files,
+                "new": self.new, "reused": self.reused, "removed": self.removed,
+                "seconds": round(self.seconds, 3), "errors": list(self.errors),
+                "model": self.model, "dim": self.dim, "judged": self.judged}
+
+    def summary(self) -> str:
+        text = (f"indexed {self.entries:,} entries in {self.seconds:.1f} s: "
+                f"{self.new:,} new, {self.removed:,} removed")
+        if self.reused:
+            text += f", {self.reused:,} reused"
+        if self.judged:
+            text += f"; {self.judged:,} judge vector{'s' if self.judged != 1 else ''}"
+        return text
+
+
+def _day(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9).date().isoformat()
+
+
+@dataclass
+class _Source:
+    """A topic file to (re)index: where it is, its stamp, and its parse when already made."""
+
+    rel: str
+    name: str
+    path: Path
+    stamp: tuple[int, int, int]
+    topic: Topic | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Parsed:
+    source: _Source
+    topic: Topic | None
+    error: str | None
+    terms: list[list[str]]
+
+
+class Index:
+    """The embedding index of a vault for one model (see the module docstring).
+
+    :param store: the vault's files.
+    :param embedder: the model; its ``name`` and ``dim`` select the sidecar file.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, source: Source | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.source: Source = source if source is not None else TopicSource(store)  #: the files indexed
+        self.db = Sidecar(store, embedder, self.source.suffix)  #: the SQLite file and the matrix
+        self.last_check = 0.0  #: time.monotonic() of the last freshness check of every file
+        self._mutex = threading.RLock()  # one connection, shared by this process's threads
+        self._files: dict[str, tuple[int, tuple[int, int, int]]] | None = None  # path -> (id, stamp)
+        self._files_epoch = -1
+        self._files_gen = 0  # the highest files.gen the cached rows have seen
+        self._view: IndexView | None = None
+        self._view_epoch = -1
+        self._epoch = 0  # bumped whenever the sidecar may have changed (PRAGMA data_version, own writes)
+        self._data_version: int | None = None
+        self._rebuilding = False  # a rebuild after a damaged matrix is under way
+
+    def __repr__(self) -> str:
+        return f"Index({str(self.path)!r})"
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self.db.path
+
+    @property
+    def dir(self) -> Path:
+        """The folder of the index files (``.memkit/index``)."""
+        return self.db.dir
+
+    @property
+    def matrix(self) -> FileMatrix | MemoryMatrix:
+        """The vectors (a ``.npy`` file, or arrays in memory for a read-only vault)."""
+        return self.db.matrix
+
+    @property
+    def in_memory(self) -> bool:
+        """True when the vault cannot be written (the index lives in memory)."""
+        return self.db.in_memory
+
+    def close(self) -> None:
+        """Close the database connection (a later call reopens it)."""
+        with self._mutex:
+            if self.db.open:
+                self.db.close()
+                self._files = None
+                self._view = None
+                self._data_version = None
+                self._epoch += 1
+
+    def _sync(self) -> int:
+        """The current epoch: it moves when another connection committed (``PRAGMA
+        data_version``, no table read) or this one wrote; caches are kept per epoch."""
+        dv = self.db.connect().execute("PRAGMA data_version").fetchone()[0]
+        if dv != self._data_version:
+            self._data_version = dv
+            self._epoch += 1
+        return self._epoch
+
+    def generation(self) -> int:
+        """The sidecar's write counter (bumped by every refresh that changed something)."""
+        with self._mutex:
+            return int(self.db.meta("generation") or 0)
+
+    def _file_rows(self) -> dict[str, tuple[int, tuple[int, int, int]]]:
+        """path -> (file id, stamp) of every indexed file; after another writer's commit only the
+        rows it wrote are read (``gen`` above the last seen), unless files went away."""
+        epoch = self._sync()
+        if self._files is None or epoch != self._files_epoch:
+            con = self.db.connect()
+            files = self._files
+            if files is not None:
+                for p, i, s, m, n, g in con.execute("SELECT path, id, size, mtime_ns, ino, gen FROM files "
+                                                    "WHERE gen > ?", (self._files_gen,)):
+                    files[p] = (i, (s, m, n))
+                    self._files_gen = max(self._files_gen, g)
+                if len(files) != con.execute("SELECT COUNT(*) FROM files").fetchone()[0]:
+                    files = None  # some went away: read them all
+            if files is None:
+                rows = con.execute("SELECT path, id, size, mtime_ns, ino, gen FROM files").fetchall()
+                files = {p: (i, (s, m, n)) for p, i, s, m, n, _ in rows}
+                self._files_gen = max((g for *_, g in rows), default=0)
+            self._files = files
+            self._files_epoch = epoch
+        return self._files
+
+    # ---- freshness ------------------------------------------------------------------------------
+    def stale(self, files: Sequence[TopicFile] | None = None) -> tuple[list[TopicFile], list[str]]:
+        """(topic files whose row is missing or out of date, indexed paths whose file is gone)."""
+        files = self.source.files() if files is None else files
+        relpath = self.source.relpath
+        with self._mutex:
+            known = self._file_rows()
+            changed = []
+            current = set()
+            for tf in files:
+                rel = relpath(tf.name)
+                current.add(rel)
+                row = known.get(rel)
+                if row is None or row[1] != tf.stamp:
+                    changed.append(tf)
+            gone = [p for p in known if p not in current]
+        return changed, gone
+
+    def indexed_paths(self) -> list[str]:
+        """The topic files the sidecar holds (vault-relative paths)."""
+        with self._mutex:
+            return list(self._file_rows())
+
+    def file_errors(self) -> list[str]:
+        """What is wrong with the indexed topic files (a merge conflict, bad frontmatter: read
+        anyway, memkit will not write to them), one message each."""
+        with self._mutex:
+            return [str(e) for (e,) in self.db.connect().execute("SELECT error FROM files WHERE error IS NOT NULL")]
+
+    def is_stale(self) -> bool:
+        """Whether a topic file changed, appeared or vanished since the last refresh."""
+        changed, gone = self.stale()
+        return bool(changed or gone)
+
+    # ---- refreshing -----------------------------------------------------------------------------
+    def refresh(self, *, full: bool = False, progress: Progress | None = None, wait: float = WRITE_WAIT_S,
+                embed: bool = True, paths: Iterable[str | os.PathLike[str]] | None = None) -> IndexReport:
+        """Bring the sidecar up to date with the topic files.
+
+        :param full: parse every file again and re-embed every entry.
+        :param progress: called with (done, total) while embedding.
+        :param wait: seconds to wait for another process's write to finish; after that the
+            refresh gives up (``report.busy``) and the sidecar stays as it is.
+        :param embed: embed new entries. ``False`` (a lexical search) records the entries and
+            their search terms without loading the model; their vectors are made by the next
+            refresh that embeds.
+        :param paths: check only these topic files (paths or ``topics/NAME.md``; a file that is
+            gone is dropped): what a process calls right after writing them, without listing
+            topics/. Other files are left for the next refresh.
+        """
+        started = time.perf_counter()
+        report = IndexReport(model=self.embedder.name, dim=self.embedder.dim)
+        with self._mutex:
+            self.db.connect()
+            report.rebuilt_model = self.db.created
+            self.db.created = False
+            sources: list[_Source] | None = None
+            gone: list[str] = []
+            if paths is not None and not full:
+                try:
+                    sources, gone = self._stale_paths(paths)
+                except (MemkitError, OSError) as exc:  # an odd name or file: check everything instead
+                    log.debug("refresh of %s: %s; checking every file", paths, exc)
+                    sources = None
+            if sources is None:
+                files = self.source.files()
+                if full:
+                    current = {self.source.relpath(tf.name) for tf in files}
+                    changed, gone = list(files), [p for p in self._file_rows() if p not in current]
+                else:
+                    changed, gone = self.stale(files)
+                sources = [_Source(self.source.relpath(tf.name), tf.name, tf.path, tf.stamp) for tf in changed]
+                report.files = len(files)
+                self.last_check = time.monotonic()
+            else:
+                report.files = -1
+            try:
+                if sources or gone:
+                    self._apply(sources, gone, report, progress, wait, full, embed)
+                if embed and self.db.meta("pending") == "1":
+                    self._embed_pending(report, progress, wait)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                log.debug("index %s busy (%s): left for the next refresh", self.path, exc)
+                report.busy = True
+            except MatrixError as exc:  # the .npy was deleted or cut short by hand: made anew, once
+                if self._rebuilding:
+                    raise
+                self._rebuild(exc)
+                self._rebuilding = True
+                try:
+                    return self.refresh(full=True, progress=progress, wait=wait, embed=embed)
+                finally:
+                    self._rebuilding = False
+            if report.files < 0:
+                report.files = int(self.db.connect().execute("SELECT COUNT(*) FROM files").fetchone()[0])
+            report.entries = int(self.db.meta("entries") or 0)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _stale_paths(self, paths: Iterable[str | os.PathLike[str]]) -> tuple[list[_Source], list[str]]:
+        """The named topic files that changed (parsed already), and those that are gone."""
+        known = self._file_rows()
+        sources, gone = [], []
+        for given in paths:
+            name = self.source.name_of(given)
+            rel = self.source.relpath(name)
+            row = known.get(rel)
+            if row is not None:
+                try:  # unchanged since indexed: nothing to read
+                    st = os.stat(self.source.path_of(name))
+                    if (st.st_size, st.st_mtime_ns, st.st_ino) == row[1]:
+                        continue
+                except OSError:
+                    pass
+            topic = self.source.lookup(name)
+            if topic is None:
+                if rel in known:
+                    gone.append(rel)
+                continue
+            if topic.stamp is None:
+                raise MemkitError(f"{rel}: no stamp")
+            rel = self.source.relpath(topic.name)
+            row = known.get(rel)
+            if row is None or row[1] != topic.stamp:
+                sources.append(_Source(rel, topic.name, topic.path, topic.stamp, topic))
+        return sources, gone
+
+    def _commit(self, con: sqlite3.Connection, rows: dict[str, tuple[int, tuple[int, int, int]] | None] | None = None) -> None:
+        """Commit; ``rows``: the file rows written (None: removed), to keep the cache of file rows
+        (else it is read again)."""
+        current = self._files is not None and self._files_epoch == self._epoch
+        con.execute("COMMIT")
+        self._epoch += 1
+        if rows is None or not current:
+            self._files = None
+            return
+        assert self._files is not None
+        for path, row in rows.items():
+            if row is None:
+                self._files.pop(path, None)
+            else:
+                self._files[path] = row
+        self._files_epoch = self._epoch
+
+    def _parse(self, source: _Source) -> _Parsed:
+        topic, error = source.topic, source.error
+        if topic is None and error is None:
+            try:
+                topic = self.source.read(source.path, source.name, source.rel)
+            except TopicParseError as exc:
+                error = str(exc)
+        if topic is not None:  # read anyway, reported: a file memkit will not write to until it is fixed
+            error = "\n".join(p.message for p in topic.problems if p.blocks_writes) or None  # one per line
+        terms = [text_terms(e.text) for e in topic.entries] if topic is not None else []
+        return _Parsed(source, topic, error, terms)
+
+    def _apply(self, sources: list[_Source], gone: list[str], report: IndexReport, progress: Progress | None,
+               wait: float, full: bool, embed: bool) -> None:
+        """Parse the changed files, find or make their vectors, and write them in one transaction.
+        Large refreshes embed in a worker thread while the files are still being parsed."""
+        parsed: list[_Parsed] = []
+        queue = EmbedQueue(self._embed_rows, None if full else self.db.known_vectors, embed=embed, files=len(sources),
+                           total_bytes=sum(s.stamp[0] for s in sources), progress=progress)
+        if not full and len(sources) <= OWN_ROWS_MAX:  # an edited file's unchanged lines: from its own row
+            queue.vectors.update(self.db.row_vectors([s.rel for s in sources]))
+        try:
+            for source in sources:
+                item = self._parse(source)
+                parsed.append(item)
+                if item.error is not None:
+                    report.errors.append(item.error)
+                queue.add(item.topic.entries if item.topic is not None else (), source.stamp[0])
+            queue.finish()
+            report.new = len(queue.unembedded) if embed else 0
+            pending = not embed and bool(queue.unembedded)
+            # written while the worker still embeds: each file waits for its own vectors only
+            self._write(parsed, gone, queue.vectors, report, wait, full, pending, self.embedder.dim, queue.ready)
+        finally:
+            queue.close()
+        report.reused = sum(len(p.topic.entries) for p in parsed if p.topic is not None) - len(queue.unembedded)
+        report.changed_files = len(parsed)
+
+    def _write(self, parsed: list[_Parsed], gone: list[str], vectors: dict[str, bytes], report: IndexReport,
+               wait: float, full: bool, pending: bool, dim: int, ready: Callable[[list[Entry]], None]) -> None:
+        con = self.db.begin(wait)
+        try:
+            gen = int(self.db.meta("generation") or 0) + 1
+            count = int(self.db.meta("entries") or 0)
+            matrix, rows = was_matrix, _ = self.db.matrix_state(con)
+            replaced = [p.source.rel for p in parsed] + gone
+            old: dict[str, int] = {}  # hash -> entries holding it among the rows replaced
+            ids: dict[str, int] = {}
+            before: dict[int, list[str]] = {}  # file id -> its entries' hashes, in order, as indexed
+            if full:
+                for (hashes,) in con.execute("SELECT hashes FROM file_data"):
+                    for h in split_hashes(hashes):
+                        old[h] = old.get(h, 0) + 1
+                con.execute("DROP INDEX IF EXISTS entries_hash")  # rebuilt once at the end: faster than kept
+                con.execute("DELETE FROM entries")
+                con.execute("DELETE FROM file_data")
+                ids = {p: i for p, i in con.execute("SELECT path, id FROM files")}
+                con.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
+                count = 0
+                matrix, rows = self.db.next_matrix(matrix), 0  # every row anew: a new matrix
+            else:
+                for path in replaced:
+                    row = con.execute("SELECT f.id, f.n, d.hashes FROM files f LEFT JOIN file_data d "
+                                      "ON d.file_id = f.id WHERE f.path = ?", (path,)).fetchone()
+                    if row is None:
+                        continue
+                    fid, n, hashes = row
+                    ids[path] = fid
+                    count -= n
+                    if hashes is None:  # no blobs (a damaged row): its entries rows go too
+                        con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
+                    before[fid] = split_hashes(hashes or "")
+                    for h in before[fid]:
+                        old[h] = old.get(h, 0) + 1
+                for path in gone:
+                    fid = ids.get(path)
+                    if fid is not None:
+                        con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
+                        con.execute("DELETE FROM file_data WHERE file_id = ?", (fid,))
+                        con.execute("DELETE FROM files WHERE id = ?", (fid,))
+            term_id = self.db.term_ids(con, {t for p in parsed for ts in p.terms for t in ts})
+            written: dict[str, tuple[int, tuple[int, int, int]] | None] = dict.fromkeys(gone)
+            zero = bytes(4 * dim)
+            new: dict[str, int] = {}
+            block: list[bytes] = []  # the rows appended to the matrix, in order
+            for item in parsed:
+                src, topic = item.source, item.topic
+                entries = topic.entries if topic is not None else []
+                updated = topic.updated().date().isoformat() if topic is not None else _day(src.stamp[1])
+                ready(entries)
+                vecs = [vectors.get(e.hash) for e in entries]
+                missing = any(r is None for r in vecs)
+                row0 = rows + len(block) if entries else -1
+                block.extend(zero if r is None else r for r in vecs)
+                values = (src.name, *src.stamp, updated, item.error, gen, len(entries), int(missing), row0)
+                fid = ids.get(src.rel)
+                if fid is None:
+                    fid = con.execute("INSERT INTO files (topic, size, mtime_ns, ino, updated, error, gen, n, pending, "
+                                      "row0, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                      (*values, src.rel)).lastrowid
+                else:
+                    con.execute("UPDATE files SET topic = ?, size = ?, mtime_ns = ?, ino = ?, updated = ?, error = ?, "
+                                "gen = ?, n = ?, pending = ?, row0 = ? WHERE id = ?", (*values, fid))
+                assert fid is not None
+                written[src.rel] = (fid, src.stamp)
+                tids = array("i")
+                counts = array("i")
+                for ts in item.terms:
+                    tids.extend([term_id[t] for t in ts])
+                    counts.append(len(ts))
+                days = array("i", [days_of(e.date) for e in entries])
+                # texts; kinds, tags and dates that are no real day only where an entry has them
+                body = json.dumps([[e.text for e in entries], {p: e.kind for p, e in enumerate(entries) if e.kind},
+                                   {p: e.tags for p, e in enumerate(entries) if e.tags},
+                                   {p: e.date for p, e in enumerate(entries) if e.date and days[p] == NO_DAY}],
+                                  ensure_ascii=False, separators=(",", ":"))
+                con.execute("INSERT OR REPLACE INTO file_data VALUES (?, ?, ?, ?, ?, ?, ?)", (
+                    fid, tids.tobytes(), counts.tobytes(), array("i", [e.line for e in entries]).tobytes(),
+                    days.tobytes(), "".join(e.hash for e in entries), body))
+                # only the positions whose text changed (an append writes one row)
+                was = before.get(fid, [])
+                now = [e.hash for e in entries]
+                con.executemany("UPDATE entries SET hash = ? WHERE file_id = ? AND pos = ?",
+                                [(h, fid, pos) for pos, (h, w) in enumerate(zip(now, was)) if h != w])
+                if len(was) > len(now):
+                    con.execute("DELETE FROM entries WHERE file_id = ? AND pos >= ?", (fid, len(now)))
+                con.executemany("INSERT INTO entries VALUES (?, ?, ?)",
+                                [(fid, pos, h) for pos, h in enumerate(now[len(was):], start=len(was))])
+                count += len(entries)
+                for e in entries:
+                    new[e.hash] = new.get(e.hash, 0) + 1
+            if full:
+                con.execute("CREATE INDEX IF NOT EXISTS entries_hash ON entries (hash)")
+                orphans = [h for h in old if h not in new]
+            else:  # a text no entry holds any more is gone (its vector with it)
+                orphans = [h for h in old if h not in new and
+                           con.execute("SELECT 1 FROM entries WHERE hash = ? LIMIT 1", (h,)).fetchone() is None]
+            report.removed = sum(old[h] for h in orphans)
+            if pending:
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('pending', '1')")
+            if block or full:
+                self.db.matrix.append(matrix, rows, np.frombuffer(b"".join(block), dtype=np.float32).reshape(len(block), dim))
+                rows += len(block)
+            matrix, rows = self.db.compact(con, matrix, rows, count)
+            con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                            [("generation", str(gen)), ("entries", str(count)), ("matrix", matrix),
+                             ("rows", str(rows))])
+            self._commit(con, None if full else written)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        if matrix != was_matrix:  # replaced: readers of the old one read their snapshot again
+            self.db.make_durable()  # the commit naming the new matrix survives a power loss first
+            self.db.matrix.remove(was_matrix)
+
+    def lookup_terms(self, terms: list[str]) -> dict[str, int]:
+        """Term -> id for the terms the sidecar knows (for :class:`TermIds`)."""
+        with self._mutex:
+            return self.db.lookup_terms(terms)
+
+    def terms_after(self, last: int) -> dict[str, int]:
+        """Term -> id of every term whose id is above ``last`` (for :class:`TermIds`)."""
+        with self._mutex:
+            return self.db.terms_after(last)
+
+    def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
+        """Embed the entries a refresh without embedding left without a vector: each such file's
+        block is appended anew with its vectors."""
+        con = self.db.connect()
+        rows = con.execute("SELECT f.id, d.hashes, d.body FROM files f JOIN file_data d ON d.file_id = f.id "
+                           "WHERE f.pending = 1").fetchall()
+        files = [(fid, split_hashes(hashes), json.loads(body)[0]) for fid, hashes, body in rows]  # texts
+        texts: dict[str, str] = {}
+        for _, hashes, bodies in files:
+            texts.update(zip(hashes, bodies))
+        vectors = self.db.known_vectors(list(texts))
+        missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
+        vectors.update(zip((e.hash for e in missing), f32_rows(self._embed_rows(missing, progress))))
+        con = self.db.begin(wait)
+        try:
+            gen = int(self.db.meta("generation") or 0) + 1
+            matrix, rows0 = was_matrix, _ = self.db.matrix_state(con)
+            block: list[bytes] = []
+            moved = []
+            for fid, hashes, _ in files:
+                current = con.execute("SELECT d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
+                                      "WHERE f.id = ? AND f.pending = 1", (fid,)).fetchone()
+                if current is None or split_hashes(current[0]) != hashes:
+                    continue  # rewritten meanwhile by another process
+                moved.append((rows0 + len(block) if hashes else -1, gen, fid))
+                block.extend(vectors[h] for h in hashes)
+            if block:
+                self.db.matrix.append(matrix, rows0, np.frombuffer(b"".join(block), dtype=np.float32)
+                                   .reshape(len(block), self.embedder.dim))
+            con.executemany("UPDATE files SET pending = 0, row0 = ?, gen = ? WHERE id = ?", moved)
+            count = int(self.db.meta("entries") or 0)
+            matrix, total = self.db.compact(con, matrix, rows0 + len(block), count)
+            con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
+                ("pending", "0"), ("generation", str(gen)), ("matrix", matrix), ("rows", str(total))])
+            self._commit(con)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        if matrix != was_matrix:
+            self.db.make_durable()
+            self.db.matrix.remove(was_matrix)
+        report.new += len(missing)
+
+    def _embed_rows(self, entries: Sequence[Entry], progress: Progress | None = None) -> np.ndarray:
+        out = np.zeros((len(entries), self.embedder.dim), dtype=np.float32)
+        for i in range(0, len(entries), EMBED_BATCH):
+            batch = entries[i:i + EMBED_BATCH]
+            out[i:i + len(batch)] = self.embedder.embed([e.body for e in batch])
+            if progress is not None:
+                progress(i + len(batch), len(entries))
+        return out
+
+    def prune_other_models(self) -> list[str]:
+        """Delete the index files of other models, and this model's replaced matrices; returns
+        the names of the files deleted (see :meth:`memkit.index.sidecar.Sidecar.prune_other_models`)."""
+        with self._mutex:
+            return self.db.prune_other_models()
+
+    # ---- the view ---------------------------------------------------------------------------------
+    def view(self, *, others: bool = True) -> IndexView:
+        """All entries as arrays (see :class:`IndexView`); brought up to date when the sidecar
+        changed (read again whole, or only the files that changed).
+
+        :param others: also look for writes of other connections (``PRAGMA data_version``);
+            False: only this object's own writes (a search between two freshness checks)."""
+        with self._mutex:
+            epoch = self._sync() if others or self._data_version is None else self._epoch
+            if self._view is not None and not self.db.matrix.intact(self._view.matrix, len(self._view)):
+                self._view = None  # its file was deleted or cut short by hand: read (and rebuilt) anew
+                self._epoch += 1
+                epoch = self._epoch
+            if self._view is not None and self._view_epoch == epoch:
+                return self._view
+            current = self._view
+            if current is None or current.generation != int(self.db.meta("generation") or 0):
+                try:
+                    self._view = self._read_view(current)
+                except MatrixError as exc:  # the .npy was deleted or cut short by hand: made anew
+                    if self._rebuilding:
+                        raise
+                    self._rebuild(exc)
+                    self._rebuilding = True
+                    try:
+                        self.refresh(full=True)
+                    finally:
+                        self._rebuilding = False
+                    return self.view()
+            self._view_epoch = epoch
+            assert self._view is not None
+            return self._view
+
+    def _rebuild(self, why: Exception) -> None:
+        """The matrix does not hold what the index says: delete both (when still the files this
+        object opened) so that they are made anew."""
+        log.warning("index %s: %s; rebuilding it", self.store.rel(self.path), why)
+        self.db.discard_if_current()
+        self._files = None
+        self._view = None
+        self._data_version = None
+        self._epoch += 1
+
+    def _read_view(self, old: IndexView | None) -> IndexView:
+        con = self.db.connect()
+        for attempt in range(5):
+            con.execute("BEGIN")  # one consistent snapshot of the tables
+            try:
+                gen = int(self.db.meta("generation") or 0)
+                matrix, rows = self.db.matrix_state(con)
+                end = con.execute("SELECT MAX(row0 + n) FROM files WHERE row0 >= 0").fetchone()[0]
+                if end is not None and end > rows:
+                    raise MatrixError(f"files name matrix rows up to {end}, the matrix has {rows}")
+                vectors = self.db.matrix.read(matrix, rows)
+                view = None
+                if old is not None and old.matrix == matrix and len(old) <= rows:
+                    view = self._extend_view(con, old, gen, vectors)
+                if view is None:
+                    view = self._load_view(con, gen, matrix, vectors)
+                con.execute("COMMIT")
+                return view
+            except FileNotFoundError:  # replaced by a compaction after this snapshot: read it again
+                con.execute("ROLLBACK")
+                if attempt == 4:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    _COLUMNS = ("SELECT f.id, f.path, f.topic, f.updated, f.gen, f.n, f.row0, d.terms, d.counts, d.lines, d.days, "
+                "d.hashes, d.body FROM files f LEFT JOIN file_data d ON d.file_id = f.id")
+
+    def _load_view(self, con: sqlite3.Connection, gen: int, matrix: str, vectors: np.ndarray) -> IndexView:
+        builder = ViewBuilder()
+        for row in con.execute(self._COLUMNS + " ORDER BY f.row0, f.id"):
+            builder.add(row)
+        terms = int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0])
+        view = builder.view(gen, matrix, vectors,
+                            TermIds(self.lookup_terms, self.terms_after if terms <= VOCAB_LOAD_MAX else None))
+        del builder
+        if len(view) >= TRIM_MIN_ROWS:
+            trim_memory()
+        return view
+
+    def _extend_view(self, con: sqlite3.Connection, old: IndexView, gen: int, vectors: np.ndarray) -> IndexView | None:
+        """``old`` with the files changed since: their old rows dead, their new rows (appended to
+        the matrix after ``old``'s) added; None when they are not all after ``old``'s rows."""
+        rows = con.execute("SELECT id, gen, row0 FROM files").fetchall()
+        slot_of = {fid: s for s, fid in enumerate(old.slot_file) if fid >= 0}
+        current = {fid for fid, _, _ in rows}
+        changed = [fid for fid, g, _ in rows if fid not in slot_of or old.slot_gen[slot_of[fid]] != g]
+        removed = [fid for fid in slot_of if fid not in current]
+        if not changed and not removed and len(old) == vectors.shape[0]:  # nothing a search sees changed
+            old.generation = gen
+            return old
+        fresh = set(changed)
+        if any(0 <= r0 < len(old) for fid, _, r0 in rows if fid in fresh):
+            return None
+        builder = ViewBuilder.extending(old)
+        for f in changed + removed:
+            if f in slot_of:
+                builder.kill(slot_of[f])
+        if changed:
+            marks = ",".join("?" * len(changed))
+            for row in con.execute(self._COLUMNS + f" WHERE f.id IN ({marks}) ORDER BY f.row0, f.id", changed):
+                builder.add(row)
+        return builder.view(gen, old.matrix, vectors, old.vocab.forget_unknown())
+
+    def vectors_for(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these entry hashes (the ones the sidecar has)."""
+        with self._mutex:
+            found = self.db.known_vectors(hashes)
+        return {h: np.frombuffer(v, dtype=np.float32).copy() for h, v in found.items()}

@@ -1,0 +1,135 @@
+"""The vectors a refresh needs: known ones found again, the others embedded in batches.
+
+A refresh parses its changed files one by one and hands each file's entries to an
+:class:`EmbedQueue`. Entries are queued once per text (their hash); each full batch first takes
+the vectors the index already holds (:meth:`EmbedQueue.known`, e.g. a line moved between files),
+then embeds the rest. A large refresh (several files, an estimated ``THREAD_MIN_ENTRIES`` entries
+or more) embeds in one worker thread while the main thread goes on parsing and writing: the
+writer waits for each file's own vectors only (:meth:`EmbedQueue.ready`).
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..formats.topic import Entry
+
+__all__ = ["EmbedQueue", "EMBED_BATCH", "THREAD_MIN_ENTRIES", "f32_rows"]
+
+EMBED_BATCH = 2048
+THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
+
+Progress = Callable[[int, int], None]  # (done, total) entries embedded
+
+
+class EmbedQueue:
+    """Collects entries and makes their vectors (see the module docstring).
+
+    :param embed_rows: entries -> their ``(n, dim)`` float32 unit rows (the model).
+    :param known: hashes -> the float32 rows the index already holds for some of them; None:
+        every entry is embedded (a full rebuild).
+    :param embed: False: record which entries lack vectors without embedding them.
+    :param files: how many files the refresh parses (one file never starts the thread).
+    :param total_bytes: the size of those files, to estimate the entries still to come.
+    :param progress: called with (done, total) entries embedded.
+    """
+
+    def __init__(self, embed_rows: Callable[[Sequence[Entry]], np.ndarray],
+                 known: Callable[[list[str]], dict[str, bytes]] | None, *, embed: bool = True, files: int = 1,
+                 total_bytes: int = 1, progress: Progress | None = None) -> None:
+        self.vectors: dict[str, bytes] = {}  #: hash -> float32 row
+        self.unembedded: list[Entry] = []  #: entries whose vectors were not known (embedded unless ``embed`` is off)
+        self._embed_rows = embed_rows
+        self._known = known
+        self._embed = embed
+        self._files = files
+        self._total_bytes = max(total_bytes, 1)
+        self._done_bytes = 0
+        self._progress = progress
+        self._queued: list[Entry] = []
+        self._seen: set[str] = set()
+        self._jobs: list[tuple[list[Entry], Future[np.ndarray]]] = []
+        self._batch_of: dict[str, int] = {}  # hash -> number of the worker's batch embedding it
+        self._taken = 0  # worker batches collected so far
+        self._embedded = 0
+        self._worker: ThreadPoolExecutor | None = None
+
+    def add(self, entries: Sequence[Entry], parsed_bytes: int) -> None:
+        """Queue the entries of one more parsed file (of ``parsed_bytes`` bytes)."""
+        self._done_bytes += parsed_bytes
+        for e in entries:
+            if e.hash not in self._seen:
+                self._seen.add(e.hash)
+                self._queued.append(e)
+        if len(self._queued) >= EMBED_BATCH:
+            self._flush()
+
+    def finish(self) -> None:
+        """Every file is parsed: the last batch goes (the worker may still be embedding)."""
+        self._flush()
+
+    def ready(self, entries: Sequence[Entry]) -> None:
+        """Wait until the vectors of ``entries`` are made (the worker embeds in order)."""
+        if self._jobs:
+            self._collect(max((self._batch_of.get(e.hash, -1) for e in entries), default=-1))
+
+    def close(self) -> None:
+        """Stop the worker (waiting for the batch it embeds; the others are dropped)."""
+        if self._worker is not None:
+            self._worker.shutdown(wait=True, cancel_futures=True)
+            self._worker = None
+
+    def _estimate(self) -> int:
+        """Entries to embed in all: those found so far, scaled by the bytes still to parse."""
+        found = len(self.unembedded)
+        return max(found, int(found * self._total_bytes / max(self._done_bytes, 1)))
+
+    def _tell(self, final: bool = False) -> None:
+        if self._progress is not None:
+            total = len(self.unembedded) if final else self._estimate()
+            self._progress(self._embedded, max(self._embedded, total))
+
+    def _collect(self, until: int) -> None:
+        """Take the worker's batches up to number ``until`` (waiting), and any finished one."""
+        jobs = self._jobs
+        while jobs and (self._taken <= until or jobs[0][1].done()):
+            batch, job = jobs.pop(0)
+            self.vectors.update(zip((e.hash for e in batch), f32_rows(job.result())))
+            self._embedded += len(batch)
+            self._taken += 1
+            self._tell(final=not jobs and self._done_bytes >= self._total_bytes)
+
+    def _flush(self) -> None:
+        batch = self._queued
+        self._queued = []
+        if self._known is not None and batch:
+            batch = [e for e in batch if e.hash not in self.vectors]  # e.g. in the file's own old row
+            found = self._known([e.hash for e in batch]) if batch else {}
+            self.vectors.update(found)
+            batch = [e for e in batch if e.hash not in found]
+        self.unembedded.extend(batch)
+        if not self._embed or not batch:
+            return
+        for i in range(0, len(batch), EMBED_BATCH):
+            part = batch[i:i + EMBED_BATCH]
+            if self._worker is None and self._files > 1 and self._estimate() >= THREAD_MIN_ENTRIES:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="memkit-embed")
+            if self._worker is not None:
+                number = self._taken + len(self._jobs)
+                self._batch_of.update((e.hash, number) for e in part)
+                self._jobs.append((part, self._worker.submit(self._embed_rows, part)))
+            else:
+                self.vectors.update(zip((e.hash for e in part), f32_rows(self._embed_rows(part))))
+                self._embedded += len(part)
+                self._tell(final=self._done_bytes >= self._total_bytes)
+        self._collect(-1)
+
+
+def f32_rows(rows: np.ndarray) -> list[bytes]:
+    """Each row of ``rows`` as float32 bytes."""
+    data = np.ascontiguousarray(rows, dtype=np.float32)
+    width = data.shape[1] * 4
+    raw = data.tobytes()
+    return [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * data.shape[0]

@@ -1,0 +1,17 @@
+"""Finding memories: words (BM25) and vectors fused, the judge's second stage, and topic detection from the hits."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..base.face import face
+
+if TYPE_CHECKING:
+    from .route import detect_topic, is_confident, split_target
+    from .searcher import Hit, Mode, Searcher, Threshold, hit_at
+
+__all__ = ["Hit", "Mode", "Searcher", "Threshold", "detect_topic", "hit_at", "is_confident", "split_target"]
+
+__getattr__, __dir__ = face(__name__, {
+    ".route": "detect_topic is_confident split_target",
+    ".searcher": "Hit Mode Searcher Threshold hit_at",
+})

@@ -1,0 +1,63 @@
+"""The second search stage: the judge re-scores the static stage's best candidates.
+
+The static stage (:class:`memkit.search.rank.Ranker`: words and the static model) ranks every entry and
+hands over its best ``pool`` candidates, before any threshold. The judge (:mod:`memkit.embeddings.judge`)
+gives each its cosine with the query; the two are fused by min-max over the pool::
+
+    fused = a * (score - min) / (max - min) + (1 - a) * (judge - min) / (max - min)
+
+with ``a`` per entry: ``note_weight`` in notes, where people ask in other words than they wrote
+and the judge knows best, ``conversation_weight`` in conversations (``Name: text`` turns), where
+questions name people, dates and rare words that the word score holds. Each weight was chosen on
+memkit's own sets (``make eval``: the everyday notes and LoCoMo's dev conversations) as the one
+at least as good as the better of the two scores alone on each.
+
+**Confident** hits are those whose judge cosine reaches the threshold (``judge_threshold``,
+calibrated on the everyday set's answerable and unanswerable questions) or whose own text holds
+``lexical_keep`` of the query's word weight (an exact name or part number is never dropped).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["JudgeParams", "fuse", "JUDGE_THRESHOLD"]
+
+#: the judge's cosine a confident hit reaches by default (``make eval``'s calibration)
+JUDGE_THRESHOLD = 0.40
+
+
+@dataclass(frozen=True)
+class JudgeParams:
+    """The second stage's settings (defaults chosen with ``make eval``)."""
+
+    pool: int = 50  #: candidates the static stage hands over (before any threshold)
+    note_weight: float = 0.05  #: the static score's share in notes
+    conversation_weight: float = 0.8  #: … in conversations
+
+    def __post_init__(self) -> None:
+        for name in ("note_weight", "conversation_weight"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.pool < 1:
+            raise ValueError(f"pool must be at least 1, got {self.pool}")
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    lo, hi = float(x.min()), float(x.max())
+    return (x - np.float32(lo)) * np.float32(1 / (hi - lo)) if hi > lo else np.zeros_like(x)
+
+
+def fuse(static: np.ndarray, judge: np.ndarray, conversation: np.ndarray,
+         params: JudgeParams = JudgeParams()) -> np.ndarray:
+    """The fused score of each candidate (see the module docstring), in [0, 1].
+
+    :param static: the static stage's scores; :param judge: the judge's cosines;
+    :param conversation: whether each candidate is a conversation turn.
+    """
+    static = np.asarray(static, dtype=np.float32)
+    judge = np.asarray(judge, dtype=np.float32)
+    a = np.where(np.asarray(conversation, dtype=bool), np.float32(params.conversation_weight),
+                 np.float32(params.note_weight))
+    return a * _minmax(static) + (1 - a) * _minmax(judge)

@@ -1,0 +1,671 @@
+"""Ranking: lexical (BM25) and vector (cosine) scores fused into one list.
+
+Every entry has one stored vector: the unit embedding of its own text. Everything else is
+computed here over all entries with a handful of numpy operations (no Python loop over entries).
+Scoring of a query ``q`` with unit embedding ``qv`` (one value per entry):
+
+1. ``cosine = vectors @ qv`` (the one matrix-vector product), and the context cosine: the cosine
+   between ``qv`` and the normalised sum of the entry's vector and half its previous same-file
+   entry's, from ``cosine`` shifted by one row and a per-entry norm prepared at load.
+   ``vector = (cosine + context cosine) / 2``.
+2. ``lexical``: BM25 (:class:`memkit.search.lexical.BM25Index`, light stemming, stop words) over each
+   entry's text plus its two previous same-file entries at half weight: a line often only makes
+   sense with the one before it.
+3. Fusion: ``a * lexical / max + (1 - a) * (vector - min) / (max - min)``. In a conversation
+   (files whose entries are ``Name: text`` turns) ``a`` is ``lex_weight`` (0.6): the best lexical
+   match outranks every entry holding no query word, so names and rare words ("hAP ax3", "node-3")
+   are never drowned by the vector side. In notes, people ask in other words than they wrote
+   ("what car do I have" for "I drive a Subaru"), and one common word shared with the wrong note
+   ("car" in "car wash") must not win: ``a = lex_weight * min(1, held / lex_full) ** lex_power``,
+   ``held`` being the share of the query's IDF mass the best word match holds, a query word no
+   entry has counting as the rarest (a query the vault answers word for word keeps the full
+   weight; one whose words it mostly lacks is ranked by meaning).
+4. People: ``+ speaker_boost`` for entries spoken (``Name: text``) by a person the query names,
+   in files that read like a conversation only (:func:`speakers`): a note like "Rice: soak it
+   overnight" or "TODO: call the plumber" is nobody speaking.
+5. ``+ smooth_next * score(next entry)`` within a file (an answer follows its question), then
+   ``+ file_prior * best score in the entry's file``.
+
+Hybrid scores are divided by their largest possible value, so they lie in [0, 1]; they order
+results and are not comparable across queries. Mode ``"vector"`` ranks by ``vector``, mode
+``"lexical"`` by BM25 (entries with a query word only), scored on 0..1 too: ``1 - exp(-BM25 / I)``
+with ``I`` the query words' summed IDF (what an average-length entry holding each query word once
+scores, which so gets 0.63).
+
+**Threshold**: an entry is kept when ``max(cosine, context cosine)`` (a true cosine, on the
+model's scale) reaches it, or when its own text holds at least ``lexical_keep`` (0.4) of the IDF
+mass of the query words the vault knows: the threshold removes unrelated results, never an exact
+match. ``RECOMMENDED_THRESHOLD`` is the default per model dimension: the highest value (steps of
+0.05) keeping ≥ 95 % of the evidence the hybrid top 10 finds on the LoCoMo dev conversations
+(``make eval``): 0.40 at 256-d, 0.45 at 64-d.
+
+Every feature above earns its place on that data with both models: each was kept only if
+turning it off alone lowered recall there (``python bench/eval.py --set smooth_next=0``, the
+script behind ``make eval``; ``--set`` overrides one :class:`RankParams` weight). The speaker
+guard is what lets the person signal hold on ordinary notes too.
+
+**Vectors** are one float32 ``(n, dim)`` matrix (a vault's is the memory-mapped ``.npy`` of
+:mod:`memkit.index.matrix`, never copied), read as two column views: the first ``PREFIX_DIMS``
+dimensions and the rest; an exact cosine of every row is one product with the whole matrix.
+
+**Large vaults** (``FAST_MIN_N`` entries and more, hybrid mode, no filter): an approximate cosine
+over the first ``PREFIX_DIMS`` dimensions (model2vec dimensions are PCA-ordered, so they carry
+most of the signal) and BM25 pick ``CANDIDATES`` entries (1/64 of the vault, between
+``MIN_CANDIDATES`` and ``CANDIDATES``; read off a sampled cut-off, not a full partition); the
+exact fusion runs on them and their neighbours, whose exact cosines reuse the scan's products
+and read only the other dimensions. Its top 10 holds ≥ 99 % of the exact path's (``make
+bench``); when too few candidates pass a threshold the exact path answers.
+
+**Rows that died** (``live``: the entries of a file that changed, kept in place until the view
+is reloaded) are never returned and count in no minimum, maximum or statistic:
+:meth:`Ranker.extended` gives the ranker of a view that gained a file's new rows without
+building the others again.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .lexical import BM25Index, encode_terms
+from ..formats.words import terms as text_terms
+
+__all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "MODEL_THRESHOLD", "speaker_of", "speakers"]
+
+RECOMMENDED_THRESHOLD: dict[int, float] = {256: 0.40, 64: 0.45}
+#: models calibrated by name (their training moved their cosines): memkit's own model keeps >= 95 %
+#: of the evidence on both evaluation sets (LoCoMo dev, everyday notes) at 0.20
+MODEL_THRESHOLD: dict[str, float] = {"memkit-m2v": 0.20}
+
+FAST_MIN_N = 10_000  #: from this many entries (and >= 128 dimensions) hybrid search scores candidates only
+PREFIX_DIMS = 64  #: dimensions of the approximate scan
+CANDIDATES = 400  #: entries the approximate fused score keeps, at most …
+CANDIDATE_SHARE = 1 / 64  #: … or this share of the entries (but at least MIN_CANDIDATES)
+MIN_CANDIDATES = 150
+VEC_CANDIDATES = 64  #: entries of best approximate cosine, added (the vector half's maximum)
+LOW_CANDIDATES = 64  #: entries of lowest approximate cosine (the vector half's minimum)
+TOP_SLACK = 1.25  #: a sampled cut-off aims at this many times the entries wanted (rarely fewer)
+THRESHOLD_MARGIN = 0.15  #: an approximate cosine this far below the threshold cannot reach it
+NOISE_Z = 2.0  #: a weak match's cosine stands this many standard deviations above the query's mean
+NOISE_FLOOR = 0.1  #: … and above this cosine
+NOISE_MIN_N = 10  #: fewer entries than this: no statistics, no weak match by meaning alone
+
+
+@dataclass(frozen=True)
+class RankParams:
+    """The weights of the ranking (defaults chosen with ``make eval``)."""
+
+    k1: float = 1.2  #: BM25 term saturation
+    b: float = 0.5  #: BM25 length normalisation
+    context: int = 2  #: previous same-file entries indexed with each entry
+    context_weight: float = 0.5  #: their term counts' weight
+    vec_context: float = 0.5  #: weight of the previous entry's vector in the context cosine
+    lex_weight: float = 0.6  #: > 0.5: the best lexical match beats any entry holding no query word
+    speaker_boost: float = 0.3
+    smooth_next: float = 0.1
+    file_prior: float = 0.3
+    lexical_keep: float = 0.4  #: share of the query's IDF mass that passes any threshold
+    #: notes (not conversations): the lexical weight scales with (share / lex_full) ** lex_power, share
+    #: being the query's IDF mass the best word match holds (a query word no entry has counts too); 0: off
+    lex_full: float = 1.0
+    lex_power: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.lex_weight <= 1.0:
+            raise ValueError(f"lex_weight must be in [0, 1], got {self.lex_weight}")
+        if not 0 <= self.context <= 3:
+            raise ValueError(f"context must be 0..3, got {self.context}")
+
+
+_UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĔĖĘĚĜĞĠĢĤĦĨĪĬĮİĲĴĶĹĻĽĿŁŃŅŇŊŌŎŐŒŔŖŘŚŜŞŠŢŤŦŨŪŬŮŰŲŴŶŸŹŻŽΑ-ΩА-Я"
+_NAME = rf"[{_UPPER}][\w'’.-]{{0,30}}(?:[ \t][{_UPPER}][\w'’.-]{{0,30}}){{0,2}}"
+# What may stand before the colon of "Name: text": a list marker, a "[kind]", the name.
+_PREFIX_RE = re.compile(rf"[ \t]*(?:[-*+][ \t]+)?(?:\[[^\]\n]{{1,30}}\][ \t]*)?({_NAME})[ \t]*")
+_MAX_PREFIX = 40
+
+
+#: words often written ``Word: text`` in notes that are labels, never people
+LABELS = frozenset("""
+note notes todo to-do idea ideas step tip tips warning important reminder question answer summary update
+decision action actions goal goals plan status result problem solution context fix bug pro con pros cons
+ingredients method methods recipe source sources edit edited see also example examples tldr misc other
+monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday morning evening
+january february march april may june july august september october november december
+""".split())
+
+
+def speaker_of(text: str) -> str | None:
+    """The name of ``Name: text`` (after an optional list marker or ``[kind]``), if it looks like a
+    name: capitalised words with a lower-case letter (not ``TODO``, ``Q``), not a common label
+    (``Note``, ``Monday``), with something said after the colon. Whether someone is speaking
+    depends on the entry's file (:func:`speakers`)."""
+    colon = text.find(":", 0, _MAX_PREFIX + 1)
+    if colon < 1 or colon + 1 >= len(text) or not text[colon + 1].isspace() or not text[colon + 1:].strip():
+        return None
+    m = _PREFIX_RE.fullmatch(text[:colon])
+    if not m or not any(c.islower() for c in m.group(1)) or m.group(1).casefold() in LABELS:
+        return None
+    return m.group(1)
+
+
+def speakers(texts: Sequence[str], file_ids: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The speaker of every entry (index into the names returned; -1: none).
+
+    ``Name:`` names a speaker only in a file that reads like a dialogue: at least half of its
+    entries start with a name, at least two names start two entries or more each, and they take
+    turns (most consecutive ``Name:`` entries change name); a name the file also uses in lower
+    case (``Rice:`` beside "bomba rice") is a word, not a person. A notes file's ``Rice: soak it
+    overnight`` or a pantry list's ``Rice: …`` / ``Water: …`` is nobody speaking, and neither is
+    an entry with a ``[kind]``."""
+    n = len(texts)
+    sp = np.full(n, -1, dtype=np.int32)
+    names: dict[str, int] = {}
+    # a conversation turn never carries a [kind]: "[tip] Rice: rinse it" is a note
+    prefix = [speaker_of(t) if ":" in t[:_MAX_PREFIX + 1] and not t.lstrip("-*+ \t").startswith("[") else None
+              for t in texts]
+    starts = np.flatnonzero(np.diff(file_ids, prepend=-1)) if n else np.zeros(0, np.int64)
+    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), n]):
+        said = [p for p in prefix[a:b] if p is not None]
+        counts: dict[str, int] = {}
+        for p in said:
+            counts[p] = counts.get(p, 0) + 1
+        real = {p for p, c in counts.items() if c >= 2}
+        if len(real) < 2 or 2 * len(said) < b - a:
+            continue
+        turns = sum(x != y for x, y in zip(said, said[1:]))
+        if 2 * turns < len(said) - 1:
+            continue
+        words = {w for t in texts[a:b] for w in re.findall(r"\w+", t) if w.islower()}
+        real = {p for p in real if not any(part.lower() in words for part in p.split())}
+        if len(real) < 2:
+            continue
+        for i in range(a, b):
+            if prefix[i] in real:
+                sp[i] = names.setdefault(prefix[i], len(names))  # type: ignore[arg-type]
+    return sp, list(names)
+
+
+def _top(x: np.ndarray, c: int, largest: bool = True) -> np.ndarray:
+    """Indexes of (at least) the ``c`` largest (or smallest) values of ``x``, unsorted. On a
+    large array, every value past a cut-off read from a strided sample (a few more than ``c``,
+    in a fraction of an argpartition's time); an exact argpartition when the sample falls short."""
+    n = x.shape[0]
+    if c >= n:
+        return np.arange(n)
+    if n >= 64 * c:
+        sample = x[::n // (32 * c)].copy()
+        m = sample.shape[0]
+        r = min(m, int(np.ceil(TOP_SLACK * c * m / n)) + 3)
+        if largest:
+            sample.partition(m - r)
+            got = (x >= sample[m - r]).nonzero()[0]
+        else:
+            sample.partition(r - 1)
+            got = (x <= sample[r - 1]).nonzero()[0]
+        if got.shape[0] >= c:
+            return got
+    return np.argpartition(x, n - c)[n - c:] if largest else np.argpartition(x, c - 1)[:c]
+
+
+def _runs(seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of each run of equal values of ``seg`` (sorted)."""
+    m = seg.shape[0]
+    brk = np.empty(m, dtype=bool)
+    brk[:1] = True
+    np.not_equal(seg[1:], seg[:-1], out=brk[1:])
+    starts = brk.nonzero()[0]
+    lens = np.empty_like(starts)
+    lens[:-1] = starts[1:] - starts[:-1]
+    lens[-1:] = m - starts[-1:]
+    return starts, lens
+
+
+Hit = tuple[int, float, float, float]  #: (entry index, score, cosine, lexical)
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce  # without ndarray.min's Python wrapper
+_BLOCK = 2048  # rows at a time in the context norms
+
+
+class Ranker:
+    """Scores a vault's entries for queries (see the module docstring).
+
+    :param texts: the entries' texts, in file order.
+    :param vectors: ``(n, dim)`` unit rows (float32 rows are used in place, not copied), or the
+        pair (first ``PREFIX_DIMS`` dimensions, the rest).
+    :param file_ids: the file of each entry (entries of a file are contiguous).
+    :param params: the weights.
+    :param terms: the texts' search terms already encoded (``(term ids, offsets, vocab)`` as
+        :func:`memkit.search.lexical.encode_terms` gives them); encoded from ``texts`` when None.
+    :param live: which entries count (None: all): the others are never returned nor counted
+        (the rows of a file that changed, see :meth:`extended`).
+    """
+
+    def __init__(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
+                 file_ids: np.ndarray | Sequence[int] | None = None, params: RankParams | None = None, *,
+                 terms: tuple[np.ndarray, np.ndarray, Any] | None = None, live: np.ndarray | None = None,
+                 base: "Ranker | None" = None) -> None:
+        self.params = p = params or RankParams()
+        n = self.n = len(texts)
+        self._P, self._R, self._M = _split(vectors, n)
+        self.dim = self._P.shape[1] + self._R.shape[1]
+        files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids, dtype=np.int64).reshape(-1)
+        if files.shape[0] != n:
+            raise ValueError(f"file_ids has {files.shape[0]} items for {n} entries")
+        self._set_live(live)
+        start = 0 if base is None else base.n  # rows before it are base's (see extended())
+        term_args = terms if terms is not None else encode_terms(texts)
+        if base is None:
+            self.lex = BM25Index(*term_args, file_ids=files, k1=p.k1, b=p.b, context=p.context,
+                                 context_weight=p.context_weight, live=self.live)
+        else:
+            self.lex = base.lex.extended(term_args[0], term_args[1], files, self.live, term_args[2])
+        self._set_files(files)
+        new_ctx = self._ctx_inv(start, n)
+        self.ctx_inv: np.ndarray = new_ctx if base is None else np.concatenate([base.ctx_inv, new_ctx])
+        sp, names = speakers(texts[start:] if start else texts, files[start:])
+        self.speaker_names: list[str] = [] if base is None else list(base.speaker_names)
+        self.speaker_terms: list[set[str]] = [] if base is None else list(base.speaker_terms)  #: per speaker
+        where = {name: i for i, name in enumerate(self.speaker_names)}
+        ids = []
+        for name in names:
+            if name not in where:
+                where[name] = len(self.speaker_names)
+                self.speaker_names.append(name)
+                self.speaker_terms.append(set(text_terms(name)))
+            ids.append(where[name])
+        sp = np.array(ids + [-1], dtype=np.int32)[sp]  # -1 (no speaker) stays -1
+        self.speaker: np.ndarray = sp if base is None else np.concatenate([base.speaker, sp])
+        self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)  #: the largest fused score
+        self._set_prefix(base)
+
+    def _set_live(self, live: np.ndarray | None) -> None:
+        self.live = None if live is None or live.all() else np.asarray(live, dtype=bool)  #: None: every row
+        self.dead = np.zeros(0, np.int64) if self.live is None else np.flatnonzero(~self.live)
+        self._a_live_row = 0 if self.live is None else int(np.argmax(self.live))
+
+    def _set_files(self, files: np.ndarray) -> None:
+        n = self.n
+        self.prev_ok = np.zeros(n, dtype=bool)  #: entry i - 1 is in entry i's file
+        self.prev_ok[1:] = files[1:] == files[:-1]
+        self.next_ok = np.append(self.prev_ok[1:], False)  #: entry i + 1 is in entry i's file
+        self.seg_starts = np.flatnonzero(~self.prev_ok)  #: first entry of each file
+        self.seg_lens = np.diff(np.append(self.seg_starts, n))  #: entries of each file
+        self.seg_of = np.cumsum(~self.prev_ok) - 1  #: file (segment) of each entry
+        #: the previous entry's weight in the context cosine (0 at the start of a file)
+        self.prev_w = np.where(self.prev_ok, np.float32(self.params.vec_context), np.float32(0))
+
+    def _ctx_inv(self, start: int, stop: int) -> np.ndarray:
+        """1 / |v_i + w v_{i-1}| for rows [start, stop) (1 without a previous entry): for unit rows
+        it is 1 / sqrt(1 + w^2 + 2 w v_i.v_{i-1})."""
+        dots = np.zeros(stop - start, dtype=np.float32)
+        lo = max(start, 1)
+        for a in range(lo, stop, _BLOCK):  # in blocks: small temporaries
+            b = min(a + _BLOCK, stop)
+            block = np.einsum("ij,ij->i", self._P[a:b], self._P[a - 1:b - 1])
+            if self._R.shape[1]:
+                rest = self._R[a - 1:b]
+                block += np.einsum("ij,ij->i", rest[1:], rest[:-1])
+            dots[a - start:b - start] = block
+        w = np.float32(self.params.vec_context)
+        return np.where(self.prev_ok[start:stop], 1 / np.sqrt(np.maximum(1 + w * w + 2 * w * dots, 1e-12)),
+                        1).astype(np.float32)
+
+    def _set_prefix(self, base: "Ranker | None" = None) -> None:
+        self.prefix: np.ndarray | None = None  #: the fast path's scan (None: exact path only)
+        self.prefix_buffer: np.ndarray | None = None  #: the prefix's rows, with room to grow (an extension fills it)
+        if self.n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS and self._P.shape[1] == PREFIX_DIMS:
+            # a contiguous copy of the matrix's first columns: the scan reads 1/4 of the bytes. An
+            # extended ranker copies only its new rows, into the room its base left (the base's
+            # prefix is a view of the rows before: never changed)
+            n = self.n
+            buf = base.prefix_buffer if base is not None else None
+            start = base.n if buf is not None and base is not None else 0
+            if buf is None or buf.shape[0] < n:
+                buf = np.empty((n + max(1024, n // 4), PREFIX_DIMS), dtype=np.float32)
+                start = 0
+            buf[start:n] = self._P[start:n]
+            self.prefix_buffer = buf
+            self.prefix = buf[:n]
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The ``(n, dim)`` unit rows (a copy: kept split)."""
+        return self._M if self._M is not None else np.hstack([self._P, self._R]) if self._R.shape[1] else self._P
+
+    def extended(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray], file_ids: np.ndarray,
+                 terms: tuple[np.ndarray, np.ndarray, Any], live: np.ndarray | None) -> "Ranker":
+        """The ranker of these entries, when the first ``self.n`` are this ranker's (some now
+        dead per ``live``) and the others new: only the new ones are worked out (their BM25
+        postings, context norms, speakers); the statistics follow."""
+        if len(texts) < self.n:
+            raise ValueError("extended() appends entries; build a new Ranker instead")
+        return Ranker(texts, vectors, file_ids, self.params, terms=terms, live=live, base=self)
+
+    # ---- the pieces ----------------------------------------------------------------------------
+    def _unit(self, query_vec: np.ndarray) -> np.ndarray:
+        q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query vector has {q.shape[0]} dimensions, index has {self.dim}")
+        norm = math.sqrt(float(q @ q))
+        return q / np.float32(norm) if norm > 0 and abs(norm - 1.0) > 1e-3 else q
+
+    def _cosines(self, q: np.ndarray, rows: np.ndarray | None = None, first: np.ndarray | None = None) -> np.ndarray:
+        """Exact cosines of every row (or of ``rows``) with the unit query ``q``; ``first``: the
+        products of ``rows`` with the first dimensions, already known (used without the whole matrix)."""
+        p = self._P.shape[1]
+        if self._M is not None:  # one product; rows read whole: contiguous, faster than the strided columns
+            return self._M @ q if rows is None else np.take(self._M, rows, axis=0) @ q
+        if first is not None and rows is not None:
+            return first + self._R[rows] @ q[p:] if self._R.shape[1] else first.copy()
+        if rows is None:
+            cos = self._P @ q[:p]
+            if self._R.shape[1]:
+                cos += self._R @ q[p:]
+            return cos
+        cos = self._P[rows] @ q[:p]
+        if self._R.shape[1]:
+            cos += self._R[rows] @ q[p:]
+        return cos
+
+    def _vector(self, cos: np.ndarray, prev_cos: np.ndarray, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        """(context cosine, vector score) of ``rows`` from their cosines and their previous entries'."""
+        ctx = prev_cos * self.prev_w[rows]
+        ctx += cos
+        ctx *= self.ctx_inv[rows]
+        vec = cos + ctx
+        vec *= np.float32(0.5)
+        return ctx, vec
+
+    def vector_scores(self, query_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cosine, context cosine, vector score) of every entry."""
+        cos = self._cosines(self._unit(query_vec))
+        prev = np.empty_like(cos)
+        prev[0:1] = 0
+        prev[1:] = cos[:-1]
+        return (cos, *self._vector(cos, prev, slice(None)))
+
+    def cosine_noise(self, query_vec: np.ndarray, mask: np.ndarray | None = None) -> float:
+        """The cosine an unrelated entry reaches for this query: the mean of the query's cosines
+        over the vault plus ``NOISE_Z`` standard deviations (at least ``NOISE_FLOOR``); with fewer
+        than ``NOISE_MIN_N`` entries there are no statistics and it is 1 (only a shared word shows
+        a weak match). A hit below it that shares no word with the query is noise, never shown."""
+        cos = self._cosines(self._unit(query_vec))
+        allowed = self.live if mask is None else (mask if self.live is None else mask & self.live)
+        if allowed is not None:
+            cos = cos[allowed]
+        if cos.size < NOISE_MIN_N:
+            return 1.0
+        return max(NOISE_FLOOR, float(cos.mean() + NOISE_Z * cos.std()))
+
+    def _boost(self, qwords: frozenset[str]) -> np.ndarray | None:
+        """The speaker boost per entry, when the query names a speaker."""
+        named = [i for i, ts in enumerate(self.speaker_terms) if ts & qwords]
+        if not named or not self.params.speaker_boost:
+            return None
+        lut = np.zeros(len(self.speaker_names) + 1, dtype=np.float32)  # [-1]: no speaker
+        lut[named] = np.float32(self.params.speaker_boost)
+        return lut[self.speaker]
+
+    def note_weight(self, query: str, qt: list[tuple[int, int]], coverage: np.ndarray) -> float:
+        """The lexical weight for entries of notes (see the module docstring, step 3): the full
+        ``lex_weight`` when the best word match holds the whole query, less as it holds less of it.
+
+        :param coverage: :meth:`memkit.search.lexical.BM25Index.coverage` of ``qt``.
+        """
+        p = self.params
+        words = _query_words(query)
+        if not p.lex_full or not words or not qt:
+            return p.lex_weight if qt else 0.0
+        known = sum(self.lex.idf(tid) for tid, _ in qt)
+        n = float(self.lex.live_docs)
+        unknown = (len(words) - len(qt)) * float(np.log1p((n + 0.5) / 0.5))  # as rare as a word can be
+        held = float(coverage.max()) * known / (known + max(0.0, unknown)) if coverage.size else 0.0
+        return p.lex_weight * min(1.0, held / p.lex_full) ** p.lex_power
+
+    @property
+    def has_speakers(self) -> bool:
+        """Whether some file reads like a conversation (its entries have speakers)."""
+        return bool(self.speaker_names)
+
+    def _weights(self, query: str, qt: list[tuple[int, int]], coverage: np.ndarray,
+                 rows: np.ndarray | slice, words_first: bool = False) -> np.ndarray | float:
+        """The lexical weight of each of ``rows``: ``lex_weight`` in conversations (and everywhere
+        for ``words_first``), the query's note weight elsewhere (a float when they are all alike)."""
+        if words_first:
+            return self.params.lex_weight
+        note = self.note_weight(query, qt, coverage)
+        if note == self.params.lex_weight or not self.has_speakers:
+            return note
+        return np.where(self.speaker[rows] >= 0, np.float32(self.params.lex_weight), np.float32(note))
+
+    def _fuse(self, lex: np.ndarray, vec: np.ndarray, vmin: float, vmax: float, lmax: float,
+              boost: np.ndarray | None, next_ok: np.ndarray, seg: np.ndarray | None,
+              weight: np.ndarray | float | None = None) -> np.ndarray:
+        """Steps 3-5 over a run of entries: all of them (``seg`` None: the files are known), or
+        the fast path's candidates (``seg``: the file of each); ``weight``: the lexical weight
+        (of each entry, or of all; default ``lex_weight``)."""
+        p = self.params
+        a = np.float32(p.lex_weight) if weight is None else (
+            weight.astype(np.float32) if isinstance(weight, np.ndarray) else np.float32(weight))
+        fused = lex * (a / np.float32(lmax)) if lmax > 0 else np.zeros(lex.shape[0], dtype=np.float32)
+        if vmax > vmin:
+            fused += np.maximum(vec - np.float32(vmin), 0) * ((1 - a) / np.float32(vmax - vmin))
+        if boost is not None:
+            fused += boost
+        if p.smooth_next and fused.shape[0] > 1:
+            fused[:-1] += np.float32(p.smooth_next) * fused[1:] * next_ok[:-1]
+        if p.file_prior and fused.shape[0]:
+            starts, lens = (self.seg_starts, self.seg_lens) if seg is None else _runs(seg)
+            fused += (np.maximum.reduceat(fused, starts) * np.float32(p.file_prior)).repeat(lens)
+        fused *= np.float32(1 / self.top)
+        return fused
+
+    def component_scores(self, query: str, query_vec: np.ndarray | None) -> dict[str, np.ndarray]:
+        """Every per-entry score, for debugging: ``lexical``, ``coverage``, and with a query vector
+        ``cosine``, ``ctx_cosine``, ``vector``, ``similarity`` (what the threshold compares),
+        ``fused``."""
+        qt = self.lex.query_terms(query)
+        lex = self.lex.scores(qt)
+        out = {"lexical": lex, "coverage": self.lex.coverage(qt), "fused": lex}
+        if query_vec is not None:
+            cos, ctx, vec = self.vector_scores(query_vec)
+            out.update(cosine=cos, ctx_cosine=ctx, vector=vec, similarity=np.maximum(cos, ctx))
+            live = vec if self.live is None else vec[self.live]
+            out["fused"] = self._fuse(lex, vec, float(live.min()) if live.size else 0.0,
+                                      float(live.max()) if live.size else 0.0, float(lex.max()),
+                                      self._boost(_query_words(query)), self.next_ok, None,
+                                      self._weights(query, qt, out["coverage"], slice(None)))
+        return out
+
+    # ---- searching -----------------------------------------------------------------------------
+    def search(self, query: str, query_vec: np.ndarray | None, k: int = 10, mode: str = "hybrid",
+               threshold: float | None = None, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The ``k`` best entries as (entry index, score), best first (ties in entry order).
+
+        :param mode: ``hybrid``, ``vector`` or ``lexical`` (``query_vec`` may be None for lexical).
+        :param threshold: see the module docstring; None: none.
+        :param mask: only entries where it is True (filters by topic, kind, date…).
+        """
+        return [(i, s) for i, s, _, _ in self.search_hits(query, query_vec, k, mode, threshold, mask)]
+
+    def search_hits(self, query: str, query_vec: np.ndarray | None, k: int = 10, mode: str = "hybrid",
+                    threshold: float | None = None, mask: np.ndarray | None = None, *,
+                    words_first: bool = False) -> list[Hit]:
+        """As :meth:`search`, each result with the entry's cosine to the query (0 without a query
+        vector) and its BM25 score: (entry index, score, cosine, lexical).
+
+        :param words_first: fuse with ``lex_weight`` everywhere, notes included: for a text that is
+            itself a memory (a digest's conclusion, looking for the entries it repeats or updates),
+            not a person's question."""
+        if mode not in ("hybrid", "vector", "lexical"):
+            raise ValueError(f"unknown search mode {mode!r}: use hybrid, vector or lexical")
+        if query_vec is None and mode != "lexical":
+            raise ValueError(f"search mode {mode!r} needs a query vector")
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool).reshape(-1)
+            if mask.shape[0] != self.n:
+                raise ValueError(f"mask has {mask.shape[0]} items for {self.n} entries")
+        if self.n == 0 or k <= 0:
+            return []
+        q = self._unit(query_vec) if query_vec is not None else None
+        qt = self.lex.query_terms(query)
+        lex = self.lex.scores(qt)
+        if mode == "hybrid" and mask is None and self.prefix is not None and k <= self._candidates() // 4:
+            assert q is not None
+            got = self._search_fast(query, qt, lex, q, k, threshold, words_first)
+            if got is not None:
+                return got
+        allowed = self.live if mask is None else (mask if self.live is None else mask & self.live)
+        cos = ctx = vec = None
+        if q is not None:
+            cos = self._cosines(q)
+            prev = np.empty_like(cos)
+            prev[0:1] = 0
+            prev[1:] = cos[:-1]
+            ctx, vec = self._vector(cos, prev, slice(None))
+        keep: np.ndarray | None = allowed
+        coverage: np.ndarray | None = None
+        if mode == "lexical":  # on a 0..1 scale like the others, order kept: 0.63 = every query word once
+            ideal = sum(self.lex.idf(tid) for tid, _ in qt)
+            score = -np.expm1(lex * np.float32(-1 / ideal)) if ideal > 0 else lex
+            coverage = self.lex.coverage(qt)
+            own = coverage > 0  # a query word in the entry's own text, not only in its context
+            keep = own if keep is None else keep & own
+        elif mode == "vector":
+            assert vec is not None
+            score = vec
+        else:
+            assert vec is not None
+            if allowed is None:
+                vmin, vmax, lmax = float(vec.min()), float(vec.max()), float(lex.max())
+            else:
+                vv, lv = vec[allowed], lex[allowed]
+                vmin, vmax = (float(vv.min()), float(vv.max())) if vv.size else (0.0, 0.0)
+                lmax = float(lv.max()) if lv.size else 0.0
+            coverage = self.lex.coverage(qt)
+            score = self._fuse(lex, vec, vmin, vmax, lmax, self._boost(_query_words(query)), self.next_ok, None,
+                               self._weights(query, qt, coverage, slice(None), words_first))
+        if threshold is not None and cos is not None and ctx is not None:
+            passed = (np.maximum(cos, ctx) >= np.float32(threshold)) | (
+                (self.lex.coverage(qt) if coverage is None else coverage) >= np.float32(self.params.lexical_keep))
+            keep = passed if keep is None else keep & passed
+        best = _best(None if keep is None else keep.nonzero()[0], score, k)
+        return [(i, s, float(cos[i]) if cos is not None else 0.0, float(lex[i])) for i, s in best]
+
+    def _candidates(self) -> int:
+        return min(CANDIDATES, max(MIN_CANDIDATES, int(self.n * CANDIDATE_SHARE)))
+
+    def _search_fast(self, query: str, qt: list[tuple[int, int]], lex: np.ndarray, q: np.ndarray, k: int,
+                     threshold: float | None, words_first: bool = False) -> list[Hit] | None:
+        """Hybrid search on a large vault scoring candidates only (see the module docstring);
+        None when too few candidates pass the threshold and others might, or when notes and
+        conversations get different lexical weights for this query (the exact path answers)."""
+        assert self.prefix is not None
+        p, n, dead = self.params, self.n, self.dead
+        coverage = self.lex.coverage(qt)
+        weight = self._weights(query, qt, coverage, slice(None), words_first)
+        if isinstance(weight, np.ndarray):
+            return None  # notes and conversations weighted apart: the candidates' proxy would not hold
+        a = np.float32(weight)
+        approx = self.prefix @ q[:self.prefix.shape[1]]
+        if dead.size:  # a live row's value: changes neither the minimum nor the maximum
+            approx[dead] = approx[self._a_live_row]
+        amin, amax, lmax = float(_MIN(approx)), float(_MAX(approx)), float(_MAX(lex))
+        # (approx - amin) scaled like the fusion's vector half, less a constant: same candidates
+        proxy = approx * ((1 - a) / np.float32(max(amax - amin, 1e-9)))
+        if lmax > 0:
+            proxy += lex * (a / np.float32(lmax))
+        boost = self._boost(_query_words(query))
+        if boost is not None:
+            proxy += boost
+        if p.file_prior:
+            proxy += (np.maximum.reduceat(proxy, self.seg_starts) * np.float32(p.file_prior)).repeat(self.seg_lens)
+        # candidates and the entry after each (its smoothing); exact cosines for them and the
+        # entries before them (context cosine), and for the lowest ones (the vector half's floor)
+        mark = np.zeros(n + 2, dtype=bool)
+        top = _top(proxy, self._candidates())
+        mark[top] = True
+        mark[top + 1] = True
+        mark[_top(approx, VEC_CANDIDATES)] = True
+        mark[n:] = False
+        if dead.size:
+            mark[dead] = False
+        e = mark.nonzero()[0]
+        low = _top(approx, LOW_CANDIDATES, largest=False)
+        if dead.size:
+            low = low[self.live[low]]  # type: ignore[index]
+        mark[:-1] |= mark[1:]  # now: the candidates and the entries before them
+        mark[low] = True
+        mark[low - 1] = True  # -1: the spare slot at the end, set to 0 below
+        rows = mark[:n].nonzero()[0]
+        exact = np.empty(n + 2, dtype=np.float32)  # read at the rows computed only (and [-1]: 0)
+        # the scan's products are the first dimensions' share of the exact cosines
+        exact[rows] = self._cosines(q, rows, None if self._M is not None else approx[rows])
+        exact[-1] = 0
+        m = e.shape[0]
+        both = np.concatenate([e, low])  # the candidates, then the lowest (their vector scores only)
+        cos = exact[both]
+        ctx, vec = self._vector(cos, exact[both - 1], both)
+        vmin = float(_MIN(vec))
+        cos, ctx, vec = cos[:m], ctx[:m], vec[:m]
+        follows = np.zeros(e.shape[0], dtype=bool)  # the next candidate is the next entry
+        np.equal(e[1:], e[:-1] + 1, out=follows[:-1])
+        next_ok = self.next_ok[e] & follows
+        fused = self._fuse(lex[e], vec, vmin, float(_MAX(vec)), lmax, None if boost is None else boost[e],
+                           next_ok, self.seg_of[e], weight)
+        # an entry's score is complete when its next entry is a candidate too (or it has none)
+        ok = next_ok | ~self.next_ok[e]
+        if threshold is not None:
+            ok &= (np.maximum(cos, ctx) >= np.float32(threshold)) | (coverage[e] >= np.float32(p.lexical_keep))
+            if int(ok.sum()) < k:
+                outside = np.ones(n, dtype=bool) if self.live is None else self.live.copy()
+                outside[e] = False
+                strong = coverage >= np.float32(p.lexical_keep)
+                if (strong & outside).any() or (approx[outside] >= threshold - THRESHOLD_MARGIN).any():
+                    return None  # an entry outside the candidates might pass: the exact path decides
+        return [(int(e[i]), s, float(cos[i]), float(lex[e[i]])) for i, s in _best(ok.nonzero()[0], fused, k)]
+
+
+@functools.lru_cache(maxsize=256)
+def _query_words(query: str) -> frozenset[str]:
+    """The search terms of a query (a search asks for them more than once)."""
+    return frozenset(text_terms(query))
+
+
+def _split(vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
+           n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(first PREFIX_DIMS dimensions, the rest, the whole matrix or None) as float32 arrays of
+    ``n`` rows: column views of one matrix (no copy), or the pair given."""
+    whole = None
+    if isinstance(vectors, tuple):
+        first = np.asarray(vectors[0], dtype=np.float32)
+        rest = np.asarray(vectors[1], dtype=np.float32)
+    else:
+        whole = np.asarray(vectors, dtype=np.float32)
+        if whole.ndim != 2:
+            raise ValueError(f"vectors must be ({n}, d); got {whole.shape}")
+        p = min(PREFIX_DIMS, whole.shape[1])
+        first, rest = whole[:, :p], whole[:, p:]
+    if first.ndim != 2 or rest.ndim != 2 or first.shape[0] != n or rest.shape[0] != n:
+        raise ValueError(f"vectors must be ({n}, d); got {first.shape} + {rest.shape}")
+    return first, rest, whole
+
+
+def _best(cand: np.ndarray | None, score: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best of ``cand`` (None: every row) by ``score``, best first, ties in entry order."""
+    if cand is None:
+        if score.shape[0] > k:
+            cand = np.argpartition(-score, k - 1)[:k]
+            s = score[cand]
+        else:
+            cand, s = np.arange(score.shape[0]), score
+    else:
+        s = score[cand]
+        if cand.size > k:
+            part = np.argpartition(-s, k - 1)[:k]
+            cand, s = cand[part], s[part]
+    order = np.lexsort((cand, -s))
+    return [(int(cand[i]), float(s[i])) for i in order]

@@ -1,0 +1,521 @@
+"""Search: embed the query, rank the vault's entries (lexical + vector fusion), filter, top k.
+
+The :class:`Searcher` keeps the index's view and a :class:`memkit.search.rank.Ranker` over it. A search
+re-checks the topic files (and other processes' writes to the sidecar) at most once every
+``REFRESH_INTERVAL_S``; between checks it sees this process's own writes only. When a file
+changed, the ranker is extended with that file's rows rather than built again
+(:meth:`Ranker.extended`). A process that has just written a topic file makes it searchable at
+once with :meth:`Searcher.refresh_files` (no listing of topics/).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, replace
+from datetime import date, timedelta
+from typing import Any, Iterable, Literal, Union
+
+import numpy as np
+
+from ..base.blas import single_thread
+from ..config import Config
+from ..errors import InvalidValue, ModelError, TopicNotFound
+from ..index import Index, IndexReport
+from ..embeddings import shared_judge, text_keys
+from ..index import JudgeVectors
+from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
+from ..index import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
+from ..formats.lifecycle import importance, last_day
+from ..base.limits import MAX_QUERY_CHARS
+from ..formats.names import check_topic_name, in_topic
+from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
+from ..store import Store
+
+log = logging.getLogger("memkit")
+
+__all__ = ["Hit", "Searcher", "Threshold", "Mode", "default_threshold", "MODES"]
+
+REFRESH_INTERVAL_S = 1.0  # an in-process index re-checks the files at most this often
+REFRESH_WAIT_S = 2.0  # a search waits this long at most for another process's index write
+WEAK_FLOOR = 0.2  #: a judged hit below this cosine is never shown, not even as weak
+JUDGE_WORDS_KEEP = 0.8  #: a judged hit holding this share of the query's word weight is confident
+MODES = ("hybrid", "vector", "lexical")
+Mode = Literal["hybrid", "vector", "lexical"]
+#: a cosine, ``None`` for no threshold, or ``"auto"``: memkit.yaml's value or the model's calibrated one
+Threshold = Union[float, None, Literal["auto"]]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    id: str
+    text: str
+    topic: str
+    kind: str | None
+    tags: tuple[str, ...]
+    date: str | None
+    file: str
+    line: int
+    score: float  #: the ranking score (hybrid: 0..1, only for ordering)
+    cosine: float  #: cosine similarity of the entry to the query
+    lexical: float = 0.0  #: BM25 score of the entry for the query (0: no query word in it)
+    confident: bool = True  #: False: below the threshold, shown because nothing passed it (a weak match)
+    judge: float | None = None  #: the judge's cosine (the second stage, :mod:`memkit.embeddings.judge`); None: not judged
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Hit | None":
+        """The hit :meth:`to_dict` described, or None when ``data`` is not such a dict."""
+        try:
+            return cls(str(data["id"]), str(data["text"]), str(data["topic"]),
+                       None if data.get("kind") is None else str(data["kind"]),
+                       tuple(str(t) for t in data.get("tags", ())),
+                       None if data.get("date") is None else str(data["date"]), str(data["file"]),
+                       int(data["line"]), float(data["score"]), float(data["cosine"]),
+                       float(data.get("lexical", 0.0)), bool(data.get("confident", True)),
+                       None if data.get("judge") is None else float(data["judge"]))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tags"] = list(self.tags)
+        data["score"] = round(self.score, 4)
+        data["cosine"] = round(self.cosine, 4)
+        data["lexical"] = round(self.lexical, 4)
+        if self.judge is None:
+            del data["judge"]  # not judged: as before the second stage
+        else:
+            data["judge"] = round(self.judge, 4)
+        return data
+
+
+def default_threshold(config: Config, dim: int, model: str = "") -> float:
+    """memkit.yaml's threshold, or for ``auto`` (the default) the value calibrated for this model
+    (by name, else by its size)."""
+    value = config.embedding_similarity_threshold
+    if not isinstance(value, str):
+        return float(value)
+    return MODEL_THRESHOLD.get(model, RECOMMENDED_THRESHOLD.get(dim, 0.3))
+
+
+class Searcher:
+    """Searches one vault: its index kept current with the files, and the ranker over it.
+
+    :param store: the vault's files.
+    :param index: its embedding index (with the model).
+    """
+
+    def __init__(self, store: Store, index: Index) -> None:
+        self.store = store
+        self.index = index
+        self._ranked: tuple[IndexView, Ranker] | None = None
+        self._lock = threading.Lock()
+        self._unembedded = False  #: the last refresh recorded entries without vectors
+        self.removed_indexes: list[str] = []  #: what the last :meth:`reindex` removed
+        #: (view lineage, rows checked, last valid day per row, the day it was computed for)
+        self._expired: tuple[int, int, np.ndarray, int] | None = None
+        self._expired_rows: tuple[IndexView, int, np.ndarray] | None = None  #: the last answer, for that view and day
+        self._importance: tuple[int, np.ndarray] | None = None  # (view lineage, importance per row)
+        self._judge: JudgeVectors | None = None
+        self._judge_off = False  #: the judge cannot run here (said once)
+        self._keys: tuple[int, np.ndarray, np.ndarray] | None = None  # (lineage, judge key per row, known)
+        self.judge_params = JudgeParams()  #: the second stage's settings
+
+    @property
+    def config(self) -> Config:
+        return self.store.config
+
+    @property
+    def dim(self) -> int:
+        return self.index.embedder.dim
+
+    def threshold(self) -> float:
+        """The default similarity threshold (see :func:`default_threshold`)."""
+        return default_threshold(self.config, self.dim, str(getattr(self.index.embedder, "name", "")))
+
+    def judge_threshold(self) -> float:
+        """The judge's cosine a confident hit reaches: memkit.yaml's ``judge_threshold`` or the
+        calibrated :data:`memkit.search.judge_rank.JUDGE_THRESHOLD`."""
+        value = self.config.judge_threshold
+        return JUDGE_THRESHOLD if isinstance(value, str) else float(value)
+
+    def judge(self) -> JudgeVectors | None:
+        """The judge and its stored vectors of this vault, or None where it does not run: turned
+        off (memkit.yaml ``judge: false``) or unable to run here (said once)."""
+        if not self.config.judge or self._judge_off:
+            return None
+        if self._judge is None:
+            lazy = shared_judge()
+            loaded = lazy.judge()
+            if loaded is None:
+                self._judge_off = True
+                if not os.environ.get("MEMKIT_NO_JUDGE"):
+                    self.store.warn_once(f"{lazy.reason}; searching with the static model alone")
+                return None
+            self._judge = JudgeVectors(self.store.state_dir, loaded)
+        return self._judge
+
+    def fill_judge(self, progress: Any = None, index: Index | None = None) -> int:
+        """Store the judge's vector of every entry that has none yet (``memkit index``, the
+        watcher and the servers call this after indexing; ``index``: another connection to this
+        vault's index, the watcher's); how many were embedded. The static stage serves the
+        entries meanwhile, and a search embeds the candidates it meets without one."""
+        judge = self.judge()
+        if judge is None:
+            return 0
+        view = (index or self.index).view()
+        try:
+            return judge.fill_view(view.lineage, view.texts, view.is_live, progress)
+        except ModelError as exc:
+            self.store.warn_once(f"{exc}; searching with the static model alone")
+            return 0
+
+    def changed(self) -> None:
+        """Say the files just changed (this process wrote them): the next search re-checks them."""
+        self.index.last_check = 0.0
+
+    def refresh(self, force: bool = False, *, embed: bool = True) -> bool:
+        """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``);
+        ``embed=False`` records them without loading the model (see :meth:`Index.refresh`).
+        Whether it checked."""
+        embed = embed and getattr(self.index.embedder, "available", True)  # no model: words only
+        if embed and self._unembedded:
+            force = True  # a refresh without vectors ran: embed what it recorded before searching by meaning
+        if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
+            self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
+            self._unembedded = not embed
+            return True
+        return False
+
+    def index_state(self) -> dict[str, Any]:
+        """The index as ``memkit stats`` shows it: model, dimension, file, topic files it is behind."""
+        index = self.index
+        changed, gone = index.stale()
+        return {"model": index.embedder.name, "dim": index.embedder.dim, "file": self.store.rel(index.path),
+                "stale_files": len(changed) + len(gone), "exists": index.path.exists()}
+
+    def other_indexes(self) -> list[str]:
+        """The index files of other models (relative to the vault); none while this model is
+        missing (they are what it will use again)."""
+        index = self.index
+        if not getattr(index.embedder, "available", True):
+            return []
+        base = index.path.name[:-len(".sqlite3")].removesuffix("-sessions")  # <model>-<dim>
+        ours = {f"{base}.sqlite3", f"{base}-sessions.sqlite3"}  # the topics' and the conversations' index
+        try:
+            return sorted(self.store.rel(f) for f in index.dir.glob("*.sqlite3") if f.name not in ours)
+        except OSError:
+            return []
+
+    def reindex(self) -> IndexReport:
+        """Index every changed file now, and remove other models' index files (see
+        :meth:`memkit.index.index.Index.refresh`); returns the report with the files removed."""
+        report = self.index.refresh()
+        self.removed_indexes = self.index.prune_other_models()
+        return report
+
+    def refresh_files(self, paths: Iterable[str | os.PathLike[str]]) -> IndexReport:
+        """Index these topic files now (this process just wrote them), without listing topics/:
+        the next search finds what was written. Their new entries are embedded when the model is
+        loaded already; otherwise they are recorded without vectors and the next search (which
+        re-checks every file) embeds them."""
+        embed = bool(getattr(self.index.embedder, "loaded", True))  # a LazyEmbedder not loaded yet: do not load it
+        report = self.index.refresh(paths=paths, wait=REFRESH_WAIT_S, embed=embed)
+        if not embed or report.busy:
+            self.changed()
+        return report
+
+    def ranker(self, *, others: bool = True) -> tuple[IndexView, Ranker]:
+        """The current view of the index and the ranker built over it: extended when the view
+        only gained rows (a file changed), built again when it was loaded whole. ``others``:
+        see :meth:`Index.view`."""
+        view = self.index.view(others=others)
+        with self._lock:
+            ranked = self._ranked
+            if ranked is None or ranked[0] is not view:
+                terms = (view.term_ids, view.term_offsets, view.vocab)
+                with single_thread():
+                    if ranked is not None and ranked[0].lineage == view.lineage and len(ranked[0]) <= len(view):
+                        ranker = ranked[1].extended(view.texts, view.vectors, view.file_ids, terms,
+                                                    view.live)
+                    else:
+                        ranker = Ranker(view.texts, view.vectors, view.file_ids, terms=terms,
+                                        live=view.live)
+                        if len(view) >= TRIM_MIN_ROWS:
+                            trim_memory()
+                self._ranked = ranked = (view, ranker)
+            return ranked
+
+    def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
+               kind: str | None = None, tag: str | None = None, since: str | date | None = None,
+               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 0,
+               words_first: bool = False, min_importance: float | None = None,
+               subtopics: bool = True, judge: bool | None = None) -> list[Hit]:
+        """Search the vault's memories.
+
+        :param query: what to look for (natural language, names, part numbers…).
+        :param k: how many results at most (default ``max_memories_per_search``).
+        :param threshold: minimum similarity (entries with a strong exact-word match pass anyway);
+            ``"auto"``: memkit.yaml's value or the model's calibrated one; ``None``: none.
+        :param topic: only this topic (and its subtopics ``topic-*`` unless not ``subtopics``).
+        :param kind: only entries of this ``[kind]``.
+        :param tag: only entries with this ``#tag``.
+        :param since: only entries dated on or after this day (undated entries use their topic's date).
+        :param mode: ``hybrid`` (default), ``vector`` or ``lexical``.
+        :param refresh: index changed files first: ``None`` at most once a second, ``True`` now,
+            ``False`` never.
+        :param weak: when nothing passes the threshold, return up to this many of the closest
+            entries instead, marked ``confident=False``: those sharing a word with the query, or
+            whose cosine stands out of the query's noise (:meth:`memkit.search.rank.Ranker.cosine_noise`).
+        :param words_first: the query is a memory, not a question (see
+            :meth:`memkit.search.rank.Ranker.search_hits`): shared words weigh as much in notes as in
+            conversations.
+        :param min_importance: only entries whose ``(importance X)`` is at least this (an entry
+            without one counts as :data:`memkit.formats.lifecycle.DEFAULT_IMPORTANCE`).
+        :param judge: the second stage (:mod:`memkit.search.judge_rank`) re-scores the best candidates
+            of a hybrid search: None as memkit.yaml says (``judge:``, on by default), False: the
+            static stage alone (``search --fast``). When it runs, the threshold is on the judge's
+            cosine (``"auto"``: ``judge_threshold``) and each hit carries it (:attr:`Hit.judge`).
+        """
+        if min_importance is not None and not 0 <= min_importance <= 1:
+            raise InvalidValue(f"min_importance must be between 0 and 1, got {min_importance}")
+        if mode not in MODES:
+            raise InvalidValue(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
+        query = " ".join(str(query).split())[:MAX_QUERY_CHARS]
+        if not query:
+            raise InvalidValue("the query is empty: say what to look for")
+        if since:
+            since_day(since)  # a bad date is refused before anything is read
+        k = self.config.max_memories_per_search if k is None else k
+        if k < 1:
+            raise InvalidValue(f"k must be at least 1, got {k}")
+        if not getattr(self.index.embedder, "available", True):
+            mode = "lexical"  # no model (warned when the vault looked for it): exact words only
+        asked = threshold
+        if threshold == "auto":
+            threshold = self.threshold()
+        elif threshold is not None and not isinstance(threshold, (int, float)):
+            raise InvalidValue(f"threshold must be a number, None or 'auto', got {threshold!r}")
+        try:
+            checked = refresh is not False and self.refresh(force=bool(refresh), embed=mode != "lexical")
+        except ModelError as exc:  # an embedding server that is down: words only, with a warning
+            self.store.warn_once(f"{exc}; searching by words only")
+            mode = "lexical"
+            checked = refresh is not False and self.refresh(force=True, embed=False)
+        # writes of other processes are looked for with the files (at most once a second)
+        if checked:  # a file that needs a person is named on every search, not only when re-read
+            for problem in self.index.file_errors():
+                for message in problem.splitlines():
+                    self.store.warn_once(message)
+        view, ranker = self.ranker(others=checked)
+        name: str | None = None
+        if topic:
+            name = check_topic_name(topic) if subtopics else topic  # not a name to write to: compared as it is
+            if not any(_in(t, name, subtopics) for t in view.topics) and \
+                    not any(_in(tf.name, name, subtopics) for tf in self.store.topic_files()):  # the disk only if the view lacks it
+                raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
+        if len(view) == 0:
+            return []
+        mask = _mask(view, name, kind, tag, since, subtopics)
+        if min_importance is not None:
+            worth = self.importances(view) >= np.float32(min_importance) - np.float32(1e-6)
+            mask = worth if mask is None else mask & worth
+        if mask is not None and not mask.any():
+            return []
+        qvec = None
+        if mode != "lexical":
+            try:
+                qvec = self.index.embedder.embed([query])[0]
+            except ModelError as exc:
+                self.store.warn_once(f"{exc}; searching by words only")
+                mode = "lexical"
+        expired = self.expired_rows(view)  # left out: asked for k more, then dropped (a mask would be slower)
+        gone = set(expired.tolist())
+        judging = self.judge() if (judge is not False and mode == "hybrid" and qvec is not None
+                                   and not words_first) else None
+        if judging is not None and qvec is not None:
+            judge_threshold = self.judge_threshold() if asked == "auto" else threshold
+            judged = self._judged(judging, query, qvec, view, ranker, k, judge_threshold, mask, gone, weak)
+            if judged is not None:
+                return judged
+        with single_thread():
+            ranked = ranker.search_hits(query, qvec, k=k + len(gone), mode=mode, threshold=threshold, mask=mask,
+                                        words_first=words_first)
+        ranked = [r for r in ranked if r[0] not in gone][:k]
+        if ranked or not weak or threshold is None or qvec is None:
+            return hits_at(view, ranked)
+        # nothing passed the threshold: the closest few that are more than noise, marked weak
+        with single_thread():
+            closest = ranker.search_hits(query, qvec, k=3 * min(k, weak) + len(gone), mode=mode, threshold=None, mask=mask)
+            noise = ranker.cosine_noise(qvec, mask)
+        own = ranker.lex.coverage(ranker.lex.query_terms(query))  # query words in an entry's own text
+        shown = [r for r in closest if r[0] not in gone and (r[2] > noise or own[r[0]] > 0)][:min(k, weak)]
+        return [replace(h, confident=False) for h in hits_at(view, shown)]
+
+    def _judged(self, judge: JudgeVectors, query: str, qvec: np.ndarray, view: IndexView, ranker: Ranker, k: int,
+                threshold: float | None, mask: np.ndarray | None, gone: set[int], weak: int) -> list[Hit] | None:
+        """The second stage (:mod:`memkit.search.judge_rank`): the static stage's best ``pool``
+        candidates, before any threshold, fused with the judge's cosines, at most ``k`` in fused
+        order: the confident ones, and among them up to ``weak`` whose judge cosine reaches
+        ``WEAK_FLOOR``, marked ``confident=False``. None: the judge failed
+        (said once), the static stage answers."""
+        params = self.judge_params
+        with single_thread():
+            pool = ranker.search_hits(query, qvec, k=max(params.pool, k) + len(gone), mode="hybrid",
+                                      threshold=None, mask=mask)
+        pool = [r for r in pool if r[0] not in gone]
+        if not pool:
+            return []
+        rows = np.array([r[0] for r in pool], dtype=np.int64)
+        try:
+            vectors = judge.vectors([view.texts[i] for i in rows.tolist()], self._judge_keys(view, rows))
+            qj = judge.query(query)
+        except ModelError as exc:
+            self.store.warn_once(f"{exc}; searching with the static model alone")
+            self._judge_off = True
+            return None
+        cosines = vectors @ qj
+        fused = fuse(np.array([r[1] for r in pool], dtype=np.float32), cosines, ranker.speaker[rows] >= 0, params)
+        order = np.argsort(-fused, kind="stable").tolist()
+        if threshold is None:
+            sure = np.ones(len(rows), dtype=bool)
+            chosen = order[:k]
+        else:
+            floor = np.float32(min(float(threshold), WEAK_FLOOR))
+            own = ranker.lex.coverage(ranker.lex.query_terms(query))[rows]
+            # confident: the judge says so, or the entry holds the query's words (an exact rare word)
+            # and the judge does not rule it out
+            sure = (cosines >= np.float32(threshold)) | (
+                (own >= np.float32(JUDGE_WORDS_KEEP)) & (cosines >= floor))
+            chosen, unsure = [], 0
+            for i in order:  # in fused order: the confident ones, and up to ``weak`` close ones among them
+                if sure[i] or (unsure < weak and cosines[i] >= floor):
+                    unsure += not sure[i]
+                    chosen.append(i)
+                    if len(chosen) == k:
+                        break
+        hits = hits_at(view, [(int(rows[i]), float(fused[i]), pool[i][2], pool[i][3]) for i in chosen])
+        return [replace(h, judge=float(cosines[i]), confident=bool(sure[i])) for h, i in zip(hits, chosen)]
+
+    def _judge_keys(self, view: IndexView, rows: np.ndarray) -> list[int]:
+        """The judge's key (:func:`memkit.embeddings.judge.text_keys`) of each of ``rows``, computed once a row
+        along the view's lineage."""
+        cached = self._keys
+        if cached is None or cached[0] != view.lineage or cached[1].shape[0] > len(view):
+            cached = (view.lineage, np.zeros(len(view), dtype=np.int64), np.zeros(len(view), dtype=bool))
+        elif cached[1].shape[0] < len(view):  # the view gained rows: room for theirs
+            grow = len(view) - cached[1].shape[0]
+            cached = (view.lineage, np.concatenate([cached[1], np.zeros(grow, np.int64)]),
+                      np.concatenate([cached[2], np.zeros(grow, bool)]))
+        self._keys = cached
+        _, keys, known = cached
+        todo = rows[~known[rows]]
+        if todo.size:
+            keys[todo] = text_keys([view.texts[i] for i in todo.tolist()])
+            known[todo] = True
+        return keys[rows].tolist()
+
+    def importances(self, view: IndexView) -> np.ndarray:
+        """Each row's ``(importance X)`` as float32 (read from its text; cached along the view's
+        lineage, so an extended view reads its new rows only)."""
+        cached = self._importance
+        start = cached[1].shape[0] if cached is not None and cached[0] == view.lineage and \
+            cached[1].shape[0] <= len(view) else 0
+        old = cached[1][:start] if cached is not None and start else np.zeros(0, dtype=np.float32)
+        fresh = np.array([importance(t) for t in view.texts[start:]], dtype=np.float32)
+        values = np.concatenate([old, fresh]) if start else fresh
+        self._importance = (view.lineage, values)
+        return values
+
+    def expired_rows(self, view: IndexView, today: date | None = None) -> np.ndarray:
+        """The rows of ``view`` whose entry has expired by ``today`` (past its ``(until DATE)`` or
+        its kind's lifetime, memkit.yaml ``expire:``): search and context never show them. Cached
+        along the view's lineage, so an extended view only checks its new rows."""
+        today = today or date.today()
+        day = (today - date(1970, 1, 1)).days
+        known = self._expired_rows
+        if known is not None and known[0] is view and known[1] == day:
+            return known[2]
+        cached = self._expired
+        start = 0
+        last: np.ndarray = np.zeros(0, dtype=np.int64)
+        if cached is not None and cached[0] == view.lineage and cached[1] <= len(view) and cached[3] == day:
+            start, last = cached[1], cached[2]
+        n = len(view)
+        if start < n:
+            fresh = np.full(n - start, np.iinfo(np.int64).max, dtype=np.int64)
+            lifetimes = self.config.expire
+            kinds, own, epoch = view.kinds, view.own_days, date(1970, 1, 1)
+            for j in range(start, n):
+                text = view.texts[j]
+                if (kinds[j] or "") not in lifetimes and "(until" not in text:
+                    continue  # the common case: cannot expire
+                written = epoch + timedelta(days=int(own[j])) if own[j] != NO_DAY else None
+                end, _ = last_day(kinds[j], written, text, lifetimes)
+                if end is not None:
+                    fresh[j - start] = (end - epoch).days
+            last = np.concatenate([last[:start], fresh])
+        self._expired = (view.lineage, n, last, day)
+        rows = np.flatnonzero(last < day)
+        rows = rows[[view.is_live(int(i)) for i in rows]] if len(rows) else rows
+        self._expired_rows = (view, day, rows)
+        return rows
+
+
+def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> list[Hit]:
+    """The :class:`Hit` of each (entry, score, cosine, lexical) of ``view`` (columns read at once)."""
+    if not ranked:
+        return []
+    rows = np.array([r[0] for r in ranked], dtype=np.int64)
+    fids = view.file_ids[rows].tolist()
+    ids = view.ids[rows].tolist()
+    lines = view.lines[rows].tolist()
+    dates = view.own_dates_at(rows)
+    return [Hit(entry_id.decode("ascii"), view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], day,
+                view.files[fid], line, float(score), float(cos), float(lex))
+            for (i, score, cos, lex), fid, entry_id, line, day in zip(ranked, fids, ids, lines, dates)]
+
+
+def hit_at(view: IndexView, i: int, score: float, cosine: float, lexical: float) -> Hit:
+    """The :class:`Hit` of entry ``i`` of ``view``."""
+    fid = int(view.file_ids[i])
+    return Hit(view.ids[i].decode("ascii"), view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], view.own_date(i),
+               view.files[fid], int(view.lines[i]), float(score), cosine, lexical)
+
+
+def since_day(since: str | date) -> str:
+    """``since`` as ``YYYY-MM-DD``. :raises InvalidValue: it is not a date."""
+    day = since.isoformat() if isinstance(since, date) else str(since).strip()
+    try:
+        return date.fromisoformat(day).isoformat()
+    except ValueError:
+        raise InvalidValue(f"since must be a date like 2026-03-01, got {since!r}") from None
+
+
+def _in(name: str, topic: str, subtopics: bool) -> bool:
+    return in_topic(name, topic) if subtopics else name == topic
+
+
+def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
+          since: str | date | None, subtopics: bool = True) -> np.ndarray | None:
+    mask: np.ndarray | None = None
+
+    def both(m: np.ndarray) -> None:
+        nonlocal mask
+        mask = m if mask is None else mask & m
+
+    if topic:  # checked by the caller
+        ok = np.array([_in(t, topic, subtopics) for t in view.topics], dtype=bool)
+        both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))
+    if kind:
+        want = kind.strip().lower()
+        both(np.array([k == want for k in view.kinds], dtype=bool))
+    if tag:
+        want = tag.strip().lstrip("#").lower()
+        both(np.array([want in t for t in view.tags], dtype=bool))
+    if since:
+        both(view.dates >= np.datetime64(since_day(since), "D"))
+    return mask

@@ -1,0 +1,299 @@
+"""Where a vault's files are, and what counts as one of them.
+
+:class:`VaultFiles` knows the vault's layout (topics/, inbox/, .memkit/, index.txt, archive.md),
+holds its write lock (whose taking runs :mod:`memkit.store.recovery`), resolves topic names to files
+without ever leaving topics/, and lists the topic files (symlinks out of the vault, FIFOs and
+folders skipped with a warning). It reads and writes no file's content: :class:`memkit.store.store.Store`
+builds on it.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..formats.archive import ARCHIVE
+from ..config import CONFIG_NAME, Config, load_config
+from ..errors import MemkitError, VaultNotFound
+from ..base.fsutil import VaultLock, describe_os_error, file_kind
+from ..formats.names import TOPICS_DIR, check_topic_name, is_topic_filename, topic_stem
+from .recovery import sweep_temp_files, undo_interrupted_split
+from ..formats.session import ARCHIVE_DIR, RAW_DIR, SESSIONS_DIR
+
+log = logging.getLogger("memkit")
+
+__all__ = ["VaultFiles", "TopicFile", "find_vault", "TOPICS_DIR", "INBOX_DIR", "STATE_DIR", "INDEX_TXT"]
+
+
+INBOX_DIR = "inbox"
+STATE_DIR = ".memkit"
+INDEX_TXT = "index.txt"
+LOCK_TIMEOUT_S = 30.0
+ROOT_FILES = ("archive.md", "index.txt", ".gitignore", ".gitattributes", "memkit.yaml")  #: what memkit writes at the root
+TEMP_SWEEP_INTERVAL_S = 60.0  #: how often the write lock sweeps away temp files of dead writers
+
+
+def find_vault(explicit: str | os.PathLike[str] | None = None, env: str | None = None,
+               cwd: str | os.PathLike[str] | None = None) -> Path:
+    """Locate a vault: ``explicit`` path, then ``env`` (MEMKIT_VAULT), then the nearest parent of
+    ``cwd`` holding memkit.yaml (as git finds .git).
+
+    :raises VaultNotFound: saying what was tried and how to create one.
+    """
+    for given, source in ((explicit, "--vault"), (env, "MEMKIT_VAULT")):
+        if given:
+            path = Path(given).expanduser()
+            if not path.is_dir():
+                raise VaultNotFound(f"vault {path} ({source}) does not exist: create it with `memkit init {path}`")
+            if not (path / CONFIG_NAME).is_file() and not (path / TOPICS_DIR).is_dir():
+                raise VaultNotFound(f"{path} ({source}) is not a memkit vault (no {CONFIG_NAME}): run `memkit init {path}`")
+            return path.resolve()
+    here = Path(cwd or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    raise VaultNotFound(
+        f"no vault found in {here} or its parents: pass --vault PATH, set MEMKIT_VAULT, or run `memkit init`"
+    )
+
+
+
+@dataclass(frozen=True)
+class TopicFile:
+    """A topic file found in topics/, with the stat of the file it is (a symlink's target)."""
+
+    name: str
+    path: Path
+    stat: os.stat_result
+
+    @property
+    def stamp(self) -> tuple[int, int, int]:
+        """(size, mtime_ns, inode): changes when the file is edited or replaced."""
+        return (self.stat.st_size, self.stat.st_mtime_ns, self.stat.st_ino)
+
+
+
+class VaultFiles:
+    """The layout of one vault (see the module docstring).
+
+    :param root: the vault folder (must exist).
+    :param config: its settings (default: read memkit.yaml).
+    """
+
+    def __init__(self, root: str | os.PathLike[str], config: Config | None = None) -> None:
+        path = Path(root).expanduser()
+        if not path.is_dir():
+            raise VaultNotFound(f"vault {path} does not exist: create it with `memkit init {path}`")
+        self.root = path.resolve()
+        self.config = config if config is not None else load_config(self.root)
+        self._lock = VaultLock(self.root / STATE_DIR / "write.lock", LOCK_TIMEOUT_S, on_acquire=self._recover)
+        self._warned: set[str] = set()
+        self._next_sweep = 0.0  #: time.monotonic() of the next sweep of dead writers' temp files
+
+    def __repr__(self) -> str:
+        return f"VaultFiles({str(self.root)!r})"
+
+    # ---- paths ---------------------------------------------------------------------------------
+    @property
+    def topics_dir(self) -> Path:
+        return self.root / TOPICS_DIR
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def inbox_dir(self) -> Path:
+        return self.root / INBOX_DIR
+
+    @property
+    def archive_path(self) -> Path:
+        return self.root / ARCHIVE
+
+    @property
+    def recent_path(self) -> Path:
+        return self.root / INDEX_TXT
+
+    def topic_path(self, name: str) -> Path:
+        """The file of topic ``name`` (validated; can never leave topics/). A file a person named
+        differently (``My Notes.md``) is found by its exact stem."""
+        canonical = check_topic_name(name)
+        raw = topic_stem(name)
+        if raw != canonical and (self.topics_dir / f"{raw}.md").is_file():
+            return self.topics_dir / f"{raw}.md"
+        path = self.topics_dir / f"{canonical}.md"
+        if not path.exists():  # a file a person named differently ("Books.md"): found by its canonical name
+            try:
+                same = [e.name for e in os.scandir(self.topics_dir) if e.name.endswith(".md")
+                        and e.name != path.name and check_topic_name(e.name[:-3]) == canonical]
+            except (OSError, MemkitError):
+                same = []
+            if len(same) == 1:
+                return self.topics_dir / same[0]
+        return path
+
+    def rel(self, path: Path) -> str:
+        """A path relative to the vault, with '/' separators, for messages and the index."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def is_inside(self, path: Path) -> bool:
+        """Whether ``path`` (after resolving symlinks) lies inside the vault."""
+        try:
+            path.resolve().relative_to(self.root)
+            return True
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+            return False
+
+    def topics_dir_inside(self) -> bool:
+        """False when topics/ itself is a symlink leading out of the vault (then it is not used)."""
+        if not self.topics_dir.is_symlink():
+            return True
+        if self.is_inside(self.topics_dir):
+            return True
+        self.warn_once(f"{TOPICS_DIR}/ is a symlink to a folder outside the vault; not followed")
+        return False
+
+    def ensure_topics_dir(self) -> Path:
+        """Create topics/ if it is missing (as the first write would); returns it.
+
+        :raises MemkitError: it cannot be created (saying why).
+        """
+        try:
+            self.topics_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise describe_os_error(exc, f"{TOPICS_DIR}/") from exc
+        return self.topics_dir
+
+    # ---- locking -------------------------------------------------------------------------------
+    def lock(self) -> VaultLock:
+        """The vault's write lock (``with store.lock():``): every read-modify-write of a topic file,
+        index.txt or archive.md holds it, across processes (CLI, watcher, MCP server). Re-entrant
+        within a process, so a service may hold it around several store calls."""
+        self.check_state_dir()
+        try:
+            self.state_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise describe_os_error(exc, f"{self.rel(self.state_dir)}/") from exc
+        return self._lock
+
+    def check_state_dir(self) -> None:
+        """``.memkit`` must be a real folder inside the vault (or not exist yet): memkit never
+        writes derived data, locks included, anywhere else.
+
+        :raises MemkitError: it is a symlink or a file, saying what to do.
+        """
+        state = self.state_dir
+        if state.is_symlink():
+            raise MemkitError(f"{STATE_DIR} is a symlink (to {os.readlink(state)}); memkit keeps derived data only "
+                              f"inside the vault: remove the link (everything in it is rebuilt)")
+        if state.exists() and not state.is_dir():
+            raise MemkitError(f"{STATE_DIR} is a file, not a folder; memkit keeps its derived data there: remove it "
+                              f"(everything in it is rebuilt)")
+
+    # ---- locking and recovery ------------------------------------------------------------------
+    def _recover(self) -> None:
+        """Run when the write lock is taken: finish or undo what a writer killed mid-way left (an
+        interrupted split), and remove the temp files of dead writers (:mod:`memkit.store.recovery`).
+        Never fails the write that took the lock."""
+        try:
+            undo_interrupted_split(self.root, self.state_dir, self.is_inside)
+        except Exception as exc:  # noqa: BLE001 - recovery must not stop the write: say so and go on
+            self.warn_once(f"could not check for an interrupted split: {exc}")
+        if time.monotonic() < self._next_sweep:
+            return  # dead writers' temp files are swept at most once a minute (it lists topics/)
+        self._next_sweep = time.monotonic() + TEMP_SWEEP_INTERVAL_S
+        sessions = self.root / SESSIONS_DIR  # and a session's, once aging or an import was killed
+        folders = [sessions, sessions / ARCHIVE_DIR, sessions / ARCHIVE_DIR / RAW_DIR]
+        sweep_temp_files([(self.root, ROOT_FILES)] + ([(self.topics_dir, None)] if self.topics_dir_inside() else [])
+                         + [(f, None) for f in folders if f.is_dir() and self.is_inside(f)])
+
+    def warn_once(self, message: str) -> None:
+        """Log a warning once per vault object (a malformed file is reported, not on every read)."""
+        if message not in self._warned:
+            self._warned.add(message)
+            log.warning("%s", message)
+
+    # ---- topic files ---------------------------------------------------------------------------
+    def topic_files(self) -> list[TopicFile]:
+        """Every topic file in topics/, sorted by name, with its stat. Symlinks leading out of the
+        vault, symlink loops, dangling links and anything that is not a regular file (a FIFO, a
+        folder) are skipped with one warning each; a file reachable under two names (a symlink
+        to another topic file) is listed once, under its own name."""
+        files, skipped = self.scan_topic_files()
+        for rel, why in skipped:
+            if not why.startswith("same file as"):
+                self.warn_once(f"{rel}: {why}; skipped")
+        return files
+
+    def scan_topic_files(self) -> tuple[list[TopicFile], list[tuple[str, str]]]:
+        """(the topic files, sorted by name; the files in topics/ that are not read, with why)."""
+        if not self.topics_dir_inside():
+            return [], [(f"{TOPICS_DIR}/", "a symlink to a folder outside the vault")]
+        try:
+            items = sorted(os.scandir(self.topics_dir), key=lambda d: d.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], []
+        except OSError as exc:
+            return [], [(f"{TOPICS_DIR}/", f"cannot be listed: {exc.strerror or exc}")]
+        found: list[TopicFile] = []
+        skipped: list[tuple[str, str]] = []
+        for item in items:
+            got = self.topic_file(Path(item.path), item)
+            if isinstance(got, TopicFile):
+                found.append(got)
+            elif got is not None:
+                skipped.append((f"{TOPICS_DIR}/{item.name}", got))
+        by_inode: dict[tuple[int, int], TopicFile] = {}
+        out: list[TopicFile] = []
+        for tf in sorted(found, key=lambda tf: (tf.path.is_symlink(), tf.name)):  # real files first
+            key = (tf.stat.st_dev, tf.stat.st_ino)
+            if key in by_inode:
+                skipped.append((f"{TOPICS_DIR}/{tf.path.name}", f"same file as {self.rel(by_inode[key].path)}"))
+                continue
+            by_inode[key] = tf
+            out.append(tf)
+        return sorted(out, key=lambda tf: tf.name), skipped
+
+    def topic_file(self, path: Path, item: os.DirEntry[str] | Path | None = None) -> TopicFile | str | None:
+        """What is a topic file, decided in one place (for :meth:`topic_files`, :meth:`topic` and
+        index.txt's upkeep): ``path`` in topics/ (``item``: its directory entry, when listing) as a
+        :class:`TopicFile`; else why memkit does not read it (a symlink leading out of the vault, a
+        FIFO…), or None when there is no file to speak of (none, or a folder)."""
+        if not is_topic_filename(path.name):
+            return None
+        entry = item if item is not None else path
+        link = False
+        try:
+            link = entry.is_symlink()
+            st = entry.stat()  # follows a symlink
+        except FileNotFoundError:
+            return "broken symlink" if link else None
+        except OSError as exc:
+            return f"{'broken or looping symlink' if link else 'cannot be read'} ({exc.strerror or exc})"
+        if link and not self.is_inside(path):
+            return "symlink to a file outside the vault"
+        if not stat.S_ISREG(st.st_mode):
+            return None if stat.S_ISDIR(st.st_mode) else f"is {file_kind(st.st_mode)}, not a topic file"
+        return TopicFile(path.stem, path, st)
+
+    def is_topic(self, name: str) -> bool:
+        """Whether ``name`` (a line of index.txt) is the stem of a file :meth:`topic_files` lists."""
+        if "/" in name or "\\" in name or "\0" in name or not self.topics_dir_inside():
+            return False
+        return isinstance(self.topic_file(self.topics_dir / f"{name}.md"), TopicFile)
+
+    def write_target(self, path: Path) -> Path:
+        """The file to write for ``path``: a symlink inside the vault is written through (a person's
+        link is kept); one leading out of the vault is refused."""
+        if not path.is_symlink():
+            return path
+        if not self.is_inside(path):
+            raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
+        return path.resolve()
+

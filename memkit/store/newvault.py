@@ -1,0 +1,90 @@
+"""Making a vault: its folders, memkit.yaml, the pinned profile, index.txt, and the lines memkit
+needs in the vault's ``.gitignore`` and ``.gitattributes``."""
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Sequence
+
+from ..config import CONFIG_NAME, DEFAULT_CONFIG_TEXT
+from ..errors import VaultExists
+from ..base.fsutil import atomic_write, describe_os_error
+from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, VaultFiles
+from ..formats.names import TOPICS_DIR
+from ..formats.recent import RecentTopic, render_recent
+from ..formats.topic import new_topic_text
+
+__all__ = ["create_vault", "ensure_git_files", "PROFILE_TOPIC", "PROFILE_SUMMARY", "GITIGNORE_LINES",
+           "GITATTRIBUTES_LINES"]
+
+PROFILE_TOPIC = "profile"  #: the pinned topic `memkit init` creates
+PROFILE_SUMMARY = "who the user is, standing preferences, ongoing projects"
+GITIGNORE_LINES = (f"{STATE_DIR}/", f"{INBOX_DIR}/done/", "*.error", ".*.tmp")  #: .*.tmp: atomic writes' temp files
+GITATTRIBUTES_LINES = (
+    "# memkit: merge-friendly vault (`memkit git-setup` registers the memkit merge driver in each clone)",
+    "topics/*.md merge=memkit",
+    "archive.md merge=union",
+    "index.txt merge=union",
+    "sessions/*.md merge=union",
+    "sessions/archive/*.md merge=union",
+    "sessions/archive/raw/*.md merge=union",
+)
+
+
+def create_vault(path: str | os.PathLike[str], *, profile: bool = True) -> Path:
+    """Create a vault: memkit.yaml (commented defaults), topics/ with an empty pinned profile.md
+    (unless ``profile`` is False), inbox/, index.txt, .gitignore, .gitattributes; returns its folder.
+
+    :raises VaultExists: if ``path`` already holds a vault.
+    """
+    root = Path(path).expanduser()
+    if (root / CONFIG_NAME).exists():
+        raise VaultExists(f"{root} already holds a vault ({CONFIG_NAME} exists); nothing changed")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / TOPICS_DIR).mkdir(exist_ok=True)
+        (root / INBOX_DIR).mkdir(exist_ok=True)
+        profile_path = root / TOPICS_DIR / f"{PROFILE_TOPIC}.md"
+        listed: list[RecentTopic] = []
+        if profile and not profile_path.exists():  # the pinned profile: always the first layer of the context
+            now = datetime.now().replace(microsecond=0)
+            atomic_write(profile_path, new_topic_text("Profile", PROFILE_SUMMARY, now, {"pinned": True}))
+            listed.append(RecentTopic(now, PROFILE_TOPIC, PROFILE_SUMMARY))
+        if not (root / INDEX_TXT).exists():  # in step with topics/ from the start: `check` finds nothing
+            atomic_write(root / INDEX_TXT, render_recent(listed, 1 << 30) if listed else b"")
+        _add_lines(root / ".gitignore", GITIGNORE_LINES)
+        _add_lines(root / ".gitattributes", GITATTRIBUTES_LINES)
+        atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT)
+    except OSError as exc:
+        raise describe_os_error(exc, f"the vault at {root}") from exc
+    return root
+
+
+def ensure_git_files(files: VaultFiles) -> list[str]:
+    """Add memkit's lines to the vault's ``.gitignore`` and ``.gitattributes`` where missing
+    (idempotent; every other line is kept); returns the files changed."""
+    changed = []
+    with files.lock():
+        for name, lines in ((".gitignore", GITIGNORE_LINES), (".gitattributes", GITATTRIBUTES_LINES)):
+            try:
+                if _add_lines(files.write_target(files.root / name), lines):
+                    changed.append(name)
+            except OSError as exc:
+                raise describe_os_error(exc, name) from exc
+    return changed
+
+
+def _add_lines(path: Path, lines: Sequence[str]) -> bool:
+    """Append the ``lines`` missing from ``path`` (created if absent); True if it changed."""
+    try:
+        old = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        old = ""
+    present = {line.strip() for line in old.splitlines()}
+    missing = [line for line in lines if line.strip() not in present]
+    if not missing:
+        return False
+    text = old + ("" if not old or old.endswith("\n") else "\n") + "".join(line + "\n" for line in missing)
+    atomic_write(path, text.encode("utf-8", errors="surrogateescape"))
+    return True

@@ -1,0 +1,120 @@
+"""Fields of an entry: ``(key: value)`` markers, keyed facts, and where a memory came from.
+
+Markers are what memkit already writes at the end of an entry — ``(due 2026-12-01)``,
+``(importance 0.8)`` — so a field is one more of them, readable and editable in any editor::
+
+    - Moved to Porto last spring (city: Porto) (from lisbon-chat 2026-11-23) (2026-11-23)
+
+- **Fields.** ``(key: value)``: ``key`` is a lowercase word (letters, digits, ``-``, ``_``; not one
+  of memkit's own marker words), ``value`` any text without parentheses. ``search --where
+  city=Porto`` filters on them.
+- **Keyed facts.** Some memories are slots with one live value: ``topics/facts.md`` holds one line
+  per key, ``- city: Porto (2026-11-27)``; such a line carries the field ``city: Porto`` by its shape.
+  A new value replaces the line and the old one goes to archive.md with its date (the store does
+  that; this module only reads and writes the lines).
+- **Provenance.** ``(from SOURCE DAY)``: the conversation a digested entry came from, short — a
+  session id's first 8 characters or a transcript's file name, and the conversation's day.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import InvalidValue
+
+FACTS_TOPIC = "facts"  #: the topic of the keyed facts (topics/facts.md)
+#: marker words memkit gives a meaning of its own: never a field's key
+RESERVED = frozenset({"ask", "due", "until", "urgency", "importance", "from", "people"})
+MAX_KEY = 40
+
+_KEY = r"[a-z][a-z0-9_-]{0,39}"
+_KEY_RE = re.compile(rf"^{_KEY}$")
+_FIELD_RE = re.compile(rf"\((?P<key>{_KEY}):\s*(?P<value>[^()\n]*?)\s*\)")
+_FACT_LINE_RE = re.compile(rf"^(?P<key>{_KEY}):\s+(?P<value>[^\n]*?)(?:\s*\((?P<day>\d{{4}}-\d{{2}}-\d{{2}})\))?\s*$")
+_FROM_RE = re.compile(r"\(from\s+(?P<source>[^\s()]+)(?:\s+(?P<day>\d{4}-\d{2}-\d{2}))?\)")
+_PEOPLE_RE = re.compile(r"\(people:\s*(?P<names>[^()\n]*?)\s*\)")
+
+
+def check_key(key: str) -> str:
+    """``key`` if it can name a field, else :class:`InvalidValue` saying what a key looks like."""
+    if not _KEY_RE.match(key or ""):
+        raise InvalidValue(f"invalid key {key!r}: use a lowercase word (letters, digits, '-', '_'), "
+                           f"at most {MAX_KEY} characters, starting with a letter")
+    if key in RESERVED:
+        raise InvalidValue(f"{key!r} is one of memkit's own markers ({', '.join(sorted(RESERVED))}): choose another key")
+    return key
+
+
+def check_value(value: str) -> str:
+    """A field's value on one line, without parentheses (they would end the marker)."""
+    value = " ".join((value or "").split())
+    if not value:
+        raise InvalidValue("the value is empty: say what the key is set to")
+    if "(" in value or ")" in value:
+        raise InvalidValue(f"a value cannot hold parentheses: {value!r}")
+    return value
+
+
+def field_marker(key: str, value: str) -> str:
+    return f"({check_key(key)}: {check_value(value)})"
+
+
+def fields(text: str, topic: str | None = None) -> dict[str, str]:
+    """The fields an entry's text carries: its ``(key: value)`` markers and, in the facts topic, the
+    ``key: value`` of the line itself. A key given twice keeps its last value."""
+    found = {m.group("key"): m.group("value") for m in _FIELD_RE.finditer(text)
+             if m.group("key") not in RESERVED and m.group("value")}
+    if topic == FACTS_TOPIC:
+        fact = parse_fact(text)
+        if fact is not None:
+            found[fact.key] = fact.value
+    return found
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One line of topics/facts.md."""
+
+    key: str
+    value: str
+    day: str | None = None
+
+
+def parse_fact(text: str) -> Fact | None:
+    """The keyed fact an entry's text states (``city: Porto (2026-11-27)``), or None."""
+    found = _FACT_LINE_RE.match(text.strip())
+    if not found or found.group("key") in RESERVED or not found.group("value"):
+        return None
+    return Fact(found.group("key"), found.group("value"), found.group("day"))
+
+
+def fact_text(key: str, value: str) -> str:
+    """An entry's text for a keyed fact (the store adds the day)."""
+    return f"{check_key(key)}: {check_value(value)}"
+
+
+def provenance_marker(source: str, day: str | None = None) -> str:
+    """``(from SOURCE DAY)``: a session id is cut to its first 8 characters, a file to its name."""
+    short = source.replace("\\", "/").rsplit("/", 1)[-1]
+    if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f-]{27}", short):
+        short = short[:8]
+    short = re.sub(r"[\s()]+", "-", short).strip("-") or "unknown"
+    return f"(from {short} {day})" if day else f"(from {short})"
+
+
+def provenance(text: str) -> tuple[str, str | None] | None:
+    """(source, day) of an entry's ``(from …)`` marker, or None."""
+    found = _FROM_RE.search(text)
+    return (found.group("source"), found.group("day")) if found else None
+
+
+def people_marker(names: list[str] | tuple[str, ...]) -> str:
+    """``(people: Ana, Tom Reyes)``: who a digested entry is about."""
+    clean = [" ".join(n.replace("(", " ").replace(")", " ").replace(",", " ").split()) for n in names]
+    return "(people: " + ", ".join(n for n in clean if n) + ")"
+
+
+def people_of(text: str) -> tuple[str, ...]:
+    """The names of an entry's ``(people: …)`` marker."""
+    found = _PEOPLE_RE.search(text)
+    return tuple(n.strip() for n in found.group("names").split(",") if n.strip()) if found else ()

@@ -84,8 +84,8 @@ def set_fact(store: Store, key: str, value: str, *, today: date | None = None) -
     _, removed = store.replace_entries(FACTS_TOPIC, current, [line], reasons, now, in_place=True)
     if not removed:
         raise EntryNotFound(f"the line of {key!r} changed while setting it; try again")
-    entry = next((e for e in store.topic(FACTS_TOPIC).entries if e.hash == text_hash(line[2:])), None)
-    return FactChange(key, value, old.value if old else None, entry)
+    written = next((e for e in store.topic(FACTS_TOPIC).entries if e.hash == text_hash(line[2:])), None)
+    return FactChange(key, value, old.value if old else None, written)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import MemkitError, TopicNotFound, TopicParseError
 from ..base.fsutil import atomic_write, describe_os_error, file_lock
+from ..base.limits import MAX_MESSAGE_CHARS  # a message is kept (and searched) up to this length
 from ..formats.lifecycle import PENDING, due_date, expiry
 from ..formats.names import session_file_name
 from ..formats.recent import TIME_FORMAT, RecentTopic, relative_time
@@ -59,7 +60,6 @@ SESSIONS_DIR = "sessions"
 STATE_FORMAT = 1
 CHARS_PER_TOKEN = 4
 DETECT_MESSAGES = 3  #: topic detection reads the session's last this-many messages, joined
-MAX_MESSAGE_CHARS = 2000  #: a message is kept (and searched) up to this length
 MAX_SESSION_MEMORIES = 50  #: accumulated memories kept in a session's state, newest first
 MIN_RECENT = 5  #: recent topics kept before anything else is trimmed
 LOCK_TIMEOUT_S = 30.0
@@ -594,7 +594,7 @@ def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
     threshold = searcher.threshold()
-    hits = searcher.search(message, judge=False)
+    hits = searcher.search(message, judge=False, weak=0)
     # evidence: close in meaning and sharing a word, or holding every informative word of the
     # message ("parking" finds "Parking spot is B15" whatever the model's cosine)
     return [h for h in hits if is_confident(h, threshold) or wanted <= set(terms(h.text))]

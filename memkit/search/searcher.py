@@ -28,7 +28,7 @@ from ..index import JudgeVectors
 from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
 from ..index import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
 from ..formats.lifecycle import importance, last_day
-from ..base.limits import MAX_QUERY_CHARS
+from ..base.limits import MAX_QUERY_CHARS, WEAK_HITS
 from ..formats.names import check_topic_name, in_topic
 from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
 from ..store import Store
@@ -251,7 +251,7 @@ class Searcher:
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
-               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 0,
+               mode: Mode = "hybrid", refresh: bool | None = None, weak: int = WEAK_HITS,
                words_first: bool = False, min_importance: float | None = None,
                subtopics: bool = True, judge: bool | None = None) -> list[Hit]:
         """Search the vault's memories.

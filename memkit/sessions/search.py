@@ -76,7 +76,7 @@ class SessionSearch:
             # every search checks the files (a stat each): a conversation grows between two searches
             hits = self.searcher.search(query, k=wanted, topic=only, kind=role, since=since[:10] if since else None,
                                         refresh=True, subtopics=False,  # "chat" is not "chat-2"
-                                        judge=False)  # messages: the static stage (the judge is calibrated on memories)
+                                        judge=False, weak=0)  # messages: the static stage (the judge is calibrated on memories)
         except TopicNotFound:  # that session has no message to search
             return []
         out: list[SessionHit] = []

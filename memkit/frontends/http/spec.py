@@ -1,200 +1,51 @@
 """The HTTP API's contract (:mod:`memkit.frontends.http.api`): each route's parameters, body and answers as
-JSON Schema, the OpenAPI 3.1 document made from them, and the validation of requests against the
-same schemas, so what the server accepts and what the document says cannot drift apart.
+JSON Schema, and the OpenAPI 3.1 document made from them. The parameters and bodies are made from
+the table of operations (:mod:`memkit.frontends.operations`) and checked by its one validation, so
+what the server accepts, what the document says and what the CLI and the MCP server take cannot
+drift apart.
 
 No web framework here: plain dicts and functions (the server module imports Starlette).
 """
 from __future__ import annotations
 
 import json
-import math
-import re
 from dataclasses import dataclass
-from datetime import date, datetime
 from typing import Any, Mapping
 
 from ... import __version__
 from ...errors import MemkitError
-from ...base.limits import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS, MAX_SESSION_MESSAGE_CHARS, SEARCH_MODES
+from ..operations import ROLES, Style, expected, schema, shown
+from ..operations import check as check_params
 
-__all__ = ["Operation", "OPERATIONS", "RequestError", "check", "openapi", "query_args", "MAX_MESSAGE_CHARS",
-           "MAX_NAME_CHARS", "MAX_BODY_BYTES", "MAX_MESSAGE_BODY_BYTES"]
+__all__ = ["Operation", "OPERATIONS", "RequestError", "check", "openapi", "query_args", "MAX_BODY_BYTES",
+           "MAX_MESSAGE_BODY_BYTES"]
 
-MAX_MESSAGE_CHARS = 20_000  #: /context's message (as the MCP server's get_context)
-MAX_NAME_CHARS = 200  #: a topic name, a session id, an entry id
 MAX_BODY_BYTES = 256 * 1024  #: a request body larger than this is refused (413)
 #: POST /sessions/{session}/messages: a session message may be a pasted document (MAX_SESSION_MESSAGE_CHARS)
 MAX_MESSAGE_BODY_BYTES = 8 * 1024 * 1024
 
-# ---- request schemas: the validation and the OpenAPI description come from the same dicts ----------
+# ---- request schemas: made from the table of operations (memkit.frontends.operations), which also checks them ----
 
-def _str(description: str, max_length: int, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "description": description, "maxLength": max_length, **extra}
+def _params(op: str, where: str | None = None) -> dict[str, Any]:
+    return schema(op, "http", where)
 
 
-TOPIC = "A topic name: lowercase words joined by '-' (e.g. cooking, home-lab)."
-
-SEARCH_PARAMS: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["q"],
-    "properties": {
-        "q": _str("What to look for: a question, keywords, a name.", MAX_QUERY_CHARS, minLength=1),
-        "k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS,
-              "description": "Results at most (default: memkit.yaml's max_memories_per_search)."},
-        "topic": _str(f"Only this topic and its subtopics. {TOPIC}", MAX_NAME_CHARS, minLength=1),
-        "kind": _str("Only entries of this [kind].", 40, minLength=1),
-        "tag": _str("Only entries with this #tag (without '#').", 40, minLength=1),
-        "since": _str("Only entries dated on or after this day.", 10, format="date"),
-        "mode": {"type": "string", "enum": list(SEARCH_MODES), "default": "hybrid",
-                 "description": "hybrid: words and meaning fused; vector or lexical: one side only."},
-        "min_importance": {"type": "number", "minimum": 0, "maximum": 1,
-                           "description": "Only entries whose (importance X) is at least this."},
-        "fast": {"type": "boolean", "default": False,
-                 "description": "Skip the second stage (the judge re-scoring the best candidates)."},
-    },
-}
-ADD_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["text"],
-    "properties": {
-        "text": _str("The memory: one self-contained sentence.", MAX_ENTRY_CHARS, minLength=1),
-        "topic": _str(f"Where it goes (default: general; created if new). {TOPIC}", MAX_NAME_CHARS, minLength=1),
-        "kind": _str("One word: fact, preference, decision, event, pending…", 40, minLength=1),
-        "tags": {"type": "array", "items": _str("A tag, one word, without '#'.", 40), "maxItems": 20,
-                 "description": "#tags."},
-        "due": _str("A follow-up due this day: adds '(due DAY)' (kind pending unless given).", 10, format="date"),
-        "until": _str("The memory expires after this day: adds '(until DAY)'.", 10, format="date"),
-    },
-}
-CONTEXT_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["message"],
-    "properties": {
-        "message": _str("The user's latest message (may be empty).", MAX_MESSAGE_CHARS),
-        "session": _str("A conversation id: memories accumulate across calls that share it.", MAX_NAME_CHARS,
-                        minLength=1),
-        "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 2000,
-                          "description": "The most tokens the block may take (~4 characters a token)."},
-        "reset": {"type": "boolean", "default": False,
-                  "description": "Forget the session's accumulated memories and topic first."},
-    },
-}
-DONE_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "id": _str("The follow-up's id (a unique prefix of 4 characters or more).", MAX_NAME_CHARS, minLength=1),
-        "match": _str("Or: text the follow-up contains (it must be the only one).", MAX_QUERY_CHARS, minLength=1),
-        "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
-    },
-}
-FORGET_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "id": _str("The entry's id (a unique prefix of 4 characters or more).", MAX_NAME_CHARS, minLength=1),
-        "match": _str("Or: text the entry contains (it must be the only one).", MAX_QUERY_CHARS, minLength=1),
-        "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
-        "all": {"type": "boolean", "default": False,
-                "description": "An entry written several times (after a merge): remove every copy."},
-    },
-}
-EDIT_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["text"],
-    "properties": {
-        "id": _str("The entry's id (a unique prefix of 4 characters or more).", MAX_NAME_CHARS, minLength=1),
-        "match": _str("Or: text the entry contains (it must be the only one).", MAX_QUERY_CHARS, minLength=1),
-        "topic": _str(f"Look only in this topic. {TOPIC}", MAX_NAME_CHARS, minLength=1),
-        "text": _str("The new text (its kind and tags stay unless it gives its own).", MAX_ENTRY_CHARS, minLength=1),
-    },
-}
-TOPIC_PATH: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["topic"],
-    "properties": {"topic": _str(TOPIC, MAX_NAME_CHARS, minLength=1)},
-}
-PROACTIVE_PARAMS: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "now": _str("The moment asked about, local time (default: the server's clock).", 40, format="date-time"),
-        "last_conversation": _str("When the person last talked to the assistant (default: the latest context "
-                                  "session's time).", 40, format="date-time"),
-        "draft": {"type": "boolean", "default": True,
-                  "description": "Draft an opening line with the LLM memkit.yaml configures (false: never ask it)."},
-    },
-}
-#: a session id as the library writes it (letters, digits, '.', '_', '-'; no '..'): nothing else
-#: can name a file in sessions/, so any other value is refused before the library sees it
-SESSION_ID = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]*$"
-PATTERN_RULES = {SESSION_ID: "is not a session id: use letters, digits, '.', '_' or '-', starting with a letter "
-                             "or digit (no '..')"}
-SESSION = _str("A session: its id or its file name, exactly (GET /sessions lists them).", 100,
-               minLength=1, pattern=SESSION_ID)
-ROLES = ["user", "assistant", "system", "tool"]
-
-SESSION_PATH: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["session"], "properties": {"session": SESSION},
-}
-SESSIONS_PARAMS: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "limit": {"type": "integer", "minimum": 1, "maximum": 100_000,
-                  "description": "The most recently updated sessions only, at most this many."},
-        "archived": {"type": "boolean", "default": False, "description": "The pruned (archived) sessions instead."},
-    },
-}
-START_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "session": _str("An id to use (letters, digits, '.', '_', '-'); default: a new random one.", 80,
-                        minLength=1, pattern=SESSION_ID),
-        "title": _str("A short title (default: the first user message's beginning).", 200, minLength=1),
-        "system_prompt": _str("The system prompt of the conversation, kept with it.", MAX_MESSAGE_CHARS),
-        "user": _str("Who the conversation is with.", 200, minLength=1),
-        "tags": {"type": "array", "items": _str("A tag.", 40), "maxItems": 20, "description": "Tags."},
-        "metadata": {"type": "object", "maxProperties": 20, "propertyNames": {"maxLength": 40},
-                     "additionalProperties": {"type": "string", "maxLength": 1000},
-                     "description": "Anything else to keep in the session's header: text values by name."},
-    },
-}
-MESSAGE_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["role", "content"],
-    "properties": {
-        "role": _str(f"{', '.join(ROLES[:-1])} or {ROLES[-1]}.", 20, minLength=1),
-        "content": _str("The message (appended to the session's file at once; nothing is rewritten).",
-                        MAX_SESSION_MESSAGE_CHARS),
-        "important": {"type": "boolean", "default": False, "description": "A decision or key fact: kept word for "
-                      "word when the history is condensed."},
-        "name": _str("A tool's or speaker's name.", 80, minLength=1),
-        "time": _str("The message's own time, ISO 8601 (default: now; without an offset: UTC).", 40,
-                     format="date-time"),
-    },
-}
-LOAD_PARAMS: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "max_tokens": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 4096,
-                       "description": "The budget (~4 characters a token)."},
-        "strategy": {"type": "string", "enum": ["simple", "summary", "hybrid"],
-                     "description": "simple: the newest messages that fit; summary: older ones condensed by the LLM; "
-                                    "hybrid: important and system messages kept, routine ones condensed (default: "
-                                    "memkit.yaml's session_strategy)."},
-    },
-}
-SESSION_SEARCH_PARAMS: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["q"],
-    "properties": {
-        "q": _str("What to look for.", MAX_QUERY_CHARS, minLength=1),
-        "k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS, "default": 5,
-              "description": "Results at most."},
-        "session": SESSION,
-        "role": {"type": "string", "enum": ROLES, "description": "Only messages of this role."},
-        "since": _str("Only messages of this day or later.", 10, format="date"),
-    },
-}
-UPKEEP_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {"at": _str("Run as if at this moment, local time (default: now).", 40, format="date-time")},
-}
-INDEX_BODY: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {"full": {"type": "boolean", "default": False,
-                            "description": "Parse and embed every file again, not only the changed ones."}},
-}
+SEARCH_PARAMS = _params("search")
+ADD_BODY = _params("add")
+CONTEXT_BODY = _params("context")
+DONE_BODY = _params("done")
+FORGET_BODY = _params("forget")
+EDIT_BODY = _params("edit")
+TOPIC_PATH = _params("show", "path")
+PROACTIVE_PARAMS = _params("proactive")
+SESSION_PATH = _params("load_session", "path")
+SESSIONS_PARAMS = _params("list_sessions")
+START_BODY = _params("start_session")
+MESSAGE_BODY = _params("save_message", "body")
+LOAD_PARAMS = _params("load_session", "body")
+SESSION_SEARCH_PARAMS = _params("search_sessions")
+UPKEEP_BODY = _params("upkeep")
+INDEX_BODY = _params("index")
 
 # ---- response schemas (components) -----------------------------------------------------------------
 
@@ -270,7 +121,7 @@ COMPONENTS: dict[str, Any] = {
                                    "bytes": {"type": "integer"}, "archived": {"type": "boolean"},
                                    "stage": _NULL_STR}},
     "Message": {"type": "object", "required": ["role", "content", "time"],
-                "properties": {"role": {"type": "string", "enum": ROLES}, "content": {"type": "string"},
+                "properties": {"role": {"type": "string", "enum": list(ROLES)}, "content": {"type": "string"},
                                "time": {"type": "string", "description": "ISO 8601, UTC."},
                                "important": {"type": "boolean"}, "name": {"type": "string"},
                                "line": {"type": "integer"}}},
@@ -481,91 +332,10 @@ class RequestError(MemkitError):
         self.headers = dict(headers or {})
 
 
-def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _expected(kind: str) -> str:
-    return {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
-            "array": "a list of strings", "object": "an object of strings"}[kind]
-
-
-def check(schema: dict[str, Any], data: Any, what: str = "field") -> dict[str, Any]:
-    """Validate ``data`` against one of the request schemas above (the subset of JSON Schema they
-    use); returns it with the defaults filled in. :raises RequestError: 400 naming the field."""
-    if not isinstance(data, dict):
-        raise RequestError(400, f"the body must be a JSON object, got {_shown(data)}")
-    props: dict[str, Any] = schema["properties"]
-    unknown = sorted(set(data) - set(props))
-    if unknown:
-        raise RequestError(400, f"unknown {what} {unknown[0]!r} (expected: {', '.join(props)})")
-    for name in schema.get("required", []):
-        if data.get(name) is None:
-            raise RequestError(400, f"missing required {what} {name!r}")
-    out: dict[str, Any] = {}
-    for name, spec in props.items():
-        value: Any = data.get(name)
-        if value is None:
-            out[name] = spec.get("default")
-            continue
-        kind = spec["type"]
-        ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool), "array": isinstance(value, list),
-              "object": isinstance(value, dict),
-              "integer": (isinstance(value, int) and not isinstance(value, bool))
-              or (isinstance(value, float) and value.is_integer()),
-              "number": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)}[kind]
-        if not ok:
-            raise RequestError(400, f"invalid {what} {name}: expected {_expected(kind)}, got {_shown(value)}")
-        if kind in ("integer", "number"):
-            value = int(value) if kind == "integer" else float(value)
-            if value < spec.get("minimum", value) or value > spec.get("maximum", value):
-                raise RequestError(400, f"invalid {what} {name}: {value} is outside "
-                                        f"{spec['minimum']}..{spec['maximum']}")
-        if kind == "string":
-            if len(value) > spec.get("maxLength", len(value)):
-                raise RequestError(400, f"invalid {what} {name}: {len(value):,} characters, the limit is "
-                                        f"{spec['maxLength']:,}")
-            if len(value.strip()) < spec.get("minLength", 0):
-                raise RequestError(400, f"invalid {what} {name}: it is empty")
-            if "pattern" in spec and not re.fullmatch(spec["pattern"], value):
-                raise RequestError(400, f"invalid {what} {name}: {_shown(value)} {PATTERN_RULES[spec['pattern']]}")
-            if "enum" in spec and value not in spec["enum"]:
-                raise RequestError(400, f"invalid {what} {name}: {_shown(value)} is not one of "
-                                        f"{', '.join(spec['enum'])}")
-            if spec.get("format") == "date":
-                try:
-                    date.fromisoformat(value)
-                except ValueError:
-                    raise RequestError(400, f"invalid {what} {name}: expected a date like 2026-03-01, "
-                                            f"got {_shown(value)}") from None
-            if spec.get("format") == "date-time":
-                try:
-                    when = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-                    if not 1900 <= when.year <= 9000:  # converted to UTC or local time later: no overflow there
-                        raise ValueError("out of range")
-                except ValueError:
-                    raise RequestError(400, f"invalid {what} {name}: expected a time like 2026-03-01T18:30 "
-                                            f"(years 1900 to 9000), got {_shown(value)}") from None
-        if kind == "object":
-            if len(value) > spec["maxProperties"]:
-                raise RequestError(400, f"invalid {what} {name}: {len(value)} keys, the limit is {spec['maxProperties']}")
-            for key, item in value.items():
-                if len(key) > spec["propertyNames"]["maxLength"] or not isinstance(item, str) \
-                        or len(item) > spec["additionalProperties"]["maxLength"]:
-                    raise RequestError(400, f"invalid {what} {name}: each key must be at most "
-                                            f"{spec['propertyNames']['maxLength']} characters and each value a "
-                                            f"string of at most {spec['additionalProperties']['maxLength']}, "
-                                            f"got {_shown({key: item})}")
-        if kind == "array":
-            if len(value) > spec["maxItems"]:
-                raise RequestError(400, f"invalid {what} {name}: {len(value)} items, the limit is {spec['maxItems']}")
-            for item in value:
-                if not isinstance(item, str) or len(item) > spec["items"]["maxLength"]:
-                    raise RequestError(400, f"invalid {what} {name}: each item must be a string of at most "
-                                            f"{spec['items']['maxLength']} characters, got {_shown(item)}")
-        out[name] = value
-    return out
+def check(spec: dict[str, Any], data: Any, what: str = "field") -> dict[str, Any]:
+    """Validate a request's ``what`` (field, query parameter, path parameter) against ``spec``: the
+    table's one validation (:func:`memkit.frontends.operations.check`), said the HTTP way."""
+    return check_params(spec, data, Style(invalid=f"invalid {what}", what=what))
 
 
 def query_args(schema: dict[str, Any], params: Any) -> dict[str, Any]:
@@ -581,11 +351,11 @@ def query_args(schema: dict[str, Any], params: Any) -> dict[str, Any]:
             try:
                 value = int(value) if kind == "integer" else float(value)
             except ValueError:
-                raise RequestError(400, f"invalid query parameter {name}: expected {_expected(kind)}, "
-                                        f"got {_shown(value)}") from None
+                raise RequestError(400, f"invalid query parameter {name}: expected {expected(kind)}, "
+                                        f"got {shown(value)}") from None
         elif kind == "boolean":
             if value.lower() not in ("true", "false", "1", "0"):
-                raise RequestError(400, f"invalid query parameter {name}: expected true or false, got {_shown(value)}")
+                raise RequestError(400, f"invalid query parameter {name}: expected true or false, got {shown(value)}")
             value = value.lower() in ("true", "1")
         data[name] = value
     return check(schema, data, "query parameter")

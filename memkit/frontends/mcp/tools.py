@@ -1,9 +1,11 @@
 """The MCP server's words (:mod:`memkit.frontends.mcp.server`): the instructions a client gets when it
 connects, and each tool's title, description and hints (the rest of a tool's listing; its input
-schema is its method's signature). Plain data, no SDK."""
+schema comes from the table of operations, :mod:`memkit.frontends.operations`). Plain data, no SDK."""
 from __future__ import annotations
 
 from typing import Any
+
+from ..operations import TOPIC_NAME
 
 __all__ = ["INSTRUCTIONS", "READ", "TOOLS", "TOPIC_NAME", "WRITE"]
 
@@ -24,8 +26,6 @@ memkit is the user's long-term memory: plain markdown topic files the user can r
 """
 
 
-TOPIC_NAME = ("Topic name: lowercase words joined by '-', e.g. 'cooking' or 'home-lab' "
-              "(list_topics shows the existing ones).")
 READ = {"read_only_hint": True, "open_world_hint": False}
 WRITE = {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False, "open_world_hint": False}
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Callable, Mapping
 
+import click
+
 from ..base.limits import (MAX_ENTRY_CHARS, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS,
                            MAX_SESSION_MESSAGE_CHARS, MAX_SYSTEM_PROMPT_CHARS, MAX_TRANSCRIPT_BYTES, SEARCH_MODES)
 from ..errors import InvalidValue
@@ -110,7 +112,8 @@ _SHELL = "the shell's own way"
 
 def _topic(help: str, **kw: Any) -> Param:  # noqa: A002
     return Param("topic", "string", help, max_length=MAX_NAME_CHARS, nonempty=True, cli=("--topic", "-t"),
-                 metavar="TOPIC", **kw)
+                 metavar="TOPIC", overrides={"cli": {"help": help.replace(f" {TOPIC_NAME}", "")}},  # `memkit topics`
+                 **kw)
 
 
 def _entry_id(help: str, **kw: Any) -> Param:  # noqa: A002
@@ -495,8 +498,6 @@ def parse_time(value: str) -> datetime:
 def cli_params(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator giving a click command the options and arguments of ``op`` that the CLI offers,
     in the table's order."""
-    import click
-
     def click_type(p: Param) -> Any:
         if p.choices is not None:
             return click.Choice(p.choices)

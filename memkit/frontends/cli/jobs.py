@@ -10,6 +10,7 @@ from typing import Any, Callable
 import click
 
 from .common import BadValue, echo_json, get_vault, json_option, plural
+from ..operations import cli_params
 from ...errors import MemkitError
 from ...vault import parse_day
 
@@ -269,7 +270,7 @@ def distill(ctx: click.Context, dry_run: bool, proposed: bool, json_: bool) -> N
 
 
 @click.command()
-@click.option("--at", "at", metavar="TIME", help="Run as if at this moment: 'YYYY-MM-DD HH:MM'.")
+@cli_params("upkeep")
 @json_option
 @click.pass_context
 def upkeep(ctx: click.Context, at: str | None, json_: bool) -> None:
@@ -293,8 +294,7 @@ def upkeep(ctx: click.Context, at: str | None, json_: bool) -> None:
 
 
 @click.command()
-@click.option("--at", "at", metavar="TIME", help="Ask about this moment instead of now: 'YYYY-MM-DD HH:MM'.")
-@click.option("--no-llm", is_flag=True, help="Give the suggested question; do not ask the LLM for an opening line.")
+@cli_params("proactive")
 @json_option
 @click.pass_context
 def proactive(ctx: click.Context, at: str | None, no_llm: bool, json_: bool) -> None:

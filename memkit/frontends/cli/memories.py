@@ -9,18 +9,13 @@ from datetime import datetime
 import click
 
 from .common import echo_json, get_vault, json_option, plural
+from ..operations import cli_params
 from ...errors import TopicNotFound
 from ...vault import parse_day, relative_time
 
 
 @click.command()
-@click.argument("text")
-@click.option("--topic", "-t", metavar="TOPIC", help="Topic name (default: general). Created if new.")
-@click.option("--kind", metavar="KIND", help="fact, preference, decision, discovery, event, context…")
-@click.option("--tag", "tags", multiple=True, metavar="TAG", help="A #tag; repeat for several.")
-@click.option("--due", metavar="DATE", help="A follow-up due then (kind pending): '(due DATE)'.")
-@click.option("--until", metavar="DATE", help="The memory expires after this day: '(until DATE)'.")
-@click.option("--allow-duplicate", is_flag=True, help="Write it even when the topic holds the same text already.")
+@cli_params("add")
 @json_option
 @click.pass_context
 def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], due: str | None,
@@ -56,6 +51,7 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
 
 
 @click.command()
+@cli_params("topics")
 @json_option
 @click.pass_context
 def topics(ctx: click.Context, json_: bool) -> None:
@@ -83,7 +79,7 @@ def topics(ctx: click.Context, json_: bool) -> None:
 
 
 @click.command()
-@click.argument("topic")
+@cli_params("show")
 @json_option
 @click.pass_context
 def show(ctx: click.Context, topic: str, json_: bool) -> None:
@@ -115,10 +111,7 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
 
 
 @click.command()
-@click.argument("entry_id", required=False, metavar="[ID]")
-@click.option("--match", "-m", metavar="TEXT", help="Forget the one entry whose text contains TEXT.")
-@click.option("--topic", "-t", metavar="TOPIC", help="Look only in this topic (the same line in two topics).")
-@click.option("--all", "all_", is_flag=True, help="An entry written several times (after a merge): remove every copy.")
+@cli_params("forget")
 @json_option
 @click.pass_context
 def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: str | None, all_: bool,
@@ -148,7 +141,7 @@ def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: s
 
 
 @click.command()
-@click.option("--rebuild", is_flag=True, help="Regenerate index.txt from the topic files.")
+@cli_params("recent")
 @json_option
 @click.pass_context
 def recent(ctx: click.Context, rebuild: bool, json_: bool) -> None:
@@ -173,9 +166,7 @@ def recent(ctx: click.Context, rebuild: bool, json_: bool) -> None:
 
 
 @click.command()
-@click.argument("args", nargs=-1, required=True, metavar="[ID] TEXT")
-@click.option("--match", "-m", metavar="TEXT", help="Edit the one entry whose text contains TEXT (no ID).")
-@click.option("--topic", "-t", metavar="TOPIC", help="Look only in this topic.")
+@cli_params("edit")
 @json_option
 @click.pass_context
 def edit(ctx: click.Context, args: tuple[str, ...], match: str | None, topic: str | None, json_: bool) -> None:
@@ -229,6 +220,7 @@ def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
 
 
 @click.command()
+@cli_params("pending")
 @json_option
 @click.pass_context
 def pending(ctx: click.Context, json_: bool) -> None:
@@ -260,11 +252,10 @@ def pending(ctx: click.Context, json_: bool) -> None:
 
 
 @click.command()
-@click.argument("entry_id", required=False, metavar="[ID]")
-@click.option("--match", "-m", metavar="TEXT", help="The one entry whose text contains TEXT.")
+@cli_params("done")
 @json_option
 @click.pass_context
-def done(ctx: click.Context, entry_id: str | None, match: str | None, json_: bool) -> None:
+def done(ctx: click.Context, entry_id: str | None, match: str | None, topic: str | None, json_: bool) -> None:
     """Mark a follow-up done: it moves to archive.md ('done').
 
     \b
@@ -273,7 +264,7 @@ def done(ctx: click.Context, entry_id: str | None, match: str | None, json_: boo
     """
     if bool(entry_id) == bool(match):
         raise click.UsageError("give either an entry ID or --match TEXT")
-    entry = get_vault(ctx).done(entry_id, match=match)
+    entry = get_vault(ctx).done(entry_id, match=match, topic=topic)
     if json_:
         echo_json(entry.to_dict())
     else:

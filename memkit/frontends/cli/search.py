@@ -8,28 +8,12 @@ from typing import Any
 import click
 
 from .common import echo_json, get_vault, json_option, plural
-from ...base.limits import MAX_SEARCH_RESULTS, SEARCH_MODES
+from ..operations import cli_params
 from ...vault import Threshold, parse_day
 
 
 @click.command()
-@click.argument("query")
-@click.option("-k", "k", type=click.IntRange(1, MAX_SEARCH_RESULTS), metavar="N", help="How many results (default: max_memories_per_search).")
-@click.option("--threshold", type=click.FloatRange(-1, 1), metavar="X",
-              help="Minimum cosine similarity (exact rare-word matches pass anyway). Default: memkit.yaml or the model's calibrated value.")
-@click.option("--all", "no_threshold", is_flag=True, help="No threshold: always return the k best.")
-@click.option("--topic", "-t", metavar="TOPIC", help="Only this topic (and its subtopics).")
-@click.option("--kind", metavar="KIND", help="Only entries of this [kind].")
-@click.option("--tag", metavar="TAG", help="Only entries with this #tag.")
-@click.option("--since", metavar="DATE", help="Only entries dated on or after YYYY-MM-DD.")
-@click.option("--min-importance", type=click.FloatRange(0, 1), metavar="X",
-              help="Only entries of at least this (importance X), 0..1; an entry without one counts as 0.5.")
-@click.option("--mode", type=click.Choice(SEARCH_MODES), default="hybrid", show_default=True,
-              help="Ranking: lexical + vector fusion, or one side alone.")
-@click.option("--fast", is_flag=True,
-              help="Skip the second stage (the judge transformer re-scoring the best candidates): the static model and words alone.")
-@click.option("--sessions", "sessions", is_flag=True,
-              help="Search the messages of past conversations (sessions/) instead of the memories.")
+@cli_params("search")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, k: int | None, threshold: float | None, no_threshold: bool,
@@ -80,13 +64,7 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
 
 
 @click.command("context")
-@click.argument("message")
-@click.option("--session", "-s", metavar="ID",
-              help="Conversation id: memories accumulate, and a detected topic sticks, across calls with the same ID. "
-                   "Without it the block is for this message alone.")
-@click.option("--budget", type=click.IntRange(min=1), default=2000, show_default=True, metavar="N",
-              help="Most tokens the block may take (~4 characters a token); the instructions are always kept.")
-@click.option("--reset", is_flag=True, help="Forget the session's accumulated memories and topic first.")
+@cli_params("context")
 @json_option
 @click.pass_context
 def context_cmd(ctx: click.Context, message: str, session: str | None, budget: int, reset: bool, json_: bool) -> None:
@@ -136,7 +114,7 @@ class _Progress:
 
 
 @click.command()
-@click.option("--full", is_flag=True, help="Re-embed everything instead of only changed files.")
+@cli_params("index")
 @json_option
 @click.pass_context
 def index(ctx: click.Context, full: bool, json_: bool) -> None:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ...errors import InvalidValue, MemkitError
-from ...base.limits import MAX_SEARCH_RESULTS
 from .common import echo_json, get_vault, json_option, plural
+from ..operations import cli_params, parse_time
 
 
 def _when(time: str) -> str:
@@ -26,6 +27,15 @@ def _metadata(pairs: tuple[str, ...]) -> dict[str, str]:
             raise InvalidValue(f"--meta takes KEY=VALUE, got {pair!r}")
         out[key.strip()] = value
     return out
+
+
+def _time(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_time(value.strip())
+    except ValueError:
+        raise InvalidValue(f"--time must be an ISO 8601 time like 2026-03-01T18:30, got {value!r}") from None
 
 
 def _text(text: str | None, what: str) -> str:
@@ -56,13 +66,7 @@ def session_group() -> None:
 
 
 @session_group.command("new")
-@click.option("--id", "session_id", metavar="ID", help="The session's id (default: 8 random hex digits).")
-@click.option("--title", metavar="TEXT", help="A title (default: the first user message's beginning).")
-@click.option("--system", "system_prompt", metavar="TEXT", help="The system prompt, kept in the header.")
-@click.option("--user", metavar="NAME", help="Who the conversation is with.")
-@click.option("--tag", "tags", multiple=True, metavar="TAG", help="A tag (repeatable).")
-@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable).")
-@click.option("-q", "--quiet", is_flag=True, help="Print only the id.")
+@cli_params("start_session")
 @json_option
 @click.pass_context
 def new(ctx: click.Context, session_id: str | None, title: str | None, system_prompt: str | None, user: str | None,
@@ -79,22 +83,19 @@ def new(ctx: click.Context, session_id: str | None, title: str | None, system_pr
 
 
 @session_group.command("add")
-@click.argument("session_id", metavar="ID")
-@click.argument("role", type=click.Choice(["user", "assistant", "system", "tool"]), metavar="ROLE")
-@click.argument("text", required=False, metavar="[TEXT]")
-@click.option("--important", is_flag=True, help="A decision or key fact: kept verbatim by the hybrid strategy.")
-@click.option("--name", metavar="NAME", help="A tool's or speaker's name.")
+@cli_params("save_message")
 @json_option
 @click.pass_context
 def add(ctx: click.Context, session_id: str, role: str, text: str | None, important: bool, name: str | None,
-        json_: bool) -> None:
+        time: str | None, json_: bool) -> None:
     """Append a message to session ID (TEXT, or stdin with '-'). ROLE is user, assistant, system or tool.
 
     \b
     Example:
       memkit session add lisbon user "Which hotel did we pick?"
     """
-    message = get_vault(ctx).save_message(session_id, role, _text(text, "message text"), important=important, name=name)
+    message = get_vault(ctx).save_message(session_id, role, _text(text, "message text"), important=important, name=name,
+                                          now=_time(time))
     if json_:
         echo_json(message.to_dict())
     else:
@@ -102,12 +103,12 @@ def add(ctx: click.Context, session_id: str, role: str, text: str | None, import
 
 
 @session_group.command("list")
-@click.option("--archived", is_flag=True, help="The pruned sessions in sessions/archive/ instead.")
+@cli_params("list_sessions")
 @json_option
 @click.pass_context
-def list_cmd(ctx: click.Context, archived: bool, json_: bool) -> None:
+def list_cmd(ctx: click.Context, limit: int | None, archived: bool, json_: bool) -> None:
     """Every session, most recently updated first."""
-    infos = get_vault(ctx).sessions(archived=archived)
+    infos = get_vault(ctx).sessions(archived=archived)[:limit]
     if json_:
         echo_json([i.to_dict() for i in infos])
         return
@@ -146,11 +147,7 @@ def show(ctx: click.Context, session_id: str, raw: bool, json_: bool) -> None:
 
 
 @session_group.command("load")
-@click.argument("session_id", metavar="ID")
-@click.option("--tokens", "max_tokens", type=click.IntRange(1, 10_000_000), default=4096, show_default=True,
-              metavar="N", help="The budget (~4 characters a token).")
-@click.option("--strategy", type=click.Choice(["simple", "summary", "hybrid"]),
-              help="How older messages are handled (default: memkit.yaml's session_strategy).")
+@cli_params("load_session")
 @json_option
 @click.pass_context
 def load(ctx: click.Context, session_id: str, max_tokens: int, strategy: str | None, json_: bool) -> None:
@@ -269,15 +266,13 @@ def digest(ctx: click.Context, session_id: str, dry_run: bool, json_: bool) -> N
 
 
 @session_group.command("search")
-@click.argument("query")
-@click.option("-k", "k", type=click.IntRange(1, MAX_SEARCH_RESULTS), default=5, show_default=True, metavar="N",
-              help="How many messages at most.")
-@click.option("--session", "session_id", metavar="ID", help="Only this session.")
+@cli_params("search_sessions")
 @json_option
 @click.pass_context
-def search(ctx: click.Context, query: str, k: int, session_id: str | None, json_: bool) -> None:
+def search(ctx: click.Context, query: str, k: int, session_id: str | None, role: str | None, since: str | None,
+           json_: bool) -> None:
     """Find messages of past conversations (as `memkit search --sessions`)."""
-    print_session_hits(get_vault(ctx).search_sessions(query, k=k, session=session_id), json_)
+    print_session_hits(get_vault(ctx).search_sessions(query, k=k, session=session_id, role=role, since=since), json_)
 
 
 def print_session_hits(hits: list[Any], json_: bool) -> None:

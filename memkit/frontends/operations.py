@@ -26,7 +26,7 @@ from ..base.limits import (MAX_ENTRY_CHARS, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS, 
 from ..errors import InvalidValue
 
 __all__ = ["ArgumentError", "FRONT_ENDS", "OPERATIONS", "Operation", "Param", "Style", "CLI_ONLY", "MAX_NAME_CHARS",
-           "ROLES", "SESSION_ID", "TOPIC_NAME", "check", "cli_params", "expected", "operation", "parse_time", "schema", "shown"]
+           "ROLES", "SESSION_ID", "TOPIC_NAME", "check", "cli_params", "expected", "operation", "parse_time", "schema", "shown", "time_value"]
 
 FRONT_ENDS = ("cli", "mcp", "http")
 MAX_NAME_CHARS = 200  #: a topic name, a session id, an entry id
@@ -172,15 +172,15 @@ OPERATIONS: tuple[Operation, ...] = (
               absent={"mcp": "search_sessions does it", "http": "GET /sessions/search does it"}),
     ), ("search",), "search_memories", (("GET", "/search"),)),
     Operation("add", (
-        Param("text", "string", "The memory: one self-contained sentence ('-': read from stdin at the shell).",
+        Param("text", "string", "The memory: one self-contained sentence.",
               required=True, max_length=MAX_ENTRY_CHARS, nonempty=True, argument=True),
         _topic(f"Where it belongs (default: general; created if new). {TOPIC_NAME}"),
         Param("kind", "string", "One word: fact, preference, decision, discovery, event, context, observation…",
               max_length=40, nonempty=True, cli=("--kind",), metavar="KIND"),
-        Param("tags", "array", "#tags, one word each, without the '#' (--tag: repeat for several).",
-              names={"cli": "tags"}, cli=("--tag",), metavar="TAG"),
+        Param("tags", "array", "#tags, one word each, without the '#'.", names={"cli": "tags"}, cli=("--tag",),
+              metavar="TAG", overrides={"cli": {"help": "A #tag; repeat for several."}}),
         Param("due", "string", "A follow-up due this day, YYYY-MM-DD: adds '(due DAY)' (kind pending unless "
-              "given); pending_follow_ups lists it.", max_length=10, format="date", cli=("--due",), metavar="DATE"),
+              "given); it is listed with the pending follow-ups.", max_length=10, format="date", cli=("--due",), metavar="DATE"),
         Param("until", "string", "The memory expires after this day, YYYY-MM-DD: adds '(until DAY)'.",
               max_length=10, format="date", cli=("--until",), metavar="DATE"),
         Param("allow_duplicate", "boolean", "Write it even when the topic holds the same text already.",
@@ -216,7 +216,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _topic("Look only in this topic.", absent={"mcp": "a model names a follow-up by its id"}),
     ), ("done",), "mark_done", (("POST", "/pending/done"),)),
     Operation("context", (
-        Param("message", "string", "The user's latest message (may be empty; '-': read from stdin at the shell).",
+        Param("message", "string", "The user's latest message (may be empty).",
               required=True, max_length=MAX_MESSAGE_CHARS, argument=True),
         Param("session", "string", "A conversation id: memories accumulate, and a detected topic sticks, across "
               "calls that share it. Without it the block is for this message alone.", max_length=MAX_NAME_CHARS,
@@ -280,10 +280,10 @@ OPERATIONS: tuple[Operation, ...] = (
               max_length=MAX_SYSTEM_PROMPT_CHARS, cli=("--system",), metavar="TEXT"),
         Param("user", "string", "Who the conversation is with.", max_length=200, nonempty=True, cli=("--user",),
               metavar="NAME"),
-        Param("tags", "array", "Tags (--tag: repeat for several).", cli=("--tag",), metavar="TAG"),
-        Param("metadata", "object", "Anything else to keep in the session's header: text values by name "
-              "(--meta KEY=VALUE, repeatable).", names={"cli": "meta"}, cli=("--meta",), metavar="KEY=VALUE",
-              overrides={"cli": {"type": "array"}}),  # KEY=VALUE pairs at the shell
+        Param("tags", "array", "Tags.", cli=("--tag",), metavar="TAG", overrides={"cli": {"help": "A tag (repeatable)."}}),
+        Param("metadata", "object", "Anything else to keep in the session's header: text values by name.",
+              names={"cli": "meta"}, cli=("--meta",), metavar="KEY=VALUE",
+              overrides={"cli": {"type": "array", "help": "Metadata KEY=VALUE (repeatable)."}}),  # pairs at the shell
         Param("quiet", "boolean", "Print only the id.", default=False, cli=("-q", "--quiet"),
               absent={"mcp": "the answer is JSON", "http": "the answer is JSON"}),
     ), ("session", "new"), "start_session", (("POST", "/sessions"),)),
@@ -292,8 +292,7 @@ OPERATIONS: tuple[Operation, ...] = (
         Param("role", "string", "user, assistant, system or tool.", required=True, max_length=20, nonempty=True,
               argument=True, metavar="ROLE",
               overrides={"cli": {"choices": ROLES}}),  # elsewhere the library says what is wrong (as the CLI did)
-        Param("content", "string", "The message (appended to the session's file at once; nothing is rewritten; "
-              "'-' or none: stdin at the shell).", required=True, max_length=MAX_SESSION_MESSAGE_CHARS,
+        Param("content", "string", "The message (appended to the session's file at once; nothing is rewritten).", required=True, max_length=MAX_SESSION_MESSAGE_CHARS,
               names={"cli": "text"}, argument=True, metavar="[TEXT]",
               overrides={"cli": {"required": False}}),  # stdin
         Param("important", "boolean", "A decision or key fact: kept word for word when the history is condensed.",
@@ -482,6 +481,18 @@ def _text(value: str, prop: dict[str, Any], style: Style, bad: Callable[[str], A
             parse_time(value)
         except ValueError:
             raise bad(f"expected a time like 2026-03-01T18:30 (years 1900 to 9000), got {shown(value)}") from None
+
+
+def time_value(value: str | None, what: str = "time") -> datetime | None:
+    """A tool's or an option's ISO 8601 time (None: none given).
+
+    :raises InvalidValue: not one, said naming ``what``."""
+    if value is None:
+        return None
+    try:
+        return parse_time(value.strip())
+    except ValueError:
+        raise InvalidValue(f"{what} must be an ISO 8601 time like 2026-03-01T18:30, got {value!r}") from None
 
 
 def parse_time(value: str) -> datetime:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import click
 
 from ...errors import InvalidValue, MemkitError
 from .common import echo_json, get_vault, json_option, plural
-from ..operations import cli_params, parse_time
+from ..operations import cli_params, time_value
 
 
 def _when(time: str) -> str:
@@ -27,15 +26,6 @@ def _metadata(pairs: tuple[str, ...]) -> dict[str, str]:
             raise InvalidValue(f"--meta takes KEY=VALUE, got {pair!r}")
         out[key.strip()] = value
     return out
-
-
-def _time(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return parse_time(value.strip())
-    except ValueError:
-        raise InvalidValue(f"--time must be an ISO 8601 time like 2026-03-01T18:30, got {value!r}") from None
 
 
 def _text(text: str | None, what: str) -> str:
@@ -95,7 +85,7 @@ def add(ctx: click.Context, session_id: str, role: str, text: str | None, import
       memkit session add lisbon user "Which hotel did we pick?"
     """
     message = get_vault(ctx).save_message(session_id, role, _text(text, "message text"), important=important, name=name,
-                                          now=_time(time))
+                                          now=time_value(time, "--time"))
     if json_:
         echo_json(message.to_dict())
     else:

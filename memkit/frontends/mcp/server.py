@@ -42,7 +42,7 @@ from urllib.parse import quote, unquote
 
 from ... import InvalidValue, MemkitError, Vault, __version__
 from ...base.limits import MAX_TRANSCRIPT_BYTES
-from ..operations import OPERATIONS, ArgumentError, Style, check, parse_time, schema
+from ..operations import OPERATIONS, ArgumentError, Style, check, schema, time_value
 from .tools import INSTRUCTIONS, TOOLS
 from ...vault import parse_day
 
@@ -72,15 +72,6 @@ def _moment(at: str | None) -> datetime | None:
         return datetime.fromisoformat(at.strip())
     except ValueError:
         raise InvalidValue(f"at must be like '2026-11-28 09:00', got {at!r}") from None
-
-
-def _time(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return parse_time(value.strip())
-    except ValueError:
-        raise InvalidValue(f"time must be an ISO 8601 time like 2026-03-01T18:30, got {value!r}") from None
 
 
 def _as_json(data: Any) -> str:
@@ -182,7 +173,7 @@ class Memory:
 
     def save_message(self, session: str, role: str, content: str, important: bool, name: str | None,
                      time: str | None) -> Outcome:
-        data = dict(self.vault.save_message(session, role, content, important=important, name=name, now=_time(time),
+        data = dict(self.vault.save_message(session, role, content, important=important, name=name, now=time_value(time),
                                             exact=True).to_dict(),
                     session=session)  # exact: a session "user1" must not write into "user12"
         return Outcome(_as_json(data), data)

@@ -2,7 +2,8 @@
 choices, default, help) and which front end offers it under which name (the CLI, the MCP server,
 the HTTP API), or why one does not.
 
-From this table are made the click options and arguments of the commands (:func:`cli_params`), the
+From this table are made the click options and arguments of the commands
+(:func:`memkit.frontends.cli.common.cli_params`), the
 MCP tools' input schemas and the HTTP API's request schemas and OpenAPI parameters
 (:func:`schema`), and the one validation of a tool's arguments or a request's fields
 (:func:`check`). tests/test_frontends.py checks that every front end offers every operation and
@@ -19,14 +20,12 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Callable, Mapping
 
-import click
-
 from ..base.limits import (MAX_ENTRY_CHARS, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS,
                            MAX_SESSION_MESSAGE_CHARS, MAX_SYSTEM_PROMPT_CHARS, MAX_TRANSCRIPT_BYTES, SEARCH_MODES)
 from ..errors import InvalidValue
 
 __all__ = ["ArgumentError", "FRONT_ENDS", "OPERATIONS", "Operation", "Param", "Style", "CLI_ONLY", "MAX_NAME_CHARS",
-           "ROLES", "SESSION_ID", "TOPIC_NAME", "check", "cli_params", "expected", "operation", "parse_time", "schema", "shown", "time_value"]
+           "ROLES", "SESSION_ID", "TOPIC_NAME", "check", "expected", "operation", "parse_time", "schema", "shown", "time_value"]
 
 FRONT_ENDS = ("cli", "mcp", "http")
 MAX_NAME_CHARS = 200  #: a topic name, a session id, an entry id
@@ -502,34 +501,3 @@ def parse_time(value: str) -> datetime:
     if not 1900 <= when.year <= 9000:
         raise ValueError("out of range")
     return when
-
-
-# ---- click ------------------------------------------------------------------------------------------
-
-def cli_params(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A decorator giving a click command the options and arguments of ``op`` that the CLI offers,
-    in the table's order."""
-    def click_type(p: Param) -> Any:
-        if p.choices is not None:
-            return click.Choice(p.choices)
-        if p.type == "integer":
-            return click.IntRange(None if p.low is None else int(p.low), None if p.high is None else int(p.high))
-        if p.type == "number":
-            return click.FloatRange(p.low, p.high)
-        return None
-
-    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
-        for p in reversed(operation(op).offered("cli")):
-            name = p.name_in("cli")
-            if p.argument:
-                fn = click.argument(name, required=p.required, nargs=p.nargs, type=click_type(p),
-                                    metavar=p.metavar)(fn)
-            elif p.type == "boolean":
-                fn = click.option(*p.cli, name, is_flag=True, help=p.help)(fn)
-            else:
-                fn = click.option(*p.cli, name, type=click_type(p), default=p.default, metavar=p.metavar,
-                                  multiple=p.type == "array", help=p.help,
-                                  show_default=p.default is not None)(fn)
-        return fn
-
-    return apply

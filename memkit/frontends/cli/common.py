@@ -1,5 +1,6 @@
-"""What the `memkit` commands share: the vault of the run, --json and its printing, plurals, and the
-error for a refused value (the group itself is :mod:`memkit.frontends.cli.group`)."""
+"""What the `memkit` commands share: the vault of the run, --json and its printing, plurals, the
+options made from the table of operations, and the error for a refused value (the group itself is
+:mod:`memkit.frontends.cli.group`)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ from typing import Any, Callable
 import click
 
 from ...vault import Vault, find_vault
+from ..operations import Param, operation
 
 
 class BadValue(click.ClickException):
@@ -38,5 +40,34 @@ def get_vault(ctx: click.Context) -> Vault:
     return obj["vault_obj"]
 
 
+def cli_params(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator giving a click command the options and arguments of ``op`` that the CLI offers,
+    in the table's order (:mod:`memkit.frontends.operations`)."""
 
-__all__ = ["BadValue", "plural", "json_option", "echo_json", "get_vault"]
+    def click_type(p: Param) -> Any:
+        if p.choices is not None:
+            return click.Choice(p.choices)
+        if p.type == "integer":
+            return click.IntRange(None if p.low is None else int(p.low), None if p.high is None else int(p.high))
+        if p.type == "number":
+            return click.FloatRange(p.low, p.high)
+        return None
+
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for p in reversed(operation(op).offered("cli")):
+            name = p.name_in("cli")
+            if p.argument:
+                fn = click.argument(name, required=p.required, nargs=p.nargs, type=click_type(p),
+                                    metavar=p.metavar)(fn)
+            elif p.type == "boolean":
+                fn = click.option(*p.cli, name, is_flag=True, help=p.help)(fn)
+            else:
+                fn = click.option(*p.cli, name, type=click_type(p), default=p.default, metavar=p.metavar,
+                                  multiple=p.type == "array", help=p.help,
+                                  show_default=p.default is not None)(fn)
+        return fn
+
+    return apply
+
+
+__all__ = ["BadValue", "plural", "json_option", "echo_json", "get_vault", "cli_params"]

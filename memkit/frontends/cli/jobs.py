@@ -9,8 +9,7 @@ from typing import Any, Callable
 
 import click
 
-from .common import BadValue, echo_json, get_vault, json_option, plural
-from ..operations import cli_params
+from .common import BadValue, cli_params, echo_json, get_vault, json_option, plural
 from ...errors import MemkitError
 from ...vault import parse_day
 

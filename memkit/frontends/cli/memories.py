@@ -8,8 +8,7 @@ from datetime import datetime
 
 import click
 
-from .common import echo_json, get_vault, json_option, plural
-from ..operations import cli_params
+from .common import cli_params, echo_json, get_vault, json_option, plural
 from ...errors import TopicNotFound
 from ...vault import parse_day, relative_time
 

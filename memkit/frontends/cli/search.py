@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from .common import echo_json, get_vault, json_option, plural
-from ..operations import cli_params
+from .common import cli_params, echo_json, get_vault, json_option, plural
 from ...vault import Threshold, parse_day
 
 

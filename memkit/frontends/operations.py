@@ -25,7 +25,8 @@ from ..base.limits import (MAX_ENTRY_CHARS, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS, 
 from ..errors import InvalidValue
 
 __all__ = ["ArgumentError", "FRONT_ENDS", "OPERATIONS", "Operation", "Param", "Style", "CLI_ONLY", "MAX_NAME_CHARS",
-           "ROLES", "SESSION_ID", "TOPIC_NAME", "check", "expected", "operation", "parse_time", "schema", "shown", "time_value"]
+           "ROLES", "SESSION_ID", "TOPIC_NAME", "check", "expected", "operation", "parse_time", "schema", "shown",
+           "time_value"]
 
 FRONT_ENDS = ("cli", "mcp", "http")
 MAX_NAME_CHARS = 200  #: a topic name, a session id, an entry id
@@ -106,7 +107,6 @@ class Operation:
 
 TOPIC_NAME = ("Topic name: lowercase words joined by '-', e.g. 'cooking' or 'home-lab' "
               "(list_topics shows the existing ones).")
-_SHELL = "the shell's own way"
 
 
 def _topic(help: str, **kw: Any) -> Param:  # noqa: A002
@@ -179,7 +179,8 @@ OPERATIONS: tuple[Operation, ...] = (
         Param("tags", "array", "#tags, one word each, without the '#'.", names={"cli": "tags"}, cli=("--tag",),
               metavar="TAG", overrides={"cli": {"help": "A #tag; repeat for several."}}),
         Param("due", "string", "A follow-up due this day, YYYY-MM-DD: adds '(due DAY)' (kind pending unless "
-              "given); it is listed with the pending follow-ups.", max_length=10, format="date", cli=("--due",), metavar="DATE"),
+              "given); it is listed with the pending follow-ups.", max_length=10, format="date", cli=("--due",),
+              metavar="DATE"),
         Param("until", "string", "The memory expires after this day, YYYY-MM-DD: adds '(until DAY)'.",
               max_length=10, format="date", cli=("--until",), metavar="DATE"),
         Param("allow_duplicate", "boolean", "Write it even when the topic holds the same text already.",
@@ -279,7 +280,8 @@ OPERATIONS: tuple[Operation, ...] = (
               max_length=MAX_SYSTEM_PROMPT_CHARS, cli=("--system",), metavar="TEXT"),
         Param("user", "string", "Who the conversation is with.", max_length=200, nonempty=True, cli=("--user",),
               metavar="NAME"),
-        Param("tags", "array", "Tags.", cli=("--tag",), metavar="TAG", overrides={"cli": {"help": "A tag (repeatable)."}}),
+        Param("tags", "array", "Tags.", cli=("--tag",), metavar="TAG",
+              overrides={"cli": {"help": "A tag (repeatable)."}}),
         Param("metadata", "object", "Anything else to keep in the session's header: text values by name.",
               names={"cli": "meta"}, cli=("--meta",), metavar="KEY=VALUE",
               overrides={"cli": {"type": "array", "help": "Metadata KEY=VALUE (repeatable)."}}),  # pairs at the shell
@@ -291,7 +293,8 @@ OPERATIONS: tuple[Operation, ...] = (
         Param("role", "string", "user, assistant, system or tool.", required=True, max_length=20, nonempty=True,
               argument=True, metavar="ROLE",
               overrides={"cli": {"choices": ROLES}}),  # elsewhere the library says what is wrong (as the CLI did)
-        Param("content", "string", "The message (appended to the session's file at once; nothing is rewritten).", required=True, max_length=MAX_SESSION_MESSAGE_CHARS,
+        Param("content", "string", "The message (appended to the session's file at once; nothing is rewritten).",
+              required=True, max_length=MAX_SESSION_MESSAGE_CHARS,
               names={"cli": "text"}, argument=True, metavar="[TEXT]",
               overrides={"cli": {"required": False}}),  # stdin
         Param("important", "boolean", "A decision or key fact: kept word for word when the history is condensed.",

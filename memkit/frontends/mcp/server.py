@@ -173,8 +173,8 @@ class Memory:
 
     def save_message(self, session: str, role: str, content: str, important: bool, name: str | None,
                      time: str | None) -> Outcome:
-        data = dict(self.vault.save_message(session, role, content, important=important, name=name, now=time_value(time),
-                                            exact=True).to_dict(),
+        data = dict(self.vault.save_message(session, role, content, important=important, name=name,
+                                            now=time_value(time), exact=True).to_dict(),
                     session=session)  # exact: a session "user1" must not write into "user12"
         return Outcome(_as_json(data), data)
 

@@ -26,7 +26,7 @@ from memkit.search import Searcher  # noqa: E402
 from test_http_api import Client, make_vault  # noqa: E402
 
 #: the HTTP API's routes that are no operation of the others: the server's own state
-HTTP_ONLY = {("GET", "/stats"), ("GET", "/busy"), ("GET", "/index")}
+HTTP_ONLY = {("GET", "/busy"), ("GET", "/index")}
 
 
 def cli_command(path: tuple[str, ...]) -> click.Command:

@@ -254,6 +254,8 @@ OPERATIONS: tuple[Operation, ...] = (
               absent={"mcp": "the model drafts its own line", "http": "said as draft=false"}),
     ), ("proactive",), "proactive", (("GET", "/proactive"),)),
     Operation("upkeep", (_AT,), ("upkeep",), "run_upkeep", (("POST", "/upkeep"),)),
+    Operation("stats", (), ("stats",), None, (("GET", "/stats"),),
+              absent={"mcp": "counts are for a person or a dashboard, not for a model's answers"}),
     Operation("index", (
         Param("full", "boolean", "Parse and embed every file again, not only the changed ones.", default=False,
               cli=("--full",)),

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .common import echo_json, get_vault, json_option, plural
+from .common import cli_params, echo_json, get_vault, json_option, plural
 from ...vault import Vault, merge_files
 
 
@@ -69,6 +69,7 @@ def check(ctx: click.Context, fix: bool, json_: bool) -> None:
 
 
 @click.command()
+@cli_params("stats")
 @json_option
 @click.pass_context
 def stats(ctx: click.Context, json_: bool) -> None:

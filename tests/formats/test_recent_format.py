@@ -8,10 +8,10 @@ from hypothesis import given, settings, strategies as st
 
 from memkit.formats.recent import RecentTopic, parse_recent, relative_time, render_recent
 
-FAST = settings(max_examples=120, deadline=None, derandomize=True)
+FAST = settings(max_examples=80, deadline=None, derandomize=True)
 T = datetime(2026, 2, 12, 14, 30, 0)
 
-topics = st.from_regex(r"[a-z0-9]+(-[a-z0-9]+){0,3}", fullmatch=True)
+topics = st.sampled_from(["cooking", "garden", "home-lab", "a", "cooking-rice", "x2"])
 times = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2200, 1, 1)).map(lambda d: d.replace(microsecond=0))
 items = st.builds(RecentTopic, times, topics, st.text(max_size=60))
 

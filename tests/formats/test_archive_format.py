@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from memkit.formats.archive import ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from memkit.formats.topic import parse_topic_text
 
-FAST = settings(max_examples=80, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 NOW = datetime(2026, 2, 12, 14, 30)
 
 one_line = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="\x85"),

@@ -26,7 +26,7 @@ from memkit.formats.lifecycle import (
 )
 from memkit.formats.topic import parse_topic_text
 
-FAST = settings(max_examples=60, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 LIFETIMES = {"context": 1, "conversation": 30, "pending": 7}
 days = st.dates(min_value=date(2000, 1, 1), max_value=date(2100, 12, 31))
 plain = st.text("abcdefgh xyz", min_size=1, max_size=30).map(lambda s: " ".join(s.split())).filter(bool)

@@ -20,7 +20,7 @@ from memkit.formats.names import (
 )
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-FAST = settings(max_examples=150, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 
 
 @pytest.mark.parametrize("name", [

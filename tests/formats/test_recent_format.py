@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from memkit.formats.recent import RecentTopic, parse_recent, relative_time, render_recent
 
-FAST = settings(max_examples=80, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 T = datetime(2026, 2, 12, 14, 30, 0)
 
 topics = st.sampled_from(["cooking", "garden", "home-lab", "a", "cooking-rice", "x2"])

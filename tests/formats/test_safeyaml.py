@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from memkit.formats.safeyaml import MAX_DEPTH, MAX_EXPANDED, MAX_YAML_BYTES, YamlError, dump_yaml, load_yaml
 
-FAST = settings(max_examples=120, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 
 BOMB = ("a: &a [x,x,x,x,x,x,x,x,x,x]\n"
         "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"

@@ -29,7 +29,7 @@ from memkit.formats.session import (
     split_blocks,
 )
 
-FAST = settings(max_examples=50, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 FILE = "sessions/2026-11-24-3f2a9c1e.md"
 T0 = datetime(2026, 11, 24, 10, 3, 12, tzinfo=timezone.utc)
 

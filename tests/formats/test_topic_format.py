@@ -33,7 +33,7 @@ from memkit.formats.topic import (
     yaml_scalar,
 )
 
-FAST = settings(max_examples=60, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 NEWLINES = ("\n", "\r\n", "\r")
 # a line of a topic file: any text but line breaks, NUL and surrogates
 line_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00")
@@ -330,3 +330,10 @@ def test_split_lines_keeps_crlf_with_its_line():
 def test_a_topic_named_like_a_path_is_only_a_label_here():
     topic = parse_topic_text("- a\n", "../../etc/passwd", "topics/x.md", Path("topics/x.md"))
     assert topic.entries[0].topic == "../../etc/passwd" and topic.to_dict()["file"] == "topics/x.md"
+
+
+@pytest.mark.parametrize("text", ["", "\n", "\n\n\n", "   \n\t\n", "---\n---\n", "---\n---\n# Title\n", "<!-- x -->\n"])
+def test_empty_files_have_no_entries_and_no_problems(text):
+    topic = parse(text)
+    assert topic.entries == [] and topic.problems == [] and topic.meta == {}
+    assert topic.raw == text and topic.data() == text.encode()

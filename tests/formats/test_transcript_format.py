@@ -18,7 +18,7 @@ from memkit.formats.transcript import (
     render,
 )
 
-FAST = settings(max_examples=50, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 line_text = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=50) \
     .map(lambda s: " ".join(s.split())).filter(bool)
 roles = st.tuples(st.sampled_from("AZaz"), st.text("abcXYZ019 ._'-", max_size=12), st.sampled_from("bY5")) \

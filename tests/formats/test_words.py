@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from memkit.formats.words import STOP_WORDS, stem, terms, words
 
-FAST = settings(max_examples=150, deadline=None, derandomize=True)
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
 ascii_words = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=14)
 
 

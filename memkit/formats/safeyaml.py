@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import re
+
 import yaml
 
 __all__ = ["YamlError", "load_yaml", "dump_yaml", "MAX_YAML_BYTES"]
@@ -77,8 +79,11 @@ def load_yaml(text: str) -> Any:
     return data
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  #: what YAML reads as a line break (NEL aside)
+
+
 def _first_alias(text: str) -> int | None:
-    for n, line in enumerate(text.split("\n"), 1):
+    for n, line in enumerate(_LINE_BREAK.split(text), 1):
         if "*" in line:
             return n
     return None
@@ -88,7 +93,7 @@ def _nesting(text: str) -> tuple[int, int]:
     """An upper bound of the nesting depth of ``text`` (flow brackets, and block indentation, both
     counted generously) and the line where it is reached."""
     deepest, where, depth = 0, 1, 0
-    for n, line in enumerate(text.split("\n"), 1):
+    for n, line in enumerate(_LINE_BREAK.split(text), 1):
         level = (len(line) - len(line.lstrip(" "))) // 2
         for ch in line:
             if ch in "[{":
@@ -103,4 +108,7 @@ def _nesting(text: str) -> tuple[int, int]:
 
 def dump_yaml(data: dict[str, Any]) -> str:
     """``data`` as block-style YAML, keys in their order (for frontmatter memkit writes anew)."""
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    if any(ch in text for ch in "\x85\u2028\u2029"):  # written raw, YAML would read them as line breaks
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=False, default_flow_style=False)
+    return text

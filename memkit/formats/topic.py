@@ -14,6 +14,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import InvalidValue, TopicParseError
 from ..base.fsutil import NotRegularFile, read_regular
 from .names import topic_relpath
@@ -557,11 +559,19 @@ def remove_lines(text: str, first: int, last: int) -> tuple[str, str]:
     new = "".join(rest)
     if rest and not removed.endswith("\n") and new.endswith("\n"):
         # we removed the last line, which had no newline: the new last line loses its own
-        new = new[: -len(newline_of(text))] if new.endswith("\r\n") else new[:-1]
+        new = new[:-2] if new.endswith("\r\n") else new[:-1]
     return new, removed
 
 
 _YAML_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9][\w .,/()+-]*$")
+
+
+def _reads_as_itself(text: str) -> bool:
+    """Whether YAML reads ``text``, unquoted, as that string ("007" is the number 7, "0x1F" 31)."""
+    try:
+        return yaml.safe_load(text) == text  # as frontmatter is read (YAML 1.1: "0777" is 511)
+    except yaml.YAMLError:
+        return False
 
 
 def yaml_scalar(value: Any) -> str:
@@ -573,7 +583,9 @@ def yaml_scalar(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     text = str(value)
-    if _YAML_PLAIN_SAFE.match(text) and ": " not in text and not text.endswith(":") and text.lower() not in ("yes", "no", "true", "false", "null", "on", "off", "~"):
+    if _YAML_PLAIN_SAFE.match(text) and ": " not in text and not text.endswith(":") and \
+            text.lower() not in ("yes", "no", "true", "false", "null", "on", "off", "~") and \
+            (not text[0].isdigit() or _reads_as_itself(text)):
         return text
     return json.dumps(text, ensure_ascii=False)
 
@@ -677,4 +689,6 @@ def format_entry(text: str, kind: str | None = None, tags: tuple[str, ...] | lis
             body += f" #{tag}"
     if day and not _DATE_RE.search(body):
         body += f" ({day})"
+    if _RULE_RE.match(f"- {body}"):  # "- --" would read as a horizontal rule, not an entry
+        body = "\\" + body
     return f"- {body}"

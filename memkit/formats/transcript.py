@@ -44,13 +44,16 @@ def read_transcript(path: Path) -> tuple[list[Message], bytes]:
     return parse_transcript(data, str(path)), data
 
 
+_LINE_BREAK_B = re.compile(rb"\r\n|\r|\n")
+
+
 def decode_utf8(data: bytes, name: str, hint: str = "") -> str:
     """``data`` as UTF-8 text (a BOM dropped). :raises TranscriptError: naming the line of the
     first bad byte, then ``hint``."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        line = len(_LINE_BREAK_B.split(data[:exc.start]))  # CRLF, LF and CR-only lines alike
         raise TranscriptError(f"{name} line {line}: not valid UTF-8{hint}") from None
 
 
@@ -87,7 +90,7 @@ def parse_transcript(data: bytes, name: str = "transcript") -> list[Message]:
         raise TranscriptError(f"{name}: the transcript is empty; nothing to digest")
     if stripped.startswith("["):
         try:
-            return _from_objects(json_value(stripped, name), name)
+            return _from_objects(json_value(text, name), name)  # the whole text: error lines count the blank ones
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"{name} line {exc.lineno}: looks like JSON but is not valid: {exc.msg}") from None
     if stripped.startswith("{"):

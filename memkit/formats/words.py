@@ -169,4 +169,4 @@ def words(text: str) -> list[str]:
     >>> words("Bakes sourdough on Sundays, 2x")
     ['bakes', 'sourdough', 'sundays']
     """
-    return [w for w in _WORD_RE.findall(text.casefold()) if len(w) >= 3 and w not in STOP_WORDS]
+    return [w for w in _WORD_RE.findall(text.casefold()) if len(w) >= 3 and w.isalpha() and w not in STOP_WORDS]

@@ -82,15 +82,11 @@ def test_errors_name_the_file_and_line(data, message):
     assert str(exc.value).startswith(message)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: parse_transcript strips the text before json.loads, so a JSON "
-                                       "transcript's error line does not count the blank lines before its '['")
 def test_a_json_error_after_leading_blank_lines_names_the_file_line():
     with pytest.raises(TranscriptError, match=r"t.json line 4: looks like JSON"):
         parse_transcript(b'\n\n[{"role": "user", "content": "hi"},\n bad]', "t.json")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: decode_utf8 counts lines by b'\\n' only, so a bad byte in a CR-only "
-                                       "transcript (which parses, line by line) is reported on line 1")
 def test_a_bad_byte_in_a_cr_only_transcript_names_its_line():
     with pytest.raises(TranscriptError, match=r"t.txt line 3: not valid UTF-8"):
         parse_transcript(b"User: ok\rNext: x\r\xff\r", "t.txt")

@@ -106,7 +106,5 @@ def test_words_are_three_or_more_word_characters_without_digits(text):
         assert not any(c.isspace() or c in "_-'.,;:!?" or unicodedata.category(c) == "Nd" for c in w)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: words() keeps number characters that are not decimal digits "
-                                       "(¼, ², Ⅻ: \\w minus \\d), though it promises letters only")
 def test_words_are_letters_only_even_for_vulgar_fractions_and_numerals():
     assert words("abc² ¼¼¼ ⅫⅫⅫ bake") == ["bake"]

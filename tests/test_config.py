@@ -174,3 +174,19 @@ def test_values_are_normalised_as_before():
 
 def test_a_key_left_empty_means_its_default():
     assert parse_config({"model": None, "max_memories_per_search": None, "llm": None, "serve": None}) == Config()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("model: x\nmax_memories_per_search: 0\n", "memkit.yaml line 2: max_memories_per_search must be"),
+    ("serve:\n  host: a\n  # a comment\n\n  port: 70000\n", "memkit.yaml line 5: serve.port must be"),
+    ("serve: {port: 70000}\n", "memkit.yaml line 1: serve.port must be"),
+    ("expire:\n  context: 1d\n  fact: soon\n", "memkit.yaml line 3: expire.fact must be"),
+    ("index_max_entries: 3\nllm:\n  model: m\n", "memkit.yaml line 2: llm: set llm.base_url and llm.model"),
+    ("serve:\n  host: h\nport: 3\n", "memkit.yaml line 3: unknown key 'port'"),
+    ("'judge': 3\n", "memkit.yaml line 1: judge must be true or false, not 3 (int)"),
+])
+def test_a_wrong_key_in_a_file_is_named_with_its_line(tmp_path, text, message):
+    (tmp_path / "memkit.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert f"{tmp_path / message}" in str(caught.value)

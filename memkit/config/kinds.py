@@ -189,6 +189,7 @@ class EnvName(Kind):
     def __init__(self, holding: str = "key") -> None:
         self.holding = holding
         self.expected = f"the NAME of an environment variable holding the {holding} (letters, digits and _)"
+        self.docs_type = "the NAME of an environment variable (letters, digits and _)"
 
     def parse(self, value: Any) -> str | None:
         if not isinstance(value, str):

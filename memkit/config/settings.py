@@ -2,6 +2,7 @@
 and its check are declared once, in :mod:`memkit.config.table`."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -9,11 +10,10 @@ from ..base.fsutil import read_regular
 from ..errors import ConfigError, LLMConfigError, MemkitError
 from ..formats.safeyaml import MAX_YAML_BYTES, YamlError, load_yaml
 from .kinds import describe_value, parse_quiet_hours
-from .render import DEFAULT_CONFIG_TEXT
 from .table import DEFAULT_EXPIRE, Config, EmbedderSettings, LLMSettings, ServeSettings, check_url
-from .validate import build
+from .validate import Locate, build
 
-__all__ = ["CONFIG_NAME", "DEFAULT_MODEL", "MODEL_ENV", "DEFAULT_CONFIG_TEXT", "DEFAULT_EXPIRE", "Config",
+__all__ = ["CONFIG_NAME", "DEFAULT_MODEL", "MODEL_ENV", "DEFAULT_EXPIRE", "Config",
            "ConfigError", "EmbedderSettings", "LLMConfigError", "LLMSettings", "ServeSettings", "check_url",
            "describe_value", "load_config", "parse_config", "parse_quiet_hours", "resolve_model"]
 
@@ -22,18 +22,45 @@ DEFAULT_MODEL = "minishlab/potion-base-8M"  #: the embedding model when nothing 
 MODEL_ENV = "MEMKIT_MODEL"
 
 
-def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
+def parse_config(data: Any, source: str = CONFIG_NAME, text: str | None = None) -> Config:
     """Validate a loaded memkit.yaml mapping and return a :class:`Config`.
 
     :param data: what YAML loaded (``None`` for an empty file).
     :param source: the file name used in error messages.
+    :param text: the file's text, to name the line of a key that is wrong.
     :raises ConfigError: naming the file, the key, what was expected and what was found.
     """
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings (key: value lines), got {type(data).__name__}")
-    return build(Config, data, source)
+    return build(Config, data, source, locate=key_lines(text) if text is not None else None)
+
+
+def key_lines(text: str) -> Locate:
+    """Where a key is in ``text``: ``serve.port`` -> the line of ``port:`` under ``serve:`` (or of
+    ``serve:`` itself, for a mapping written on one line), 1-based; None where it is not found."""
+    lines = text.splitlines()
+
+    def locate(dotted: str) -> int | None:
+        found, start, parent = None, 0, -1  # parent: the indentation of the section's line (-1: the top)
+        for part in dotted.split("."):
+            key = re.compile(rf"(['\"]?){re.escape(part)}\1\s*:(\s|$)")
+            for number in range(start, len(lines)):
+                line = lines[number]
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                depth = len(line) - len(line.lstrip())
+                if parent >= 0 and depth <= parent:
+                    return found  # past the section: the key is in its one-line mapping, or not there
+                if key.match(line, depth) and (parent >= 0 or depth == 0):
+                    found, start, parent = number + 1, number + 1, depth
+                    break
+            else:
+                return found
+        return found
+
+    return locate
 
 
 def load_config(root: Path) -> Config:
@@ -54,7 +81,7 @@ def load_config(root: Path) -> Config:
     except YamlError as exc:
         line = f" line {exc.line}" if exc.line else ""
         raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem}") from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), text)
 
 
 def resolve_model(explicit: str | None, config: Config, env: Mapping[str, str]) -> str | None:

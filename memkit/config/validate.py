@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ..errors import ConfigError
 from .kinds import Invalid, Kind
@@ -60,8 +60,6 @@ class Section(Kind):
         self.cls, self.optional, self.error = cls, optional, error
         self.expected = f"a mapping ({', '.join(row.name for row in rows(cls))})"
 
-    docs_type = "a mapping (below)"
-
     def shown(self, value: Any) -> str:
         return type(value).__name__
 
@@ -95,29 +93,41 @@ def flat(cls: type, prefix: str = "") -> Iterator[Setting]:
             yield from flat(row.section.cls, named.name + ".")
 
 
-def build(cls: type, data: Any, source: str = "", path: str = "", error: type[ConfigError] = ConfigError) -> Any:
+Locate = Callable[[str], "int | None"]  #: a dotted key -> its line in the file, when known
+
+
+def at(source: str, key: str, locate: Locate | None) -> str:
+    """The start of a message about ``key``: ``FILE line N: ``, ``FILE: `` or nothing."""
+    line = locate(key) if locate and source else None
+    return f"{source} line {line}: " if line else f"{source}: " if source else ""
+
+
+def build(cls: type, data: Any, source: str = "", path: str = "", error: type[ConfigError] = ConfigError,
+          locate: Locate | None = None) -> Any:
     """Check the mapping ``data`` against the rows of ``cls`` and return ``cls`` with its values.
 
     :param source: the file, for messages (empty: none named).
     :param path: the section's dotted key (empty: the top level).
-    :raises ConfigError: (``error``) naming the file, the key, what was expected and what was found.
+    :param locate: finds a key's line in the file, for messages.
+    :raises ConfigError: (``error``) naming the file, the line and key, what was expected and what was found.
     """
-    where = f"{source}: " if source else ""
     known = {row.name: row for row in rows(cls)}
     for key in data:
         if key not in known:
             allowed = sorted(known)
             hint = difflib.get_close_matches(str(key), allowed, n=1)
             did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
-            raise error(f"{where}{path + ': ' if path else ''}unknown key {key!r} "
+            raise error(f"{at(source, f'{path}.{key}' if path else str(key), locate)}"
+                        f"{path + ': ' if path else ''}unknown key {key!r} "
                         f"({did_you_mean}allowed: {', '.join(allowed)})")
     values: dict[str, Any] = {}
     for key, given in data.items():
         row, name = known[key], f"{path}.{key}" if path else key
+        where = at(source, name, locate)
         if given is None and not row.section:
             continue  # `key:` with nothing: the default
         if row.section:
-            values[key] = section(row.section, given, source, name)
+            values[key] = section(row.section, given, source, name, locate)
             continue
         try:
             value = row.kind.parse(given)
@@ -125,7 +135,7 @@ def build(cls: type, data: Any, source: str = "", path: str = "", error: type[Co
             if bad.message:
                 raise error(f"{where}{name}: {bad.message}") from None
             if bad.key is not None:
-                raise error(f"{where}{name}.{bad.key} must be {bad.expected}, not {bad.value!r}") from None
+                raise error(f"{at(source, f'{name}.{bad.key}', locate)}{name}.{bad.key} must be {bad.expected}, not {bad.value!r}") from None
             raise error(f"{where}{name} must be {row.kind.expected}, not {row.kind.shown(given)}") from None
         if value is not None:
             values[key] = value
@@ -135,15 +145,14 @@ def build(cls: type, data: Any, source: str = "", path: str = "", error: type[Co
         try:
             check()
         except ConfigError as exc:
-            raise type(exc)(f"{where}{exc}") from None
+            raise type(exc)(f"{at(source, path, locate)}{exc}") from None
     return made
 
 
-def section(kind: Section, given: Any, source: str, name: str) -> Any:
+def section(kind: Section, given: Any, source: str, name: str, locate: Locate | None = None) -> Any:
     """The value of section ``name``: None (an optional one, empty), its defaults, or :func:`build`'s."""
     if given is None or (kind.optional and given == {}):
         return None if kind.optional else kind.cls()
     if not isinstance(given, Mapping):
-        where = f"{source}: " if source else ""
-        raise kind.error(f"{where}{name} must be {kind.expected}, not {kind.shown(given)}")
-    return build(kind.cls, given, source, name, kind.error)
+        raise kind.error(f"{at(source, name, locate)}{name} must be {kind.expected}, not {kind.shown(given)}")
+    return build(kind.cls, given, source, name, kind.error, locate)

@@ -7,9 +7,12 @@ turns that into one message: ``FILE: KEY must be EXPECTED, not VALUE``.
 """
 from __future__ import annotations
 
+import json
 import re
 import urllib.parse
 from typing import Any, Mapping
+
+from ..formats.safeyaml import load_yaml
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _QUIET = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*-\s*([01]?\d|2[0-3]):([0-5]\d)\s*$")
@@ -46,10 +49,10 @@ def _yaml_scalar(value: Any) -> str:
     if isinstance(value, (int, float)):
         return str(value)
     text = str(value)
-    plain = re.fullmatch(r"[A-Za-z0-9_./@+-][A-Za-z0-9_./@+ :-]*", text) and not text.endswith((" ", ":"))
-    if plain and ": " not in text and text.lower() not in ("true", "false", "yes", "no", "on", "off", "null", "~"):
-        return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if re.fullmatch(r"[A-Za-z0-9_./@+-][A-Za-z0-9_./@+ :-]*", text) and ": " not in text and not text.endswith(":"):
+        if load_yaml(f"k: {text}") == {"k": text}:
+            return text  # plain where it reads back as the same string (not a number, not true)
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a YAML one
 
 
 class Kind:

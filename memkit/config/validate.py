@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, NoReturn
 
 from ..errors import ConfigError
 from .kinds import Invalid, Kind
@@ -111,32 +111,33 @@ def build(cls: type, data: Any, source: str = "", path: str = "", error: type[Co
     :param locate: finds a key's line in the file, for messages.
     :raises ConfigError: (``error``) naming the file, the line and key, what was expected and what was found.
     """
+    def fail(key: str, message: str) -> NoReturn:  # the file and the key's line start the message
+        raise error(f"{at(source, key, locate)}{message}") from None
+
     known = {row.name: row for row in rows(cls)}
     for key in data:
         if key not in known:
             allowed = sorted(known)
             hint = difflib.get_close_matches(str(key), allowed, n=1)
             did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
-            raise error(f"{at(source, f'{path}.{key}' if path else str(key), locate)}"
-                        f"{path + ': ' if path else ''}unknown key {key!r} "
-                        f"({did_you_mean}allowed: {', '.join(allowed)})")
+            fail(f"{path}.{key}" if path else str(key), f"{path + ': ' if path else ''}unknown key {key!r} "
+                 f"({did_you_mean}allowed: {', '.join(allowed)})")
     values: dict[str, Any] = {}
     for key, given in data.items():
         row, name = known[key], f"{path}.{key}" if path else key
-        where = at(source, name, locate)
-        if given is None and not row.section:
-            continue  # `key:` with nothing: the default
         if row.section:
             values[key] = section(row.section, given, source, name, locate)
             continue
+        if given is None:
+            continue  # `key:` with nothing: the default
         try:
             value = row.kind.parse(given)
         except Invalid as bad:
             if bad.message:
-                raise error(f"{where}{name}: {bad.message}") from None
+                fail(name, f"{name}: {bad.message}")
             if bad.key is not None:
-                raise error(f"{at(source, f'{name}.{bad.key}', locate)}{name}.{bad.key} must be {bad.expected}, not {bad.value!r}") from None
-            raise error(f"{where}{name} must be {row.kind.expected}, not {row.kind.shown(given)}") from None
+                fail(f"{name}.{bad.key}", f"{name}.{bad.key} must be {bad.expected}, not {bad.value!r}")
+            fail(name, f"{name} must be {row.kind.expected}, not {row.kind.shown(given)}")
         if value is not None:
             values[key] = value
     made = cls(**values)

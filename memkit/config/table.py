@@ -191,7 +191,7 @@ class Config:
         "How `memkit session load` fits a long conversation to its token budget: simple (the newest messages "
         "that fit), summary (older ones condensed by the LLM, cached in the session file) or hybrid (system and "
         "important messages kept verbatim, routine ones condensed). Without an LLM, summary and hybrid fall "
-        "back to simple.")
+        "back to windowing (hybrid still keeps the system and important messages).")
     session_keep_recent: int = setting(6, Whole(1), "hybrid: the most newest messages kept verbatim.")
     session_summary_days: int = setting(
         3, Whole(0), "`memkit upkeep` (with an LLM) condenses a session idle this many days into a summary with "

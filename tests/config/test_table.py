@@ -16,7 +16,7 @@ from memkit.config import (DEFAULT_CONFIG_TEXT, SETTINGS, Config, EmbedderSettin
 from memkit.errors import ConfigError, LLMConfigError
 from memkit.formats.safeyaml import load_yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "configuration.md"
 REGENERATE = ".venv/bin/python -m memkit.config.docs > docs/configuration.md"
 SECTIONS = {"llm": LLMSettings, "embedder": EmbedderSettings, "serve": ServeSettings}
@@ -97,7 +97,7 @@ def test_the_commented_sections_work_once_uncommented():
         parse_config(load_yaml(_uncommented("llm")))
 
 
-@pytest.mark.parametrize("path", ["tests/memkit-yaml/init-0.1.yaml", "vault/memkit.yaml"])
+@pytest.mark.parametrize("path", ["tests/config/init-0.1.yaml", "vault/memkit.yaml"])
 def test_older_memkit_yaml_files_still_load(path, tmp_path):
     (tmp_path / "memkit.yaml").write_text((ROOT / path).read_text(encoding="utf-8"), encoding="utf-8")
     config = load_config(tmp_path)

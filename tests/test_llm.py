@@ -467,9 +467,9 @@ def test_from_config_http_and_command() -> None:
         ({"modle": "x"}, "llm: unknown key 'modle' (did you mean 'model'? allowed: api_key_env, "
          "base_url, command, json_mode, model, temperature, timeout_s)"),
         ({"base_url": "http://h/v1", "model": 3}, "llm.model must be a string, not 3 (int)"),
-        ({"command": "x", "timeout_s": "10s"}, "llm.timeout_s must be a number, not '10s' (str)"),
-        ({"command": "x", "timeout_s": True}, "llm.timeout_s must be a number, not True (bool)"),
-        ({"command": "x", "timeout_s": 0}, "llm.timeout_s must be a number of seconds > 0, not 0"),
+        ({"command": "x", "timeout_s": "10s"}, "llm.timeout_s must be a number of seconds over 0, not '10s' (str)"),
+        ({"command": "x", "timeout_s": True}, "llm.timeout_s must be a number of seconds over 0, not True (bool)"),
+        ({"command": "x", "timeout_s": 0}, "llm.timeout_s must be a number of seconds over 0, not 0 (int)"),
         ({"command": "x", "json_mode": "yes"}, "llm.json_mode must be true or false, not 'yes'"),
         ({"base_url": "http://h/v1"}, "llm.model is missing: with llm.base_url set, also set"),
         ({"model": "m"}, "llm: set llm.base_url and llm.model"),

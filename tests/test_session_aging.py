@@ -213,8 +213,8 @@ def test_the_cli_upkeep_says_what_each_job_did(tmp_path):
 
 
 @pytest.mark.parametrize("yaml, message", [
-    ("session_summary_days: -1\n", "session_summary_days must be 0 or more, got -1"),
-    ("digest_every_messages: x\n", "digest_every_messages must be int, got 'x'"),
+    ("session_summary_days: -1\n", "session_summary_days must be a whole number, 0 or more, not -1"),
+    ("digest_every_messages: x\n", "digest_every_messages must be a whole number, 0 or more, not 'x'"),
 ])
 def test_bad_aging_settings_are_named(tmp_path, yaml, message):
     root = Vault.init(tmp_path / "v", profile=False).root

@@ -57,8 +57,8 @@ def test_discovery_order(tmp_path):
     "yaml_text, message",
     [
         ("colour: blue\n", "unknown key 'colour'"),
-        ("max_memories_per_search: five\n", "max_memories_per_search must be int"),
-        ("index_max_entries: true\n", "index_max_entries must be int"),
+        ("max_memories_per_search: five\n", "max_memories_per_search must be a whole number, 1 or more, not 'five'"),
+        ("index_max_entries: true\n", "index_max_entries must be a whole number, 1 or more, not True"),
         ("embedding_similarity_threshold: 3\n", "between -1 and 1"),
         ("embedding_similarity_threshold: high\n", "or 'auto'"),
         ("llm: [a]\n", "llm must be a mapping"),

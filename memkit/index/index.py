@@ -50,7 +50,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..embeddings import Embedder
+from ..embeddings import Embedder, complete
 from .queue import EMBED_BATCH, EmbedQueue, f32_rows
 from ..errors import MemkitError, TopicParseError
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
@@ -133,11 +133,13 @@ class Index:
     """The embedding index of a vault for one model (see the module docstring).
 
     :param store: the vault's files.
-    :param embedder: the model; its ``name`` and ``dim`` select the sidecar file.
+    :param embedder: the model; its ``name`` and ``dim`` select the sidecar file (an object with
+        ``name``, ``dim`` and ``embed`` alone is completed, :func:`memkit.embeddings.complete`).
     """
 
     def __init__(self, store: Store, embedder: Embedder, source: Source | None = None) -> None:
         self.store = store
+        embedder = complete(embedder)
         self.embedder = embedder
         self.source: Source = source if source is not None else TopicSource(store)  #: the files indexed
         self.db = Sidecar(store, embedder, self.source.suffix)  #: the SQLite file and the matrix

@@ -25,7 +25,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence
+from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
 
 from ..config import LLMSettings, check_url
 from ..base.deadline import Deadline
@@ -33,6 +33,7 @@ from ..errors import LLMError
 
 __all__ = [
     "LLM",
+    "TextChat",
     "LLMSettings",
     "HTTPChatLLM",
     "CommandLLM",
@@ -58,6 +59,17 @@ class LLM(Protocol):
 
         :param messages: OpenAI-style messages, each ``{"role": ..., "content": ...}``.
         """
+        ...
+
+
+@runtime_checkable
+class TextChat(Protocol):
+    """An :class:`LLM` that can be told to answer in plain text (a summary, an opening line) where
+    it would otherwise be asked for JSON (:class:`HTTPChatLLM` in JSON mode): the one optional
+    capability memkit uses (:func:`ask_text`); an LLM without it is asked with :meth:`LLM.chat`."""
+
+    def chat_text(self, messages: list[dict[str, str]]) -> str:
+        """Like :meth:`LLM.chat`, never asking for a JSON reply."""
         ...
 
 
@@ -134,6 +146,10 @@ class HTTPChatLLM:
             del payload["response_format"]
             body = self._send(payload, deadline)
         return self._content(body)
+
+    def chat_text(self, messages: list[dict[str, str]]) -> str:
+        """:meth:`chat` without JSON mode (:class:`TextChat`)."""
+        return self.chat(messages, json_mode=False)
 
     def _send(self, payload: dict[str, Any], deadline: Deadline) -> bytes:
         """POST the payload, with one retry on a transient failure; return the 200 body."""
@@ -444,7 +460,7 @@ def ask_text(llm: LLM, messages: list[dict[str, str]]) -> str:
     """Ask for plain text (a summary, an opening line), stripped: never in JSON mode, and a JSON reply
     (a server in JSON mode answers ``{"summary": …}`` whatever the prompt says) is never taken for
     it. :raises LLMError: unreachable, an empty reply, a JSON one."""
-    reply = (llm.chat(messages, json_mode=False) if isinstance(llm, HTTPChatLLM) else llm.chat(messages)).strip()
+    reply = (llm.chat_text(messages) if isinstance(llm, TextChat) else llm.chat(messages)).strip()
     if not reply or (reply[:1] in "{[" and reply[-1:] in "}]" and _loads_lenient(reply)[0]):
         raise LLMError(f"the LLM answered {'JSON where text was asked for: ' + repr(reply[:80]) if reply else 'nothing'}")
     return reply

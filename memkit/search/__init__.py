@@ -8,10 +8,12 @@ from ..base.face import face
 if TYPE_CHECKING:
     from .route import detect_topic, is_confident, split_target
     from .searcher import Hit, Mode, Searcher, Threshold, hit_at
+    from .serving import Serving
 
-__all__ = ["Hit", "Mode", "Searcher", "Threshold", "detect_topic", "hit_at", "is_confident", "split_target"]
+__all__ = ["Hit", "Mode", "Searcher", "Serving", "Threshold", "detect_topic", "hit_at", "is_confident", "split_target"]
 
 __getattr__, __dir__ = face(__name__, {
     ".route": "detect_topic is_confident split_target",
     ".searcher": "Hit Mode Searcher Threshold hit_at",
+    ".serving": "Serving",
 })

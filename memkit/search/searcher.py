@@ -21,12 +21,12 @@ import numpy as np
 
 from ..base.blas import single_thread
 from ..config import Config
-from ..errors import InvalidValue, ModelError, TopicNotFound
-from ..index import Index, IndexReport
-from ..embeddings import shared_judge, text_keys
+from ..errors import InvalidValue, MemkitError, ModelError, TopicNotFound
+from ..index import Index, IndexReport, Progress
+from ..embeddings import Embedder, shared_judge, text_keys
 from ..index import JudgeVectors
 from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
-from ..index import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
+from ..index import NO_DAY, TRIM_MIN_ROWS, IndexView, SessionSource, trim_memory
 from ..formats.lifecycle import importance, last_day
 from ..base.limits import MAX_QUERY_CHARS, WEAK_HITS
 from ..formats.names import check_topic_name, in_topic
@@ -124,6 +124,12 @@ class Searcher:
         self._keys: tuple[int, np.ndarray, np.ndarray] | None = None  # (lineage, judge key per row, known)
         self.judge_params = JudgeParams()  #: the second stage's settings
 
+    @classmethod
+    def of_sessions(cls, store: Store, embedder: Embedder) -> "Searcher":
+        """A searcher over the vault's conversations (``sessions/*.md``, one entry a message; an
+        index of its own, :class:`memkit.index.SessionSource`)."""
+        return cls(store, Index(store, embedder, SessionSource(store)))
+
     @property
     def config(self) -> Config:
         return self.store.config
@@ -134,7 +140,7 @@ class Searcher:
 
     def threshold(self) -> float:
         """The default similarity threshold (see :func:`default_threshold`)."""
-        return default_threshold(self.config, self.dim, str(getattr(self.index.embedder, "name", "")))
+        return default_threshold(self.config, self.dim, self.index.embedder.name)
 
     def judge_threshold(self) -> float:
         """The judge's cosine a confident hit reaches: memkit.yaml's ``judge_threshold`` or the
@@ -181,7 +187,7 @@ class Searcher:
         """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``);
         ``embed=False`` records them without loading the model (see :meth:`Index.refresh`).
         Whether it checked."""
-        embed = embed and getattr(self.index.embedder, "available", True)  # no model: words only
+        embed = embed and self.index.embedder.available  # no model: words only
         if embed and self._unembedded:
             force = True  # a refresh without vectors ran: embed what it recorded before searching by meaning
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
@@ -201,7 +207,7 @@ class Searcher:
         """The index files of other models (relative to the vault); none while this model is
         missing (they are what it will use again)."""
         index = self.index
-        if not getattr(index.embedder, "available", True):
+        if not index.embedder.available:
             return []
         base = index.path.name[:-len(".sqlite3")].removesuffix("-sessions")  # <model>-<dim>
         ours = {f"{base}.sqlite3", f"{base}-sessions.sqlite3"}  # the topics' and the conversations' index
@@ -210,19 +216,34 @@ class Searcher:
         except OSError:
             return []
 
-    def reindex(self) -> IndexReport:
-        """Index every changed file now, and remove other models' index files (see
-        :meth:`memkit.index.index.Index.refresh`); returns the report with the files removed."""
-        report = self.index.refresh()
+    def reindex(self, *, full: bool = False, progress: Progress | None = None, judge: bool = False,
+                judge_progress: Progress | None = None) -> IndexReport:
+        """Index every changed file now (``full``: every file, parsed and embedded again), and
+        remove other models' index files (see :meth:`memkit.index.index.Index.refresh`; they are in
+        :attr:`removed_indexes` then); ``judge``: then store the judge's vector of every entry that
+        lacks one (:meth:`fill_judge`, its count in ``report.judged``). ``progress`` and
+        ``judge_progress`` are called with (done, total)."""
+        report = self.index.refresh(full=full, progress=progress)
         self.removed_indexes = self.index.prune_other_models()
+        if judge and not report.busy:
+            report.judged = self.fill_judge(judge_progress)
         return report
+
+    def wrote(self, path: str | os.PathLike[str]) -> None:
+        """This process just wrote the topic file ``path``: index it now (:meth:`refresh_files`), so
+        that a search finds it at once; a failure only makes the next search re-check every file."""
+        try:
+            self.refresh_files([path])
+        except MemkitError as exc:  # the write happened; the next search re-checks every file
+            log.debug("indexing %s after the write failed: %s", path, exc)
+            self.changed()
 
     def refresh_files(self, paths: Iterable[str | os.PathLike[str]]) -> IndexReport:
         """Index these topic files now (this process just wrote them), without listing topics/:
         the next search finds what was written. Their new entries are embedded when the model is
         loaded already; otherwise they are recorded without vectors and the next search (which
         re-checks every file) embeds them."""
-        embed = bool(getattr(self.index.embedder, "loaded", True))  # a LazyEmbedder not loaded yet: do not load it
+        embed = self.index.embedder.loaded  # a LazyEmbedder not loaded yet: do not load it
         report = self.index.refresh(paths=paths, wait=REFRESH_WAIT_S, embed=embed)
         if not embed or report.busy:
             self.changed()
@@ -292,7 +313,7 @@ class Searcher:
         k = self.config.max_memories_per_search if k is None else k
         if k < 1:
             raise InvalidValue(f"k must be at least 1, got {k}")
-        if not getattr(self.index.embedder, "available", True):
+        if not self.index.embedder.available:
             mode = "lexical"  # no model (warned when the vault looked for it): exact words only
         asked = threshold
         if threshold == "auto":

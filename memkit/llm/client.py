@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import http.client
-import ipaddress
 import json
 import os
 import re
@@ -23,12 +22,12 @@ import subprocess
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
 
 from ..config import LLMSettings, check_url
 from ..base.deadline import Deadline
+from ..base.http import open_within
 from ..errors import LLMError
 
 __all__ = [
@@ -109,9 +108,6 @@ class HTTPChatLLM:
                     f"environment variable {settings.api_key_env} (llm.api_key_env) is not set"
                 )
             self._api_key = key.strip()
-        host = urllib.parse.urlsplit(self.url).hostname or ""
-        # A proxy from the environment would break a local server (Ollama, llama.cpp).
-        self._handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
 
     def __repr__(self) -> str:
         return f"HTTPChatLLM(url={self.url!r}, model={self.settings.model!r})"
@@ -187,7 +183,7 @@ class HTTPChatLLM:
         request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         too_slow = f"LLM at {self.url} did not answer within {deadline.seconds:g} s (llm.timeout_s)"
         try:
-            with deadline.opener(*self._handlers).open(request, timeout=deadline.left()) as response:
+            with open_within(request, deadline) as response:  # a server on this machine: no proxy
                 return _read_limited(response)
         except urllib.error.HTTPError as exc:
             self._raise_for_status(exc, with_response_format=with_response_format)
@@ -601,15 +597,6 @@ def _match_close(text: str, start: int) -> int | None:
 # ---------------------------------------------------------------------------- helpers
 
 
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _read_limited(response: Any) -> bytes:

@@ -400,7 +400,7 @@ def _together(searcher: Searcher, conclusions: list[Conclusion]) -> list[Conclus
         return list(conclusions)
     words = [{w for w in terms(_DATE_TAIL.sub("", c.text)) if len(w) >= 4 and w.isalpha()} for c in conclusions]
     try:
-        vectors = searcher.index.embedder.embed([c.text for c in conclusions])
+        vectors = searcher.embed([c.text for c in conclusions])
         close = similarities(vectors) >= searcher.threshold() + 0.1
     except NumericError as exc:
         log.warning("grouping the conclusions by their shared words only: %s", exc)

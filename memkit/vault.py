@@ -340,12 +340,12 @@ class Vault(VaultAliases):
         if self._searcher is not None:
             self._searcher.changed()
 
-    def _wrote(self, topic: str, path: Path | None = None) -> None:
+    def _wrote(self, topic: str, path: Path | None = None, parsed: Topic | None = None) -> None:
         """This object just wrote one topic file (``path``, when known): index that file now (not
         the whole vault), so a search finds it at once and a long-running process (the MCP server)
         stays fast. Nothing is done before the first search (the model is not loaded for a write)."""
         if self._searcher is not None:
-            self._searcher.wrote(path if path is not None else self.store.topic_path(topic))
+            self._searcher.wrote(path if path is not None else self.store.topic_path(topic), parsed)
 
     # ---- conversation sessions: vault.conversations (memkit.sessions.Conversations) -------------------
     @property

@@ -259,7 +259,8 @@ class Index:
 
     # ---- refreshing -----------------------------------------------------------------------------
     def refresh(self, *, full: bool = False, progress: Progress | None = None, wait: float = WRITE_WAIT_S,
-                embed: bool = True, paths: Iterable[str | os.PathLike[str]] | None = None) -> IndexReport:
+                embed: bool = True, paths: Iterable[str | os.PathLike[str]] | None = None,
+                parsed: Sequence[Topic] = ()) -> IndexReport:
         """Bring the sidecar up to date with the topic files.
 
         :param full: parse every file again and re-embed every entry.
@@ -272,6 +273,8 @@ class Index:
         :param paths: check only these topic files (paths or ``topics/NAME.md``; a file that is
             gone is dropped): what a process calls right after writing them, without listing
             topics/. Other files are left for the next refresh.
+        :param parsed: of ``paths``, the topics their writer parsed as it wrote them, each with the
+            file's stat after the write (:attr:`Topic.stamp`): used instead of reading the file.
         """
         started = time.perf_counter()
         report = IndexReport(model=self.embedder.name, dim=self.embedder.dim)
@@ -283,7 +286,7 @@ class Index:
             gone: list[str] = []
             if paths is not None and not full:
                 try:
-                    sources, gone = self._stale_paths(paths)
+                    sources, gone = self._stale_paths(paths, parsed)
                 except (MemkitError, OSError) as exc:  # an odd name or file: check everything instead
                     log.debug("refresh of %s: %s; checking every file", paths, exc)
                     sources = None
@@ -324,8 +327,11 @@ class Index:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _stale_paths(self, paths: Iterable[str | os.PathLike[str]]) -> tuple[list[_Source], list[str]]:
-        """The named topic files that changed (parsed already), and those that are gone."""
+    def _stale_paths(self, paths: Iterable[str | os.PathLike[str]],
+                     parsed: Sequence[Topic] = ()) -> tuple[list[_Source], list[str]]:
+        """The named topic files that changed (parsed already: by their writer, ``parsed``, else
+        read now), and those that are gone."""
+        written = {t.name: t for t in parsed if t.stamp is not None}
         known = self._file_rows()
         sources, gone = [], []
         for given in paths:
@@ -339,7 +345,11 @@ class Index:
                         continue
                 except OSError:
                     pass
-            topic = self.source.lookup(name)
+            topic = written.get(name)
+            if topic is not None:
+                self.store.warn_problems(topic)  # what reading it would have said
+            else:
+                topic = self.source.lookup(name)
             if topic is None:
                 if rel in known:
                     gone.append(rel)

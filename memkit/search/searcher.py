@@ -30,6 +30,7 @@ from ..index import NO_DAY, TRIM_MIN_ROWS, IndexView, SessionSource, trim_memory
 from ..formats.lifecycle import importance, last_day
 from ..base.limits import WEAK_HITS
 from ..formats.names import in_topic
+from ..formats.topic import Topic
 from ..formats.words import terms as text_terms
 from .query import MODES, Mode, Query, Threshold, since_day
 from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
@@ -240,22 +241,24 @@ class Searcher:
             report.judged = self.fill_judge(judge_progress)
         return report
 
-    def wrote(self, path: str | os.PathLike[str]) -> None:
-        """This process just wrote the topic file ``path``: index it now (:meth:`refresh_files`), so
-        that a search finds it at once; a failure only makes the next search re-check every file."""
+    def wrote(self, path: str | os.PathLike[str], parsed: Topic | None = None) -> None:
+        """This process just wrote the topic file ``path`` (``parsed``: as it wrote it, with the
+        file's stat after the write; the index does not read it again): index it now
+        (:meth:`refresh_files`), so that a search finds it at once; a failure only makes the next
+        search re-check every file."""
         try:
-            self.refresh_files([path])
+            self.refresh_files([path], parsed=[parsed] if parsed is not None else ())
         except MemkitError as exc:  # the write happened; the next search re-checks every file
             log.debug("indexing %s after the write failed: %s", path, exc)
             self.changed()
 
-    def refresh_files(self, paths: Iterable[str | os.PathLike[str]]) -> IndexReport:
+    def refresh_files(self, paths: Iterable[str | os.PathLike[str]], parsed: Sequence[Topic] = ()) -> IndexReport:
         """Index these topic files now (this process just wrote them), without listing topics/:
         the next search finds what was written. Their new entries are embedded when the model is
         loaded already; otherwise they are recorded without vectors and the next search (which
         re-checks every file) embeds them."""
         embed = self.index.embedder.loaded  # a LazyEmbedder not loaded yet: do not load it
-        report = self.index.refresh(paths=paths, wait=REFRESH_WAIT_S, embed=embed)
+        report = self.index.refresh(paths=paths, wait=REFRESH_WAIT_S, embed=embed, parsed=parsed)
         if not embed or report.busy:
             self.changed()
         return report

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import MemkitError
-from ..formats.topic import Entry
+from ..formats.topic import Entry, Topic
 from ..search import Searcher, split_target
 from ..store import Store
 
@@ -61,18 +61,20 @@ def split_quietly(searcher: Searcher, topic: str) -> SplitPlan | None:
 
 def add_entry(store: Store, searcher: Callable[[], Searcher], text: str, *, topic: str | None, kind: str | None,
               tags: Sequence[str], when: datetime | None, split: bool, allow_duplicate: bool,
-              wrote: Callable[[str, Path], None]) -> Entry:
+              wrote: Callable[[str, Path, Topic | None], None]) -> Entry:
     """Write ``text`` (its dates already in it) to ``topic`` (``general``: None) or the part of it
     that takes it (:func:`route`), then split the topic when it grew past
     ``topic_split_threshold_lines`` (unless not ``split``); the entry as written, or as its part
-    holds it after the split. ``wrote(topic, path)`` is told of the write before any split (the
-    facade indexes the file). The topic's entry of the same text is returned unwritten
+    holds it after the split. ``wrote(topic, path, parsed)`` is told of the write before any split
+    (the facade hands the topic as written, when the store knows it, to the index: the file is
+    not read again). The topic's entry of the same text is returned unwritten
     (``.duplicate``) unless ``allow_duplicate``."""
     path = route(store, searcher, topic or "general", text)
-    entry, count = store.add(text, kind=kind, tags=tags, when=when, path=path, allow_duplicate=allow_duplicate)
+    entry, count, written = store.add(text, kind=kind, tags=tags, when=when, path=path,
+                                      allow_duplicate=allow_duplicate)
     if count < 0:  # the topic holds it already: nothing written
         return entry
-    wrote(entry.topic, path)
+    wrote(entry.topic, path, written)
     if split and count > store.config.topic_split_threshold_lines:
         plan = split_quietly(searcher(), entry.topic)
         if plan is not None:  # the entry now lives in one of the subtopics: return where

@@ -53,3 +53,37 @@ def test_the_ranker_gets_the_query_s_term_ids_from_the_view(vault, monkeypatch):
         hits = vault.search("bomba paella", mode=mode, threshold=None, weak=3, refresh=False)
         assert hits and hits[0].topic == "cooking"
         assert asked == [["bomba", "paella"]]  # once, by the view, before the ranking
+
+
+def test_an_add_hands_its_parsed_topic_to_the_index(vault, monkeypatch):
+    """The store parsed the topic as it appended to it: the index takes that, with the file's stat
+    after the write, instead of reading the file again."""
+    from memkit.index.sources import TopicSource
+
+    vault.add("Prefers bomba rice for paella", topic="cooking")
+    vault.search("warm up", mode="lexical")  # the index exists: a write is indexed at once
+    reads: list[str] = []
+    real = TopicSource.lookup
+    monkeypatch.setattr(TopicSource, "lookup", lambda self, name: reads.append(name) or real(self, name))
+    entry = vault.add("Soaks chickpeas overnight", topic="cooking")
+    assert reads == []
+    hits = vault.search("chickpeas", mode="lexical", refresh=False)
+    assert [h.id for h in hits] == [entry.id]
+    vault.add("Walks the dog at seven", topic="pets")  # a new file: written whole, read by the index
+    assert reads == ["pets"]
+    monkeypatch.undo()
+    assert vault.searcher.index.stale() == ([], [])  # the stat it recorded is the file's
+
+
+def test_an_append_after_someone_else_s_is_not_taken_as_parsed(tmp_path):
+    from memkit.base.fsutil import AppendFile
+
+    path = tmp_path / "t.md"
+    path.write_bytes(b"- one\n")
+    with AppendFile(path, 1 << 20) as f:
+        assert f.data == b"- one\n"
+        with open(path, "ab") as other:  # a person's editor appends meanwhile
+            other.write(b"- two\n")
+        assert f.append(b"- three\n") is False  # the file is not what was read plus this line
+    with AppendFile(path, 1 << 20) as f:
+        assert f.append(b"- four\n") is True and f.stamp[0] == path.stat().st_size

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, Mapping, Sequence
 
 from .config import Config, load_config, resolve_model
 from .embeddings import Embedder, complete, make_embedder
-from .errors import MemkitError, TopicNotFound
+from .errors import MemkitError
 from .index import Index, IndexReport, Progress
 from .formats.lifecycle import parse_day, with_dates
 from .formats.names import is_topic_filename
@@ -27,18 +27,14 @@ from .vault_aliases import VaultAliases
 from .formats.topic import Entry, Topic
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
-    from .digest import Captured
-    from .upkeep import CheckReport
-    from .context import Context
-    from .digest import DigestReport, InboxResult
+    from .context import Context, Nudge
+    from .digest import Captured, DigestReport, InboxResult
     from .git import GitSetup, merge_files
     from .llm import LLM
-    from .context import Nudge
-    from .upkeep import UpkeepReport
     from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
     from .sessions import Conversations, Imported, SessionHit, Window
     from .split import SplitPlan
-    from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
+    from .upkeep import ChangeReport, CheckReport, FollowUp, HistoryStep, TidyReport, UpkeepReport
 
 __all__ = ["Vault", "find_vault", "LLMChoice",
            # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
@@ -126,13 +122,7 @@ class Vault(VaultAliases):
     def show_topic(self, name: str) -> dict[str, Any]:
         """A topic as the front ends show it (name, title, summary, file, entries, ``split_into``); one
         split away: ``name`` and ``split_into`` only. :raises TopicNotFound: neither."""
-        try:
-            t = self.topic(name)
-        except TopicNotFound:
-            if not (children := self.subtopics(name)):
-                raise
-            return {"name": name, "split_into": children}
-        return dict(t.to_dict(), file=t.path.relative_to(self.root).as_posix(), split_into=self.subtopics(t.name))
+        return self.store.show_topic(name)
 
     def entries(self, topic: str | None = None) -> list[Entry]:
         """Every entry of the vault, or of one topic."""
@@ -239,8 +229,7 @@ class Vault(VaultAliases):
         :param proposed: write the rewrite `memkit upkeep` proposed instead (as reviewed: no LLM
             call; the proposal goes once written).
         """
-        from .upkeep import apply_proposal
-        from .upkeep import distill
+        from .upkeep import apply_proposal, distill
         report = apply_proposal(self.store, dry_run=dry_run) if proposed else \
             distill(self.store, self._llm(llm), dry_run=dry_run)
         if not dry_run:
@@ -317,17 +306,12 @@ class Vault(VaultAliases):
             the new messages.
         """
         from .digest import capture as capture_conversation
-        digest = None
-        if now:
-            client = self._llm(llm)
-            if client is None:
-                raise MemkitError("--now needs an LLM: set `llm:` in memkit.yaml, or capture without --now "
-                                  "and let `memkit watch` digest the inbox")
-
-            def digest(target: Path) -> dict[str, Any]:
-                return self.digest(target, llm=client).to_dict()
-
-        result = capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
+        client = self._llm(llm) if now else None
+        if now and client is None:
+            raise MemkitError("--now needs an LLM: set `llm:` in memkit.yaml, or capture without --now "
+                              "and let `memkit watch` digest the inbox")
+        result = capture_conversation(self.store, path=path, stdin=stdin, session=session,
+                                      digest=(lambda target: self.digest(target, llm=client).to_dict()) if now else None,
                                       llm_configured=bool(self.config.llm))
         if save:
             result.saved = self.conversations.save_capture(result).to_dict()
@@ -398,22 +382,12 @@ class Vault(VaultAliases):
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
                min_importance: float | None = None, judge: bool | None = None) -> list[Hit]:
-        """Hybrid lexical + vector search (see :meth:`memkit.search.searcher.Searcher.search`).
-
-        :param query: what to look for.
-        :param k: results at most (default ``max_memories_per_search``).
-        :param threshold: ``"auto"`` (memkit.yaml or the model's calibrated value), a cosine, or None.
-        :param topic: only this topic and its subtopics; :param kind: only this kind;
-            :param tag: only this tag; :param since: only entries dated on or after this day.
-        :param mode: ``hybrid``, ``vector`` or ``lexical``.
-        :param refresh: check the files first: None at most once a second, True now, False never.
-        :param weak: when nothing passes the threshold, up to this many of the closest entries that
-            are more than noise, marked ``confident=False`` (0: none, an empty list).
-        :param min_importance: only entries of at least this ``(importance X)`` (0..1; an entry
-            without one counts as 0.5).
-        :param judge: the second stage (the judge re-scores the best candidates; a hybrid search's
-            threshold is then on its cosine): None as memkit.yaml says (on by default), False: off.
-        """
+        """Hybrid lexical + vector search: the ``k`` best entries for ``query`` (default
+        ``max_memories_per_search``) that pass ``threshold`` and the filters (``topic`` and its
+        subtopics, ``kind``, ``tag``, ``since``, ``min_importance``), re-scored by the judge unless
+        ``judge=False``; when none passes, up to ``weak`` close ones marked ``confident=False``.
+        Each parameter: :meth:`memkit.search.Searcher.search` (the query is checked once, a
+        :class:`memkit.search.Query`)."""
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
                                     since=since, mode=mode, refresh=refresh, weak=weak,
                                     min_importance=min_importance, judge=judge)
@@ -467,13 +441,9 @@ class Vault(VaultAliases):
                     dry_run: bool = False) -> DigestReport:
         """Digest a conversation given as text (any format :meth:`digest` reads); ``name`` is how
         reports and errors call it."""
-        from .digest import digest_messages, transcript_sha
-        from .formats.transcript import parse_transcript
-        data = text.encode("utf-8", errors="surrogatepass")
-        messages = parse_transcript(data, name)
+        from .digest import digest_text
         try:
-            return digest_messages(self.searcher, messages, self._llm(llm), name=name,
-                                   sha=transcript_sha(data), dry_run=dry_run)
+            return digest_text(self.searcher, text, self._llm(llm), name=name, dry_run=dry_run)
         finally:
             self.changed()
 

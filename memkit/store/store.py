@@ -199,6 +199,17 @@ class Store(VaultFiles):
                 continue
         return out
 
+    def show_topic(self, name: str) -> dict[str, Any]:
+        """A topic as the front ends show it (name, title, summary, file, entries, ``split_into``);
+        one split away: ``name`` and ``split_into`` only. :raises TopicNotFound: neither."""
+        try:
+            t = self.topic(name)
+        except TopicNotFound:
+            if not (children := self.subtopics(name)):
+                raise
+            return {"name": name, "split_into": children}
+        return dict(t.to_dict(), file=self.rel(t.path), split_into=self.subtopics(t.name))
+
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, last update (as index.txt has it, which follows every
         write and hand edit; else the topic's own dates) and summary."""

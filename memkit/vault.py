@@ -1,9 +1,11 @@
 """The library's entry point: :class:`Vault`, one object for everything memkit does with a vault.
 
-``Vault`` sits on top of the layers and only delegates: the files to :class:`memkit.store.store.Store`,
-the embedding sidecar to :class:`memkit.index.index.Index`, ranking to
-:class:`memkit.search.searcher.Searcher`, and the flows to :mod:`memkit.digest.digest`, :mod:`memkit.split.split` and
-:mod:`memkit.context.block`. The model is loaded on first use and kept for the life of the object.
+``Vault`` composes and delegates: the files to :class:`memkit.store.Store`, the embedder chosen
+by :func:`memkit.embeddings.make_embedder`, the index and ranking to :class:`memkit.search.Searcher`,
+the conversations to ``vault.conversations`` (:class:`memkit.sessions.Conversations`), the servers'
+hooks to ``vault.serving`` (:class:`memkit.search.Serving`), and the flows to memkit.split (an
+add), memkit.digest, memkit.upkeep and memkit.context. The model is loaded on first use and kept
+for the life of the object. The 0.1 names of what moved are in :mod:`memkit.vault_aliases`.
 """
 from __future__ import annotations
 

@@ -31,6 +31,9 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time ea
         VaultNotFound,
     )
     from .digest import Captured
+    from .embeddings import Embedder
+    from .llm import LLM, TextChat
+    from .sessions import Conversations
     from .upkeep import CheckReport, Finding
     from .context import Context
     from .digest import DigestReport, InboxResult
@@ -68,6 +71,10 @@ _WHERE = {
     "VaultExists": ".errors",
     "VaultNotFound": ".errors",
     "Captured": ".digest",
+    "Embedder": ".embeddings",
+    "LLM": ".llm",
+    "TextChat": ".llm",
+    "Conversations": ".sessions",
     "CheckReport": ".upkeep",
     "Finding": ".upkeep",
     "Context": ".context",
@@ -114,6 +121,7 @@ __all__ = [
     "DigestReport",
     "InboxResult",
     "Captured",
+    "Conversations",
     "IndexReport",
     "SplitPlan",
     "SplitPart",
@@ -130,6 +138,10 @@ __all__ = [
     "SessionHit",
     "Window",
     "PruneReport",
+    # the extension points: an embedding model or an LLM of your own
+    "Embedder",
+    "LLM",
+    "TextChat",
     "MemkitError",
     "ConfigError",
     "EntryNotFound",

@@ -1,68 +1,42 @@
 """The library's entry point: :class:`Vault`, one object for everything memkit does with a vault.
 
-``Vault`` sits on top of the layers and only delegates: the files to :class:`memkit.store.store.Store`,
-the embedding sidecar to :class:`memkit.index.index.Index`, ranking to
-:class:`memkit.search.searcher.Searcher`, and the flows to :mod:`memkit.digest.digest`, :mod:`memkit.split.split` and
-:mod:`memkit.context.block`. The model is loaded on first use and kept for the life of the object.
+``Vault`` composes and delegates: the files to :class:`memkit.store.Store`, the embedder chosen
+by :func:`memkit.embeddings.make_embedder`, the index and ranking to :class:`memkit.search.Searcher`,
+the conversations to ``vault.conversations`` (:class:`memkit.sessions.Conversations`), the servers'
+hooks to ``vault.serving`` (:class:`memkit.search.Serving`), and the flows to memkit.split (an
+add), memkit.digest, memkit.upkeep and memkit.context. The model is loaded on first use and kept
+for the life of the object. The 0.1 names of what moved are in :mod:`memkit.vault_aliases`.
 """
 from __future__ import annotations
 
-import atexit
 import importlib
-import logging
 import os
-import threading
 from datetime import date, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, Mapping, Sequence, Union
+from typing import IO, TYPE_CHECKING, Any, Mapping, Sequence
 
 from .config import Config, load_config, resolve_model
-from .embeddings import Embedder, LazyEmbedder, MissingModel
-from .errors import MemkitError, ModelError, TopicNotFound, VaultLocked
-from .base.fsutil import file_lock
+from .embeddings import Embedder, complete, make_embedder
+from .errors import MemkitError
 from .index import Index, IndexReport, Progress
 from .formats.lifecycle import parse_day, with_dates
-from .formats.names import is_topic_filename, session_file_name
+from .formats.names import is_topic_filename
 from .formats.recent import RecentTopic, relative_time
-from .search import split_target
-from .search import Hit, Mode, Searcher, Threshold
-from .index import SessionSource
+from .llm import LLMChoice
+from .search import Hit, Mode, Searcher, Serving, Threshold
 from .store import Store, TopicInfo, find_vault
+from .vault_aliases import VaultAliases
 from .formats.topic import Entry, Topic
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
-    from .digest import Captured
-    from .upkeep import CheckReport
-    from .context import Context
-    from .digest import DigestReport, InboxResult
+    from .context import Context, Nudge
+    from .digest import Captured, DigestReport, InboxResult
     from .git import GitSetup, merge_files
     from .llm import LLM
-    from .context import Nudge
-    from .upkeep import UpkeepReport
     from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
-    from .sessions import Imported
-    from .sessions import Digested
-    from .sessions import SessionHit, SessionSearch
-    from .sessions import Window
-    from .sessions import Sessions
+    from .sessions import Conversations, Imported, SessionHit, Window
     from .split import SplitPlan
-    from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
-
-log = logging.getLogger("memkit")
-
-#: the threads filling the judge's vectors aside (servers), stopped before the interpreter exits:
-#: a daemon thread killed inside onnxruntime's pass aborts the process ("terminate called …")
-_FILLING: list[threading.Thread] = []
-_FILLING_LOCK = threading.Lock()
-_EXITING = threading.Event()
-
-
-def _stop_filling() -> None:
-    _EXITING.set()
-    with _FILLING_LOCK:
-        threads = list(_FILLING)
-    for thread in threads:
-        thread.join(10)
+    from .upkeep import ChangeReport, CheckReport, FollowUp, HistoryStep, TidyReport, UpkeepReport
 
 __all__ = ["Vault", "find_vault", "LLMChoice",
            # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
@@ -71,16 +45,11 @@ __all__ = ["Vault", "find_vault", "LLMChoice",
            "relative_time", "Session", "SessionInfo", "SessionMessage", "SessionHit", "Window", "PruneReport",
            "Imported"]
 
-#: which LLM a flow uses: ``"auto"`` the one memkit.yaml configures (none if it configures none),
-#: None no LLM, or an LLM client
-LLMChoice = Union["LLM", None, Literal["auto"]]
-
 #: the names of ``__all__`` that come from a service, imported when first asked for: importing this
 #: module loads no service (issue 16.5: `memkit search` loads no digest, LLM client or sessions)
 _LAZY = {"Captured": ".digest", "merge_files": ".git", "Session": ".formats.session",
          "SessionInfo": ".formats.session", "SessionMessage": ".formats.session", "PruneReport": ".formats.session",
          "SessionHit": ".sessions", "Window": ".sessions", "Imported": ".sessions"}
-
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
@@ -89,8 +58,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
-
-class Vault:
+class Vault(VaultAliases):
     """A memkit vault on disk: ``Vault("~/memory").search("what rice do I use")``.
 
     :param path: the vault folder (must exist; see :meth:`init` to create one).
@@ -109,10 +77,10 @@ class Vault:
         env = os.environ if env is None else env
         #: the model id or folder in use (the injected embedder's name, if one was given)
         self.model = embedder.name if embedder is not None else resolve_model(model, self.config, env)
-        self._embedder = embedder
+        self._embedder = complete(embedder) if embedder is not None else None
         self._searcher: Searcher | None = None
-        self._sessions: Sessions | None = None
-        self._session_search: SessionSearch | None = None
+        self._conversations: Conversations | None = None
+        self._serving: Serving | None = None
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"
@@ -156,13 +124,7 @@ class Vault:
     def show_topic(self, name: str) -> dict[str, Any]:
         """A topic as the front ends show it (name, title, summary, file, entries, ``split_into``); one
         split away: ``name`` and ``split_into`` only. :raises TopicNotFound: neither."""
-        try:
-            t = self.topic(name)
-        except TopicNotFound:
-            if not (children := self.subtopics(name)):
-                raise
-            return {"name": name, "split_into": children}
-        return dict(t.to_dict(), file=t.path.relative_to(self.root).as_posix(), split_into=self.subtopics(t.name))
+        return self.store.show_topic(name)
 
     def entries(self, topic: str | None = None) -> list[Entry]:
         """Every entry of the vault, or of one topic."""
@@ -269,8 +231,7 @@ class Vault:
         :param proposed: write the rewrite `memkit upkeep` proposed instead (as reviewed: no LLM
             call; the proposal goes once written).
         """
-        from .upkeep import apply_proposal
-        from .upkeep import distill
+        from .upkeep import apply_proposal, distill
         report = apply_proposal(self.store, dry_run=dry_run) if proposed else \
             distill(self.store, self._llm(llm), dry_run=dry_run)
         if not dry_run:
@@ -303,7 +264,7 @@ class Vault:
         split at once, its parts named from their own words (``split=False`` leaves it); the entry
         returned is then the one in its subtopic. A topic that was split is not recreated: the
         text goes to the subtopic whose entries share most of its words, else ``TOPIC-general``
-        (the entry returned says where).
+        (the entry returned says where; see :mod:`memkit.split.adding`).
 
         ``due``: a follow-up due that day (``(due DATE)``, kind ``pending`` unless one is given);
         ``until``: the memory expires after that day (``(until DATE)``; not in the past). The topic's
@@ -312,27 +273,10 @@ class Vault:
         :raises MemkitError: empty text, a bad kind or tag, ``until`` in the past; TopicNameError: a
             bad topic name.
         """
+        from .split import add_entry
         text, kind = with_dates(text, kind, due=due, until=until)
-        path = self.store.topic_path(topic or "general")  # resolved once for the whole add
-        if not path.exists() and not path.is_symlink() and self.store.subtopics(path.stem):
-            target = split_target(self.searcher, path.stem, text)  # split before: never recreated, its part
-            if target != path.stem:
-                log.info("topic %s was split: added to %s", path.stem, target)
-                path = self.store.topic_path(target)
-        entry, count = self.store.add(text, kind=kind, tags=tags, when=when, path=path, allow_duplicate=allow_duplicate)
-        if count < 0:  # the topic holds it already: nothing written
-            return entry
-        self._wrote(entry.topic, path)
-        if split and count > self.config.topic_split_threshold_lines:
-            plan = self._maybe_split(entry.topic)
-            if plan is not None:  # the entry now lives in one of the subtopics: return where
-                log.info("topic %s had %d entries (over topic_split_threshold_lines): split into %s",
-                         entry.topic, count, ", ".join(plan.names))
-                for part in plan.names:
-                    moved = next((e for e in self.store.topic(part).entries if e.hash == entry.hash), None)
-                    if moved is not None:
-                        return moved
-        return entry
+        return add_entry(self.store, lambda: self.searcher, text, topic=topic, kind=kind, tags=tags, when=when,
+                         split=split, allow_duplicate=allow_duplicate, wrote=self._wrote)
 
     def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
                reason: str = "forgotten") -> Entry:
@@ -359,38 +303,20 @@ class Vault:
         :param session: the id the inbox file is named after (the same session replaces its file).
         :param now: digest it at once (needs an LLM) and move it to inbox/done/.
         :param llm: for ``now``: ``"auto"`` (memkit.yaml's), None (fails) or an LLM client.
-        :param save: also store the conversation as a session (:meth:`import_sessions`) named after
-            the capture's session id: capturing it again appends only the new messages. A Claude
-            Code transcript is read again for its messages' times; other formats have none, and
-            their messages are stamped with the time of the capture.
+        :param save: also store the conversation as a session named after the capture's session id
+            (:meth:`memkit.sessions.Conversations.save_capture`): capturing it again appends only
+            the new messages.
         """
         from .digest import capture as capture_conversation
-        from .formats.session import check_session_id
-        digest = None
-        if now:
-            client = self._llm(llm)
-            if client is None:
-                raise MemkitError("--now needs an LLM: set `llm:` in memkit.yaml, or capture without --now "
-                                  "and let `memkit watch` digest the inbox")
-
-            def digest(target: Path) -> dict[str, Any]:
-                return self.digest(target, llm=client).to_dict()
-
-        result = capture_conversation(self.store, path=path, stdin=stdin, session=session, digest=digest,
+        client = self._llm(llm) if now else None
+        if now and client is None:
+            raise MemkitError("--now needs an LLM: set `llm:` in memkit.yaml, or capture without --now "
+                              "and let `memkit watch` digest the inbox")
+        result = capture_conversation(self.store, path=path, stdin=stdin, session=session,
+                                      digest=(lambda target: self.digest(target, llm=client).to_dict()) if now else None,
                                       llm_configured=bool(self.config.llm))
         if save:
-            try:
-                sid = check_session_id(result.session)
-            except MemkitError:  # a path or a long id: its readable, collision-free file stem
-                sid = session_file_name(result.session, result.session, "")
-            data, fmt, name = (self.root / result.file).read_bytes(), "jsonl", result.file
-            if result.format == "claude-code" and result.source != "stdin":  # the transcript itself has the times
-                try:
-                    data, fmt, name = Path(result.source).read_bytes(), "claude-code", result.source
-                except OSError:
-                    pass
-            (saved,) = self.import_sessions(data, name=name, fmt=fmt, session_id=sid)
-            result.saved = saved.to_dict()
+            result.saved = self.conversations.save_capture(result).to_dict()
         return result
 
     def changed(self) -> None:
@@ -400,180 +326,35 @@ class Vault:
         if self._searcher is not None:
             self._searcher.changed()
 
-    def _wrote(self, topic: str, path: Path | None = None) -> None:
+    def _wrote(self, topic: str, path: Path | None = None, parsed: Topic | None = None) -> None:
         """This object just wrote one topic file (``path``, when known): index that file now (not
         the whole vault), so a search finds it at once and a long-running process (the MCP server)
         stays fast. Nothing is done before the first search (the model is not loaded for a write)."""
-        if self._searcher is None:
-            return
-        try:
-            self._searcher.refresh_files([path if path is not None else self.store.topic_path(topic)])
-        except MemkitError as exc:  # the write happened; the next search re-checks every file
-            log.debug("indexing %s after the write failed: %s", topic, exc)
-            self._searcher.changed()
+        if self._searcher is not None:
+            self._searcher.wrote(path if path is not None else self.store.topic_path(topic), parsed)
 
-    def _maybe_split(self, topic: str) -> SplitPlan | None:
-        """Split ``topic`` if it grew past the threshold, naming the parts from their own words (an
-        add never waits for an LLM); a failure is a warning, never a failure of the write that
-        triggered it."""
-        from .split import maybe_split
-        try:
-            return maybe_split(self.searcher, topic, llm=None)
-        except MemkitError as exc:
-            log.warning("could not split %s: %s", topic, exc)
-            return None
-
-    # ---- conversation sessions (see memkit.sessions.folder, memkit.sessions.budget, memkit.sessions.io) --------
+    # ---- conversation sessions: vault.conversations (memkit.sessions.Conversations) -------------------
     @property
-    def _conversations(self) -> Sessions:
-        """The vault's ``sessions/`` folder (:class:`memkit.sessions.folder.Sessions`)."""
-        from .sessions import Sessions
-        if self._sessions is None:
-            self._sessions = Sessions(self.root, self.store.state_dir, self.config)
-        return self._sessions
-
-    def sessions(self, *, archived: bool = False) -> list[SessionInfo]:
-        """Every conversation session, most recently updated first (``archived``: the pruned ones)."""
-        return self._conversations.list(archived)
-
-    def session(self, session_id: str) -> Session:
-        """One session with all its messages (its id, a unique prefix, or its file name).
-
-        :raises SessionNotFound: none or several match."""
-        return self._conversations.load(session_id)
-
-    def raw_session(self, session_id: str) -> Session:
-        """A session's whole raw conversation: once it aged (:mod:`memkit.sessions.aging`), the
-        messages kept in ``sessions/archive/raw/`` and those saved since; else the session."""
-        return self._conversations.load_raw(session_id)
-
-    def create_session(self, *, system_prompt: str | None = None, title: str | None = None,
-                       metadata: Mapping[str, Any] | None = None, user: str | None = None, tags: Sequence[str] = (),
-                       session_id: str | None = None, now: datetime | None = None) -> Session:
-        """Start a conversation: ``sessions/<day>-<id>.md`` (``session_id`` or 8 hex digits). The
-        id also works as :meth:`context`'s session. :raises MemkitError: the id is taken or invalid."""
-        with self.store.lock():
-            return self._conversations.create(session_id=session_id, title=title, system=system_prompt, user=user,
-                                             tags=tags, metadata=metadata, now=now)
-
-    def save_message(self, session_id: str, role: str, content: str, *, important: bool = False,
-                     name: str | None = None, now: datetime | None = None, exact: bool = False,
-                     digest: bool = True) -> SessionMessage:
-        """Append a message (role user, assistant, system or tool) to a session: one ``O_APPEND``
-        write, so concurrent writers lose nothing. ``important`` keeps it verbatim in ``hybrid``;
-        ``exact``: ``session_id`` is the id or file name, not a prefix (an API's clients' ids).
-
-        With ``digest_every_messages: N`` in memkit.yaml and an LLM configured, the N-th new message
-        digests the messages not digested yet (a failure is logged; the message is saved); not with
-        ``digest=False`` (the caller digests later: :meth:`digest_new_messages` with ``force=False``)."""
-        message = self._conversations.append(session_id, role, content, important=important, name=name, now=now,
-                                             exact=exact)
-        every = self.config.digest_every_messages
-        if digest and every > 0 and self.config.llm is not None:
-            from .sessions import digest_quietly
-            digest_quietly(self._conversations, self.store.state_dir, session_id, every, self._digest_with(None))
-        return message
-
-    def digest_new_messages(self, session_id: str, *, llm: LLMChoice = "auto", force: bool = True) -> Digested | None:
-        """Digest the messages of a session the LLM has not seen yet (see
-        :mod:`memkit.sessions.live_digest`); ``force=False`` only when ``digest_every_messages`` are new.
-        None: nothing new (or another writer is digesting it now)."""
-        from .sessions import digest_new
-        return digest_new(self._conversations, self.store.state_dir, session_id, self.config.digest_every_messages,
-                          self._digest_with(llm), force=force)
-
-    def _digest_with(self, llm: LLMChoice | None) -> Any:
-        """A session digest's callback: (JSONL, name) -> report (``llm`` None: memkit.yaml's)."""
-        chosen: LLMChoice = "auto" if llm is None else llm
-        return lambda text, name: self.digest_text(text, name=name, llm=chosen)
-
-    def recent_messages(self, session_id: str, max_tokens: int = 4096, *, strategy: str | None = None,
-                        llm: LLMChoice = "auto", keep_recent: int | None = None,
-                        now: datetime | None = None, exact: bool = False, cache: bool = True) -> Window:
-        """The session's history within ``max_tokens``, oldest first, the system prompt first (see
-        :mod:`memkit.sessions.budget`; ``strategy`` default: memkit.yaml's ``session_strategy``).
-        A summary made on the way is cached in the session file (``cache=False``: only returned, the
-        file untouched). ``exact``: as for :meth:`save_message`."""
-        from .sessions import window
-        chosen = strategy or self.config.session_strategy
-        path, archived = self._conversations.find(session_id, exact=exact)
-        conv, earlier = (self._conversations.load_newest(path, max_tokens, archived) if chosen == "simple"
-                         else (self._conversations.load_path(path, archived), 0))
-        client = self._llm(llm) if chosen != "simple" else None
-        return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
-                      keep_recent=keep_recent or self.config.session_keep_recent, now=now,
-                      save_summary=(lambda s: self._conversations.add_summary(path, s)) if cache else None,
-                      earlier=earlier)
-
-    def delete_session(self, session_id: str) -> SessionInfo:
-        """Delete a session's file for good (:meth:`prune_sessions` archives instead)."""
-        with self.store.lock():
-            return self._conversations.delete(session_id)
-
-    def prune_sessions(self, days: int | None = None, *, delete: bool = False, dry_run: bool = False,
-                       now: datetime | None = None) -> PruneReport:
-        """Move sessions idle for more than ``days`` (default: ``expire: conversation``, 30 days)
-        to ``sessions/archive/``, or delete them with ``delete``."""
-        with self.store.lock():
-            return self._conversations.prune(days, delete=delete, dry_run=dry_run, now=now)
-
-    def digest_session(self, session_id: str, *, llm: LLMChoice = "auto", dry_run: bool = False) -> DigestReport:
-        """Digest a session's messages into memory entries, as :meth:`digest` does a transcript
-        (digesting the same messages twice adds nothing); they count as digested for
-        ``digest_every_messages`` then, which sends only later ones."""
-        from .sessions import mark_digested, to_jsonl
-        conv = self.session(session_id)
-        if not conv.messages:
-            raise MemkitError(f"session {conv.id} has no messages to digest")
-        report = self.digest_text(to_jsonl(conv.messages), name=conv.file, llm=llm, dry_run=dry_run)
-        if not dry_run:
-            mark_digested(self.store.state_dir, conv)
-        return report
-
-    def export_session(self, session_id: str) -> str:
-        """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""
-        from .sessions import export_jsonl
-        return export_jsonl(self.session(session_id))
-
-    def import_sessions(self, data: bytes, *, name: str = "import", fmt: str = "auto", session_id: str | None = None,
-                        title: str | None = None, now: datetime | None = None) -> list[Imported]:
-        """Store the conversations of a JSONL / JSON messages file, a Claude Code transcript or a
-        ChatGPT export (``fmt``: ``auto`` detects it) as sessions; into an existing ``session_id``
-        only the messages it lacks are appended."""
-        from .sessions import import_conversations, parse_conversations
-        _, conversations = parse_conversations(data, name, fmt, now)
-        with self.store.lock():
-            return import_conversations(self._conversations, conversations, session_id=session_id, title=title,
-                                        now=now)
-
-    def search_sessions(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
-                        since: str | None = None, exact: bool = False) -> list[SessionHit]:
-        """Messages of past conversations that match ``query`` by meaning and words, best first
-        (see :mod:`memkit.sessions.search`; ``exact``: ``session`` as for :meth:`save_message`)."""
-        from .sessions import SessionSearch
-        if self._session_search is None:
-            index = Index(self.store, self.embedder, SessionSource(self.store))
-            self._session_search = SessionSearch(self._conversations, Searcher(self.store, index))
-        return self._session_search.search(query, k=k, session=session, role=role, since=since, exact=exact)
+    def conversations(self) -> Conversations:
+        """The vault's conversation sessions (``sessions/``) and their verbs: ``new``, ``append``,
+        ``list``, ``show``, ``window``, ``search``, ``digest``, ``export``, ``import_``, ``delete``,
+        ``prune`` (see :class:`memkit.sessions.Conversations`; their 0.1 names, ``create_session``…:
+        :mod:`memkit.vault_aliases`)."""
+        from .sessions import Conversations
+        if self._conversations is None:
+            self._conversations = Conversations(
+                self.store, llm=self._llm, embedder=lambda: self.embedder,
+                digest=lambda text, name, llm, dry_run: self.digest_text(text, name=name, llm=llm, dry_run=dry_run))
+        return self._conversations
 
     # ---- index and search -----------------------------------------------------------------------------
     @property
     def embedder(self) -> Embedder:
-        """The embedding model: located at once, loaded on its first use (:class:`LazyEmbedder`),
-        so what needs no vectors (lexical search, show, add…) never loads it."""
+        """The embedding model, chosen once (:func:`memkit.embeddings.make_embedder`): located at
+        once, loaded on its first use, so what needs no vectors (lexical search, show, add…) never
+        loads it; a model that cannot be found: words only, with a warning."""
         if self._embedder is None:
-            chosen: Embedder = LazyEmbedder(self.model)
-            try:
-                if self.config.embedder is not None and self.model is None:  # a server, unless a model is named
-                    from .embeddings import HTTPEmbedder  # urllib's HTTP client: only for a server
-                    chosen = HTTPEmbedder(self.config.embedder)
-                elif self.config.embedder is not None:
-                    self.store.warn_once(f"both a model ({self.model}) and an embedder: are set; using the model")
-                chosen.dim  # located now (a model's files read, a server asked once), loaded later
-                self._embedder = chosen
-            except ModelError as exc:  # what needs no vectors still works: words only, with a warning
-                self.store.warn_once(f"{exc}; searching by words only until the model is found")
-                self._embedder = MissingModel(self.model, str(exc))
+            self._embedder = make_embedder(self.model, self.config, self.store.warn_once)
         return self._embedder
 
     @property
@@ -582,11 +363,6 @@ class Vault:
         if self._searcher is None:
             self._searcher = Searcher(self.store, Index(self.store, self.embedder))
         return self._searcher
-
-    def open_index(self) -> Index:
-        """A new :class:`memkit.index.index.Index` of this vault and model, with its own database
-        connection: for a thread that refreshes while another searches this Vault (the watcher)."""
-        return Index(self.store, self.embedder)
 
     def index(self, *, full: bool = False, progress: Progress | None = None,
               judge_progress: Progress | None = None, judge: bool = True) -> IndexReport:
@@ -597,69 +373,23 @@ class Vault:
         :param progress: called with (done, total) while embedding; ``judge_progress`` the same
             for the judge's vectors.
         :param judge: also fill the judge's vectors (False: the servers' start, which fills them
-            aside, :meth:`fill_judge_aside`).
+            aside, :meth:`memkit.search.Serving.fill_judge_aside`).
 
         The sidecars of other models are deleted once this model's is complete (derived data:
         switching back rebuilds one).
         """
-        searcher = self.searcher
-        index = searcher.index
-        report = index.refresh(full=full, progress=progress)
-        index.prune_other_models()
-        if judge and not report.busy:
-            report.judged = searcher.fill_judge(judge_progress)
-        return report
-
-    def fill_judge_aside(self, stop: threading.Event | None = None) -> threading.Thread:
-        """Fill the judge's stored vectors in a daemon thread with an index connection of its own
-        (a server's start: it serves at once, and a search embeds the candidates it meets without
-        a vector meanwhile). ``stop``: set, the thread ends after the batch it is on."""
-        class Stopped(Exception):
-            pass
-
-        def check(done: int, total: int) -> None:
-            if (stop is not None and stop.is_set()) or _EXITING.is_set():
-                raise Stopped
-
-        def fill() -> None:
-            index = self.open_index()
-            try:
-                self.searcher.fill_judge(check, index=index)
-            except Stopped:
-                pass
-            except Exception as exc:  # a thread of its own: said, never raised into the server
-                log.warning("filling the judge's vectors stopped: %s", exc)
-            finally:
-                index.close()
-
-        thread = threading.Thread(target=fill, name="memkit-judge-fill", daemon=True)
-        with _FILLING_LOCK:
-            if not _FILLING:
-                atexit.register(_stop_filling)
-            _FILLING[:] = [t for t in _FILLING if t.is_alive()] + [thread]
-        thread.start()
-        return thread
+        return self.searcher.reindex(full=full, progress=progress, judge=judge, judge_progress=judge_progress)
 
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
                min_importance: float | None = None, judge: bool | None = None) -> list[Hit]:
-        """Hybrid lexical + vector search (see :meth:`memkit.search.searcher.Searcher.search`).
-
-        :param query: what to look for.
-        :param k: results at most (default ``max_memories_per_search``).
-        :param threshold: ``"auto"`` (memkit.yaml or the model's calibrated value), a cosine, or None.
-        :param topic: only this topic and its subtopics; :param kind: only this kind;
-            :param tag: only this tag; :param since: only entries dated on or after this day.
-        :param mode: ``hybrid``, ``vector`` or ``lexical``.
-        :param refresh: check the files first: None at most once a second, True now, False never.
-        :param weak: when nothing passes the threshold, up to this many of the closest entries that
-            are more than noise, marked ``confident=False`` (0: none, an empty list).
-        :param min_importance: only entries of at least this ``(importance X)`` (0..1; an entry
-            without one counts as 0.5).
-        :param judge: the second stage (the judge re-scores the best candidates; a hybrid search's
-            threshold is then on its cosine): None as memkit.yaml says (on by default), False: off.
-        """
+        """Hybrid lexical + vector search: the ``k`` best entries for ``query`` (default
+        ``max_memories_per_search``) that pass ``threshold`` and the filters (``topic`` and its
+        subtopics, ``kind``, ``tag``, ``since``, ``min_importance``), re-scored by the judge unless
+        ``judge=False``; when none passes, up to ``weak`` close ones marked ``confident=False``.
+        Each parameter: :meth:`memkit.search.Searcher.search` (the query is checked once, a
+        :class:`memkit.search.Query`)."""
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
                                     since=since, mode=mode, refresh=refresh, weak=weak,
                                     min_importance=min_importance, judge=judge)
@@ -713,13 +443,9 @@ class Vault:
                     dry_run: bool = False) -> DigestReport:
         """Digest a conversation given as text (any format :meth:`digest` reads); ``name`` is how
         reports and errors call it."""
-        from .digest import digest_messages, transcript_sha
-        from .formats.transcript import parse_transcript
-        data = text.encode("utf-8", errors="surrogatepass")
-        messages = parse_transcript(data, name)
+        from .digest import digest_text
         try:
-            return digest_messages(self.searcher, messages, self._llm(llm), name=name,
-                                   sha=transcript_sha(data), dry_run=dry_run)
+            return digest_text(self.searcher, text, self._llm(llm), name=name, dry_run=dry_run)
         finally:
             self.changed()
 
@@ -751,19 +477,11 @@ class Vault:
         ``memkit split --dry-run`` prints it."""
         return plan.diff(self.store)
 
-    # ---- for long-running front ends (memkit serve) ---------------------------------------------------
-    def index_status(self) -> dict[str, Any]:
-        """The index as ``memkit stats`` shows it: model, dim, file, exists and ``stale_files``
-        (topic files changed since the last refresh). Loads no model."""
-        return self.searcher.index_state()
-
-    def write_locked(self) -> bool:
-        """Whether a writer (a thread of this process or another process) holds the vault's write
-        lock right now; never waits. False when the lock cannot be looked at (a read-only vault)."""
-        try:
-            with file_lock(self.store.lock().path, timeout=0):
-                return False
-        except VaultLocked:
-            return True
-        except MemkitError:
-            return False
+    # ---- for memkit's own long-running front ends (memkit serve, mcp, watch) -----------------------------
+    @property
+    def serving(self) -> Serving:
+        """What only the long-running front ends need (:class:`memkit.search.Serving`): memkit's
+        own plumbing, not the library's API (its 0.1 names: :mod:`memkit.vault_aliases`)."""
+        if self._serving is None:
+            self._serving = Serving(self.store, lambda: self.searcher, lambda: self.embedder)
+        return self._serving

@@ -85,6 +85,9 @@ LAZY_MODULES = {
     "frontends/cli/search.py": {".session"},  # `search --sessions` prints as `memkit session search`: not a plain search
     "vault.py": {".context", ".digest", ".embeddings", ".formats.session", ".formats.transcript", ".git", ".llm",
                  ".sessions", ".split", ".upkeep"},
+    # moved out of vault.py with the flows they serve (issue 28.2), lazy as they were there:
+    "embeddings/choice.py": {".remote"},  # the embedding server's client (urllib, http.client): only for a server
+    "split/adding.py": {".split"},  # the clustering: only when an add pushes a topic past the threshold
 }
 
 

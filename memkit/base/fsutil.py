@@ -110,6 +110,7 @@ class AppendFile:
 
     def __init__(self, path: Path, limit: int | None = None) -> None:
         self.data = b""  #: the file's bytes when opened (read only when a ``limit`` is given)
+        self.stamp: Stamp | None = None  #: the file's stat after :meth:`append`
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         try:
             st = os.fstat(self._fd)
@@ -132,9 +133,11 @@ class AppendFile:
             os.close(self._fd)
             raise
 
-    def append(self, data: bytes | Callable[[bytes], bytes]) -> None:
+    def append(self, data: bytes | Callable[[bytes], bytes]) -> bool:
         """One ``O_APPEND`` write, then fsync; ``data`` may be a function of the file's last byte
-        as it is now (see :func:`append_bytes`)."""
+        as it is now (see :func:`append_bytes`). Whether the file is now exactly :attr:`data` (read
+        with a ``limit``) and what was appended: nobody else appended since it was read (its stat
+        then: :attr:`stamp`)."""
         if callable(data):
             size = os.fstat(self._fd).st_size
             data = data(os.pread(self._fd, 1, size - 1) if size else b"")
@@ -142,6 +145,9 @@ class AppendFile:
         while view:
             view = view[os.write(self._fd, view):]
         os.fsync(self._fd)
+        st = os.fstat(self._fd)
+        self.stamp = stamp_of(st)
+        return st.st_size == len(self.data) + len(data)
 
     def fileno(self) -> int:
         return self._fd

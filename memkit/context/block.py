@@ -326,7 +326,7 @@ def _due(searcher: Searcher, today: date) -> list[tuple[str, str, date]]:
     """(text, topic, due day) of each follow-up due or overdue today, the oldest due first; read
     from the index (no topic file is parsed), whose entries carry their kind."""
     searcher.refresh()
-    view = searcher.index.view()
+    view = searcher.view()
     out = []
     for i, kind in enumerate(view.kinds):
         if kind != PENDING or not view.is_live(i):
@@ -373,7 +373,7 @@ def _accumulate(state: dict[str, Any], hits: Sequence[Hit]) -> list[Hit]:
 def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
     """Drop remembered hits whose entry has been forgotten or edited since; follow moved ones."""
     searcher.refresh(force=True)  # a stat per topic file; search alone re-checks at most once a second
-    view = searcher.index.view()
+    view = searcher.view()
     where: dict[str, int] = {}
     for i, entry_id in enumerate(view.ids.tolist()):
         if view.is_live(i):  # a dead row: a forgotten or edited entry's old place

@@ -46,7 +46,7 @@ from ..split import maybe_split
 from ..store import Store
 from ..formats.words import terms
 from ..formats.topic import Entry, Topic, append_line, format_entry, new_topic_text, remove_lines, text_hash, unified_diff
-from ..formats.transcript import Message, read_transcript, render
+from ..formats.transcript import Message, parse_transcript, read_transcript, render
 
 log = logging.getLogger("memkit")
 
@@ -165,6 +165,15 @@ def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | Non
     messages, data = read_transcript(path)
     return digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
                            now=now, split=split, force=force)
+
+
+def digest_text(searcher: Searcher, text: str, llm: LLM | None, *, name: str = "transcript",
+                dry_run: bool = False) -> DigestReport:
+    """Digest a conversation given as text (any format :func:`digest_file` reads); ``name`` is how
+    reports and errors call it."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    return digest_messages(searcher, parse_transcript(data, name), llm, name=name, sha=transcript_sha(data),
+                           dry_run=dry_run)
 
 
 def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | None, *, name: str = "transcript",
@@ -400,7 +409,7 @@ def _together(searcher: Searcher, conclusions: list[Conclusion]) -> list[Conclus
         return list(conclusions)
     words = [{w for w in terms(_DATE_TAIL.sub("", c.text)) if len(w) >= 4 and w.isalpha()} for c in conclusions]
     try:
-        vectors = searcher.index.embedder.embed([c.text for c in conclusions])
+        vectors = searcher.embed([c.text for c in conclusions])
         close = similarities(vectors) >= searcher.threshold() + 0.1
     except NumericError as exc:
         log.warning("grouping the conclusions by their shared words only: %s", exc)

@@ -1,4 +1,8 @@
-"""The models: memkit's static model (model2vec), an OpenAI-compatible embedding server, and the judge (a small ONNX transformer)."""
+"""The models: memkit's static model (model2vec), an OpenAI-compatible embedding server, and the judge (a small ONNX transformer).
+
+:class:`Embedder` is the extension point: an object of your own with ``name``, ``dim`` and
+``embed(texts)`` (``Vault(path, embedder=...)``); :func:`complete` gives it the defaults of the rest.
+"""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -6,14 +10,19 @@ from typing import TYPE_CHECKING
 from ..base.face import face
 
 if TYPE_CHECKING:
+    from .choice import make_embedder
     from .judge import Judge, shared_judge, text_keys
+    from .protocol import Embedder, complete
     from .remote import HTTPEmbedder
-    from .static import Embedder, LazyEmbedder, MissingModel
+    from .static import LazyEmbedder, MissingModel
 
-__all__ = ["Embedder", "HTTPEmbedder", "Judge", "LazyEmbedder", "MissingModel", "shared_judge", "text_keys"]
+__all__ = ["Embedder", "HTTPEmbedder", "Judge", "LazyEmbedder", "MissingModel", "complete", "make_embedder",
+           "shared_judge", "text_keys"]
 
 __getattr__, __dir__ = face(__name__, {
+    ".choice": "make_embedder",
     ".judge": "Judge shared_judge text_keys",
+    ".protocol": "Embedder complete",
     ".remote": "HTTPEmbedder",
-    ".static": "Embedder LazyEmbedder MissingModel",
+    ".static": "LazyEmbedder MissingModel",
 })

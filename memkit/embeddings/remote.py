@@ -25,13 +25,13 @@ import numpy as np
 
 from ..config import EmbedderSettings
 from ..base.deadline import Deadline
+from ..base.http import open_within
 from ..errors import ModelError
 
 __all__ = ["HTTPEmbedder"]
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 RETRY_AFTER_S = 60.0  #: after a failure, the server is not asked again for this long (no wait per search)
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 class HTTPEmbedder:
@@ -48,7 +48,6 @@ class HTTPEmbedder:
         self.settings = settings
         self.url = settings.base_url.rstrip("/") + "/embeddings"
         parts = urllib.parse.urlsplit(self.url)
-        host = parts.hostname or ""
         self.name = f"{settings.model}@{parts.netloc}"  #: the sidecar's name: two servers on one host differ by port
         self._down: tuple[float, str] | None = None  #: (until when, why) after a failure
         self._dim = settings.dim
@@ -58,8 +57,6 @@ class HTTPEmbedder:
             if not key:
                 raise ModelError(f"environment variable {settings.api_key_env} (embedder.api_key_env) is not set")
             self._key = key
-        # a proxy from the environment would break a server on this machine
-        self._handlers = [urllib.request.ProxyHandler({})] if host in LOOPBACK else []
 
     def __repr__(self) -> str:
         return f"HTTPEmbedder(url={self.url!r}, model={self.settings.model!r})"
@@ -113,7 +110,7 @@ class HTTPEmbedder:
         too_slow = f"{where} did not answer within {self.settings.timeout_s:g} s (embedder.timeout_s)"
         deadline = Deadline(self.settings.timeout_s)  # the whole request, not each read (a server may drip)
         try:
-            with deadline.opener(*self._handlers).open(request, timeout=deadline.left()) as response:
+            with open_within(request, deadline) as response:  # a server on this machine: no proxy
                 body = response.read(MAX_BODY_BYTES + 1)
         except urllib.error.HTTPError as exc:
             if deadline.expired:

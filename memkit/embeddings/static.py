@@ -16,12 +16,13 @@ import socket
 import threading
 from itertools import chain
 from pathlib import Path
-from typing import Callable, Protocol, Sequence, cast
+from typing import Callable, Sequence, cast
 
 import numpy as np
 
 from ..config import DEFAULT_MODEL
 from ..errors import ModelError
+from .protocol import Embedder
 
 log = logging.getLogger("memkit")
 
@@ -29,25 +30,6 @@ BUILTIN_MODEL = "memkit-m2v"  #: memkit's own model, shipped in the package (mem
 OFFLINE_MODEL = "tokenlearn-static-model"
 #: how to install the offline model: memkit's PyPI name is not ``memkit`` (taken by another project)
 OFFLINE_INSTALL = "pip install tokenlearn-static-model"
-
-
-class Embedder(Protocol):
-    """Anything that turns texts into L2-normalised float32 rows."""
-
-    @property
-    def name(self) -> str:
-        """What made the vectors; stamped on the sidecar."""
-        ...
-
-    @property
-    def dim(self) -> int:
-        """The vectors' dimension."""
-        ...
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` into an ``(len(texts), dim)`` float32 array of unit rows (zero rows for
-        texts with no known token)."""
-        ...
 
 
 class StaticEmbedder:
@@ -63,6 +45,9 @@ class StaticEmbedder:
     :param folder: a folder with tokenizer.json, model.safetensors and config.json.
     :param name: the name stamped on sidecars (model id or folder).
     """
+
+    available = True
+    loaded = True
 
     def __init__(self, folder: str | os.PathLike[str], name: str | None = None) -> None:
         from tokenizers import Tokenizer
@@ -482,6 +467,8 @@ class LazyEmbedder:
 
     :param spec: model id or folder (see :func:`locate_model`).
     """
+
+    available = True
 
     def __init__(self, spec: str | None = None) -> None:
         self.spec = spec or None

@@ -50,7 +50,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..embeddings import Embedder
+from ..embeddings import Embedder, complete
 from .queue import EMBED_BATCH, EmbedQueue, f32_rows
 from ..errors import MemkitError, TopicParseError
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
@@ -133,11 +133,13 @@ class Index:
     """The embedding index of a vault for one model (see the module docstring).
 
     :param store: the vault's files.
-    :param embedder: the model; its ``name`` and ``dim`` select the sidecar file.
+    :param embedder: the model; its ``name`` and ``dim`` select the sidecar file (an object with
+        ``name``, ``dim`` and ``embed`` alone is completed, :func:`memkit.embeddings.complete`).
     """
 
     def __init__(self, store: Store, embedder: Embedder, source: Source | None = None) -> None:
         self.store = store
+        embedder = complete(embedder)
         self.embedder = embedder
         self.source: Source = source if source is not None else TopicSource(store)  #: the files indexed
         self.db = Sidecar(store, embedder, self.source.suffix)  #: the SQLite file and the matrix
@@ -257,7 +259,8 @@ class Index:
 
     # ---- refreshing -----------------------------------------------------------------------------
     def refresh(self, *, full: bool = False, progress: Progress | None = None, wait: float = WRITE_WAIT_S,
-                embed: bool = True, paths: Iterable[str | os.PathLike[str]] | None = None) -> IndexReport:
+                embed: bool = True, paths: Iterable[str | os.PathLike[str]] | None = None,
+                parsed: Sequence[Topic] = ()) -> IndexReport:
         """Bring the sidecar up to date with the topic files.
 
         :param full: parse every file again and re-embed every entry.
@@ -270,6 +273,8 @@ class Index:
         :param paths: check only these topic files (paths or ``topics/NAME.md``; a file that is
             gone is dropped): what a process calls right after writing them, without listing
             topics/. Other files are left for the next refresh.
+        :param parsed: of ``paths``, the topics their writer parsed as it wrote them, each with the
+            file's stat after the write (:attr:`Topic.stamp`): used instead of reading the file.
         """
         started = time.perf_counter()
         report = IndexReport(model=self.embedder.name, dim=self.embedder.dim)
@@ -281,7 +286,7 @@ class Index:
             gone: list[str] = []
             if paths is not None and not full:
                 try:
-                    sources, gone = self._stale_paths(paths)
+                    sources, gone = self._stale_paths(paths, parsed)
                 except (MemkitError, OSError) as exc:  # an odd name or file: check everything instead
                     log.debug("refresh of %s: %s; checking every file", paths, exc)
                     sources = None
@@ -322,8 +327,11 @@ class Index:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _stale_paths(self, paths: Iterable[str | os.PathLike[str]]) -> tuple[list[_Source], list[str]]:
-        """The named topic files that changed (parsed already), and those that are gone."""
+    def _stale_paths(self, paths: Iterable[str | os.PathLike[str]],
+                     parsed: Sequence[Topic] = ()) -> tuple[list[_Source], list[str]]:
+        """The named topic files that changed (parsed already: by their writer, ``parsed``, else
+        read now), and those that are gone."""
+        written = {t.name: t for t in parsed if t.stamp is not None}
         known = self._file_rows()
         sources, gone = [], []
         for given in paths:
@@ -337,7 +345,11 @@ class Index:
                         continue
                 except OSError:
                     pass
-            topic = self.source.lookup(name)
+            topic = written.get(name)
+            if topic is not None:
+                self.store.warn_problems(topic)  # what reading it would have said
+            else:
+                topic = self.source.lookup(name)
             if topic is None:
                 if rel in known:
                     gone.append(rel)

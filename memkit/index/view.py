@@ -116,6 +116,11 @@ class IndexView:
         """The other dimensions (a view of the matrix)."""
         return self.vectors[:, min(PREFIX_DIMS, self.dim):]
 
+    def term_ids_of(self, terms: Sequence[str]) -> list[int]:
+        """The id of each search term in this view's vocabulary (-1: no entry holds it): a query's
+        terms are looked up once, here, before it is ranked (:meth:`memkit.search.Searcher.find`)."""
+        return self.vocab.ids(terms)
+
     def is_live(self, i: int) -> bool:
         return self.live is None or bool(self.live[i])
 

@@ -1,4 +1,8 @@
-"""The client of the OpenAI-compatible chat API that digests, splits and ages (or a command speaking JSON)."""
+"""The client of the OpenAI-compatible chat API that digests, splits and ages (or a command speaking JSON).
+
+:class:`LLM` is the extension point: any object with ``chat(messages) -> str`` (``llm=`` of the
+flows); :class:`TextChat` the one optional capability memkit uses.
+"""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -6,10 +10,12 @@ from typing import TYPE_CHECKING
 from ..base.face import face
 
 if TYPE_CHECKING:
-    from .client import LLM, ask_json, ask_text, make_llm
+    from .choice import LLMChoice
+    from .client import LLM, TextChat, ask_json, ask_text, make_llm
 
-__all__ = ["LLM", "ask_json", "ask_text", "make_llm"]
+__all__ = ["LLM", "LLMChoice", "TextChat", "ask_json", "ask_text", "make_llm"]
 
 __getattr__, __dir__ = face(__name__, {
-    ".client": "LLM ask_json ask_text make_llm",
+    ".choice": "LLMChoice",
+    ".client": "LLM TextChat ask_json ask_text make_llm",
 })

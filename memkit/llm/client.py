@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import http.client
-import ipaddress
 import json
 import os
 import re
@@ -23,16 +22,17 @@ import subprocess
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
-from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence
+from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
 
 from ..config import LLMSettings, check_url
 from ..base.deadline import Deadline
+from ..base.http import open_within
 from ..errors import LLMError
 
 __all__ = [
     "LLM",
+    "TextChat",
     "LLMSettings",
     "HTTPChatLLM",
     "CommandLLM",
@@ -58,6 +58,17 @@ class LLM(Protocol):
 
         :param messages: OpenAI-style messages, each ``{"role": ..., "content": ...}``.
         """
+        ...
+
+
+@runtime_checkable
+class TextChat(Protocol):
+    """An :class:`LLM` that can be told to answer in plain text (a summary, an opening line) where
+    it would otherwise be asked for JSON (:class:`HTTPChatLLM` in JSON mode): the one optional
+    capability memkit uses (:func:`ask_text`); an LLM without it is asked with :meth:`LLM.chat`."""
+
+    def chat_text(self, messages: list[dict[str, str]]) -> str:
+        """Like :meth:`LLM.chat`, never asking for a JSON reply."""
         ...
 
 
@@ -97,9 +108,6 @@ class HTTPChatLLM:
                     f"environment variable {settings.api_key_env} (llm.api_key_env) is not set"
                 )
             self._api_key = key.strip()
-        host = urllib.parse.urlsplit(self.url).hostname or ""
-        # A proxy from the environment would break a local server (Ollama, llama.cpp).
-        self._handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
 
     def __repr__(self) -> str:
         return f"HTTPChatLLM(url={self.url!r}, model={self.settings.model!r})"
@@ -134,6 +142,10 @@ class HTTPChatLLM:
             del payload["response_format"]
             body = self._send(payload, deadline)
         return self._content(body)
+
+    def chat_text(self, messages: list[dict[str, str]]) -> str:
+        """:meth:`chat` without JSON mode (:class:`TextChat`)."""
+        return self.chat(messages, json_mode=False)
 
     def _send(self, payload: dict[str, Any], deadline: Deadline) -> bytes:
         """POST the payload, with one retry on a transient failure; return the 200 body."""
@@ -171,7 +183,7 @@ class HTTPChatLLM:
         request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         too_slow = f"LLM at {self.url} did not answer within {deadline.seconds:g} s (llm.timeout_s)"
         try:
-            with deadline.opener(*self._handlers).open(request, timeout=deadline.left()) as response:
+            with open_within(request, deadline) as response:  # a server on this machine: no proxy
                 return _read_limited(response)
         except urllib.error.HTTPError as exc:
             self._raise_for_status(exc, with_response_format=with_response_format)
@@ -444,7 +456,7 @@ def ask_text(llm: LLM, messages: list[dict[str, str]]) -> str:
     """Ask for plain text (a summary, an opening line), stripped: never in JSON mode, and a JSON reply
     (a server in JSON mode answers ``{"summary": …}`` whatever the prompt says) is never taken for
     it. :raises LLMError: unreachable, an empty reply, a JSON one."""
-    reply = (llm.chat(messages, json_mode=False) if isinstance(llm, HTTPChatLLM) else llm.chat(messages)).strip()
+    reply = (llm.chat_text(messages) if isinstance(llm, TextChat) else llm.chat(messages)).strip()
     if not reply or (reply[:1] in "{[" and reply[-1:] in "}]" and _loads_lenient(reply)[0]):
         raise LLMError(f"the LLM answered {'JSON where text was asked for: ' + repr(reply[:80]) if reply else 'nothing'}")
     return reply
@@ -585,15 +597,6 @@ def _match_close(text: str, start: int) -> int | None:
 # ---------------------------------------------------------------------------- helpers
 
 
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _read_limited(response: Any) -> bytes:

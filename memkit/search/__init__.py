@@ -6,12 +6,17 @@ from typing import TYPE_CHECKING
 from ..base.face import face
 
 if TYPE_CHECKING:
+    from .query import Mode, Query, Threshold
     from .route import detect_topic, is_confident, split_target
-    from .searcher import Hit, Mode, Searcher, Threshold, hit_at
+    from .searcher import Hit, Searcher, hit_at
+    from .serving import Serving
 
-__all__ = ["Hit", "Mode", "Searcher", "Threshold", "detect_topic", "hit_at", "is_confident", "split_target"]
+__all__ = ["Hit", "Mode", "Query", "Searcher", "Serving", "Threshold", "detect_topic", "hit_at", "is_confident",
+           "split_target"]
 
 __getattr__, __dir__ = face(__name__, {
+    ".query": "Mode Query Threshold",
     ".route": "detect_topic is_confident split_target",
-    ".searcher": "Hit Mode Searcher Threshold hit_at",
+    ".searcher": "Hit Searcher hit_at",
+    ".serving": "Serving",
 })

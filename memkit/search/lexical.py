@@ -257,11 +257,17 @@ class BM25Index:
         return float(np.log1p((n - df + 0.5) / (df + 0.5)))
 
     def query_terms(self, query: str) -> list[tuple[int, int]]:
-        """(term id, count) of each distinct query term that some live document holds."""
+        """(term id, count) of each distinct query term that some live document holds, the ids
+        looked up in ``vocab`` (a searcher over an index's view has them from the view instead:
+        :meth:`counted`)."""
         terms = text_terms(query)
         if not terms:
             return []
-        ids = self.vocab.ids(terms) if hasattr(self.vocab, "ids") else [self.vocab.get(t, -1) for t in terms]
+        vocab = self.vocab
+        return self.counted([vocab.get(t, -1) for t in terms] if isinstance(vocab, dict) else vocab.ids(terms))
+
+    def counted(self, ids: Sequence[int]) -> list[tuple[int, int]]:
+        """(term id, count) of the query's term ids (-1: unknown) that some live document holds."""
         counts: dict[int, int] = {}
         for tid in ids:
             if 0 <= tid < self.n_terms and self.df[tid] > 0:

@@ -493,13 +493,15 @@ class Ranker:
 
     def search_hits(self, query: str, query_vec: np.ndarray | None, k: int = 10, mode: str = "hybrid",
                     threshold: float | None = None, mask: np.ndarray | None = None, *,
-                    words_first: bool = False) -> list[Hit]:
+                    words_first: bool = False, qterms: list[tuple[int, int]] | None = None) -> list[Hit]:
         """As :meth:`search`, each result with the entry's cosine to the query (0 without a query
         vector) and its BM25 score: (entry index, score, cosine, lexical).
 
         :param words_first: fuse with ``lex_weight`` everywhere, notes included: for a text that is
             itself a memory (a digest's conclusion, looking for the entries it repeats or updates),
-            not a person's question."""
+            not a person's question.
+        :param qterms: the query's (term id, count) (:meth:`BM25Index.counted`), when the caller
+            has its term ids already (a searcher, from the index's view); else looked up in the vocab."""
         if mode not in ("hybrid", "vector", "lexical"):
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, vector or lexical")
         if query_vec is None and mode != "lexical":
@@ -511,7 +513,7 @@ class Ranker:
         if self.n == 0 or k <= 0:
             return []
         q = self._unit(query_vec) if query_vec is not None else None
-        qt = self.lex.query_terms(query)
+        qt = self.lex.query_terms(query) if qterms is None else qterms
         lex = self.lex.scores(qt)
         if mode == "hybrid" and mask is None and self.prefix is not None and k <= self._candidates() // 4:
             assert q is not None

@@ -15,36 +15,35 @@ import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import date, timedelta
-from typing import Any, Iterable, Literal, Union
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ..base.blas import single_thread
 from ..config import Config
-from ..errors import InvalidValue, ModelError, TopicNotFound
-from ..index import Index, IndexReport
-from ..embeddings import shared_judge, text_keys
+from ..errors import MemkitError, ModelError, TopicNotFound
+from ..index import Index, IndexReport, Progress
+from ..embeddings import Embedder, shared_judge, text_keys
 from ..index import JudgeVectors
 from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
-from ..index import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
+from ..index import NO_DAY, TRIM_MIN_ROWS, IndexView, SessionSource, trim_memory
 from ..formats.lifecycle import importance, last_day
-from ..base.limits import MAX_QUERY_CHARS, WEAK_HITS
-from ..formats.names import check_topic_name, in_topic
+from ..base.limits import WEAK_HITS
+from ..formats.names import in_topic
+from ..formats.topic import Topic
+from ..formats.words import terms as text_terms
+from .query import MODES, Mode, Query, Threshold, since_day
 from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
 from ..store import Store
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Hit", "Searcher", "Threshold", "Mode", "default_threshold", "MODES"]
+__all__ = ["Hit", "Searcher", "Threshold", "Mode", "Query", "default_threshold", "MODES", "since_day"]
 
 REFRESH_INTERVAL_S = 1.0  # an in-process index re-checks the files at most this often
 REFRESH_WAIT_S = 2.0  # a search waits this long at most for another process's index write
 WEAK_FLOOR = 0.2  #: a judged hit below this cosine is never shown, not even as weak
 JUDGE_WORDS_KEEP = 0.8  #: a judged hit holding this share of the query's word weight is confident
-MODES = ("hybrid", "vector", "lexical")
-Mode = Literal["hybrid", "vector", "lexical"]
-#: a cosine, ``None`` for no threshold, or ``"auto"``: memkit.yaml's value or the model's calibrated one
-Threshold = Union[float, None, Literal["auto"]]
 
 
 @dataclass(frozen=True)
@@ -124,6 +123,12 @@ class Searcher:
         self._keys: tuple[int, np.ndarray, np.ndarray] | None = None  # (lineage, judge key per row, known)
         self.judge_params = JudgeParams()  #: the second stage's settings
 
+    @classmethod
+    def of_sessions(cls, store: Store, embedder: Embedder) -> "Searcher":
+        """A searcher over the vault's conversations (``sessions/*.md``, one entry a message; an
+        index of its own, :class:`memkit.index.SessionSource`)."""
+        return cls(store, Index(store, embedder, SessionSource(store)))
+
     @property
     def config(self) -> Config:
         return self.store.config
@@ -132,9 +137,22 @@ class Searcher:
     def dim(self) -> int:
         return self.index.embedder.dim
 
+    def view(self) -> IndexView:
+        """The index's current view of every entry (:class:`memkit.index.IndexView`), with this
+        process's and other processes' writes; :meth:`refresh` first to see the files' changes."""
+        return self.index.view()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The vault's model's unit rows for ``texts``. :raises ModelError: no model (words only)."""
+        return self.index.embedder.embed(texts)
+
+    def vectors_for(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these entry hashes (those the index has)."""
+        return self.index.vectors_for(hashes)
+
     def threshold(self) -> float:
         """The default similarity threshold (see :func:`default_threshold`)."""
-        return default_threshold(self.config, self.dim, str(getattr(self.index.embedder, "name", "")))
+        return default_threshold(self.config, self.dim, self.index.embedder.name)
 
     def judge_threshold(self) -> float:
         """The judge's cosine a confident hit reaches: memkit.yaml's ``judge_threshold`` or the
@@ -181,7 +199,7 @@ class Searcher:
         """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``);
         ``embed=False`` records them without loading the model (see :meth:`Index.refresh`).
         Whether it checked."""
-        embed = embed and getattr(self.index.embedder, "available", True)  # no model: words only
+        embed = embed and self.index.embedder.available  # no model: words only
         if embed and self._unembedded:
             force = True  # a refresh without vectors ran: embed what it recorded before searching by meaning
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
@@ -201,7 +219,7 @@ class Searcher:
         """The index files of other models (relative to the vault); none while this model is
         missing (they are what it will use again)."""
         index = self.index
-        if not getattr(index.embedder, "available", True):
+        if not index.embedder.available:
             return []
         base = index.path.name[:-len(".sqlite3")].removesuffix("-sessions")  # <model>-<dim>
         ours = {f"{base}.sqlite3", f"{base}-sessions.sqlite3"}  # the topics' and the conversations' index
@@ -210,20 +228,37 @@ class Searcher:
         except OSError:
             return []
 
-    def reindex(self) -> IndexReport:
-        """Index every changed file now, and remove other models' index files (see
-        :meth:`memkit.index.index.Index.refresh`); returns the report with the files removed."""
-        report = self.index.refresh()
+    def reindex(self, *, full: bool = False, progress: Progress | None = None, judge: bool = False,
+                judge_progress: Progress | None = None) -> IndexReport:
+        """Index every changed file now (``full``: every file, parsed and embedded again), and
+        remove other models' index files (see :meth:`memkit.index.index.Index.refresh`; they are in
+        :attr:`removed_indexes` then); ``judge``: then store the judge's vector of every entry that
+        lacks one (:meth:`fill_judge`, its count in ``report.judged``). ``progress`` and
+        ``judge_progress`` are called with (done, total)."""
+        report = self.index.refresh(full=full, progress=progress)
         self.removed_indexes = self.index.prune_other_models()
+        if judge and not report.busy:
+            report.judged = self.fill_judge(judge_progress)
         return report
 
-    def refresh_files(self, paths: Iterable[str | os.PathLike[str]]) -> IndexReport:
+    def wrote(self, path: str | os.PathLike[str], parsed: Topic | None = None) -> None:
+        """This process just wrote the topic file ``path`` (``parsed``: as it wrote it, with the
+        file's stat after the write; the index does not read it again): index it now
+        (:meth:`refresh_files`), so that a search finds it at once; a failure only makes the next
+        search re-check every file."""
+        try:
+            self.refresh_files([path], parsed=[parsed] if parsed is not None else ())
+        except MemkitError as exc:  # the write happened; the next search re-checks every file
+            log.debug("indexing %s after the write failed: %s", path, exc)
+            self.changed()
+
+    def refresh_files(self, paths: Iterable[str | os.PathLike[str]], parsed: Sequence[Topic] = ()) -> IndexReport:
         """Index these topic files now (this process just wrote them), without listing topics/:
         the next search finds what was written. Their new entries are embedded when the model is
         loaded already; otherwise they are recorded without vectors and the next search (which
         re-checks every file) embeds them."""
-        embed = bool(getattr(self.index.embedder, "loaded", True))  # a LazyEmbedder not loaded yet: do not load it
-        report = self.index.refresh(paths=paths, wait=REFRESH_WAIT_S, embed=embed)
+        embed = self.index.embedder.loaded  # a LazyEmbedder not loaded yet: do not load it
+        report = self.index.refresh(paths=paths, wait=REFRESH_WAIT_S, embed=embed, parsed=parsed)
         if not embed or report.busy:
             self.changed()
         return report
@@ -280,25 +315,23 @@ class Searcher:
             static stage alone (``search --fast``). When it runs, the threshold is on the judge's
             cosine (``"auto"``: ``judge_threshold``) and each hit carries it (:attr:`Hit.judge`).
         """
-        if min_importance is not None and not 0 <= min_importance <= 1:
-            raise InvalidValue(f"min_importance must be between 0 and 1, got {min_importance}")
-        if mode not in MODES:
-            raise InvalidValue(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
-        query = " ".join(str(query).split())[:MAX_QUERY_CHARS]
-        if not query:
-            raise InvalidValue("the query is empty: say what to look for")
-        if since:
-            since_day(since)  # a bad date is refused before anything is read
-        k = self.config.max_memories_per_search if k is None else k
-        if k < 1:
-            raise InvalidValue(f"k must be at least 1, got {k}")
-        if not getattr(self.index.embedder, "available", True):
+        return self.find(self.query(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag, since=since,
+                                    mode=mode, weak=weak, words_first=words_first, min_importance=min_importance,
+                                    subtopics=subtopics, judge=judge), refresh=refresh)
+
+    def query(self, text: str, *, k: int | None = None, **options: Any) -> Query:
+        """A :class:`Query` of this vault (``k`` default: ``max_memories_per_search``), checked
+        once; ``options``: :meth:`search`'s. :raises InvalidValue: see :meth:`Query.make`."""
+        return Query.make(text, k=self.config.max_memories_per_search if k is None else k, **options)
+
+    def find(self, q: Query, *, refresh: bool | None = None) -> list[Hit]:
+        """The hits of a checked query (:meth:`search`; ``refresh`` as there)."""
+        query, k, mode, threshold, weak, name = q.text, q.k, q.mode, q.threshold, q.weak, q.topic
+        if not self.index.embedder.available:
             mode = "lexical"  # no model (warned when the vault looked for it): exact words only
         asked = threshold
         if threshold == "auto":
             threshold = self.threshold()
-        elif threshold is not None and not isinstance(threshold, (int, float)):
-            raise InvalidValue(f"threshold must be a number, None or 'auto', got {threshold!r}")
         try:
             checked = refresh is not False and self.refresh(force=bool(refresh), embed=mode != "lexical")
         except ModelError as exc:  # an embedding server that is down: words only, with a warning
@@ -311,20 +344,20 @@ class Searcher:
                 for message in problem.splitlines():
                     self.store.warn_once(message)
         view, ranker = self.ranker(others=checked)
-        name: str | None = None
-        if topic:
-            name = check_topic_name(topic) if subtopics else topic  # not a name to write to: compared as it is
+        subtopics = q.subtopics
+        if name:
             if not any(_in(t, name, subtopics) for t in view.topics) and \
                     not any(_in(tf.name, name, subtopics) for tf in self.store.topic_files()):  # the disk only if the view lacks it
                 raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
         if len(view) == 0:
             return []
-        mask = _mask(view, name, kind, tag, since, subtopics)
-        if min_importance is not None:
-            worth = self.importances(view) >= np.float32(min_importance) - np.float32(1e-6)
+        mask = _mask(view, q)
+        if q.min_importance is not None:
+            worth = self.importances(view) >= np.float32(q.min_importance) - np.float32(1e-6)
             mask = worth if mask is None else mask & worth
         if mask is not None and not mask.any():
             return []
+        qt = ranker.lex.counted(view.term_ids_of(text_terms(query)))  # the query's term ids, from the view, once
         qvec = None
         if mode != "lexical":
             try:
@@ -334,29 +367,31 @@ class Searcher:
                 mode = "lexical"
         expired = self.expired_rows(view)  # left out: asked for k more, then dropped (a mask would be slower)
         gone = set(expired.tolist())
-        judging = self.judge() if (judge is not False and mode == "hybrid" and qvec is not None
-                                   and not words_first) else None
+        judging = self.judge() if (q.judge is not False and mode == "hybrid" and qvec is not None
+                                   and not q.words_first) else None
         if judging is not None and qvec is not None:
             judge_threshold = self.judge_threshold() if asked == "auto" else threshold
-            judged = self._judged(judging, query, qvec, view, ranker, k, judge_threshold, mask, gone, weak)
+            judged = self._judged(judging, query, qt, qvec, view, ranker, k, judge_threshold, mask, gone, weak)
             if judged is not None:
                 return judged
         with single_thread():
             ranked = ranker.search_hits(query, qvec, k=k + len(gone), mode=mode, threshold=threshold, mask=mask,
-                                        words_first=words_first)
+                                        words_first=q.words_first, qterms=qt)
         ranked = [r for r in ranked if r[0] not in gone][:k]
         if ranked or not weak or threshold is None or qvec is None:
             return hits_at(view, ranked)
         # nothing passed the threshold: the closest few that are more than noise, marked weak
         with single_thread():
-            closest = ranker.search_hits(query, qvec, k=3 * min(k, weak) + len(gone), mode=mode, threshold=None, mask=mask)
+            closest = ranker.search_hits(query, qvec, k=3 * min(k, weak) + len(gone), mode=mode, threshold=None, mask=mask,
+                                         qterms=qt)
             noise = ranker.cosine_noise(qvec, mask)
-        own = ranker.lex.coverage(ranker.lex.query_terms(query))  # query words in an entry's own text
+        own = ranker.lex.coverage(qt)  # query words in an entry's own text
         shown = [r for r in closest if r[0] not in gone and (r[2] > noise or own[r[0]] > 0)][:min(k, weak)]
         return [replace(h, confident=False) for h in hits_at(view, shown)]
 
-    def _judged(self, judge: JudgeVectors, query: str, qvec: np.ndarray, view: IndexView, ranker: Ranker, k: int,
-                threshold: float | None, mask: np.ndarray | None, gone: set[int], weak: int) -> list[Hit] | None:
+    def _judged(self, judge: JudgeVectors, query: str, qt: list[tuple[int, int]], qvec: np.ndarray, view: IndexView,
+                ranker: Ranker, k: int, threshold: float | None, mask: np.ndarray | None, gone: set[int],
+                weak: int) -> list[Hit] | None:
         """The second stage (:mod:`memkit.search.judge_rank`): the static stage's best ``pool``
         candidates, before any threshold, fused with the judge's cosines, at most ``k`` in fused
         order: the confident ones, and among them up to ``weak`` whose judge cosine reaches
@@ -365,7 +400,7 @@ class Searcher:
         params = self.judge_params
         with single_thread():
             pool = ranker.search_hits(query, qvec, k=max(params.pool, k) + len(gone), mode="hybrid",
-                                      threshold=None, mask=mask)
+                                      threshold=None, mask=mask, qterms=qt)
         pool = [r for r in pool if r[0] not in gone]
         if not pool:
             return []
@@ -385,7 +420,7 @@ class Searcher:
             chosen = order[:k]
         else:
             floor = np.float32(min(float(threshold), WEAK_FLOOR))
-            own = ranker.lex.coverage(ranker.lex.query_terms(query))[rows]
+            own = ranker.lex.coverage(qt)[rows]
             # confident: the judge says so, or the entry holds the query's words (an exact rare word)
             # and the judge does not rule it out
             sure = (cosines >= np.float32(threshold)) | (
@@ -486,36 +521,24 @@ def hit_at(view: IndexView, i: int, score: float, cosine: float, lexical: float)
                view.files[fid], int(view.lines[i]), float(score), cosine, lexical)
 
 
-def since_day(since: str | date) -> str:
-    """``since`` as ``YYYY-MM-DD``. :raises InvalidValue: it is not a date."""
-    day = since.isoformat() if isinstance(since, date) else str(since).strip()
-    try:
-        return date.fromisoformat(day).isoformat()
-    except ValueError:
-        raise InvalidValue(f"since must be a date like 2026-03-01, got {since!r}") from None
-
-
 def _in(name: str, topic: str, subtopics: bool) -> bool:
     return in_topic(name, topic) if subtopics else name == topic
 
 
-def _mask(view: IndexView, topic: str | None, kind: str | None, tag: str | None,
-          since: str | date | None, subtopics: bool = True) -> np.ndarray | None:
+def _mask(view: IndexView, q: Query) -> np.ndarray | None:
     mask: np.ndarray | None = None
 
     def both(m: np.ndarray) -> None:
         nonlocal mask
         mask = m if mask is None else mask & m
 
-    if topic:  # checked by the caller
-        ok = np.array([_in(t, topic, subtopics) for t in view.topics], dtype=bool)
+    if q.topic:  # checked by the caller
+        ok = np.array([_in(t, q.topic, q.subtopics) for t in view.topics], dtype=bool)
         both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))
-    if kind:
-        want = kind.strip().lower()
-        both(np.array([k == want for k in view.kinds], dtype=bool))
-    if tag:
-        want = tag.strip().lstrip("#").lower()
-        both(np.array([want in t for t in view.tags], dtype=bool))
-    if since:
-        both(view.dates >= np.datetime64(since_day(since), "D"))
+    if q.kind is not None:
+        both(np.array([k == q.kind for k in view.kinds], dtype=bool))
+    if q.tag is not None:
+        both(np.array([q.tag in t for t in view.tags], dtype=bool))
+    if q.since:
+        both(view.dates >= np.datetime64(q.since, "D"))
     return mask

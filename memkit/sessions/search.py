@@ -11,11 +11,11 @@ and message (:meth:`SessionSearch.locate`).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidValue, MemkitError, TopicNotFound
+from ..errors import MemkitError, TopicNotFound
 from ..search import Searcher
 from ..formats.session import SUMMARY, locate_row
 from .folder import Sessions
@@ -60,23 +60,17 @@ class SessionSearch:
         :param session: only this session (an id or a unique prefix); :param role: only this role;
         :param since: only messages at or after this day or time (ISO).
         """
-        query = query.strip()
-        if not query:
-            raise InvalidValue("the query is empty")
-        if k < 1:
-            raise InvalidValue(f"k must be at least 1, got {k}")
-        only = None
+        wanted = k if since is None or len(since) <= 10 else 3 * k  # a time finer than a day: checked after
+        q = self.searcher.query(query, k=wanted, kind=role, since=since[:10] if since else None,
+                                subtopics=False,  # "chat" is not "chat-2"
+                                judge=False, weak=0)  # messages: the static stage (the judge is calibrated on memories)
         if session is not None:
             path, archived = self.sessions.find(session, exact=exact)
             if archived:
                 return []  # pruned sessions are not searched
-            only = path.stem
-        wanted = k if since is None or len(since) <= 10 else 3 * k  # a time finer than a day: checked after
+            q = replace(q, topic=path.stem)
         try:
-            # every search checks the files (a stat each): a conversation grows between two searches
-            hits = self.searcher.search(query, k=wanted, topic=only, kind=role, since=since[:10] if since else None,
-                                        refresh=True, subtopics=False,  # "chat" is not "chat-2"
-                                        judge=False, weak=0)  # messages: the static stage (the judge is calibrated on memories)
+            hits = self.searcher.find(q, refresh=True)  # a stat a file: a conversation grows between two searches
         except TopicNotFound:  # that session has no message to search
             return []
         out: list[SessionHit] = []

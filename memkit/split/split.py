@@ -248,10 +248,10 @@ def maybe_split(searcher: Searcher, topic: str, *, llm: LLM | None = None) -> Sp
 
 def _vectors(searcher: Searcher, topic: Topic) -> np.ndarray:
     """Unit rows for the topic's entries: the index's vectors where it has them, else embedded now."""
-    known = searcher.index.vectors_for([e.hash for e in topic.entries])
+    known = searcher.vectors_for([e.hash for e in topic.entries])
     missing = [e for e in topic.entries if e.hash not in known]
     if missing:
-        rows = np.asarray(searcher.index.embedder.embed([e.body for e in missing]), dtype=np.float32)
+        rows = np.asarray(searcher.embed([e.body for e in missing]), dtype=np.float32)
         for e, row in zip(missing, rows):
             known[e.hash] = row
     X = np.stack([np.asarray(known[e.hash], dtype=np.float32) for e in topic.entries])

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from ..formats.archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from ..config import Config
@@ -68,10 +68,19 @@ from ..formats.topic import (
     unified_diff,
 )
 
-__all__ = ["Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "ExistingEntry", "find_vault", "check_word",
+__all__ = ["Added", "Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "ExistingEntry", "find_vault", "check_word",
            "TOPICS_DIR", "INBOX_DIR", "STATE_DIR", "INDEX_TXT", "MAX_ENTRY_CHARS"]
 
 _DAY_TAIL_RE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
+
+
+class Added(NamedTuple):
+    """What :meth:`Store.add` wrote."""
+
+    entry: Entry  #: the entry as its topic holds it (an :class:`ExistingEntry`: not written, the topic had it)
+    size: int  #: the topic's entries now (-1: nothing written)
+    topic: Topic | None  #: the topic as written, with the file's stat after the write; None when not known
+    #: (a new file, or one appended to by someone else meanwhile): the index reads the file itself
 
 
 @dataclass(frozen=True)
@@ -189,6 +198,17 @@ class Store(VaultFiles):
             except TopicParseError:
                 continue
         return out
+
+    def show_topic(self, name: str) -> dict[str, Any]:
+        """A topic as the front ends show it (name, title, summary, file, entries, ``split_into``);
+        one split away: ``name`` and ``split_into`` only. :raises TopicNotFound: neither."""
+        try:
+            t = self.topic(name)
+        except TopicNotFound:
+            if not (children := self.subtopics(name)):
+                raise
+            return {"name": name, "split_into": children}
+        return dict(t.to_dict(), file=self.rel(t.path), split_into=self.subtopics(t.name))
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, last update (as index.txt has it, which follows every
@@ -327,10 +347,10 @@ class Store(VaultFiles):
         journal.unlink(missing_ok=True)
 
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
-            when: datetime | None = None, path: Path | None = None, allow_duplicate: bool = False) -> tuple[Entry, int]:
+            when: datetime | None = None, path: Path | None = None, allow_duplicate: bool = False) -> Added:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
-        if needed; bumps ``updated`` and index.txt. Returns the new entry and how many entries
-        its topic now has.
+        if needed; bumps ``updated`` and index.txt. Returns the new entry, how many entries its
+        topic now has, and the topic as written (:class:`Added`).
 
         Under the lock (taken once) the topic file is opened once, read and appended to through
         the same descriptor (:class:`memkit.base.fsutil.AppendFile`), and parsed once: the text as it
@@ -362,7 +382,7 @@ class Store(VaultFiles):
         with self.lock():
             written = self._append(path, line, now, allow_duplicate)
             if isinstance(written, ExistingEntry):
-                return written, -1
+                return Added(written, -1, None)
             if written is None:  # no such topic yet: created with its frontmatter
                 title = path.stem.replace("-", " ").capitalize()
                 written = self.write_topic(path.stem, new_topic_text(title, "", now) + line + "\n", current=None,
@@ -374,7 +394,7 @@ class Store(VaultFiles):
         if entry is None:  # written, but the file reads it otherwise (a person's odd markup around it)
             entry = Entry(line[2:], written.name, self.rel(written.path), 0, 0, kind, tuple(tags), now.date().isoformat(),
                           True, wanted)
-        return entry, len(written.entries)
+        return Added(entry, len(written.entries), written if written.stamp is not None else None)
 
     def _append(self, path: Path, line: str, now: datetime, allow_duplicate: bool = True
                 ) -> Topic | ExistingEntry | None:
@@ -425,7 +445,8 @@ class Store(VaultFiles):
                 return suffix if ends or suffix.startswith(newline) else newline + suffix
 
             try:
-                f.append(fit)
+                if f.append(fit) and fit(f.data[-1:]) == suffix:  # the file is now the text parsed: its stat
+                    written.stamp = f.stamp
             except OSError as exc:
                 raise describe_os_error(exc, rel) from exc
         return written

@@ -76,7 +76,7 @@ def set_fact(store: Store, key: str, value: str, *, today: date | None = None) -
         datetime.now().replace(microsecond=0)
     text = fact_text(key, value)
     if not current:
-        entry, _ = store.add(text, topic=FACTS_TOPIC, when=now, allow_duplicate=True)
+        entry = store.add(text, topic=FACTS_TOPIC, when=now, allow_duplicate=True).entry
         return FactChange(key, value, None, entry)
     line = format_entry(text, None, (), day)
     new_id = text_hash(line[2:])[:8]

@@ -1,0 +1,106 @@
+"""What only memkit's long-running front ends (``memkit serve``, ``memkit mcp``, ``memkit watch``)
+need of a vault: an index connection of their own, the judge's vectors filled aside, the index's
+state, whether a writer holds the lock. ``vault.serving`` is that object; it is memkit's own
+plumbing, not the library's API (its names may change).
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from typing import Any, Callable
+
+from ..base.fsutil import file_lock
+from ..embeddings import Embedder
+from ..errors import MemkitError, VaultLocked
+from ..index import Index
+from ..store import Store
+from .searcher import Searcher
+
+log = logging.getLogger("memkit")
+
+__all__ = ["Serving"]
+
+#: the threads filling the judge's vectors aside (servers), stopped before the interpreter exits:
+#: a daemon thread killed inside onnxruntime's pass aborts the process ("terminate called …")
+_FILLING: list[threading.Thread] = []
+_FILLING_LOCK = threading.Lock()
+_EXITING = threading.Event()
+
+
+def _stop_filling() -> None:
+    _EXITING.set()
+    with _FILLING_LOCK:
+        threads = list(_FILLING)
+    for thread in threads:
+        thread.join(10)
+
+
+class _Stopped(Exception):
+    pass
+
+
+class Serving:
+    """A vault's hooks for long-running front ends (see the module docstring).
+
+    :param store: the vault's files; :param searcher: its searcher (asked for when needed);
+    :param embedder: its embedder (for an index connection of another thread).
+    """
+
+    def __init__(self, store: Store, searcher: Callable[[], Searcher], embedder: Callable[[], Embedder]) -> None:
+        self.store = store
+        self._searcher = searcher
+        self._embedder = embedder
+
+    def open_index(self) -> Index:
+        """A new index of this vault and model, with its own database connection: for a thread
+        that refreshes while another searches the vault (the watcher)."""
+        return Index(self.store, self._embedder())
+
+    def fill_judge(self, index: Index | None = None, progress: Any = None) -> int:
+        """Store the judge's vector of every entry that lacks one (``index``: another connection,
+        the watcher's); how many were embedded."""
+        return self._searcher().fill_judge(progress, index=index)
+
+    def fill_judge_aside(self, stop: threading.Event | None = None) -> threading.Thread:
+        """Fill the judge's stored vectors in a daemon thread with an index connection of its own
+        (a server's start: it serves at once, and a search embeds the candidates it meets without
+        a vector meanwhile). ``stop``: set, the thread ends after the batch it is on."""
+        def check(done: int, total: int) -> None:
+            if (stop is not None and stop.is_set()) or _EXITING.is_set():
+                raise _Stopped
+
+        def fill() -> None:
+            index = self.open_index()
+            try:
+                self.fill_judge(index, check)
+            except _Stopped:
+                pass
+            except Exception as exc:  # a thread of its own: said, never raised into the server
+                log.warning("filling the judge's vectors stopped: %s", exc)
+            finally:
+                index.close()
+
+        thread = threading.Thread(target=fill, name="memkit-judge-fill", daemon=True)
+        with _FILLING_LOCK:
+            if not _FILLING:
+                atexit.register(_stop_filling)
+            _FILLING[:] = [t for t in _FILLING if t.is_alive()] + [thread]
+        thread.start()
+        return thread
+
+    def index_status(self) -> dict[str, Any]:
+        """The index as ``memkit stats`` shows it: model, dim, file, exists and ``stale_files``
+        (topic files changed since the last refresh). Loads no model."""
+        return self._searcher().index_state()
+
+    def write_locked(self) -> bool:
+        """Whether a writer (a thread of this process or another process) holds the vault's write
+        lock right now; never waits. False when the lock cannot be looked at (a read-only vault)."""
+        try:
+            with file_lock(self.store.lock().path, timeout=0):
+                return False
+        except VaultLocked:
+            return True
+        except MemkitError:
+            return False

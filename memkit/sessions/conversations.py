@@ -1,0 +1,195 @@
+"""A vault's conversation sessions as one object: ``vault.conversations`` (as sqlite-utils hands out
+``db["table"]``), with the verbs of ``memkit session``: new, append, list, show, window, search,
+digest, export, import, delete, prune.
+
+It composes the folder (:class:`memkit.sessions.folder.Sessions`), a long conversation's window
+(:mod:`memkit.sessions.budget`), import and export (:mod:`memkit.sessions.io`), search over an index
+of its own (:mod:`memkit.sessions.search`) and the live digest (:mod:`memkit.sessions.live_digest`);
+the facade gives it the vault's store, its LLM choice, its digest and its embedder.
+"""
+from __future__ import annotations
+
+import builtins
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from ..errors import MemkitError
+from ..formats.names import session_file_name
+from ..formats.session import PruneReport, Session, SessionInfo, SessionMessage, check_session_id
+from ..search import Searcher
+from ..store import Store
+from .budget import Window, window
+from .folder import Sessions
+from .io import Imported, export_jsonl, import_conversations, parse_conversations
+from .live_digest import Digested, digest_new, digest_quietly, mark_digested, to_jsonl
+from .search import SessionHit, SessionSearch
+
+if TYPE_CHECKING:
+    from ..digest import Captured, DigestReport
+    from ..embeddings import Embedder
+    from ..llm import LLM, LLMChoice
+
+__all__ = ["Conversations"]
+
+#: a digest of a conversation given as text: (JSONL, name, llm, dry_run) -> report
+DigestText = Callable[[str, str, "LLMChoice", bool], "DigestReport"]
+
+
+class Conversations:
+    """The vault's ``sessions/`` folder and what is done with its conversations.
+
+    :param store: the vault's files (its lock, its state folder, its settings).
+    :param llm: the LLM a choice names (``"auto"``: memkit.yaml's).
+    :param digest: digests a conversation given as text into memory entries (the facade's).
+    :param embedder: the vault's embedder, asked for on the first search only.
+    """
+
+    def __init__(self, store: Store, *, llm: Callable[["LLMChoice"], "LLM | None"], digest: DigestText,
+                 embedder: Callable[[], "Embedder"]) -> None:
+        self.store = store
+        self.folder = Sessions(store.root, store.state_dir, store.config)  #: the files themselves
+        self._llm = llm
+        self._digest = digest
+        self._embedder = embedder
+        self._search: SessionSearch | None = None
+
+    def __repr__(self) -> str:
+        return f"Conversations({str(self.store.root)!r})"
+
+    # ---- reading ----------------------------------------------------------------------------------
+    def list(self, *, archived: bool = False) -> list[SessionInfo]:
+        """Every conversation session, most recently updated first (``archived``: the pruned ones)."""
+        return self.folder.list(archived)
+
+    def show(self, session_id: str) -> Session:
+        """One session with all its messages (its id, a unique prefix, or its file name).
+
+        :raises SessionNotFound: none or several match."""
+        return self.folder.load(session_id)
+
+    def show_raw(self, session_id: str) -> Session:
+        """A session's whole raw conversation: once it aged (:mod:`memkit.sessions.aging`), the
+        messages kept in ``sessions/archive/raw/`` and those saved since; else the session."""
+        return self.folder.load_raw(session_id)
+
+    def window(self, session_id: str, max_tokens: int = 4096, *, strategy: str | None = None,
+               llm: LLMChoice = "auto", keep_recent: int | None = None, now: datetime | None = None,
+               exact: bool = False, cache: bool = True) -> Window:
+        """The session's history within ``max_tokens``, oldest first, the system prompt first (see
+        :mod:`memkit.sessions.budget`; ``strategy`` default: memkit.yaml's ``session_strategy``).
+        A summary made on the way is cached in the session file (``cache=False``: only returned, the
+        file untouched). ``exact``: ``session_id`` is the id or file name, not a prefix."""
+        config = self.store.config
+        chosen = strategy or config.session_strategy
+        folder = self.folder
+        path, archived = folder.find(session_id, exact=exact)
+        # "simple" reads only the newest messages that fit and needs no LLM; the others read it all
+        conv, earlier = (folder.load_newest(path, max_tokens, archived) if chosen == "simple"
+                         else (folder.load_path(path, archived), 0))
+        client = self._llm(llm) if chosen != "simple" else None
+        return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
+                      keep_recent=keep_recent or config.session_keep_recent, now=now,
+                      save_summary=(lambda s: folder.add_summary(path, s)) if cache else None, earlier=earlier)
+
+    def export(self, session_id: str) -> str:
+        """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""
+        return export_jsonl(self.show(session_id))
+
+    def search(self, query: str, *, k: int = 10, session: str | None = None, role: str | None = None,
+               since: str | None = None, exact: bool = False) -> builtins.list[SessionHit]:
+        """Messages of past conversations that match ``query`` by meaning and words, best first
+        (see :mod:`memkit.sessions.search`; ``exact``: as for :meth:`window`)."""
+        if self._search is None:
+            self._search = SessionSearch(self.folder, Searcher.of_sessions(self.store, self._embedder()))
+        return self._search.search(query, k=k, session=session, role=role, since=since, exact=exact)
+
+    # ---- writing ----------------------------------------------------------------------------------
+    def new(self, *, system_prompt: str | None = None, title: str | None = None,
+            metadata: Mapping[str, Any] | None = None, user: str | None = None, tags: Sequence[str] = (),
+            session_id: str | None = None, now: datetime | None = None) -> Session:
+        """Start a conversation: ``sessions/<day>-<id>.md`` (``session_id`` or 8 hex digits). The
+        id also works as the context's session. :raises MemkitError: the id is taken or invalid."""
+        with self.store.lock():
+            return self.folder.create(session_id=session_id, title=title, system=system_prompt, user=user,
+                                      tags=tags, metadata=metadata, now=now)
+
+    def append(self, session_id: str, role: str, content: str, *, important: bool = False,
+               name: str | None = None, now: datetime | None = None, exact: bool = False,
+               digest: bool = True) -> SessionMessage:
+        """Append a message (role user, assistant, system or tool) to a session: one ``O_APPEND``
+        write, so concurrent writers lose nothing. ``important`` keeps it verbatim in ``hybrid``;
+        ``exact``: ``session_id`` is the id or file name, not a prefix (an API's clients' ids).
+
+        With ``digest_every_messages: N`` in memkit.yaml and an LLM configured, the N-th new message
+        digests the messages not digested yet (a failure is logged; the message is saved); not with
+        ``digest=False`` (the caller digests later: :meth:`digest_new` with ``force=False``)."""
+        message = self.folder.append(session_id, role, content, important=important, name=name, now=now,
+                                     exact=exact)
+        config = self.store.config
+        every = config.digest_every_messages
+        if digest and every > 0 and config.llm is not None:
+            digest_quietly(self.folder, self.store.state_dir, session_id, every, self._digest_with("auto"))
+        return message
+
+    def digest_new(self, session_id: str, *, llm: LLMChoice = "auto", force: bool = True) -> Digested | None:
+        """Digest the messages of a session the LLM has not seen yet (see
+        :mod:`memkit.sessions.live_digest`); ``force=False`` only when ``digest_every_messages`` are new.
+        None: nothing new (or another writer is digesting it now)."""
+        return digest_new(self.folder, self.store.state_dir, session_id, self.store.config.digest_every_messages,
+                          self._digest_with(llm), force=force)
+
+    def digest(self, session_id: str, *, llm: LLMChoice = "auto", dry_run: bool = False) -> DigestReport:
+        """Digest a session's messages into memory entries, as a transcript is (digesting the same
+        messages twice adds nothing); they count as digested for ``digest_every_messages`` then,
+        which sends only later ones."""
+        conv = self.show(session_id)
+        if not conv.messages:
+            raise MemkitError(f"session {conv.id} has no messages to digest")
+        report = self._digest(to_jsonl(conv.messages), conv.file, llm, dry_run)
+        if not dry_run:
+            mark_digested(self.store.state_dir, conv)
+        return report
+
+    def import_(self, data: bytes, *, name: str = "import", fmt: str = "auto", session_id: str | None = None,
+                title: str | None = None, now: datetime | None = None) -> builtins.list[Imported]:
+        """Store the conversations of a JSONL / JSON messages file, a Claude Code transcript or a
+        ChatGPT export (``fmt``: ``auto`` detects it) as sessions; into an existing ``session_id``
+        only the messages it lacks are appended."""
+        _, conversations = parse_conversations(data, name, fmt, now)
+        with self.store.lock():
+            return import_conversations(self.folder, conversations, session_id=session_id, title=title, now=now)
+
+    def save_capture(self, captured: Captured) -> Imported:
+        """Store a capture's conversation (:func:`memkit.digest.capture`) as the session named after
+        its session id (a path or a long id: its readable, collision-free file stem); capturing it
+        again appends only the new messages. A Claude Code transcript is read again for its
+        messages' times; other formats have none, and their messages are stamped now."""
+        try:
+            sid = check_session_id(captured.session)
+        except MemkitError:
+            sid = session_file_name(captured.session, captured.session, "")
+        data, fmt, name = (self.store.root / captured.file).read_bytes(), "jsonl", captured.file
+        if captured.format == "claude-code" and captured.source != "stdin":  # the transcript itself has the times
+            try:
+                data, fmt, name = Path(captured.source).read_bytes(), "claude-code", captured.source
+            except OSError:
+                pass
+        (saved,) = self.import_(data, name=name, fmt=fmt, session_id=sid)
+        return saved
+
+    def delete(self, session_id: str) -> SessionInfo:
+        """Delete a session's file for good (:meth:`prune` archives instead)."""
+        with self.store.lock():
+            return self.folder.delete(session_id)
+
+    def prune(self, days: int | None = None, *, delete: bool = False, dry_run: bool = False,
+              now: datetime | None = None) -> PruneReport:
+        """Move sessions idle for more than ``days`` (default: ``expire: conversation``, 30 days)
+        to ``sessions/archive/``, or delete them with ``delete``."""
+        with self.store.lock():
+            return self.folder.prune(days, delete=delete, dry_run=dry_run, now=now)
+
+    def _digest_with(self, llm: LLMChoice) -> Callable[[str, str], DigestReport]:
+        """A session digest's callback: (JSONL, name) -> report."""
+        return lambda text, name: self._digest(text, name, llm, False)

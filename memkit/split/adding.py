@@ -1,0 +1,88 @@
+"""An add that keeps topics within ``topic_split_threshold_lines``: which part of a split topic an
+entry goes to, the split an add triggers, and where the entry is afterwards.
+
+The facade (:meth:`memkit.vault.Vault.add`) calls :func:`add_entry`; the searcher is asked for only
+when a split topic or a split needs it (a plain add loads no model).
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from ..errors import MemkitError
+from ..formats.topic import Entry, Topic
+from ..search import Searcher, split_target
+from ..store import Store
+
+if TYPE_CHECKING:
+    from .parts import SplitPlan
+
+log = logging.getLogger("memkit")
+
+__all__ = ["add_entry", "entry_after_split", "route"]
+
+
+def route(store: Store, searcher: Callable[[], Searcher], topic: str, text: str) -> Path:
+    """The file a text addressed to ``topic`` is written to: the topic's own, unless the topic was
+    split (its file gone, its parts there): then its part whose entries share most of the text's
+    words, else ``TOPIC-general`` (:func:`memkit.search.split_target`). A split topic is never
+    recreated beside its parts."""
+    path = store.topic_path(topic)  # resolved once for the whole add
+    if not path.exists() and not path.is_symlink() and store.subtopics(path.stem):
+        target = split_target(searcher(), path.stem, text)
+        if target != path.stem:
+            log.info("topic %s was split: added to %s", path.stem, target)
+            path = store.topic_path(target)
+    return path
+
+
+def entry_after_split(store: Store, plan: SplitPlan, entry: Entry) -> Entry | None:
+    """``entry`` where ``plan`` moved it (the part that holds it), or None."""
+    for part in plan.names:
+        moved = next((e for e in store.topic(part).entries if e.hash == entry.hash), None)
+        if moved is not None:
+            return moved
+    return None
+
+
+def split_quietly(searcher: Searcher, topic: str) -> SplitPlan | None:
+    """Split ``topic`` if it grew past the threshold, naming the parts from their own words (an
+    add never waits for an LLM); a failure is a warning, never a failure of the write that
+    triggered it."""
+    from .split import maybe_split  # the clustering: only when a topic grows past the threshold
+    try:
+        return maybe_split(searcher, topic, llm=None)
+    except MemkitError as exc:
+        log.warning("could not split %s: %s", topic, exc)
+        return None
+
+
+def add_entry(store: Store, searcher: Callable[[], Searcher], text: str, *, topic: str | None, kind: str | None,
+              tags: Sequence[str], when: datetime | None, split: bool, allow_duplicate: bool,
+              wrote: Callable[[str, Path, Topic | None], None]) -> Entry:
+    """Write ``text`` (its dates already in it) to ``topic`` (``general``: None) or the part of it
+    that takes it (:func:`route`), then split the topic when it grew past
+    ``topic_split_threshold_lines`` (unless not ``split``); the entry as written, or as its part
+    holds it after the split. ``wrote(topic, path, parsed)`` is told of the write before any split
+    (the facade hands the topic as written, when the store knows it, to the index: the file is
+    not read again). The topic's entry of the same text is returned unwritten
+    (``.duplicate``) unless ``allow_duplicate``."""
+    path = route(store, searcher, topic or "general", text)
+    entry, count, written = store.add(text, kind=kind, tags=tags, when=when, path=path,
+                                      allow_duplicate=allow_duplicate)
+    if count < 0:  # the topic holds it already: nothing written
+        return entry
+    wrote(entry.topic, path, written)
+    if split and count > store.config.topic_split_threshold_lines:
+        plan = split_quietly(searcher(), entry.topic)
+        if plan is not None:  # the entry now lives in one of the subtopics: return where
+            log.info("topic %s had %d entries (over topic_split_threshold_lines): split into %s",
+                     entry.topic, count, ", ".join(plan.names))
+            moved = entry_after_split(store, plan, entry)
+            if moved is not None:
+                return moved
+    return entry
+
+

@@ -39,7 +39,7 @@ def commands(group: click.Group, ctx: click.Context) -> Iterator[tuple[click.Con
         command = group.get_command(ctx, name)
         if command is None:
             continue
-        sub = click.Context(command, info_name=name, parent=ctx)
+        sub = command.make_context(name, [], parent=ctx, resilient_parsing=True)  # its context_settings too
         yield sub, command
         if isinstance(command, click.Group):
             yield from commands(command, sub)
@@ -53,7 +53,7 @@ def anchor(path: str) -> str:
 def render() -> str:
     from memkit.frontends.cli import main
 
-    root = click.Context(main, info_name="memkit", terminal_width=WIDTH, max_content_width=WIDTH)
+    root = main.make_context("memkit", [], resilient_parsing=True, terminal_width=WIDTH, max_content_width=WIDTH)
     entries = [(root, main)] + list(commands(main, root))
     toc, sections = [], []
     for ctx, command in entries:

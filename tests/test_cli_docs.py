@@ -52,3 +52,20 @@ def test_check_mode_says_how_to_regenerate(tmp_path, monkeypatch, capsys):
     assert gen.main(["--check"]) == 1
     assert "run .venv/bin/python bench/gen_cli_docs.py" in capsys.readouterr().err
     assert gen.main([]) == 0 and gen.main(["--check"]) == 0
+
+
+def test_the_page_does_not_depend_on_what_ran_before():
+    """click keeps a command's help option once made: the page rendered in a fresh process (as
+    `bench/gen_cli_docs.py` runs) and after the commands ran in this one are the same."""
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    assert CliRunner().invoke(main, ["add", "--help"]).exit_code == 0
+    assert CliRunner().invoke(main, ["session", "add", "-h"]).exit_code == 0
+    fresh = subprocess.run([sys.executable, "-c", "import runpy, sys; gen = runpy.run_path(sys.argv[1]); "
+                            "sys.stdout.write(gen['render']())", str(ROOT / "bench" / "gen_cli_docs.py")],
+                           capture_output=True, text=True, check=True).stdout
+    assert fresh == generator().render()
+    assert "  -h, --help" in fresh and "\n  --help" not in fresh

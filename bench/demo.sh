@@ -9,7 +9,7 @@ cp -r vault "$work/vault"
 rm -rf "$work/vault/.memkit"
 export MEMKIT_VAULT="$work/vault"
 # memkit's built-in model, as a machine without potion-base-8M cached gets it by default; named so
-# that the demo (and the README's examples, which run its commands) give the same results everywhere.
+# that the demo (and the examples of README.md and docs/, which run its commands) give the same results everywhere.
 export MEMKIT_MODEL=memkit-m2v
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 

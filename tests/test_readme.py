@@ -1,6 +1,9 @@
-"""The README's examples run, and print what the README says they print (like cog / doctest).
+"""The examples of README.md and of every docs/*.md page run, and print what the page says they
+print (like cog / doctest).
 
-Every ```console and ```python block of README.md has a marker on the line before it:
+Each page is a test of its own (``test_examples[docs/git.md]``): its blocks run in order, and a
+page's first block never continues another page's. Every ```console and ```python block of a page
+has a marker on the line before it:
 
 - ``<!-- readme-test: sample -->``: run on a fresh copy of the sample vault ``vault/``, placed at
   ``~/memory`` (HOME is a temp folder); the working folder is that copy and ``MEMKIT_VAULT`` names it.
@@ -30,8 +33,8 @@ examples never expire, and outputs are shown as on ``README_DAY``. Files the exa
 
 A ```python block is executed (``Vault("~/memory")`` is the sample vault copy) and must not raise.
 
-``MEMKIT_README_UPDATE=1 python -m pytest tests/test_readme.py`` rewrites README.md: the output
-of each command that no longer matches is replaced whole by what it prints now (elide it again
+``MEMKIT_README_UPDATE=1 python -m pytest tests/test_readme.py`` rewrites the pages (``-k git.md``
+for one): the output of each command that no longer matches is replaced whole by what it prints now (elide it again
 by hand where it is long), and later commands of the block take the ids it shows. A command
 whose output still matches is left as it is. So a change of ranking or model is a diff to review.
 """
@@ -61,6 +64,19 @@ from memkit.frontends.cli.group import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def pages() -> list[Path]:
+    """README.md and every docs/*.md: the pages whose examples run."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def page_id(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+PAGES = [pytest.param(path, id=page_id(path)) for path in pages()]
 UPDATE = os.environ.get("MEMKIT_README_UPDATE") == "1"
 README_DAY = date(2026, 11, 23)  #: the day the README's examples were written ("today" in them)
 SHOWN_HOME = "/home/maya"  #: how the README shows the temp HOME
@@ -95,10 +111,11 @@ class Block:
     body: list[str]
     mode: str | None
     options: set[str]
+    page: str = "README.md"  #: the file it is in, relative to the repository
 
     @property
     def where(self) -> str:
-        return f"README.md line {self.start + 1}"
+        return f"{self.page} line {self.start + 1}"
 
     def steps(self) -> list[Step]:
         steps: list[Step] = []
@@ -115,7 +132,7 @@ class Block:
         return steps
 
 
-def parse_blocks(lines: list[str]) -> list[Block]:
+def parse_blocks(lines: list[str], page: str = "README.md") -> list[Block]:
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
@@ -133,7 +150,7 @@ def parse_blocks(lines: list[str]) -> list[Block]:
                 options = {rest.lstrip("—-: ").strip()}
             else:
                 options = {o.strip() for o in rest.strip(",; ").split(",") if o.strip()}
-        blocks.append(Block(fence["lang"], i, end, lines[i + 1:end], mode, options))
+        blocks.append(Block(fence["lang"], i, end, lines[i + 1:end], mode, options, page))
         i = end + 1
     return blocks
 
@@ -442,7 +459,7 @@ def run_blocks(blocks: list[Block], shell: Shell, lines: list[str], monkeypatch:
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed):
                 try:
-                    exec(compile("\n".join(block.body), str(README) + f":{block.start + 2}", "exec"), {})
+                    exec(compile("\n".join(block.body), str(ROOT / block.page) + f":{block.start + 2}", "exec"), {})
                 except Exception as exc:
                     outcome.failures.append(f"{block.where}: the Python example raised {type(exc).__name__}: {exc}")
             continue
@@ -466,13 +483,22 @@ def run_blocks(blocks: list[Block], shell: Shell, lines: list[str], monkeypatch:
 
 # ---- the tests ----------------------------------------------------------------------------------
 
-def test_every_example_is_marked():
+@pytest.mark.parametrize("page", PAGES)
+def test_every_example_is_marked(page):
     """A new console or python example cannot be added untested by mistake."""
-    for block in parse_blocks(README.read_text(encoding="utf-8").splitlines()):
-        if block.lang in ("console", "python"):
-            assert block.mode, f"{block.where}: no `<!-- readme-test: … -->` marker before this {block.lang} block"
-            if block.mode == "skip":
-                assert any(block.options), f"{block.where}: say why the example is skipped"
+    blocks = [b for b in parse_blocks(page.read_text(encoding="utf-8").splitlines(), page_id(page))
+              if b.lang in ("console", "python")]
+    for block in blocks:
+        assert block.mode, f"{block.where}: no `<!-- readme-test: … -->` marker before this {block.lang} block"
+        if block.mode == "skip":
+            assert any(block.options), f"{block.where}: say why the example is skipped"
+    runs = [b for b in blocks if b.mode != "skip"]
+    assert not runs or runs[0].mode != "continue", \
+        f"{runs[0].where}: a page's first example cannot continue (pages run independently): use sample or fresh"
+
+
+def test_the_docs_pages_are_tested():
+    assert README in pages() and len(pages()) > 1 and all(p.parent == DOCS for p in pages()[1:])
 
 
 @pytest.fixture
@@ -506,25 +532,30 @@ def demo_llm() -> FakeLLM:
     return FakeLLM(answer)
 
 
-def runnable(lines: list[str]) -> list[Block]:
-    return [b for b in parse_blocks(lines) if b.lang in ("console", "python") and b.mode != "skip"]
+def runnable(lines: list[str], page: str = "README.md") -> list[Block]:
+    return [b for b in parse_blocks(lines, page) if b.lang in ("console", "python") and b.mode != "skip"]
 
 
-def test_readme_examples(readme_env, monkeypatch):
+@pytest.mark.parametrize("page", PAGES)
+def test_examples(page, readme_env, monkeypatch):
     from memkit.embeddings.judge import judge_status
 
-    if judge_status() is not None:  # the README shows searches judged by the second stage
-        pytest.skip(f"the README's searches are judged, and the judge cannot run here: {judge_status()}")
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks = runnable(lines, page_id(page))
+    if not blocks:
+        return  # a page without examples (the generated CLI reference, the architecture…)
+    if judge_status() is not None:  # the pages show searches judged by the second stage
+        pytest.skip(f"the examples' searches are judged, and the judge cannot run here: {judge_status()}")
     with demo_llm() as llm:
-        outcome = run_blocks(runnable(lines), Shell(readme_env, llm.base_url), lines, monkeypatch)
+        outcome = run_blocks(blocks, Shell(readme_env, llm.base_url), lines, monkeypatch)
     if UPDATE and outcome.updates:
-        write_updates(lines, outcome.updates)
+        write_updates(page, lines, outcome.updates)
         return
-    assert not outcome.failures, "README examples differ from what the commands print (MEMKIT_README_UPDATE=1 " \
-                                 "rewrites README.md; review the diff):\n\n" + "\n".join(outcome.failures)
+    assert not outcome.failures, f"{page_id(page)}'s examples differ from what the commands print " \
+                                 f"(MEMKIT_README_UPDATE=1 rewrites the page; review the diff):\n\n" \
+                                 + "\n".join(outcome.failures)
     if outcome.skipped:
-        pytest.skip("every other README example ran and matched; not run: " + "; ".join(outcome.skipped))
+        pytest.skip(f"every other example of {page_id(page)} ran and matched; not run: " + "; ".join(outcome.skipped))
 
 
 def rewrite_later_ids(lines: list[str], block: Block, step: Step, ids: dict[str, str]) -> None:
@@ -534,13 +565,13 @@ def rewrite_later_ids(lines: list[str], block: Block, step: Step, ids: dict[str,
             lines[i] = ID.sub(lambda m: ids.get(m[0], m[0]), lines[i])
 
 
-def write_updates(lines: list[str], updates: dict[int, tuple[int, list[str]]]) -> None:
+def write_updates(page: Path, lines: list[str], updates: dict[int, tuple[int, list[str]]]) -> None:
     """Replace each mismatched command's output with what it printed (from the end, so that the
     line numbers of the earlier ones still hold)."""
     for line in sorted(updates, reverse=True):
         old, actual = updates[line]
         lines[line + 1:line + 1 + old] = actual
-    README.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 # ---- the runner on a machine without curl --------------------------------------------------------
@@ -558,17 +589,20 @@ def path_without(tmp_path: Path, hidden: str) -> str:
     return str(folder)
 
 
+HTTP_PAGE = DOCS / "assistants.md"  #: the page of the HTTP API's examples
+
+
 def http_blocks(lines: list[str]) -> list[Block]:
-    """The README's HTTP examples: from the block that starts the server to the last curl block."""
-    blocks = runnable(lines)
+    """The HTTP API's examples: from the block that starts the server to the last curl block."""
+    blocks = runnable(lines, page_id(HTTP_PAGE))
     curl = [i for i, b in enumerate(blocks) if "curl" in programs(b)]
-    assert curl, "the README has no curl examples any more: drop this test and WHY['curl']"
+    assert curl, f"{page_id(HTTP_PAGE)} has no curl examples any more: drop this test and WHY['curl']"
     first = max(i for i in range(curl[0] + 1) if blocks[i].mode != "continue")
     return blocks[first:curl[-1] + 1]
 
 
 def test_the_programs_a_block_runs():
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = HTTP_PAGE.read_text(encoding="utf-8").splitlines()
     blocks = http_blocks(lines)
     assert blocks[0].lang == "python" and programs(blocks[0]) == []
     assert programs(blocks[1]) == ["curl", "python3"]  # `curl … | python3 -m json.tool`
@@ -580,11 +614,11 @@ def test_the_programs_a_block_runs():
 
 
 def test_without_curl_the_http_examples_are_skipped_with_the_reason(readme_env, monkeypatch, tmp_path):
-    """Issue 32: on a machine without curl the README test failed with `curl: command not found`."""
+    """Issue 32: on a machine without curl the examples' test failed with `curl: command not found`."""
     path = path_without(tmp_path, "curl")
     assert shutil.which("curl", path=path) is None and shutil.which("bash", path=path) is not None
     monkeypatch.setenv("PATH", path)
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = HTTP_PAGE.read_text(encoding="utf-8").splitlines()
     blocks = http_blocks(lines)
     with demo_llm() as llm:
         shell = Shell(readme_env, llm.base_url)

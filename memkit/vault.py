@@ -72,7 +72,7 @@ class Vault(VaultAliases):
     def __init__(self, path: str | os.PathLike[str], *, config: Config | None = None, model: str | None = None,
                  embedder: Embedder | None = None, env: Mapping[str, str] | None = None) -> None:
         self.store = Store(path, config if config is not None else load_config(Path(path).expanduser()))
-        # The one place the library reads memkit's own environment: the README promises that
+        # The one place the library reads memkit's own environment: the docs promise that
         # MEMKIT_MODEL wins over memkit.yaml for library users too, not only on the command line.
         env = os.environ if env is None else env
         #: the model id or folder in use (the injected embedder's name, if one was given)

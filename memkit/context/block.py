@@ -1,4 +1,4 @@
-"""The prompt context: the memory block an assistant pastes into its system prompt (the README's "Context").
+"""The prompt context: the memory block an assistant pastes into its system prompt (docs/getting-started.md, "Context").
 
 The block is markdown, in layers:
 

@@ -184,7 +184,7 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     last few before them shown as context."""
     if llm is None:
         raise LLMError("digest needs an LLM: set `llm:` in memkit.yaml (e.g. llm: {base_url: "
-                       "\"http://127.0.0.1:11434/v1\", model: \"llama3.2\"}); see the README")
+                       "\"http://127.0.0.1:11434/v1\", model: \"llama3.2\"}); see docs/settings-notes.md#llm")
     if not messages:
         raise TranscriptError(f"{name}: the transcript is empty; nothing to digest")
     store = searcher.store

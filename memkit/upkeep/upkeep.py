@@ -332,7 +332,7 @@ def compact(store: Store, llm: LLM | None, topic: str, *, before: date, dry_run:
     ones, are never touched.
     """
     if llm is None:
-        raise LLMError("memkit compact needs an LLM: set llm: in memkit.yaml (see the README's LLM section)")
+        raise LLMError("memkit compact needs an LLM: set llm: in memkit.yaml (see docs/settings-notes.md#llm)")
     t = store.topic(topic)
     old = [e for e in t.entries if e.date and e.date < before.isoformat() and e.is_list]
     if len(old) < 2:
@@ -454,7 +454,7 @@ def propose_profile(store: Store, llm: LLM | None) -> list[str]:
     """The profile the LLM proposes from the current one and the vault's durable entries: at
     most ``profile_max_entries`` one-sentence lines, the most important first."""
     if llm is None:
-        raise LLMError("memkit distill needs an LLM: set llm: in memkit.yaml (see the README's LLM section)")
+        raise LLMError("memkit distill needs an LLM: set llm: in memkit.yaml (see docs/settings-notes.md#llm)")
     pinned = store.pinned_topics()
     profile = store.topic(pinned[0]) if pinned else None
     most = store.config.profile_max_entries

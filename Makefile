@@ -10,14 +10,15 @@ install:
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,offline,mcp]'
 
-# mypy checks the types beside the tests, which run in TEST_JOBS processes (pytest-xdist): one
+# ruff checks the style first (a few seconds), then mypy checks the types beside the tests, which run in TEST_JOBS processes (pytest-xdist): one
 # more than the cores, as many tests wait on subprocesses and servers. pytest first rewrites the
 # test modules once, keeping their bytecode (PYTHONDONTWRITEBYTECODE emptied: where the
 # environment sets it every worker would rewrite them again, about 10 s of CPU each).
 # `make test TEST_JOBS=0` runs the tests in one process.
 TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test:
-	@$(BIN)/python -m mypy memkit > .mypy.log 2>&1 & types=$$!; \
+	@$(BIN)/ruff check memkit tests bench || exit 1; \
+	$(BIN)/python -m mypy memkit > .mypy.log 2>&1 & types=$$!; \
 	trap 'kill $$types 2>/dev/null; rm -f .mypy.log; exit 130' INT TERM; \
 	export PYTHONDONTWRITEBYTECODE=; \
 	$(BIN)/python -m pytest -q --collect-only > /dev/null 2>&1; \

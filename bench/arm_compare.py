@@ -56,8 +56,9 @@ def dump(out: Path) -> None:
     folder = builtin_model_folder()
     result["m2v"] = load_embedder(str(folder)).embed(TEXTS).astype(np.float64).tolist()
     try:
-        from memkit.embeddings.judge import Judge, judge_folder
         import onnxruntime  # type: ignore[import-untyped]
+
+        from memkit.embeddings.judge import Judge, judge_folder
         result["onnxruntime"] = onnxruntime.__version__
         result["judge"] = Judge(judge_folder() or repo / "memkit/embeddings/models/memkit-judge").embed(TEXTS).astype(np.float64).tolist()
     except Exception as exc:  # the point is to report it, whatever it is

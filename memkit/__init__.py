@@ -14,6 +14,9 @@ from . import moved
 
 if TYPE_CHECKING:  # what the names below are, for type checkers; at run time each loads when first used
     from .config import Config, load_config
+    from .context import Context
+    from .digest import Captured, DigestReport, InboxResult
+    from .embeddings import Embedder
     from .errors import (
         ConfigError,
         EntryNotFound,
@@ -30,24 +33,17 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time ea
         VaultExists,
         VaultNotFound,
     )
-    from .digest import Captured
-    from .embeddings import Embedder
-    from .llm import LLM, TextChat
-    from .sessions import Conversations
-    from .upkeep import CheckReport, Finding
-    from .context import Context
-    from .digest import DigestReport, InboxResult
+    from .formats.recent import RecentTopic
+    from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
+    from .formats.topic import Entry, Topic
     from .git import GitSetup
     from .index import IndexReport
-    from .formats.recent import RecentTopic
+    from .llm import LLM, TextChat
     from .search import Hit
-    from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
-    from .sessions import SessionHit
-    from .sessions import Window
+    from .sessions import Conversations, SessionHit, Window
     from .split import SplitPart, SplitPlan
     from .store import TopicInfo
-    from .formats.topic import Entry, Topic
-    from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport
+    from .upkeep import ChangeReport, CheckReport, Finding, FollowUp, HistoryStep, TidyReport
     from .vault import Vault, find_vault
 
 #: where each public name lives: ``import memkit`` loads nothing else, and ``from memkit import Vault``

@@ -18,22 +18,22 @@ from typing import IO, TYPE_CHECKING, Any, Mapping, Sequence
 from .config import Config, load_config, resolve_model
 from .embeddings import Embedder, complete, make_embedder
 from .errors import MemkitError
-from .index import Index, IndexReport, Progress
 from .formats.lifecycle import parse_day, with_dates
 from .formats.names import is_topic_filename
 from .formats.recent import RecentTopic, relative_time
+from .formats.topic import Entry, Topic
+from .index import Index, IndexReport, Progress
 from .llm import LLMChoice
 from .search import Hit, Mode, Searcher, Serving, Threshold
 from .store import Store, TopicInfo, find_vault
 from .vault_aliases import VaultAliases
-from .formats.topic import Entry, Topic
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
     from .context import Context, Nudge
     from .digest import Captured, DigestReport, InboxResult
+    from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
     from .git import GitSetup, merge_files
     from .llm import LLM
-    from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
     from .sessions import Conversations, Imported, SessionHit, Window
     from .split import SplitPlan
     from .upkeep import ChangeReport, CheckReport, FollowUp, HistoryStep, TidyReport, UpkeepReport

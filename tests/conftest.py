@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-import logging
-import os
 import threading
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

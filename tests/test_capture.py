@@ -8,14 +8,14 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-
 from fake_llm import FakeLLM
+from util import FakeEmbedder, loopback_llm, write
+
 from memkit import Vault
 from memkit.digest.captured import claude_code_messages, inbox_name, render_jsonl
-from memkit.frontends.cli.group import main
 from memkit.digest.digest import process_inbox
 from memkit.formats.transcript import MAX_TRANSCRIPT_BYTES, Message, read_transcript
-from util import FakeEmbedder, loopback_llm, write
+from memkit.frontends.cli.group import main
 
 SESSION = "3f1c2a9e-7b1d-4c55-9a0e-1f2e3d4c5b6a"
 

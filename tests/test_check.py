@@ -3,14 +3,13 @@ models' indexes (which `memkit index` removes, as check says)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
+from util import FakeEmbedder, write
 
 from memkit import Vault
 from memkit.frontends.cli.group import main
-from util import FakeEmbedder
-from pathlib import Path
-from util import write
 
 
 def run(root, *args, input=None):
@@ -64,9 +63,9 @@ def test_memkit_index_removes_other_models_indexes(tmp_path):
 
 def test_check_fix_never_breaks_frontmatter_or_repeated_code(tmp_path: Path) -> None:
     from click.testing import CliRunner
+    from util import FakeEmbedder
 
     from memkit.frontends.cli.group import main
-    from util import FakeEmbedder
 
     root = Vault.init(tmp_path / "v", profile=False).root
     text = ("---\ntitle: Setup\ntags:\n  - linux\n  - shell\ntags:\n  - ops\n---\n"

@@ -20,14 +20,14 @@ from typing import Any, Callable
 
 import pytest
 from click.testing import CliRunner, Result
+from fake_llm import FakeLLM
+from util import FakeEmbedder, wait_until, write
 
 import memkit.frontends.watch
-from fake_llm import FakeLLM
 from memkit import Vault
-from memkit.frontends.cli.group import main
 from memkit.context.block import INSTRUCTIONS
 from memkit.formats.topic import parse_topic_text, split_lines
-from util import FakeEmbedder, wait_until, write
+from memkit.frontends.cli.group import main
 
 DEADLINE_S = 10.0
 DATE = r"\(\d{4}-\d\d-\d\d\)"  # today's date, whatever day the test runs

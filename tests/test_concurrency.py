@@ -5,14 +5,13 @@ import os
 import signal
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 
-from datetime import datetime
-
 import pytest
+from util import fork, reap
 
 from memkit import Vault
-from util import fork, reap
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="writers are forked processes")
 

@@ -8,13 +8,12 @@ import threading
 from datetime import datetime, timedelta
 
 import pytest
+from util import FakeEmbedder, write
 
 from memkit import MemkitError, Vault
 from memkit.context.block import INSTRUCTIONS, Context, _fit, build_context, reset_session, session_path
 from memkit.search.route import detect_topic
 from memkit.search.searcher import Hit
-
-from util import FakeEmbedder, write
 
 NOW = datetime(2026, 2, 14, 12, 0, 0)
 

@@ -2,23 +2,22 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import threading
 import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-
-from fake_llm import FakeLLM, Reply, last_user_message
-from memkit import LLMError, MemkitError, Vault
-from memkit.digest.digest import MAX_CONCLUSIONS, digest_file, process_inbox
-from memkit.errors import TranscriptError
-from memkit.llm.client import HTTPChatLLM, LLMSettings
-from memkit.formats.transcript import parse_transcript
+from fake_llm import FakeLLM, Reply
 from util import FakeEmbedder, loopback_llm, vault_with, write
-from memkit.digest.digest import _new_topic_name
+
+from memkit import LLMError, Vault
+from memkit.digest.digest import MAX_CONCLUSIONS, _new_topic_name, digest_file, process_inbox
+from memkit.errors import TranscriptError
+from memkit.formats.transcript import parse_transcript
+from memkit.llm.client import HTTPChatLLM, LLMSettings
 
 NOW = datetime(2026, 11, 21, 18, 0, 0)
 
@@ -295,12 +294,10 @@ def test_inbox_digests_idle_transcripts_and_keeps_failures(tmp_path, vault):
 def test_unusable_conclusions_are_skipped_and_reported(tmp_path: Path) -> None:
     import json as json_
 
-    from memkit.digest.digest import digest_file
-
     from fake_llm import FakeLLM
-    from util import loopback_llm
+    from util import FakeEmbedder, loopback_llm
 
-    from util import FakeEmbedder
+    from memkit.digest.digest import digest_file
 
     vault = Vault(Vault.init(tmp_path / "v", profile=False).root, embedder=FakeEmbedder())
     items = [None, 3, {"kind": "fact", "text": 42}, {"kind": "fact", "text": "Moved to Seattle last month"},

@@ -7,16 +7,15 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-
 from fake_llm import FakeLLM, last_user_message
-from memkit import LLMError, Vault
-from memkit.frontends.cli.group import main
-from memkit.digest.digest import digest_file, load_digested
 from util import FakeEmbedder, loopback_llm, vault_with, write
+
+from memkit import LLMError, Vault
+from memkit.digest.digest import digest_file, load_digested
+from memkit.frontends.cli.group import main
 
 NOW = datetime(2026, 11, 21, 18, 0, 0)
 

@@ -9,7 +9,14 @@ import pytest
 
 from memkit import ModelError
 from memkit.embeddings import static as embed_mod
-from memkit.embeddings.static import BUILTIN_MODEL, OFFLINE_MODEL, StaticEmbedder, builtin_model_folder, load_embedder, offline_model_folder
+from memkit.embeddings.static import (
+    BUILTIN_MODEL,
+    OFFLINE_MODEL,
+    StaticEmbedder,
+    builtin_model_folder,
+    load_embedder,
+    offline_model_folder,
+)
 
 TEXTS = [
     "Prefers bomba rice for paella (2026-02-12)",

@@ -122,9 +122,9 @@ def test_a_cache_cleared_mid_batch_by_another_call_drops_nothing_the_batch_needs
 def test_memkit_index_with_more_distinct_words_than_the_cache_holds(tmp_path, monkeypatch):
     """Issue 31 end to end: `memkit index` on a vault whose distinct words pass the cache's limit
     (each entry carries a unique token, as ids and numbers do) indexes, and search finds them."""
-    import memkit.embeddings.static as embed
     from click.testing import CliRunner
 
+    import memkit.embeddings.static as embed
     from memkit.frontends.cli.group import main
 
     monkeypatch.setattr(embed, "MAX_CACHED_CHUNKS", 50)

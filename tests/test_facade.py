@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from util import FakeEmbedder
 
 import memkit
 from memkit import Vault
 from memkit.config import Config
-from util import FakeEmbedder
 
 VAULT_PY = Path(memkit.__file__).parent / "vault.py"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)

@@ -10,13 +10,14 @@ import pytest
 pytest.importorskip("mcp", reason="the MCP server needs the MCP SDK: pip install 'mcp>=2'")
 pytest.importorskip("starlette", reason="memkit serve needs Starlette: pip install 'mcp>=2'")
 
-from memkit.frontends.cli.group import main  # noqa: E402
+from test_http_api import Client, make_vault  # noqa: E402
+
+from memkit.base.limits import MAX_SEARCH_RESULTS, SEARCH_MODES  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
+from memkit.frontends.cli.group import main  # noqa: E402
 from memkit.frontends.http.api import HTTPServer  # noqa: E402
 from memkit.frontends.http.spec import OPERATIONS, SEARCH_PARAMS, SESSION_SEARCH_PARAMS  # noqa: E402
-from memkit.base.limits import MAX_SEARCH_RESULTS, SEARCH_MODES  # noqa: E402
 from memkit.frontends.mcp.server import TOOLS, Memory, TypedTools  # noqa: E402
-from test_http_api import Client, make_vault  # noqa: E402
 
 #: each operation: the CLI command (with its group), the MCP tool, the HTTP route
 FRONT_ENDS = {

@@ -1,9 +1,12 @@
 """memkit.base.fsutil: atomic writes, appends and checked replaces on real files."""
 from __future__ import annotations
-from memkit.base.fsutil import FileChanged, replace_checked, stamp_of
+
 from pathlib import Path
-from util import write
+
 import pytest
+from util import write
+
+from memkit.base.fsutil import FileChanged, replace_checked, stamp_of
 
 
 def test_replace_checked_keeps_an_append_made_meanwhile(tmp_path: Path) -> None:

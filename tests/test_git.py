@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from util import FakeEmbedder, write
 
 from memkit import MemkitError, Vault
 from memkit.frontends.cli.group import main
-
-from util import FakeEmbedder, write
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

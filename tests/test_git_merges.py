@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
 from fake_llm import FakeLLM
 from test_git import all_texts, assert_clean_merge, cli, clones, git, open_vault, sync  # noqa: F401
 from util import loopback_llm

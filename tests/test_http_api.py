@@ -25,12 +25,13 @@ pytest.importorskip("starlette", reason="memkit serve needs Starlette: pip insta
 pytest.importorskip("uvicorn", reason="memkit serve needs uvicorn: pip install 'mcp>=2'")
 jsonschema = pytest.importorskip("jsonschema")
 
+from util import FakeEmbedder, wait_until, write  # noqa: E402
+
 from memkit import Vault  # noqa: E402
-from memkit.frontends.cli.group import main  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
+from memkit.frontends.cli.group import main  # noqa: E402
 from memkit.frontends.http.api import MAX_BODY_BYTES, HTTPServer, needs_token  # noqa: E402
 from memkit.frontends.http.spec import OPERATIONS, openapi  # noqa: E402
-from util import FakeEmbedder, wait_until, write  # noqa: E402
 
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nsummary: rice and bread\nupdated: 2026-01-03T10:00:00\n---\n# Cooking\n\n"
@@ -127,8 +128,8 @@ def test_openapi_lists_exactly_the_routes(served):
     assert documented == served_routes
     assert {(op.method, op.path) for op in OPERATIONS} | {("GET", "/openapi.json")} == served_routes
     jsonschema.Draft202012Validator.check_schema({"$defs": spec["components"]["schemas"]})
-    for path, ops in spec["paths"].items():
-        for method, op in ops.items():
+    for ops in spec["paths"].values():
+        for op in ops.values():
             for param in op.get("parameters", []):
                 jsonschema.Draft202012Validator.check_schema(param["schema"])
             body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")

@@ -6,13 +6,13 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from fake_embed import FakeEmbedServer
+
 from memkit import Vault
-from memkit.frontends.cli.group import main
 from memkit.config.settings import EmbedderSettings
-from memkit.errors import ConfigError, ModelError
 from memkit.embeddings.remote import HTTPEmbedder
+from memkit.errors import ConfigError, ModelError
+from memkit.frontends.cli.group import main
 
 NOTES = "- Router is a MikroTik hAP ax3 in the hallway\n- Grafana runs on node-3\n- Prefers bomba rice for paella\n"
 

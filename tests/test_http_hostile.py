@@ -19,12 +19,13 @@ pytest.importorskip("starlette", reason="memkit serve needs Starlette: pip insta
 pytest.importorskip("uvicorn", reason="memkit serve needs uvicorn: pip install 'mcp>=2'")
 
 from fake_llm import FakeLLM  # noqa: E402
+from util import FakeEmbedder, wait_until, write  # noqa: E402
+
 from memkit import Vault  # noqa: E402
-from memkit.frontends.cli.group import main  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
+from memkit.frontends.cli.group import main  # noqa: E402
 from memkit.frontends.http.api import HTTPServer, origin_allowed  # noqa: E402
 from memkit.frontends.http.spec import OPERATIONS  # noqa: E402
-from util import FakeEmbedder, wait_until, write  # noqa: E402
 
 SLACK_S = 15.0  #: a cut due after 1 s must have come by then (a loaded machine included)
 WAIT_S = 60.0

@@ -10,12 +10,11 @@ import time
 
 import numpy as np
 import pytest
+from util import FakeEmbedder, fork, reap, vault_with, write
 
 from memkit import TopicNotFound, Vault
 from memkit.index.index import Index
 from memkit.index.sidecar import Sidecar
-
-from util import FakeEmbedder, fork, reap, vault_with, write
 
 
 @pytest.fixture
@@ -352,7 +351,7 @@ def test_another_tool_reads_the_vectors_as_the_readme_says(tmp_path, fake):
     rows, = con.execute("SELECT value FROM meta WHERE key = 'rows'").fetchone()
     matrix = np.load(v.store.state_dir / "index" / name, mmap_mode="r")[:int(rows)]
     got = {}
-    for path, row0, n, hashes in con.execute("SELECT f.path, f.row0, f.n, d.hashes FROM files f "
+    for path, row0, _n, _hashes in con.execute("SELECT f.path, f.row0, f.n, d.hashes FROM files f "
                                              "JOIN file_data d ON d.file_id = f.id"):
         texts = json.loads(con.execute("SELECT body FROM file_data d JOIN files f ON f.id = d.file_id "
                                        "WHERE f.path = ?", (path,)).fetchone()[0])[0]

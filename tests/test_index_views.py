@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from util import FakeEmbedder, vault_with, write
 
 import memkit.index.queue as embedqueue_mod
 import memkit.index.sidecar as sidecar_mod
@@ -13,8 +14,6 @@ import memkit.search.rank as rank_mod
 from memkit import Vault
 from memkit.search.lexical import BM25Index, encode_terms
 from memkit.search.rank import Ranker
-
-from util import FakeEmbedder, vault_with, write
 
 WORDS = ("apple pear plum kiwi fig lime router node-3 lake camping painting bread broth rice paella saffron "
          "garden tomato basil harbor ferry ticket passport vet biscuit").split()

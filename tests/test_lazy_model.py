@@ -9,11 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from util import write
 
 from memkit import Vault
-from memkit.embeddings.static import BUILTIN_MODEL, OFFLINE_MODEL, LazyEmbedder, builtin_model_folder, model_dim, offline_model_folder
-
-from util import write
+from memkit.embeddings.static import (
+    BUILTIN_MODEL,
+    LazyEmbedder,
+    builtin_model_folder,
+    model_dim,
+    offline_model_folder,
+)
 
 needs_offline = pytest.mark.skipif(offline_model_folder() is None,
                                    reason="tokenlearn-static-model is not installed (it has x86_64 wheels only)")

@@ -5,17 +5,15 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
+from fake_llm import FakeLLM
+from util import FakeEmbedder, loopback_llm, write
 
 from memkit import Vault
 from memkit.frontends.cli.group import main
-
-from fake_llm import FakeLLM
-from util import FakeEmbedder, loopback_llm, write
 
 TODAY = date.today()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -13,8 +14,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from memkit.errors import LLMError
 import memkit.llm.client as llm_mod
+from memkit.errors import LLMError
 from memkit.llm.client import (
     CommandLLM,
     HTTPChatLLM,
@@ -23,7 +24,6 @@ from memkit.llm.client import (
     make_llm,
     parse_json_reply,
 )
-import os
 
 try:
     from fake_llm import FakeLLM, Reply, last_user_message

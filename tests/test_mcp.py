@@ -18,11 +18,10 @@ mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip insta
 anyio = pytest.importorskip("anyio")
 
 from fake_llm import FakeLLM  # noqa: E402
-from memkit import MemkitError, Vault  # noqa: E402
-from memkit.frontends.cli.group import main  # noqa: E402
 from util import FakeEmbedder, vault_with, write  # noqa: E402
 
-
+from memkit import MemkitError, Vault  # noqa: E402
+from memkit.frontends.cli.group import main  # noqa: E402
 
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nsummary: rice and bread\nupdated: 2026-01-03T10:00:00\n---\n# Cooking\n\n"

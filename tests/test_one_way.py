@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memkit import InvalidValue
+from memkit.index.view import TermIds
 from memkit.search import Query
 from memkit.search.lexical import BM25Index
-from memkit.index.view import TermIds
 
 
 def test_a_query_is_checked_and_normalised_once(vault):

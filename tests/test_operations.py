@@ -13,6 +13,8 @@ from click.testing import CliRunner
 pytest.importorskip("mcp", reason="the MCP server needs the MCP SDK: pip install 'mcp>=2'")
 pytest.importorskip("starlette", reason="memkit serve needs Starlette: pip install 'mcp>=2'")
 
+from test_http_api import Client, make_vault  # noqa: E402
+
 from memkit import Vault  # noqa: E402
 from memkit.base.limits import MAX_MESSAGE_CHARS, MAX_SEARCH_RESULTS, WEAK_HITS  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
@@ -23,7 +25,6 @@ from memkit.frontends.http.spec import OPERATIONS as ROUTES  # noqa: E402
 from memkit.frontends.mcp.server import TOOL_OPERATIONS, TOOLS, Memory, TypedTools  # noqa: E402
 from memkit.frontends.operations import CLI_ONLY, FRONT_ENDS, OPERATIONS, operation, schema  # noqa: E402
 from memkit.search import Searcher  # noqa: E402
-from test_http_api import Client, make_vault  # noqa: E402
 
 #: the HTTP API's routes that are no operation of the others: the server's own state
 HTTP_ONLY = {("GET", "/busy"), ("GET", "/index")}

@@ -8,13 +8,13 @@ from datetime import datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
-
 from fake_llm import FakeLLM, Reply
+from util import FakeEmbedder, loopback_llm, write
+
 from memkit import Vault
-from memkit.frontends.cli.group import main
 from memkit.config.settings import ConfigError, parse_config
 from memkit.context.block import build_context
-from util import FakeEmbedder, loopback_llm, write
+from memkit.frontends.cli.group import main
 
 NOW = datetime(2026, 11, 28, 10, 0)
 

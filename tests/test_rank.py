@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memkit.search.lexical import encode_terms
-from memkit.search.lexical import BM25Index as _BM25Index
-from memkit.search.rank import RankParams, Ranker, speaker_of, speakers
 from memkit.formats.words import stem
 from memkit.formats.words import terms as tokenize
+from memkit.search.lexical import BM25Index as _BM25Index
+from memkit.search.lexical import encode_terms
+from memkit.search.rank import Ranker, RankParams, speaker_of, speakers
 
 
 class BM25Index(_BM25Index):

@@ -58,8 +58,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from fake_llm import FakeLLM
+
 from memkit.frontends.cli.group import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from memkit import Vault
-from memkit.digest.digest import digest_file
-
 from fake_llm import FakeLLM
 from util import FakeEmbedder, loopback_llm, write
+
+from memkit import Vault
+from memkit.digest.digest import digest_file
 
 NOW = datetime(2026, 11, 21, 18, 0, 0)
 

@@ -7,11 +7,11 @@ import json
 from datetime import datetime, timedelta
 
 from click.testing import CliRunner
-
 from fake_llm import FakeLLM
+from util import FakeEmbedder, write
+
 from memkit import Vault
 from memkit.frontends.cli.group import main
-from util import FakeEmbedder, write
 
 NOW = datetime(2026, 11, 28, 10, 0)
 REPLY = {"profile": ["Is called Maya", "Daughter Lina is 7 and loves chess"]}

@@ -5,11 +5,10 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from util import FakeEmbedder, vault_with, write
 
 from memkit import MemkitError, TopicNotFound, Vault
 from memkit.frontends.cli.group import main
-
-from util import FakeEmbedder, vault_with, write
 
 TOPICS = {
     "cooking": "---\ntitle: Cooking\nupdated: 2026-02-12T14:30:00\n---\n"
@@ -106,7 +105,8 @@ def test_min_importance_filters_by_the_entries_own_marker(tmp_path):
     v = vault_with(tmp_path, {"family": "- Lina won the chess tournament (importance 0.9) #pride\n"
                                         "- Lina likes chess club on Tuesdays\n"
                                         "- Lina's chess coach is called Ben (importance 0.3)\n"})
-    texts = lambda **kw: [h.text.split(" (")[0].split(" #")[0] for h in v.search("Lina chess", threshold=None, **kw)]
+    def texts(**kw):
+        return [h.text.split(" (")[0].split(" #")[0] for h in v.search("Lina chess", threshold=None, **kw)]
     assert sorted(texts()) == ["Lina likes chess club on Tuesdays", "Lina won the chess tournament",
                                "Lina's chess coach is called Ben"]
     assert texts(min_importance=0.8) == ["Lina won the chess tournament"]

@@ -10,11 +10,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from click.testing import CliRunner
-
 from fake_llm import FakeLLM, last_user_message
+from util import FakeEmbedder
+
 from memkit import Vault
 from memkit.frontends.cli.group import main
-from util import FakeEmbedder
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=timezone.utc)
 SUMMARY = {"summary": "Maya plans a week in Lisbon in March; the flight is booked.",

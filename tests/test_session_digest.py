@@ -8,8 +8,9 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from fake_llm import FakeLLM, last_user_message
-from memkit import Vault
 from util import FakeEmbedder
+
+from memkit import Vault
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=timezone.utc)
 FACTS = ["Maya's daughter Lina turns eight on March 2nd", "Maya is learning the cello since October",

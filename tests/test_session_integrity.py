@@ -6,10 +6,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from util import FakeEmbedder
 
 from memkit import Vault
 from memkit.frontends.http.api import HTTPServer
-from util import FakeEmbedder
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 

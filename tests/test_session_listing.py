@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from click.testing import CliRunner
-
 from fake_llm import FakeLLM
-from memkit.frontends.cli.group import main
 from test_session_aging import T0, answer, chat, job, make
+
+from memkit.frontends.cli.group import main
 
 
 def cli(v, *args: str):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from fake_llm import FakeLLM, Reply, last_user_message
+from util import loopback_llm
+
 from memkit import InvalidValue
 from memkit.sessions.budget import PREFIX, estimate_tokens
-from util import loopback_llm
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -156,8 +156,8 @@ def test_estimate_tokens():
 
 
 def test_simple_reads_a_long_session_from_its_end_with_the_same_result(vault):
-    from memkit.sessions.budget import window
     from memkit.formats.session import parse_session_tail
+    from memkit.sessions.budget import window
     s = long_session(vault, n=300)
     vault.save_message(s.id, "user", "### user · 2026-01-01T00:00:00Z\nescaped heading inside", now=at(400))
     full = vault.session("long")

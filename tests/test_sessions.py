@@ -10,11 +10,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from util import FakeEmbedder
 
 from memkit import InvalidValue, MemkitError, Vault
 from memkit.errors import SessionNotFound, TranscriptError
 from memkit.formats.session import message_rows, parse_session
-from util import FakeEmbedder
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -298,8 +298,8 @@ def test_rows_for_the_index_and_back(vault):
     lines = path.read_text().splitlines()
     assert [(lines[n - 1], text) for n, text in rows] == [
         ("### user · 2026-03-01T09:01:00Z", "first message"), ("### assistant · 2026-03-01T09:03:00Z", "second\nmessage")]
-    from memkit.sessions.search import SessionSearch
     from memkit.sessions.folder import Sessions
+    from memkit.sessions.search import SessionSearch
     hit = SessionSearch(Sessions(vault.root, vault.store.state_dir, vault.config), None).locate(path, rows[1][0])
     assert hit is not None and (hit.session, hit.role, hit.text, hit.time) == (
         "rows", "assistant", "second\nmessage", "2026-03-01T09:03:00Z")

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from util import FakeEmbedder, write
 
 from memkit import MemkitError, Vault
 from memkit.base import similarity as sim
-from memkit.frontends.cli.group import main
-from memkit.errors import NumericError
 from memkit.base.similarity import similarities
-from util import FakeEmbedder, write
+from memkit.errors import NumericError
+from memkit.frontends.cli.group import main
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memkit"
 

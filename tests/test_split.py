@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 from fake_llm import FakeLLM, Reply, last_user_message
-from util import FakeEmbedder, write
+from util import FakeEmbedder, vault_with, write
 
 from memkit import MemkitError, Vault
 from memkit.config.settings import Config
-from memkit.llm.client import HTTPChatLLM, LLMSettings
 from memkit.formats.names import check_topic_name
+from memkit.formats.topic import parse_topic_text, read_topic, scan_blocks, split_lines
+from memkit.llm.client import HTTPChatLLM, LLMSettings
 from memkit.split.split import (
     NothingToSplit,
     SplitConflict,
@@ -26,8 +27,6 @@ from memkit.split.split import (
     plan_split,
     split_topic,
 )
-from memkit.formats.topic import parse_topic_text, read_topic, scan_blocks, split_lines
-from util import vault_with
 
 THEMES = {
     "rice": ["bomba", "paella", "saffron", "sushi", "risotto", "arborio", "basmati", "steamed", "cooker", "grain"],
@@ -673,8 +672,9 @@ def test_a_split_killed_at_any_rename_leaves_each_entry_once(tmp_path: Path) -> 
 
 
 def test_a_split_whose_parent_changes_meanwhile_writes_nothing(tmp_path: Path, monkeypatch) -> None:
-    import memkit.store.store as store_mod
     from util import FakeEmbedder
+
+    import memkit.store.store as store_mod
 
     root = Vault.init(tmp_path / "v", profile=False).root
     lines = [f"- {('basil tomato garden', 'stuff boxes attic')[i % 2]} note {i}" for i in range(24)]

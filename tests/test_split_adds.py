@@ -7,14 +7,14 @@ import json
 from datetime import datetime
 
 from click.testing import CliRunner, Result
-
 from fake_llm import FakeLLM
-from memkit import Vault
-from memkit.frontends.cli.group import main
-from memkit.digest.digest import digest_file
-from memkit.split.split import split_topic
 from test_split import make_vault, themed_lines
 from util import loopback_llm, write
+
+from memkit import Vault
+from memkit.digest.digest import digest_file
+from memkit.frontends.cli.group import main
+from memkit.split.split import split_topic
 
 
 def cli(vault: Vault, *args: str) -> Result:
@@ -97,8 +97,8 @@ def test_a_part_is_never_named_after_its_parent_or_a_word_like_daily(tmp_path):
 
 
 def test_a_part_two_words_in_the_order_said():
-    from memkit.split.naming import name_words
     from memkit.formats.topic import parse_topic_text
+    from memkit.split.naming import name_words
     lines = ["Batch cooks lentil soup", "Soup for the week", "Soup freezes well", "Soup tubs of 500 ml",
              "Soup pot holds eight litres"]
     topic = parse_topic_text("\n".join(f"- {line}" for line in lines) + "\n", "cooking", "topics/cooking.md")

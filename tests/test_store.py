@@ -5,17 +5,16 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-
-from memkit import Vault
-from memkit.base.fsutil import VaultLock
-from memkit.store.layout import VaultFiles
-from datetime import datetime
-from memkit import MemkitError
-from memkit.formats.topic import read_topic
 from util import FakeEmbedder, vault_with, write
+
+from memkit import MemkitError, Vault
+from memkit.base.fsutil import VaultLock
+from memkit.formats.topic import read_topic
+from memkit.store.layout import VaultFiles
 
 
 class Counter:

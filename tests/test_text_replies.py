@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from fake_llm import FakeLLM
+from test_proactive import NOW, make
+from util import loopback_llm
+
 from memkit import LLMError
 from memkit.llm.client import CommandLLM, LLMSettings, ask_text
-from util import loopback_llm
-from test_proactive import NOW, make
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 

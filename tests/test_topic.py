@@ -2,19 +2,20 @@
 from __future__ import annotations
 
 import string
-from pathlib import Path
 from datetime import datetime
+from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memkit.errors import TopicParseError
 from memkit.formats.topic import (
-    read_topic,
     append_line,
     decode_topic,
     format_entry,
     parse_topic_text,
+    read_topic,
     remove_lines,
     set_frontmatter,
     split_lines,

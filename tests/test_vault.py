@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from util import write
 
 from memkit import (
     ConfigError,
@@ -20,10 +22,6 @@ from memkit import (
     find_vault,
 )
 from memkit.formats.recent import relative_time
-from memkit.formats.topic import read_topic
-
-from util import write
-import re
 
 
 def test_init_creates_layout(tmp_path):
@@ -342,9 +340,9 @@ def test_alias_bomb_in_memkit_yaml_is_a_config_error(tmp_path: Path) -> None:
 
 def _cli(root: Path, *args: str):
     from click.testing import CliRunner
+    from util import FakeEmbedder
 
     from memkit.frontends.cli.group import main
-    from util import FakeEmbedder
 
     return CliRunner().invoke(main, ["--vault", str(root), *args], obj={"vault_obj": Vault(root, embedder=FakeEmbedder())})
 

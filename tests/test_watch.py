@@ -19,12 +19,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pytest
+from util import wait_until as poll
 
 from memkit import Vault
-from memkit.index.index import Index
 from memkit.frontends.watch import Watcher, is_topic_path, run_watch
-
-from util import wait_until as poll
+from memkit.index.index import Index
 
 DEADLINE_S = 5.0
 

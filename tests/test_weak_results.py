@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from util import FakeEmbedder, vault_with
 
 from memkit import Vault
 from memkit.frontends.cli.group import main
-from util import FakeEmbedder, vault_with
 
 NOTES = "".join(f"- {t}\n" for t in [
     "I drive a 2014 Subaru Outback", "Car wash every other Saturday", "Dentist is Dr Okafor",

@@ -189,7 +189,7 @@ def replace_checked(path: Path, data: bytes, base: bytes, stamp: Stamp | None) -
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         except FileNotFoundError:
             if stamp is not None:
-                raise FileChanged(f"{path.name} was deleted while memkit was rewriting it; nothing was written")
+                raise FileChanged(f"{path.name} was deleted while memkit was rewriting it; nothing was written") from None
             fd = -1
         try:
             if fd >= 0:
@@ -464,7 +464,7 @@ if os.name == "posix":
                 return
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise VaultLocked(f"{path}: still locked by another memkit process after {timeout:.0f} s")
+                    raise VaultLocked(f"{path}: still locked by another memkit process after {timeout:.0f} s") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
 
@@ -495,7 +495,7 @@ else:  # pragma: no cover - Windows
                 return
             except OSError:
                 if time.monotonic() > deadline:
-                    raise VaultLocked(f"{path}: still locked by another memkit process after {timeout:.0f} s")
+                    raise VaultLocked(f"{path}: still locked by another memkit process after {timeout:.0f} s") from None
                 time.sleep(0.01)
 
     def _release(fd: int) -> None:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from ..base.face import face
 
 if TYPE_CHECKING:
+    from .kinds import parse_quiet_hours
     from .render import DEFAULT_CONFIG_TEXT, default_yaml, docs_page
     from .settings import CONFIG_NAME, DEFAULT_MODEL, load_config, parse_config, resolve_model
-    from .kinds import parse_quiet_hours
     from .table import SETTINGS, Config, EmbedderSettings, LLMSettings, ServeSettings, check_url
     from .validate import Setting
 

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError, LLMConfigError
-from .kinds import (ENV_NAME, Choice, Cosine, EnvName, Flag, Lifetimes, Number, QuietHours, Text, Url, Whole,
-                    is_http_url)
+from .kinds import ENV_NAME, Choice, Cosine, EnvName, Flag, Lifetimes, Number, QuietHours, Text, Url, Whole, is_http_url
 from .validate import Section, Setting, flat, section, setting
 
 DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30, "pending": 7}

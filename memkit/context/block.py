@@ -40,17 +40,16 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import MemkitError, TopicNotFound, TopicParseError
 from ..base.fsutil import atomic_write, describe_os_error, file_lock
 from ..base.limits import MAX_MESSAGE_CHARS  # a message is kept (and searched) up to this length
+from ..errors import MemkitError, TopicNotFound, TopicParseError
 from ..formats.lifecycle import PENDING, due_date, expiry
 from ..formats.names import session_file_name
 from ..formats.recent import TIME_FORMAT, RecentTopic, relative_time
-from ..search import detect_topic, is_confident
-from ..search import Hit, Searcher, hit_at
-from ..store import Store
-from ..formats.words import terms
 from ..formats.topic import Entry, Topic
+from ..formats.words import terms
+from ..search import Hit, Searcher, detect_topic, hit_at, is_confident
+from ..store import Store
 
 log = logging.getLogger("memkit")
 

@@ -21,11 +21,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import parse_quiet_hours
-from .block import last_session_time
 from ..errors import LLMError
 from ..llm import LLM, ask_text
 from ..store import Store
 from ..upkeep import FollowUp, pending
+from .block import last_session_time
 
 log = logging.getLogger("memkit")
 

@@ -7,7 +7,16 @@ from ..base.face import face
 
 if TYPE_CHECKING:
     from .captured import Captured, capture, claude_code_turns, is_claude_code_entry
-    from .digest import DigestReport, InboxResult, digest_file, digest_messages, digest_text, load_digested, process_inbox, transcript_sha
+    from .digest import (
+        DigestReport,
+        InboxResult,
+        digest_file,
+        digest_messages,
+        digest_text,
+        load_digested,
+        process_inbox,
+        transcript_sha,
+    )
 
 __all__ = ["Captured", "DigestReport", "InboxResult", "capture", "claude_code_turns", "digest_file", "digest_messages", "digest_text", "is_claude_code_entry", "load_digested", "process_inbox", "transcript_sha"]
 

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
-from ..errors import MemkitError, TranscriptError
 from ..base.fsutil import NotRegularFile, open_regular
 from ..base.limits import MAX_TRANSCRIPT_BYTES
+from ..errors import MemkitError, TranscriptError
 from ..formats.names import session_file_name
-from ..store import Store
 from ..formats.transcript import Message, parse_transcript
+from ..store import Store
 
 log = logging.getLogger("memkit")
 

@@ -31,22 +31,29 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..formats.archive import ArchiveItem, ArchivedEntry, archive_line
-from .extract import MAX_CONCLUSIONS, Conclusion, extract_conclusions, find_updates
-from ..errors import LLMError, MemkitError, NumericError, TopicNotFound, TranscriptError
 from ..base.fsutil import atomic_write, file_lock
-from ..formats.lifecycle import core_text
-from ..llm import LLM
-from ..formats.names import slugify, topic_relpath
-from ..store import PROFILE_TOPIC
-from ..search import detect_topic, is_confident, split_target
-from ..search import Hit, Searcher
 from ..base.similarity import similarities
-from ..split import maybe_split
-from ..store import Store
-from ..formats.words import terms
-from ..formats.topic import Entry, Topic, append_line, format_entry, new_topic_text, remove_lines, text_hash, unified_diff
+from ..errors import LLMError, MemkitError, NumericError, TopicNotFound, TranscriptError
+from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
+from ..formats.lifecycle import core_text
+from ..formats.names import slugify, topic_relpath
+from ..formats.topic import (
+    Entry,
+    Topic,
+    append_line,
+    format_entry,
+    new_topic_text,
+    remove_lines,
+    text_hash,
+    unified_diff,
+)
 from ..formats.transcript import Message, parse_transcript, read_transcript, render
+from ..formats.words import terms
+from ..llm import LLM
+from ..search import Hit, Searcher, detect_topic, is_confident, split_target
+from ..split import maybe_split
+from ..store import PROFILE_TOPIC, Store
+from .extract import MAX_CONCLUSIONS, Conclusion, extract_conclusions, find_updates
 
 log = logging.getLogger("memkit")
 
@@ -540,7 +547,7 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
         if dry_run:
             return
         store.archive(archive_items, now)
-        for name, (current, old, text) in texts.items():
+        for name, (current, _old, text) in texts.items():
             store.write_topic(name, text, current=current, now=now)
         _remember(store, report, now)
 

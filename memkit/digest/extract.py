@@ -17,9 +17,9 @@ from typing import Any, Sequence
 
 from ..errors import InvalidValue
 from ..formats.lifecycle import PENDING, follow_up_markers, importance_marker
-from ..llm import LLM, ask_json
 from ..formats.topic import Entry, check_text
 from ..formats.transcript import Message
+from ..llm import LLM, ask_json
 
 KINDS = ("fact", "preference", "decision", "discovery", "event", "context", "observation", "pending")
 MAX_CONCLUSIONS = 40  #: more than this from one transcript is a runaway model: the rest is reported, not written

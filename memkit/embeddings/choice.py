@@ -26,7 +26,7 @@ def make_embedder(model: str | None, config: Config, warn: Callable[[str], None]
             chosen = HTTPEmbedder(config.embedder)
         elif config.embedder is not None:
             warn(f"both a model ({model}) and an embedder: are set; using the model")
-        chosen.dim  # located now, loaded later
+        _ = chosen.dim  # located now, loaded later
         return chosen
     except ModelError as exc:  # what needs no vectors still works: words only, with a warning
         warn(f"{exc}; searching by words only until the model is found")

@@ -27,7 +27,6 @@ import numpy as np
 
 from ..errors import ModelError
 
-
 __all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "text_keys", "shared_judge", "JUDGE_NAME"]
 
 JUDGE_NAME = "memkit-judge"

@@ -23,9 +23,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..config import EmbedderSettings
 from ..base.deadline import Deadline
 from ..base.http import open_within
+from ..config import EmbedderSettings
 from ..errors import ModelError
 
 __all__ = ["HTTPEmbedder"]

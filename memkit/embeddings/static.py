@@ -22,7 +22,6 @@ import numpy as np
 
 from ..config import DEFAULT_MODEL
 from ..errors import ModelError
-from .protocol import Embedder
 
 log = logging.getLogger("memkit")
 

@@ -9,9 +9,8 @@ brackets) and the input size.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import yaml
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from ..errors import InvalidValue, TopicParseError
 from ..base.fsutil import NotRegularFile, read_regular
+from ..errors import InvalidValue, TopicParseError
 from .names import topic_relpath
 from .safeyaml import YamlError, load_yaml
 

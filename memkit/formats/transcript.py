@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..base.fsutil import NotRegularFile, read_regular
 from ..base.limits import MAX_TRANSCRIPT_BYTES
 from ..errors import TranscriptError
-from ..base.fsutil import NotRegularFile, read_regular
-
 
 _SPEAKER_RE = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}?)\s*:\s+(.*)$")
 

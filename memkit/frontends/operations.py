@@ -20,8 +20,16 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Callable, Mapping
 
-from ..base.limits import (MAX_ENTRY_CHARS, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS,
-                           MAX_SESSION_MESSAGE_CHARS, MAX_SYSTEM_PROMPT_CHARS, MAX_TRANSCRIPT_BYTES, SEARCH_MODES)
+from ..base.limits import (
+    MAX_ENTRY_CHARS,
+    MAX_MESSAGE_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_RESULTS,
+    MAX_SESSION_MESSAGE_CHARS,
+    MAX_SYSTEM_PROMPT_CHARS,
+    MAX_TRANSCRIPT_BYTES,
+    SEARCH_MODES,
+)
 from ..errors import InvalidValue
 
 __all__ = ["ArgumentError", "FRONT_ENDS", "OPERATIONS", "Operation", "Param", "Style", "CLI_ONLY", "MAX_NAME_CHARS",

@@ -36,14 +36,13 @@ import tempfile
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
-from ..errors import MemkitError
 from ..base.fsutil import atomic_write
+from ..errors import MemkitError
 from ..formats.names import TOPICS_DIR
-from ..store import ensure_git_files
 from ..formats.session import SESSIONS_DIR
-from .session_merge import merge_session
-from ..store import Store
 from ..formats.topic import as_datetime, frontmatter_key, frontmatter_value
+from ..store import Store, ensure_git_files
+from .session_merge import merge_session
 
 __all__ = ["DRIVER", "merge_topic", "merge_files", "git_setup", "GitSetup"]
 

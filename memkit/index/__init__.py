@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from .index import Index, IndexReport, Progress
     from .judge_vectors import JudgeVectors
     from .sources import SessionSource
-    from .view import IndexView, NO_DAY, TRIM_MIN_ROWS, trim_memory
+    from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
 
 __all__ = ["Index", "IndexReport", "IndexView", "JudgeVectors", "NO_DAY", "Progress", "SessionSource", "TRIM_MIN_ROWS", "trim_memory"]
 

@@ -51,14 +51,14 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from ..embeddings import Embedder, complete
-from .queue import EMBED_BATCH, EmbedQueue, f32_rows
 from ..errors import MemkitError, TopicParseError
+from ..formats.topic import Entry, Topic
+from ..formats.words import terms as text_terms
+from ..store import Store, TopicFile
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
+from .queue import EMBED_BATCH, EmbedQueue, f32_rows
 from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
 from .sources import Source, TopicSource
-from ..store import Store, TopicFile
-from ..formats.words import terms as text_terms
-from ..formats.topic import Entry, Topic
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, days_of, trim_memory
 
 log = logging.getLogger("memkit")

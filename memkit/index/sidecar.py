@@ -21,10 +21,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..embeddings import Embedder
-from .queue import f32_rows
 from ..errors import MemkitError
-from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from ..store import STATE_DIR, Store
+from .matrix import FileMatrix, MatrixError, MemoryMatrix
+from .queue import f32_rows
 
 log = logging.getLogger("memkit")
 

@@ -16,13 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import MemkitError, TopicNotFound, TopicParseError
 from ..base.fsutil import read_regular
-from ..store import TopicFile
+from ..errors import MemkitError, TopicNotFound, TopicParseError
 from ..formats.names import topic_relpath
 from ..formats.session import MAX_SESSION_BYTES, NAME_RE, SESSIONS_DIR, SUMMARY, is_session_filename, parse_session
-from ..store import Store
 from ..formats.topic import Entry, Topic, read_topic, text_hash
+from ..store import Store, TopicFile
 
 __all__ = ["Source", "TopicSource", "SessionSource"]
 

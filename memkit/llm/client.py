@@ -25,9 +25,9 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
 
-from ..config import LLMSettings, check_url
 from ..base.deadline import Deadline
 from ..base.http import open_within
+from ..config import LLMSettings, check_url
 from ..errors import LLMError
 
 __all__ = [

@@ -71,8 +71,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .lexical import BM25Index, encode_terms
 from ..formats.words import terms as text_terms
+from .lexical import BM25Index, encode_terms
 
 __all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "MODEL_THRESHOLD", "speaker_of", "speakers"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .searcher import Hit, Searcher
 from ..formats.words import terms
+from .searcher import Hit, Searcher
 
 GENERAL = "general"  #: the topic of what belongs to no topic yet, and the catch-all part of a split
 VOTES = 5  #: hits that vote

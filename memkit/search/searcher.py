@@ -20,21 +20,29 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..base.blas import single_thread
-from ..config import Config
-from ..errors import MemkitError, ModelError, TopicNotFound
-from ..index import Index, IndexReport, Progress
-from ..embeddings import Embedder, shared_judge, text_keys
-from ..index import JudgeVectors
-from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
-from ..index import NO_DAY, TRIM_MIN_ROWS, IndexView, SessionSource, trim_memory
-from ..formats.lifecycle import importance, last_day
 from ..base.limits import WEAK_HITS
+from ..config import Config
+from ..embeddings import Embedder, shared_judge, text_keys
+from ..errors import MemkitError, ModelError, TopicNotFound
+from ..formats.lifecycle import importance, last_day
 from ..formats.names import in_topic
 from ..formats.topic import Topic
 from ..formats.words import terms as text_terms
+from ..index import (
+    NO_DAY,
+    TRIM_MIN_ROWS,
+    Index,
+    IndexReport,
+    IndexView,
+    JudgeVectors,
+    Progress,
+    SessionSource,
+    trim_memory,
+)
+from ..store import Store
+from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
 from .query import MODES, Mode, Query, Threshold, since_day
 from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
-from ..store import Store
 
 log = logging.getLogger("memkit")
 

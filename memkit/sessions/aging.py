@@ -49,9 +49,19 @@ from pathlib import Path
 from typing import Any, ContextManager, Sequence
 
 from ..errors import LLMError, MemkitError
+from ..formats.session import (
+    STAGE,
+    Session,
+    SessionMessage,
+    SessionSummary,
+    format_time,
+    messages_sha,
+    now_utc,
+    parse_session,
+    restage,
+    time_key,
+)
 from ..llm import LLM, ask_json
-from ..formats.session import (STAGE, Session, SessionMessage, SessionSummary, format_time, messages_sha, now_utc,
-                             parse_session, restage, time_key)
 from .folder import Sessions
 
 log = logging.getLogger("memkit")

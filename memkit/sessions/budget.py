@@ -30,8 +30,8 @@ from datetime import datetime
 from typing import Any, Callable, Literal, Sequence
 
 from ..errors import InvalidValue, LLMError
-from ..llm import LLM, ask_text
 from ..formats.session import Session, SessionMessage, SessionSummary, format_time, messages_sha
+from ..llm import LLM, ask_text
 
 log = logging.getLogger("memkit")
 

@@ -26,20 +26,29 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from ..base.fsutil import (
+    FileChanged,
+    NotRegularFile,
+    append_guarded,
+    atomic_write,
+    describe_os_error,
+    read_head,
+    read_regular,
+    replace_guarded,
+    stamp_of,
+)
+from ..base.limits import MAX_SESSION_MESSAGE_CHARS
 from ..config import Config
 from ..errors import InvalidValue, MemkitError, SessionConflict, SessionNotFound
-from ..base.limits import MAX_SESSION_MESSAGE_CHARS
-from ..base.fsutil import (FileChanged, NotRegularFile, append_guarded, atomic_write, describe_os_error, read_head,
-                     read_regular, replace_guarded, stamp_of)
 from ..formats.session import (
     ARCHIVE_DIR,
     MAX_SESSION_BYTES,
     NAME_RE,
     RAW_DIR,
     SESSIONS_DIR,
-    SessionInfo,
     PruneReport,
     Session,
+    SessionInfo,
     SessionMessage,
     SessionSummary,
     check_role,

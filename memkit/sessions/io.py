@@ -35,10 +35,18 @@ from typing import Any
 
 from ..digest import claude_code_turns, is_claude_code_entry
 from ..errors import InvalidValue, MemkitError, TranscriptError
-from ..formats.session import (ROLES, Session, SessionMessage, check_session_id, format_time, last_block, parse_time,
-                             render_message)
-from .folder import Sessions
+from ..formats.session import (
+    ROLES,
+    Session,
+    SessionMessage,
+    check_session_id,
+    format_time,
+    last_block,
+    parse_time,
+    render_message,
+)
 from ..formats.transcript import decode_utf8, json_lines, json_value
+from .folder import Sessions
 
 log = logging.getLogger("memkit")
 

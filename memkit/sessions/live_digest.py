@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import LLMError, MemkitError, VaultLocked
 from ..base.fsutil import atomic_write, file_lock
+from ..errors import LLMError, MemkitError, VaultLocked
 from ..formats.session import Session, SessionMessage, format_time, now_utc, time_key
 from .folder import Sessions
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MemkitError, TopicNotFound
-from ..search import Searcher
 from ..formats.session import SUMMARY, locate_row
+from ..search import Searcher
 from .folder import Sessions
 
 __all__ = ["SessionHit", "SessionSearch"]

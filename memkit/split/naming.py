@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import MemkitError
-from ..llm import LLM, ask_json
 from ..formats.names import MAX_NAME, slugify
-from ..formats.words import STOP_WORDS, stem, words
 from ..formats.topic import Topic
+from ..formats.words import STOP_WORDS, stem, words
+from ..llm import LLM, ask_json
 
 __all__ = ["GENERAL", "tokens", "name_word", "distinctive_words", "name_words", "ask_names", "llm_suffix", "join",
            "unique", "one_line"]

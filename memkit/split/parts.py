@@ -12,8 +12,6 @@ from ..errors import MemkitError
 from ..formats.names import topic_relpath
 from ..formats.recent import RecentTopic, render_recent
 from ..formats.safeyaml import dump_yaml
-from .naming import one_line
-from ..store import Store
 from ..formats.topic import (
     Entry,
     Topic,
@@ -26,6 +24,8 @@ from ..formats.topic import (
     unified_diff,
     yaml_scalar,
 )
+from ..store import Store
+from .naming import one_line
 
 __all__ = ["SplitPart", "SplitPlan", "render", "recent_items", "recent_text"]
 

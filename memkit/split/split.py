@@ -47,16 +47,25 @@ from datetime import datetime
 import numpy as np
 
 from ..errors import LLMError, MemkitError, TopicNameError
+from ..formats.names import check_topic_name
+from ..formats.topic import Topic
 from ..llm import LLM
 from ..search import Searcher
-from .cluster import cluster, features, lexical
-from .naming import (GENERAL, ask_names, distinctive_words, join, llm_suffix, name_word, name_words, one_line,
-                           tokens, unique)
-from .parts import SplitPart, SplitPlan, recent_items, render
 from ..store import Store
-from ..formats.topic import Topic
-from ..formats.names import check_topic_name
-
+from .cluster import cluster, features, lexical
+from .naming import (
+    GENERAL,
+    ask_names,
+    distinctive_words,
+    join,
+    llm_suffix,
+    name_word,
+    name_words,
+    one_line,
+    tokens,
+    unique,
+)
+from .parts import SplitPart, SplitPlan, recent_items, render
 
 __all__ = [
     "SplitPart",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import InvalidValue, MemkitError
 from ..base.fsutil import atomic_write, describe_os_error
+from ..errors import InvalidValue, MemkitError
 from .layout import INBOX_DIR, VaultFiles
 
 __all__ = ["Inbox"]

@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..formats.archive import ARCHIVE
+from ..base.fsutil import VaultLock, describe_os_error, file_kind
 from ..config import CONFIG_NAME, Config, load_config
 from ..errors import MemkitError, VaultNotFound
-from ..base.fsutil import VaultLock, describe_os_error, file_kind
+from ..formats.archive import ARCHIVE
 from ..formats.names import TOPICS_DIR, check_topic_name, is_topic_filename, topic_stem
-from .recovery import sweep_temp_files, undo_interrupted_split
 from ..formats.session import ARCHIVE_DIR, RAW_DIR, SESSIONS_DIR
+from .recovery import sweep_temp_files, undo_interrupted_split
 
 log = logging.getLogger("memkit")
 

@@ -7,13 +7,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
+from ..base.fsutil import atomic_write, describe_os_error
 from ..config import CONFIG_NAME, DEFAULT_CONFIG_TEXT
 from ..errors import VaultExists
-from ..base.fsutil import atomic_write, describe_os_error
-from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, VaultFiles
 from ..formats.names import TOPICS_DIR
 from ..formats.recent import RecentTopic, render_recent
 from ..formats.topic import new_topic_text
+from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, VaultFiles
 
 __all__ = ["create_vault", "ensure_git_files", "PROFILE_TOPIC", "PROFILE_SUMMARY", "GITIGNORE_LINES",
            "GITATTRIBUTES_LINES"]

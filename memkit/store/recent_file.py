@@ -13,12 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from ..errors import MemkitError, TopicParseError
 from ..base.fsutil import FileChanged, NotRegularFile, describe_os_error, read_regular, replace_checked, stamp_of
-from .layout import INDEX_TXT, TopicFile, VaultFiles
+from ..errors import MemkitError, TopicParseError
 from ..formats.recent import RecentTopic, parse_recent, render_recent
-from .seen import HAND_EDIT_SLACK_S, SEEN_FILE, Seen, load_seen, save_seen
 from ..formats.topic import Topic, read_topic
+from .layout import INDEX_TXT, TopicFile, VaultFiles
+from .seen import HAND_EDIT_SLACK_S, SEEN_FILE, Seen, load_seen, save_seen
 
 log = logging.getLogger("memkit")
 

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from ..errors import MemkitError
 from ..base.fsutil import TEMP_RE, atomic_write, read_regular
+from ..errors import MemkitError
 
 log = logging.getLogger("memkit")
 

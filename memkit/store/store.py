@@ -19,16 +19,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
-from ..formats.archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
-from ..config import Config
-from ..errors import (
-    EntryNotFound,
-    InvalidValue,
-    MemkitError,
-    TopicNotFound,
-    TopicNotWritable,
-    TopicParseError,
-)
 from ..base.fsutil import (
     AppendFile,
     FileChanged,
@@ -40,19 +30,24 @@ from ..base.fsutil import (
     read_regular,
     replace_checked,
 )
-from .inbox import Inbox
-from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, TOPICS_DIR, TopicFile, VaultFiles, find_vault
 from ..base.limits import MAX_ENTRY_CHARS
+from ..config import Config
+from ..errors import (
+    EntryNotFound,
+    InvalidValue,
+    MemkitError,
+    TopicNotFound,
+    TopicNotWritable,
+    TopicParseError,
+)
+from ..formats.archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from ..formats.names import check_topic_name, topic_relpath
-from .newvault import create_vault
-from .recent_file import RecentFile
-from .recovery import aside_path, write_split_journal
 from ..formats.topic import (
     KIND_RE,
     LIST_MARKER_RE,
+    MAX_TOPIC_BYTES,
     Entry,
     Topic,
-    MAX_TOPIC_BYTES,
     append_line,
     decode_topic,
     encode_topic,
@@ -67,6 +62,11 @@ from ..formats.topic import (
     text_hash,
     unified_diff,
 )
+from .inbox import Inbox
+from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, TOPICS_DIR, TopicFile, VaultFiles, find_vault
+from .newvault import create_vault
+from .recent_file import RecentFile
+from .recovery import aside_path, write_split_journal
 
 __all__ = ["Added", "Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "ExistingEntry", "find_vault", "check_word",
            "TOPICS_DIR", "INBOX_DIR", "STATE_DIR", "INDEX_TXT", "MAX_ENTRY_CHARS"]

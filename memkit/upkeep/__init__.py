@@ -8,7 +8,21 @@ from ..base.face import face
 if TYPE_CHECKING:
     from .check import CheckReport, Finding, check_vault
     from .schedule import UpkeepReport, apply_proposal, run_upkeep, upkeep_due
-    from .upkeep import ChangeReport, FollowUp, HistoryStep, TidyReport, compact, distill, done, edit_entry, git_log, history, pending, stats, tidy
+    from .upkeep import (
+        ChangeReport,
+        FollowUp,
+        HistoryStep,
+        TidyReport,
+        compact,
+        distill,
+        done,
+        edit_entry,
+        git_log,
+        history,
+        pending,
+        stats,
+        tidy,
+    )
 
 __all__ = ["ChangeReport", "CheckReport", "Finding", "FollowUp", "HistoryStep", "TidyReport", "UpkeepReport", "apply_proposal", "check_vault", "compact", "distill", "done", "edit_entry", "git_log", "history", "pending", "run_upkeep", "stats", "tidy", "upkeep_due"]
 

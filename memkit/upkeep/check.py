@@ -30,14 +30,24 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from ..errors import MemkitError
 from ..base.fsutil import read_regular
-from ..formats.session import ARCHIVE_DIR, MAX_SESSION_BYTES, RAW_DIR, SESSIONS_DIR, is_session_filename
-from ..formats.recent import render_recent
-from ..search import Searcher
+from ..errors import MemkitError
 from ..formats.archive import ArchiveItem
+from ..formats.recent import render_recent
+from ..formats.session import ARCHIVE_DIR, MAX_SESSION_BYTES, RAW_DIR, SESSIONS_DIR, is_session_filename
+from ..formats.topic import (
+    Entry,
+    Topic,
+    as_datetime,
+    frontmatter_key,
+    frontmatter_value,
+    parse_topic_text,
+    read_topic,
+    remove_lines,
+    split_lines,
+)
+from ..search import Searcher
 from ..store import INBOX_DIR, Store
-from ..formats.topic import Entry, Topic, as_datetime, frontmatter_key, frontmatter_value, parse_topic_text, read_topic, remove_lines, split_lines
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 

@@ -30,13 +30,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from ..base.fsutil import atomic_write, file_lock
 from ..digest import load_digested
 from ..errors import LLMError, MemkitError
-from ..base.fsutil import atomic_write, file_lock
 from ..llm import LLM
-from ..sessions import age_sessions, due_stage
-from ..sessions import digest_new, new_messages
-from ..sessions import Sessions
+from ..sessions import Sessions, age_sessions, digest_new, due_stage, new_messages
 from ..store import Store
 from .upkeep import ChangeReport, distill, propose_profile, tidy
 

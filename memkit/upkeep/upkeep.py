@@ -24,13 +24,12 @@ from typing import Any, Sequence
 
 from ..digest import load_digested
 from ..errors import EntryNotFound, InvalidValue, LLMError, MemkitError
+from ..formats.archive import ArchivedEntry
 from ..formats.lifecycle import due_date, expiry, importance, importance_marker, is_pending, question, urgency
+from ..formats.topic import KIND_RE, Entry, Topic, format_entry, new_topic_text, normalise, text_hash
 from ..llm import LLM, ask_json
 from ..search import Searcher
-from ..formats.archive import ArchivedEntry
-from ..store import PROFILE_SUMMARY, PROFILE_TOPIC
-from ..store import Store
-from ..formats.topic import KIND_RE, Entry, Topic, format_entry, new_topic_text, normalise, text_hash
+from ..store import PROFILE_SUMMARY, PROFILE_TOPIC, Store
 
 __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edit_entry", "history", "pending",
            "done", "stats", "compact", "distill", "propose_profile", "ensure_profile", "PROFILE"]

@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 
 from memkit import Vault
-from memkit.config import (DEFAULT_CONFIG_TEXT, SETTINGS, Config, EmbedderSettings, LLMSettings, ServeSettings,
-                           docs_page, load_config, parse_config)
+from memkit.config import (
+    DEFAULT_CONFIG_TEXT,
+    SETTINGS,
+    Config,
+    EmbedderSettings,
+    LLMSettings,
+    ServeSettings,
+    docs_page,
+    load_config,
+    parse_config,
+)
 from memkit.errors import ConfigError, LLMConfigError
 from memkit.formats.safeyaml import load_yaml
 

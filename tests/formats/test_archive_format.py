@@ -4,7 +4,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memkit.formats.archive import ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from memkit.formats.topic import parse_topic_text

@@ -6,8 +6,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memkit.errors import InvalidValue
-from memkit.formats.fields import (FACTS_TOPIC, check_key, fact_text, field_marker, fields, parse_fact, people_marker,
-                                   people_of, provenance, provenance_marker)
+from memkit.formats.fields import (
+    FACTS_TOPIC,
+    check_key,
+    fact_text,
+    field_marker,
+    fields,
+    parse_fact,
+    people_marker,
+    people_of,
+    provenance,
+    provenance_marker,
+)
 
 
 def test_fields_are_the_key_value_markers_but_not_memkits_own():

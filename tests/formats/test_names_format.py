@@ -5,7 +5,8 @@ import re
 from pathlib import PurePosixPath, PureWindowsPath
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memkit.errors import TopicNameError
 from memkit.formats.names import (

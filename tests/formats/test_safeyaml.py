@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memkit.formats.safeyaml import MAX_DEPTH, MAX_EXPANDED, MAX_YAML_BYTES, YamlError, dump_yaml, load_yaml
 

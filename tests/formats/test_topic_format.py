@@ -7,7 +7,8 @@ from datetime import date, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memkit.errors import InvalidValue, TopicParseError
 from memkit.formats.safeyaml import load_yaml

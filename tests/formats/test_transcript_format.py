@@ -5,7 +5,8 @@ import json
 import os
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memkit.base.limits import MAX_TRANSCRIPT_BYTES
 from memkit.errors import TranscriptError

@@ -4,7 +4,8 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memkit.formats.words import STOP_WORDS, stem, terms, words
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import click
 
-from .common import BadValue
 from ...errors import InvalidValue, MemkitError, TopicNameError
+from .common import BadValue
 
 DEBUG_ENV = "MEMKIT_DEBUG"
 

@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 import click
 
-from .common import BadValue, cli_params, echo_json, get_vault, json_option, plural
 from ...errors import MemkitError
 from ...vault import parse_day
+from .common import BadValue, cli_params, echo_json, get_vault, json_option, plural
 
 
 @click.command()

@@ -8,9 +8,9 @@ from datetime import datetime
 
 import click
 
-from .common import cli_params, echo_json, get_vault, json_option, plural
 from ...errors import TopicNotFound
 from ...vault import parse_day, relative_time
+from .common import cli_params, echo_json, get_vault, json_option, plural
 
 
 @click.command()

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from .common import cli_params, echo_json, get_vault, json_option, plural
 from ...vault import Threshold, parse_day
+from .common import cli_params, echo_json, get_vault, json_option, plural
 
 
 @click.command()

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from ...errors import InvalidValue, MemkitError
-from .common import cli_params, echo_json, get_vault, json_option, plural
 from ..operations import time_value
+from .common import cli_params, echo_json, get_vault, json_option, plural
 
 
 def _when(time: str) -> str:

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from .common import cli_params, echo_json, get_vault, json_option, plural
 from ...vault import Vault, merge_files
+from .common import cli_params, echo_json, get_vault, json_option, plural
 
 
 @click.command()

@@ -40,9 +40,9 @@ import ipaddress
 import json
 import logging
 import os
+import signal
 import socket
 import stat
-import signal
 import threading
 import time
 import traceback
@@ -51,13 +51,26 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
-from ...errors import (ConfigError, EntryNotFound, InvalidValue, LLMError, MemkitError, ModelError, SessionConflict,
-                     SessionNotFound, TopicNameError, TopicNotFound, TopicNotWritable, TopicParseError, VaultLocked)
+from ...errors import (
+    ConfigError,
+    EntryNotFound,
+    InvalidValue,
+    LLMError,
+    MemkitError,
+    ModelError,
+    SessionConflict,
+    SessionNotFound,
+    TopicNameError,
+    TopicNotFound,
+    TopicNotWritable,
+    TopicParseError,
+    VaultLocked,
+)
+from ...vault import Vault
+from ..mcp import Memory, build_server, require_sdk
 from .conn import Bounds, bounded_protocol
 from .routes import Api
 from .spec import MAX_BODY_BYTES, OPERATIONS, Operation, RequestError, check, openapi, query_args
-from ..mcp import Memory, build_server, require_sdk
-from ...vault import Vault
 
 log = logging.getLogger("memkit")
 

@@ -24,9 +24,9 @@ from datetime import datetime
 from typing import Any, Callable, Iterator
 
 from ...errors import MemkitError
-from .spec import MAX_MESSAGE_BODY_BYTES, RequestError
 from ...vault import Vault, parse_day
 from ..watch import Watcher
+from .spec import MAX_MESSAGE_BODY_BYTES, RequestError
 
 log = logging.getLogger("memkit")
 

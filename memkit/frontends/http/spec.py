@@ -8,7 +8,6 @@ No web framework here: plain dicts and functions (the server module imports Star
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 

@@ -42,9 +42,9 @@ from urllib.parse import quote, unquote
 
 from ... import InvalidValue, MemkitError, Vault, __version__
 from ...base.limits import MAX_TRANSCRIPT_BYTES
+from ...vault import parse_day
 from ..operations import OPERATIONS, ArgumentError, Style, check, schema, time_value
 from .tools import INSTRUCTIONS, TOOLS
-from ...vault import parse_day
 
 log = logging.getLogger("memkit")
 

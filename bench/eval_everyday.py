@@ -4,7 +4,7 @@
 ``bench/everyday.json`` holds one fictional person's memory notes in nine categories (family,
 health, home, work, food, hobbies, travel, money, tech; near-miss notes beside the ones asked
 for) and questions worded the way people ask. The *plain* questions share no search term with
-their answer (checked with memkit's own tokeniser and stemmer by tests/test_everyday_set.py):
+their answer (checked with memkit's own tokeniser and stemmer by tests/search/test_everyday_set.py):
 they test whether a question finds its note by meaning. The *rare* group shares one rare exact
 word (a part number, a name) with its answer: exact rare words must not be lost.
 

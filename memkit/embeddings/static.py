@@ -3,7 +3,7 @@
 :class:`StaticEmbedder` reads a model2vec folder (tokenizer.json, model.safetensors, config.json)
 directly with ``tokenizers`` and ``safetensors``, which loads several times faster than
 ``StaticModel.from_pretrained`` and gives the same vectors as ``StaticModel.encode``
-(tests/test_embed.py checks this).
+(tests/embeddings/test_embed.py checks this).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ From this table are made the click options and arguments of the commands
 (:func:`memkit.frontends.cli.common.cli_params`), the
 MCP tools' input schemas and the HTTP API's request schemas and OpenAPI parameters
 (:func:`schema`), and the one validation of a tool's arguments or a request's fields
-(:func:`check`). tests/test_frontends.py checks that every front end offers every operation and
+(:func:`check`). tests/frontends/test_frontends.py checks that every front end offers every operation and
 parameter of the table, or the table says why not.
 
 A front end module: of the library it imports only the facade and :mod:`memkit.base`'s limits.

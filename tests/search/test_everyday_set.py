@@ -16,7 +16,7 @@ import pytest
 
 from memkit.formats.words import terms
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "bench" / "everyday.json"
 HELDOUT = ROOT / "bench" / "everyday-heldout.json"
 CATEGORIES = {"family", "health", "home", "work", "food", "hobbies", "travel", "money", "tech"}

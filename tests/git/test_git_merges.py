@@ -1,6 +1,6 @@
 """Git merges of a vault that a person would expect (issue 26.14): an edit against a forget, the
 same line added on both sides, a session aged on one clone and continued on the other, a session
-aged on both. Real git: two clones of one origin, as in tests/test_git.py."""
+aged on both. Real git: two clones of one origin, as in tests/git/test_git.py."""
 from __future__ import annotations
 
 import json

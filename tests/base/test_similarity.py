@@ -17,7 +17,7 @@ from memkit.base.similarity import similarities
 from memkit.errors import NumericError
 from memkit.frontends.cli.group import main
 
-PACKAGE = Path(__file__).resolve().parent.parent / "memkit"
+PACKAGE = Path(__file__).resolve().parents[2] / "memkit"
 
 
 def rows(n: int = 40, d: int = 24, seed: int = 0) -> np.ndarray:

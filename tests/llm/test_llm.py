@@ -30,7 +30,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.fake_llm import FakeLLM, Reply, last_user_message
 
-FAKE_SCRIPT = Path(__file__).with_name("fake_llm.py")
+FAKE_SCRIPT = Path(__file__).resolve().parents[1] / "fake_llm.py"
 ASK = [{"role": "system", "content": "Answer in JSON."}, {"role": "user", "content": "hello"}]
 SECRET = "sk-test-0123456789abcdef"
 

@@ -278,7 +278,7 @@ def test_sample_vault_has_no_speakers(tmp_path):
     from memkit import Vault
 
     copy = tmp_path / "vault"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "vault", copy, ignore=shutil.ignore_patterns(".memkit"))
+    shutil.copytree(Path(__file__).resolve().parents[2] / "vault", copy, ignore=shutil.ignore_patterns(".memkit"))
     entries = list(Vault(copy).entries())
     texts = [e.text for e in entries]
     files = np.unique([e.file for e in entries], return_inverse=True)[1]

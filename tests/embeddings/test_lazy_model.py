@@ -22,7 +22,7 @@ from memkit.embeddings.static import (
 
 needs_offline = pytest.mark.skipif(offline_model_folder() is None,
                                    reason="tokenlearn-static-model is not installed (it has x86_64 wheels only)")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _vault(tmp_path: Path) -> Path:

@@ -25,7 +25,7 @@ def cli(vault, *args):
 
 def test_nothing_above_the_threshold_gives_the_closest_marked_weak(tmp_path):
     vault = vault_with(tmp_path, {"life": NOTES})
-    # the static stage's weak matches (the judge's have tests of their own, tests/test_judge.py)
+    # the static stage's weak matches (the judge's have tests of their own, tests/embeddings/test_judge.py)
     (vault.root / "memkit.yaml").write_text("embedding_similarity_threshold: 0.95\njudge: false\n")
     vault = Vault(vault.root, embedder=FakeEmbedder())
     query = "saturday dentist cello"  # one word of three in each entry: below the threshold, not noise

@@ -154,6 +154,11 @@ class Config:
         "(faster, weaker on questions worded unlike their answer; `search --fast` does this for one search).")
     judge_threshold: float | str = setting(
         "auto", Cosine(), "The judge's cosine a confident hit reaches; auto: its calibrated value.")
+    duplicate_similarity: float | str = setting(
+        "auto", Cosine(), "The static model's cosine from which a digest takes a conclusion for a near duplicate "
+        "of an entry and does not store it. Lower: fewer memories stored twice, but different memories on one "
+        "subject may be taken for one another and dropped; higher: the reverse. auto: the value calibrated for "
+        "the model (bench/calibrate_duplicates.py).")
     index_max_entries: int = setting(20, Whole(1), "Lines kept in index.txt (recent topics, newest first).")
     model: str | None = setting(
         None, Text(), "The embedding model: a model2vec model id (fetched once into the Hugging Face cache) or a "

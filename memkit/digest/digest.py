@@ -57,7 +57,7 @@ from .extract import MAX_CONCLUSIONS, Conclusion, extract_conclusions, find_upda
 
 log = logging.getLogger("memkit")
 
-NEAR_DUPLICATE_COSINE = 0.92
+NEAR_DUPLICATE_COSINE = 0.92  #: duplicate_similarity for a model not calibrated (Searcher.duplicate_similarity)
 NEAR_DUPLICATE_JACCARD = 0.8
 NEAR_DUPLICATE_CONTAINMENT = 1.0  #: share of the new text's words already in an entry (all: it says nothing new)
 UPDATE_CANDIDATES = 3
@@ -269,7 +269,7 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
         if left is not None:
             report.skipped.append((c.text, f"{_why_gone(left)} on {left.day} (archive.md): not added again"))
             continue
-        near = _near_duplicate(nearest(c.text), c.text)
+        near = _near_duplicate(nearest(c.text), c.text, searcher.duplicate_similarity())
         if near is not None:
             report.skipped.append((c.text, f"near duplicate of {near.id} in {near.topic}: {near.text}"))
             continue
@@ -302,21 +302,26 @@ def _said_alike(text: str, archived: Iterable[tuple[set[str], ArchivedEntry]]) -
     return None
 
 
-def _near_duplicate(found: list[Hit], text: str) -> Hit | None:
-    """An existing entry that says the same (the hybrid search's best hits, judged on the words and
-    the meaning): a cosine of NEAR_DUPLICATE_COSINE, or words that mostly coincide (Jaccard of
-    NEAR_DUPLICATE_JACCARD, or the new text's words nearly all in the entry already: containment of
-    NEAR_DUPLICATE_CONTAINMENT with a Jaccard of at least half that). A new text that adds words
-    to an entry is not a duplicate (it may be an update)."""
-    hits = found[:3]
+def near_duplicate_by_words(entry: str, text: str) -> bool:
+    """Whether ``text`` says what ``entry`` says by their words alone: they mostly coincide (a
+    Jaccard of NEAR_DUPLICATE_JACCARD), or the new text's words are all in the entry already
+    (containment of NEAR_DUPLICATE_CONTAINMENT with a Jaccard of at least half that). A new text
+    that adds words to an entry is not a duplicate (it may be an update)."""
     words = set(terms(core_text(text)))
-    for h in hits:
-        other = set(terms(core_text(h.text)))
-        common = len(words & other)
-        jaccard = common / max(1, len(words | other))
-        contained = common / max(1, len(words))  # the new text's words already there: nothing new
-        if h.cosine >= NEAR_DUPLICATE_COSINE or jaccard >= NEAR_DUPLICATE_JACCARD or \
-                (contained >= NEAR_DUPLICATE_CONTAINMENT and jaccard >= NEAR_DUPLICATE_CONTAINMENT / 2 and common >= 3):
+    other = set(terms(core_text(entry)))
+    common = len(words & other)
+    jaccard = common / max(1, len(words | other))
+    contained = common / max(1, len(words))  # the new text's words already there: nothing new
+    return jaccard >= NEAR_DUPLICATE_JACCARD or \
+        (contained >= NEAR_DUPLICATE_CONTAINMENT and jaccard >= NEAR_DUPLICATE_CONTAINMENT / 2 and common >= 3)
+
+
+def _near_duplicate(found: list[Hit], text: str, cosine: float = NEAR_DUPLICATE_COSINE) -> Hit | None:
+    """An existing entry that says the same (the hybrid search's best hits, judged on the words and
+    the meaning): the static model's ``cosine`` (memkit.yaml's ``duplicate_similarity``, calibrated
+    per model), or :func:`near_duplicate_by_words`."""
+    for h in found[:3]:
+        if h.cosine >= cosine or near_duplicate_by_words(h.text, text):
             return h
     return None
 

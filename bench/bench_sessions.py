@@ -59,7 +59,7 @@ def _writer(args: tuple[str, int, int]) -> None:
     root, writer, count = args
     v = Vault(root)
     for i in range(count):
-        v.save_message("busy", "user", f"writer {writer} message {i}")
+        v.conversations.append("busy", "user", f"writer {writer} message {i}")
 
 
 def main() -> None:
@@ -89,53 +89,53 @@ def main() -> None:
         # ---- listing
         cold = Vault(vault.root)
         t = time.perf_counter()
-        infos = cold.sessions()
+        infos = cold.conversations.list()
         print(f"list {len(infos):,} sessions, cold (every file read, cache written): "
               f"{(time.perf_counter() - t) * 1000:.1f} ms")
         med, worst, _ = timed(cold.sessions, args.repeat)
         print(f"list {len(infos):,} sessions, warm (same Vault): median {med:.1f} ms, max {worst:.1f} ms")
-        med, worst, _ = timed(lambda: Vault(vault.root).sessions(), args.repeat)
+        med, worst, _ = timed(lambda: Vault(vault.root).conversations.list(), args.repeat)
         print(f"list {len(infos):,} sessions, new Vault reading .memkit/session-list.json: "
               f"median {med:.1f} ms, max {worst:.1f} ms")
 
         # ---- loading the last 4,096 tokens
-        med, worst, window = timed(lambda: vault.recent_messages("long", 4096), args.repeat)
+        med, worst, window = timed(lambda: vault.conversations.window("long", 4096), args.repeat)
         print(f"load the last 4,096 tokens of {args.messages:,} messages (simple): median {med:.1f} ms, "
               f"max {worst:.1f} ms ({len(window)} messages, ~{window.tokens} tokens)")  # type: ignore[attr-defined]
-        med, worst, window = timed(lambda: vault.recent_messages("long", 4096, strategy="hybrid", llm=None),
+        med, worst, window = timed(lambda: vault.conversations.window("long", 4096, strategy="hybrid", llm=None),
                                    args.repeat)
         print(f"load the last 4,096 tokens, hybrid without an LLM: median {med:.1f} ms, max {worst:.1f} ms")
 
         # ---- appends
-        vault.create_session(session_id="busy")
-        med, worst, _ = timed(lambda: vault.save_message("busy", "user", "a new message " * 10), args.repeat)
+        vault.conversations.new(session_id="busy")
+        med, worst, _ = timed(lambda: vault.conversations.append("busy", "user", "a new message " * 10), args.repeat)
         print(f"append one message (O_APPEND + fsync): median {med:.2f} ms, max {worst:.2f} ms")
         writers, each = 8, 100
         t = time.perf_counter()
         with multiprocessing.get_context("fork").Pool(writers) as pool:
             pool.map(_writer, [(str(vault.root), w, each) for w in range(writers)])
         took = time.perf_counter() - t
-        got = len(vault.session("busy").messages) - args.repeat
+        got = len(vault.conversations.show("busy").messages) - args.repeat
         print(f"{writers} writers x {each} appends to one session: {got}/{writers * each} messages kept, "
               f"{took:.2f} s ({writers * each / took:.0f} appends/s)")
 
         # ---- search across past conversations: the sessions' own index (memkit.index.sources.SessionSource)
         rows = args.sessions * args.per_session + args.messages
         t = time.perf_counter()
-        hits = vault.search_sessions("when is the half marathon", k=5)
+        hits = vault.conversations.search("when is the half marathon", k=5)
         print(f"search {rows:,} messages, first (builds the sessions' index: parse, embed, write): "
               f"{(time.perf_counter() - t):.2f} s, {len(hits)} hits")
-        med, worst, _ = timed(lambda: vault.search_sessions("sourdough starter recipe", k=5), args.repeat)
+        med, worst, _ = timed(lambda: vault.conversations.search("sourdough starter recipe", k=5), args.repeat)
         print(f"search {rows:,} messages, warm (each search stats every session file): median {med:.1f} ms, "
               f"max {worst:.1f} ms")
         fresh = Vault(vault.root)  # a new process's Vault: the index is read from .memkit/index/
         t = time.perf_counter()
-        fresh.search_sessions("sourdough starter recipe", k=5)
+        fresh.conversations.search("sourdough starter recipe", k=5)
         print(f"search {rows:,} messages, a new Vault (index read from disk, model loaded): "
               f"{(time.perf_counter() - t) * 1000:.0f} ms")
-        vault.save_message("busy", "user", "the half marathon is on May 4th", now=None)
+        vault.conversations.append("busy", "user", "the half marathon is on May 4th", now=None)
         t = time.perf_counter()
-        vault.search_sessions("half marathon date", k=5)
+        vault.conversations.search("half marathon date", k=5)
         print(f"search after one appended message (that file read again, one message embedded): "
               f"{(time.perf_counter() - t) * 1000:.1f} ms")
 

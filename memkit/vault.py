@@ -3,9 +3,9 @@
 ``Vault`` composes and delegates: the files to :class:`memkit.store.Store`, the embedder chosen
 by :func:`memkit.embeddings.make_embedder`, the index and ranking to :class:`memkit.search.Searcher`,
 the conversations to ``vault.conversations`` (:class:`memkit.sessions.Conversations`), the servers'
-hooks to ``vault.serving`` (:class:`memkit.search.Serving`), and the flows to memkit.split (an
-add), memkit.digest, memkit.upkeep and memkit.context. The model is loaded on first use and kept
-for the life of the object. The 0.1 names of what moved are in :mod:`memkit.vault_aliases`.
+hooks to ``vault.frontend_internals`` (:class:`memkit.search.Serving`, not library API), and the
+flows to memkit.split (an add), memkit.digest, memkit.upkeep and memkit.context. The model is
+loaded on first use and kept for the life of the object. The 0.1 names of what moved are in :mod:`memkit.vault_aliases`.
 """
 from __future__ import annotations
 
@@ -479,9 +479,10 @@ class Vault(VaultAliases):
 
     # ---- for memkit's own long-running front ends (memkit serve, mcp, watch) -----------------------------
     @property
-    def serving(self) -> Serving:
-        """What only the long-running front ends need (:class:`memkit.search.Serving`): memkit's
-        own plumbing, not the library's API (its 0.1 names: :mod:`memkit.vault_aliases`)."""
+    def frontend_internals(self) -> Serving:
+        """Internal, not library API: what only memkit's long-running front ends (``memkit serve``,
+        ``mcp``, ``watch``) need (:class:`memkit.search.Serving`); its names may change in any
+        release. Its earlier names (``vault.serving``, ``vault.open_index()``…): :mod:`memkit.vault_aliases`."""
         if self._serving is None:
             self._serving = Serving(self.store, lambda: self.searcher, lambda: self.embedder)
         return self._serving

@@ -148,7 +148,7 @@ class Watcher:
         self.vault.ensure_topics_dir()
         # Our own Index (its own database connection), not the Vault's: the caller may search the
         # same Vault from another thread meanwhile.
-        self._index = self.vault.open_index()
+        self._index = self.vault.frontend_internals.open_index()
         with self._cond:
             self._pending = True  # the catch-up refresh, due at once
             self._first_event = self._last_event = -math.inf

@@ -1,7 +1,8 @@
 """What only memkit's long-running front ends (``memkit serve``, ``memkit mcp``, ``memkit watch``)
-need of a vault: an index connection of their own, the judge's vectors filled aside, the index's
-state, whether a writer holds the lock. ``vault.serving`` is that object; it is memkit's own
-plumbing, not the library's API (its names may change).
+need of a vault: an index connection of their own, the judge's vectors filled aside (or in the
+watcher's thread), the index's state, whether a writer holds the lock. ``vault.frontend_internals``
+is that object (``vault.serving``, its earlier name, is deprecated); it is memkit's own plumbing,
+not library API: its names may change in any release.
 """
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ class _Stopped(Exception):
 
 
 class Serving:
-    """A vault's hooks for long-running front ends (see the module docstring).
+    """A vault's hooks for long-running front ends, ``vault.frontend_internals``: internal, not
+    library API (see the module docstring).
 
     :param store: the vault's files; :param searcher: its searcher (asked for when needed);
     :param embedder: its embedder (for an index connection of another thread).

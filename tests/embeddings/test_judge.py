@@ -214,8 +214,8 @@ def test_a_server_fills_the_judge_vectors_aside_and_stops_when_told(tmp_path):
     assert v.index(judge=False).judged == 0
     stop = threading.Event()
     stop.set()
-    v.fill_judge_aside(stop).join(30)  # told to stop: ends after its first batch at most
-    thread = v.fill_judge_aside()
+    v.frontend_internals.fill_judge_aside(stop).join(30)  # told to stop: ends after its first batch at most
+    thread = v.frontend_internals.fill_judge_aside()
     thread.join(60)
     assert not thread.is_alive()
     assert v.index().judged == 0  # everything was filled aside

@@ -38,9 +38,9 @@ def test_new_add_list_show_load(runner, vault):
 
 
 def test_load_with_summary_and_no_llm_says_so(runner, vault):
-    vault.create_session(session_id="s1")
+    vault.conversations.new(session_id="s1")
     for i in range(30):
-        vault.save_message("s1", "user", f"message {i} " + "word " * 30)
+        vault.conversations.append("s1", "user", f"message {i} " + "word " * 30)
     result = run(runner, vault, "session", "load", "s1", "--tokens", "100", "--strategy", "summary")
     assert result.exit_code == 0
     assert "memkit: note: no LLM configured: summary fell back to simple windowing" in result.stderr
@@ -62,26 +62,26 @@ def test_errors_are_one_line(runner, vault):
 
 
 def test_export_import_delete_prune(runner, vault, tmp_path):
-    vault.create_session(session_id="src", system_prompt="Be kind.")
-    vault.save_message("src", "user", "hello")
+    vault.conversations.new(session_id="src", system_prompt="Be kind.")
+    vault.conversations.append("src", "user", "hello")
     out = tmp_path / "src.jsonl"
     assert run(runner, vault, "session", "export", "src", "-o", str(out)).exit_code == 0
     assert json.loads(out.read_text().splitlines()[1])["content"] == "hello"
     imported = run(runner, vault, "session", "import", str(out), "--id", "copy", "--title", "A copy")
     assert imported.exit_code == 0 and imported.output.startswith("imported copy (sessions/")
     assert "1 message added, A copy" in imported.output
-    assert Vault(vault.root).session("copy").system == "Be kind."
+    assert Vault(vault.root).conversations.show("copy").system == "Be kind."
     pruned = run(runner, vault, "session", "prune", "--days", "0", "--dry-run")
     assert pruned.exit_code == 0 and pruned.output.splitlines()[-1] == "2 sessions would be archived (idle more than 0 days)"
     deleted = run(runner, vault, "session", "delete", "copy")
     assert deleted.output.startswith("deleted sessions/") and "copy.md (1 message)" in deleted.output
-    assert [i.id for i in Vault(vault.root).sessions()] == ["src"]
+    assert [i.id for i in Vault(vault.root).conversations.list()] == ["src"]
 
 
 def test_search_sessions_from_the_cli(runner, vault):
-    vault.create_session(session_id="trip")
-    vault.save_message("trip", "user", "I fly to Lisbon on March 3rd with TAP")
-    vault.save_message("trip", "assistant", "Bring an umbrella")
+    vault.conversations.new(session_id="trip")
+    vault.conversations.append("trip", "user", "I fly to Lisbon on March 3rd with TAP")
+    vault.conversations.append("trip", "assistant", "Bring an umbrella")
     result = run(runner, vault, "search", "--sessions", "Lisbon flight", "--json")
     assert result.exit_code == 0, result.output
     hits = json.loads(result.output)
@@ -97,7 +97,7 @@ def test_capture_save(runner, vault, tmp_path):
     chat.write_text("User: I moved to Porto\nAssistant: Noted!\n")
     result = run(runner, vault, "capture", str(chat), "--session", "porto", "--save")
     assert result.exit_code == 0 and "saved as session porto (sessions/" in result.output
-    assert [m.role for m in Vault(vault.root).session("porto").messages] == ["user", "assistant"]
+    assert [m.role for m in Vault(vault.root).conversations.show("porto").messages] == ["user", "assistant"]
 
 
 def test_digest_a_session_with_the_loopback_llm(runner, tmp_path):
@@ -114,9 +114,9 @@ def test_digest_a_session_with_the_loopback_llm(runner, tmp_path):
         vault = Vault.init(tmp_path / "d")
         (vault.root / "memkit.yaml").write_text(f"llm: {{base_url: \"{fake.base_url}\", model: m, timeout_s: 5}}\n")
         vault = Vault(vault.root)
-        vault.create_session(session_id="move", system_prompt="You are kind.")
-        vault.save_message("move", "user", "I moved to Porto in May")
-        vault.save_message("move", "assistant", "Congratulations!")
+        vault.conversations.new(session_id="move", system_prompt="You are kind.")
+        vault.conversations.append("move", "user", "I moved to Porto in May")
+        vault.conversations.append("move", "assistant", "Congratulations!")
         dry = run(runner, vault, "session", "digest", "move", "--dry-run")
         assert dry.exit_code == 0, dry.output
         assert "+- [fact] Moved to Porto in May" in dry.output and "would write 1 entry" in dry.output
@@ -128,7 +128,7 @@ def test_digest_a_session_with_the_loopback_llm(runner, tmp_path):
 
 
 def test_empty_message_text_is_refused(runner, vault):
-    vault.create_session(session_id="e")
+    vault.conversations.new(session_id="e")
     result = run(runner, vault, "session", "add", "e", "user", "-", input="  \n")
     assert result.exit_code == 2 and result.output.startswith("memkit: error: the message text is empty")
     result = run(runner, vault, "session", "add", "e", "user", input="")  # no text, nothing piped

@@ -71,9 +71,9 @@ def make_vault(tmp_path: Path, llm_url: str | None = None) -> Vault:
     if llm_url:
         (root / "memkit.yaml").write_text(f"llm: {{base_url: '{llm_url}', model: fake}}\n")
     vault = Vault(root, embedder=FakeEmbedder())
-    vault.create_session(session_id="chat", title="Chat")
+    vault.conversations.new(session_id="chat", title="Chat")
     for i in range(12):
-        vault.save_message("chat", "user" if i % 2 == 0 else "assistant",
+        vault.conversations.append("chat", "user" if i % 2 == 0 else "assistant",
                            f"Message {i} about rice, paella and the best pans for it, at some length.")
     return vault
 

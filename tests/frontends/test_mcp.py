@@ -410,9 +410,9 @@ def test_the_schemas_use_the_librarys_own_limits(tmp_path):
 def test_session_tools_continue_yesterdays_conversation(tmp_path):
     """An assistant lists sessions, loads one's recent history, appends to it and searches past ones."""
     vault = make_vault(tmp_path)
-    vault.create_session(session_id="yesterday", title="Lisbon trip", system_prompt="You are a travel assistant.")
-    vault.save_message("yesterday", "user", "I fly to Lisbon on March 3rd")
-    vault.save_message("yesterday", "assistant", "Noted: TAP, March 3rd.", important=True)
+    vault.conversations.new(session_id="yesterday", title="Lisbon trip", system_prompt="You are a travel assistant.")
+    vault.conversations.append("yesterday", "user", "I fly to Lisbon on March 3rd")
+    vault.conversations.append("yesterday", "assistant", "Noted: TAP, March 3rd.", important=True)
 
     async def scenario() -> None:
         with open(tmp_path / "stderr.txt", "w") as errlog:
@@ -436,7 +436,7 @@ def test_session_tools_continue_yesterdays_conversation(tmp_path):
                 assert error and text.startswith("invalid role 'robot'")
 
     anyio.run(scenario)
-    assert [m.content for m in Vault(vault.root).session("yesterday").messages][-1] == "Which hotel did we pick?"
+    assert [m.content for m in Vault(vault.root).conversations.show("yesterday").messages][-1] == "Which hotel did we pick?"
 
 
 def test_proactive_and_upkeep_tools(tmp_path):

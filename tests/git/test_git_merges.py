@@ -84,9 +84,9 @@ def answer(request: dict) -> str:
 def shared_session(a: Path, b: Path) -> str:
     """A session started on a, pushed, pulled by b; returns its file (relative)."""
     va = open_vault(a)
-    s = va.create_session(session_id="lisbon", title="Lisbon trip", now=T0)
+    s = va.conversations.new(session_id="lisbon", title="Lisbon trip", now=T0)
     for i, (role, text) in enumerate(CHAT):
-        va.save_message("lisbon", role, text, now=T0 + timedelta(minutes=i))
+        va.conversations.append("lisbon", role, text, now=T0 + timedelta(minutes=i))
     git(a, "add", "-A")
     git(a, "commit", "-m", "a session")
     git(a, "push", "origin", "HEAD:main")
@@ -105,15 +105,15 @@ def test_one_clone_ages_a_session_while_the_other_continues_it(clones: tuple[Pat
     file = shared_session(a, b)
     with FakeLLM(answer) as fake:
         age(a, fake, 4)
-    open_vault(b).save_message("lisbon", "user", "Found one: Casa de Alfama, 4 nights.", now=T0 + timedelta(days=5))
+    open_vault(b).conversations.append("lisbon", "user", "Found one: Casa de Alfama, 4 nights.", now=T0 + timedelta(days=5))
     assert_clean_merge(sync(a, b), b)
-    session = open_vault(b).session("lisbon")
+    session = open_vault(b).conversations.show("lisbon")
     assert session.stage == "summary" and [m.content for m in session.messages] == ["Found one: Casa de Alfama, 4 nights."]
     assert session.stage_block is not None and session.stage_block.text.startswith(SUMMARY["summary"])
     assert "Key points" not in session.messages[0].content  # no text runs into another block
     text = (b / file).read_text()
     assert text.count("stage:") == 1 and text.count("### summary") == 1 and "<<<<<<<" not in text
-    whole = open_vault(b).raw_session("lisbon")
+    whole = open_vault(b).conversations.show_raw("lisbon")
     assert [m.content for m in whole.messages] == [t for _, t in CHAT] + ["Found one: Casa de Alfama, 4 nights."]
     assert json.loads(cli(b, "check", "--json").output)["problems"] == [] or cli(b, "check").exit_code == 0
 
@@ -131,9 +131,9 @@ def test_both_clones_age_the_same_session(clones: tuple[Path, Path], b_days: int
     for key in ("stage", "stage_at", "stage_ratio", "raw", "updated"):
         assert header.count(f"\n{key}:") == 1, (key, header)
     assert text.count("### summary") == 1
-    session = open_vault(b).session("lisbon")
+    session = open_vault(b).conversations.show("lisbon")
     assert session.stage == ("core" if b_days == 9 else "summary") and session.messages == []
-    assert [m.content for m in open_vault(b).raw_session("lisbon").messages] == [t for _, t in CHAT]
+    assert [m.content for m in open_vault(b).conversations.show_raw("lisbon").messages] == [t for _, t in CHAT]
     assert cli(b, "check").exit_code == 0
 
 

@@ -32,22 +32,22 @@ def test_an_opening_line_in_json_is_not_said(tmp_path):
 
 
 def long_session(vault, n=40):
-    s = vault.create_session(session_id="long", system_prompt="You are helpful.", now=T0)
+    s = vault.conversations.new(session_id="long", system_prompt="You are helpful.", now=T0)
     for i in range(n):
-        vault.save_message(s.id, "user" if i % 2 == 0 else "assistant", f"message number {i} " + "blah " * 20,
+        vault.conversations.append(s.id, "user" if i % 2 == 0 else "assistant", f"message number {i} " + "blah " * 20,
                            now=T0 + timedelta(minutes=i + 1))
 
 
 def test_the_summary_is_asked_as_text_and_a_json_one_is_never_cached(vault):
     long_session(vault)
     with FakeLLM(['{"summary": "Maya planned a trip."}']) as fake:
-        w = vault.recent_messages("long", max_tokens=300, strategy="summary", llm=loopback_llm(fake))
+        w = vault.conversations.window("long", max_tokens=300, strategy="summary", llm=loopback_llm(fake))
         assert all("response_format" not in r for r in fake.requests)
     assert w.strategy == "simple" and "JSON where text was asked for" in w.note
     assert "### summary" not in (vault.root / "sessions").joinpath(
         next(p.name for p in (vault.root / "sessions").iterdir() if p.suffix == ".md")).read_text()
     with FakeLLM(["Maya planned a trip to Lisbon."]) as fake:
-        w = vault.recent_messages("long", max_tokens=300, strategy="summary", llm=loopback_llm(fake))
+        w = vault.conversations.window("long", max_tokens=300, strategy="summary", llm=loopback_llm(fake))
         assert all("response_format" not in r for r in fake.requests)
     assert w.strategy == "summary" and "Maya planned a trip to Lisbon." in w.messages[1].content
 

@@ -42,9 +42,9 @@ def make(tmp_path, fake: FakeLLM | None, yaml: str = "") -> Vault:
 
 
 def chat(v: Vault, sid: str = "lisbon", start: datetime = T0) -> None:
-    v.create_session(session_id=sid, title="Lisbon trip", now=start)
+    v.conversations.new(session_id=sid, title="Lisbon trip", now=start)
     for i, (role, text) in enumerate(CHAT):
-        v.save_message(sid, role, text, now=start + timedelta(minutes=i))
+        v.conversations.append(sid, role, text, now=start + timedelta(minutes=i))
 
 
 def job(v: Vault, at: datetime, name: str = "session-aging"):
@@ -70,7 +70,7 @@ def test_a_session_becomes_a_summary_on_day_3_then_a_core_memory_on_day_7_and_th
         assert "### user" not in text and "title: Lisbon trip" in text and "# Lisbon trip" in text
         raw = v.root / "sessions" / "archive" / "raw" / "2026-11-24-lisbon.md"
         assert raw.read_bytes() == original  # the raw conversation, byte for byte
-        s = v.session("lisbon")
+        s = v.conversations.show("lisbon")
         assert s.stage == "summary" and s.updated == "2026-11-24T10:04:00Z" and s.messages == []
         raw_chars = sum(len(t) for _, t in CHAT)
         assert s.stage_ratio == round(len(s.stage_block.text) / raw_chars, 2) and 0.3 <= s.stage_ratio <= 0.6
@@ -84,16 +84,16 @@ def test_a_session_becomes_a_summary_on_day_3_then_a_core_memory_on_day_7_and_th
         day7 = job(v, T0 + timedelta(days=8))
         assert day7.did.startswith("1 compressed: lisbon -> core (")
         assert "a quiet hotel in Graça" in last_user_message(fake.requests[asked])
-        s = v.session("lisbon")
+        s = v.conversations.show("lisbon")
         assert s.stage == "core" and s.stage_at == "2026-12-02T10:00:00Z"
         core = s.stage_block.text
         assert 100 <= len(core.split("\n")[0]) <= 200
         assert "Remembered clearly: the flight on March 3rd\nRemembered vaguely: a hotel in Alfama" in core
         assert raw.read_bytes() == original  # nothing lost, nothing added
-        assert [m.content for m in v.raw_session("lisbon").messages] == [t for _, t in CHAT]
+        assert [m.content for m in v.conversations.show_raw("lisbon").messages] == [t for _, t in CHAT]
         # the listing says the stage; a continued conversation starts with what is remembered
-        assert v.sessions()[0].stage == "core"
-        window = v.recent_messages("lisbon", 500)
+        assert v.conversations.list()[0].stage == "core"
+        window = v.conversations.window("lisbon", 500)
         assert window.messages[0].content.startswith("Earlier in this conversation") and "TAP TP 571" in \
             window.messages[0].content
 
@@ -102,9 +102,9 @@ def test_no_llm_skips_compression_and_changes_nothing(tmp_path):
     v = make(tmp_path, None)
     chat(v)
     chat(v, "short-one")
-    v.save_message("short-one", "user", "x" * 10, now=T0)
-    tiny = v.create_session(session_id="tiny", now=T0)
-    v.save_message(tiny.id, "user", "hi", now=T0)
+    v.conversations.append("short-one", "user", "x" * 10, now=T0)
+    tiny = v.conversations.new(session_id="tiny", now=T0)
+    v.conversations.append(tiny.id, "user", "hi", now=T0)
     before = {p.name: p.read_bytes() for p in (v.root / "sessions").iterdir()}
     lines = v.upkeep(now=T0 + timedelta(days=8)).lines()
     assert "session-aging: 2 due (2 to core) but no LLM is configured: skipped; 1 too short to condense" in lines
@@ -118,8 +118,8 @@ def test_a_session_continued_after_it_aged_is_compressed_again_and_its_raw_file_
         chat(v)
         job(v, T0 + timedelta(days=3, hours=1))
         later = T0 + timedelta(days=5)
-        v.save_message("lisbon", "user", "Found one: Casa do Largo, a guest house in Graça.", now=later)
-        s = v.session("lisbon")
+        v.conversations.append("lisbon", "user", "Found one: Casa do Largo, a guest house in Graça.", now=later)
+        s = v.conversations.show("lisbon")
         assert s.stage == "summary" and len(s.messages) == 1 and s.updated == "2026-11-29T10:00:00Z"
         assert job(v, later + timedelta(days=1)).did == "no conversation is due"
         again = job(v, later + timedelta(days=3, hours=1))
@@ -128,10 +128,10 @@ def test_a_session_continued_after_it_aged_is_compressed_again_and_its_raw_file_
         assert "What was remembered of it so far:\nMaya plans a week" in prompt and "Casa do Largo" in prompt
         assert "TP 571 on March 3rd at 09:05" not in prompt  # only what it has not condensed
     raw = v.root / "sessions" / "archive" / "raw" / "2026-11-24-lisbon.md"
-    kept = [m.content for m in v.raw_session("lisbon").messages]
+    kept = [m.content for m in v.conversations.show_raw("lisbon").messages]
     assert kept == [t for _, t in CHAT] + ["Found one: Casa do Largo, a guest house in Graça."]
     assert raw.read_text().count("Casa do Largo") == 1
-    assert v.session("lisbon").messages == []
+    assert v.conversations.show("lisbon").messages == []
 
 
 def test_a_message_saved_while_the_llm_compresses_is_kept(tmp_path):
@@ -145,7 +145,7 @@ def test_a_message_saved_while_the_llm_compresses_is_kept(tmp_path):
         i = 0
         while not stop.is_set():
             text = f"late message {i}"
-            other.save_message("lisbon", "user", text, now=T0 + timedelta(minutes=30, seconds=i))
+            other.conversations.append("lisbon", "user", text, now=T0 + timedelta(minutes=30, seconds=i))
             saved.append(text)
             i += 1
 
@@ -167,11 +167,11 @@ def test_a_message_saved_while_the_llm_compresses_is_kept(tmp_path):
             stop.set()
             t.join(timeout=10)
     assert result.changed, result.did
-    live = [m.content for m in v.session("lisbon").messages]
+    live = [m.content for m in v.conversations.show("lisbon").messages]
     raw = (v.root / "sessions" / "archive" / "raw" / "2026-11-24-lisbon.md").read_text()
     assert live and all(raw.count(f"\n{t}\n") + live.count(t) == 1 for t in saved)  # each exactly once
-    assert [m.content for m in v.raw_session("lisbon").messages] == [t for _, t in CHAT] + saved
-    assert v.session("lisbon").stage == "summary"
+    assert [m.content for m in v.conversations.show_raw("lisbon").messages] == [t for _, t in CHAT] + saved
+    assert v.conversations.show("lisbon").stage == "summary"
 
 
 def test_a_session_a_person_edits_during_compression_is_left_alone(tmp_path):
@@ -196,7 +196,7 @@ def test_upkeep_prunes_sessions_idle_past_expire_conversation(tmp_path):
     pruned = job(v, T0 + timedelta(days=31), "session-prune")
     assert pruned.did == "1 session idle over 30 days moved to sessions/archive/"
     assert (v.root / "sessions" / "archive" / "2026-11-24-lisbon.md").exists()
-    assert [i.id for i in v.sessions()] == ["recent"]
+    assert [i.id for i in v.conversations.list()] == ["recent"]
     assert job(v, T0 + timedelta(days=31)).did == "no conversation is due"  # aging off (0 days)
 
 
@@ -228,7 +228,7 @@ def test_session_show_raw_and_list_say_where_the_conversation_is(tmp_path):
         v = make(tmp_path, fake)
         chat(v)
         job(v, T0 + timedelta(days=3, hours=1))
-    v.save_message("lisbon", "user", "Back from Lisbon!", now=T0 + timedelta(days=12))
+    v.conversations.append("lisbon", "user", "Back from Lisbon!", now=T0 + timedelta(days=12))
     run = CliRunner()
     listed = run.invoke(main, ["--vault", str(v.root), "session", "list"], catch_exceptions=False)
     assert listed.output.rstrip().endswith("Lisbon trip  (summary)")
@@ -268,17 +268,17 @@ def test_a_session_first_seen_after_a_week_goes_straight_to_its_core(tmp_path):
         assert result.did.startswith("1 compressed: lisbon -> core (")
         assert len(fake.requests) == 1 and "keep only its core" in fake.requests[0]["messages"][0]["content"]
         assert "TP 571 on March 3rd at 09:05" in last_user_message(fake.requests[0])
-    assert v.session("lisbon").stage == "core"
-    assert [m.content for m in v.raw_session("lisbon").messages] == [t for _, t in CHAT]
+    assert v.conversations.show("lisbon").stage == "core"
+    assert [m.content for m in v.conversations.show_raw("lisbon").messages] == [t for _, t in CHAT]
 
 
 def test_an_aged_conversation_is_still_found_by_its_summary(tmp_path):
     with FakeLLM(answer) as fake:
         v = make(tmp_path, fake)
         chat(v)
-        before = v.search_sessions("TAP flight TP 571", k=1)[0]
+        before = v.conversations.search("TAP flight TP 571", k=1)[0]
         assert (before.session, before.role) == ("lisbon", "assistant")  # the message itself
         job(v, T0 + timedelta(days=3, hours=1))
-    hits = v.search_sessions("TAP flight TP 571", k=3)
+    hits = v.conversations.search("TAP flight TP 571", k=3)
     assert hits[0].session == "lisbon" and hits[0].role == "summary"
     assert hits[0].text.startswith("Maya plans a week in Lisbon in March")

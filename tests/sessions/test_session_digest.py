@@ -41,13 +41,13 @@ def transcripts(fake: FakeLLM) -> list[str]:
 
 
 def say(v: Vault, i: int) -> None:
-    v.save_message("voice", "user", f"By the way: {FACTS[i].split(' ', 1)[1]}.", now=T0 + timedelta(minutes=i))
+    v.conversations.append("voice", "user", f"By the way: {FACTS[i].split(' ', 1)[1]}.", now=T0 + timedelta(minutes=i))
 
 
 def test_every_n_new_messages_the_new_ones_are_digested(tmp_path):
     with FakeLLM(answer) as fake:
         v = make(tmp_path, fake)
-        v.create_session(session_id="voice", now=T0)
+        v.conversations.new(session_id="voice", now=T0)
         say(v, 0)
         say(v, 1)
         assert transcripts(fake) == []  # 2 of 3
@@ -72,10 +72,10 @@ def test_every_n_new_messages_the_new_ones_are_digested(tmp_path):
 def test_a_failing_llm_never_loses_the_message_and_upkeep_digests_later(tmp_path):
     with FakeLLM(lambda r: "not json at all") as bad:
         v = make(tmp_path, bad, every=2)
-        v.create_session(session_id="voice", now=T0)
+        v.conversations.new(session_id="voice", now=T0)
         say(v, 0)
         say(v, 1)  # the digest fails: logged, the message is saved
-    assert [m.content for m in v.session("voice").messages][-1]== "By the way: is learning the cello since October."
+    assert [m.content for m in v.conversations.show("voice").messages][-1]== "By the way: is learning the cello since October."
     assert not (v.store.state_dir / "session-digest.json").exists()
     with FakeLLM(answer) as fake:
         text = (v.root / "memkit.yaml").read_text()
@@ -91,7 +91,7 @@ def test_a_failing_llm_never_loses_the_message_and_upkeep_digests_later(tmp_path
 def test_a_session_about_to_age_is_digested_first_whatever_its_count(tmp_path):
     with FakeLLM(answer) as fake:
         v = make(tmp_path, fake, every=10)
-        v.create_session(session_id="voice", now=T0)
+        v.conversations.new(session_id="voice", now=T0)
         for i in range(6):
             say(v, i)
         assert transcripts(fake) == []
@@ -103,9 +103,9 @@ def test_a_session_about_to_age_is_digested_first_whatever_its_count(tmp_path):
 
 def test_no_llm_saves_messages_and_upkeep_says_it_skipped(tmp_path):
     v = make(tmp_path, None, every=1)
-    v.create_session(session_id="voice", now=T0)
+    v.conversations.new(session_id="voice", now=T0)
     say(v, 0)
-    assert len(v.session("voice").messages) == 1
+    assert len(v.conversations.show("voice").messages) == 1
     job = next(j for j in v.upkeep(now=T0 + timedelta(hours=1)).jobs if j.name == "session-digest")
     assert job.did == "1 session(s) due but no LLM is configured: skipped"
 
@@ -117,17 +117,17 @@ def test_only_the_end_of_a_long_session_is_read_yet_every_new_message_is_sent(tm
     from memkit.sessions.live_digest import digest_new
 
     v = Vault.init(tmp_path / "v", profile=False)
-    v.create_session(session_id="voice", now=T0)
+    v.conversations.new(session_id="voice", now=T0)
     for i in range(300):
-        v.save_message("voice", "user", f"{i:03d} " + "x" * 196, now=T0 + timedelta(seconds=i))
+        v.conversations.append("voice", "user", f"{i:03d} " + "x" * 196, now=T0 + timedelta(seconds=i))
     sent: list[tuple[str, str]] = []
     sessions = Sessions(v.root, v.store.state_dir, v.config)
     done = digest_new(sessions, v.store.state_dir, "voice", 2, lambda text, name: sent.append((text, name)))
     assert done is not None and done.messages == 300
     assert sent[0][1] == "sessions/2026-11-24-voice.md (messages 1-300)" and sent[0][0].count("\n") == 300
-    v.save_message("voice", "user", "the 301st", now=T0 + timedelta(hours=1))
+    v.conversations.append("voice", "user", "the 301st", now=T0 + timedelta(hours=1))
     assert digest_new(sessions, v.store.state_dir, "voice", 2, lambda t, n: sent.append((t, n))) is None
-    v.save_message("voice", "assistant", "the 302nd", now=T0 + timedelta(hours=1))
+    v.conversations.append("voice", "assistant", "the 302nd", now=T0 + timedelta(hours=1))
     digest_new(sessions, v.store.state_dir, "voice", 2, lambda t, n: sent.append((t, n)))
     assert sent[1] == ('{"role": "user", "content": "the 301st"}\n{"role": "assistant", "content": "the 302nd"}\n',
                        "sessions/2026-11-24-voice.md (messages 301-302)")
@@ -138,15 +138,15 @@ def test_a_session_digested_by_hand_counts_as_digested(tmp_path):
     messages saved after it, not those again."""
     with FakeLLM(answer) as fake:
         v = make(tmp_path, fake, every=100)
-        v.create_session(session_id="voice", now=T0)
+        v.conversations.new(session_id="voice", now=T0)
         for i in range(3):
             say(v, i)
-        v.digest_session("voice", dry_run=True)  # a dry run marks nothing
-        assert v.digest_new_messages("voice") is not None
-        v.digest_session("voice")
-        assert v.digest_new_messages("voice") is None  # nothing new since
+        v.conversations.digest("voice", dry_run=True)  # a dry run marks nothing
+        assert v.conversations.digest_new("voice") is not None
+        v.conversations.digest("voice")
+        assert v.conversations.digest_new("voice") is None  # nothing new since
         say(v, 3)
-        got = v.digest_new_messages("voice")
+        got = v.conversations.digest_new("voice")
         assert got is not None and got.messages == 1
         last = transcripts(fake)[-1]
         assert FACTS[3].split(" ", 1)[1] in last and FACTS[0].split(" ", 1)[1] not in last
@@ -157,9 +157,9 @@ def test_marking_waits_for_a_running_digest_then_gives_up_with_a_warning(tmp_pat
     from memkit.sessions.live_digest import LOCK, mark_digested
 
     v = make(tmp_path, None)
-    v.create_session(session_id="voice", now=T0)
+    v.conversations.new(session_id="voice", now=T0)
     say(v, 0)
-    conv = v.session("voice")
+    conv = v.conversations.show("voice")
     with file_lock(v.store.state_dir / LOCK):  # an automatic digest in progress
         assert mark_digested(v.store.state_dir, conv, wait=0.05) == 0
     assert "may send these messages again" in caplog.text

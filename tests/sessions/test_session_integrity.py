@@ -26,12 +26,12 @@ def v(tmp_path: Path) -> Vault:
 # ---- item 9: session search after a session's first message ----------------------------------------
 
 def test_searching_sessions_before_and_after_the_first_message(v: Vault) -> None:
-    v.create_session(session_id="a")
-    assert v.search_sessions("hello") == []
-    v.save_message("a", "user", "hello world")
-    assert [h.text for h in v.search_sessions("hello")] == ["hello world"]
-    v.save_message("a", "assistant", "hello again")
-    assert {h.text for h in v.search_sessions("hello")} == {"hello world", "hello again"}
+    v.conversations.new(session_id="a")
+    assert v.conversations.search("hello") == []
+    v.conversations.append("a", "user", "hello world")
+    assert [h.text for h in v.conversations.search("hello")] == ["hello world"]
+    v.conversations.append("a", "assistant", "hello again")
+    assert {h.text for h in v.conversations.search("hello")} == {"hello world", "hello again"}
 
 
 def test_the_http_search_route_survives_the_first_message(v: Vault) -> None:
@@ -80,17 +80,17 @@ def cli(v: Vault, *args: str):
 
 
 def test_an_id_another_id_starts_with_is_free(v: Vault) -> None:
-    v.create_session(session_id="imp2", now=T0)
-    assert v.create_session(session_id="imp", now=T0).id == "imp"  # library
+    v.conversations.new(session_id="imp2", now=T0)
+    assert v.conversations.new(session_id="imp", now=T0).id == "imp"  # library
     for sid in ("cli2", "web2", "doc2"):
-        v.create_session(session_id=sid, now=T0)
+        v.conversations.new(session_id=sid, now=T0)
     result = cli(v, "session", "new", "--id", "cli")
     assert result.exit_code == 0, result.output
     result = cli(v, "session", "new", "--id", "cli")
     assert result.exit_code == 1 and "exists already" in result.output  # the same id is still taken
     data = json.dumps([{"role": "user", "content": "imported", "time": "2026-03-01T09:05:00Z"}]).encode()
-    (imported,) = v.import_sessions(data, session_id="doc")
-    assert imported.created and imported.session.id == "doc" and v.session("doc2").messages == []
+    (imported,) = v.conversations.import_(data, session_id="doc")
+    assert imported.created and imported.session.id == "doc" and v.conversations.show("doc2").messages == []
     with HTTPServer(v, port=0) as server:
         status, answer = http_call(server, "POST", "/sessions", {"session": "web"})
         assert status == 201 and answer["id"] == "web", answer
@@ -101,18 +101,18 @@ def test_an_id_ending_in_md_is_refused_everywhere(v: Vault) -> None:
     from memkit import InvalidValue
 
     with pytest.raises(InvalidValue, match="must not end in '.md'"):
-        v.create_session(session_id="x.md")
+        v.conversations.new(session_id="x.md")
     result = cli(v, "session", "new", "--id", "x.md")
     assert result.exit_code != 0 and "must not end in '.md'" in result.output
     with pytest.raises(InvalidValue, match="must not end in '.md'"):
-        v.import_sessions(b'[{"role": "user", "content": "hi"}]', session_id="x.md")
+        v.conversations.import_(b'[{"role": "user", "content": "hi"}]', session_id="x.md")
     with HTTPServer(v, port=0) as server:
         status, answer = http_call(server, "POST", "/sessions", {"session": "x.md"})
         assert status == 400 and "must not end in '.md'" in answer["error"]
     assert not (v.root / "sessions").exists() or list((v.root / "sessions").glob("*.md")) == []
-    v.create_session(session_id="v1.0", now=T0)  # a dot elsewhere is fine, and reachable
-    v.save_message("v1.0", "user", "hi", now=at(1))
-    assert [m.content for m in v.session("v1.0").messages] == ["hi"]
+    v.conversations.new(session_id="v1.0", now=T0)  # a dot elsewhere is fine, and reachable
+    v.conversations.append("v1.0", "user", "hi", now=at(1))
+    assert [m.content for m in v.conversations.show("v1.0").messages] == ["hi"]
 
 
 # ---- item 8: re-import adds only the messages the session lacks -------------------------------------
@@ -123,18 +123,18 @@ def timed(n: int, start: int = 0, prefix: str = "message") -> list[dict]:
 
 
 def contents(v: Vault, sid: str) -> list[str]:
-    return [m.content for m in v.session(sid).messages]
+    return [m.content for m in v.conversations.show(sid).messages]
 
 
 def test_reimport_after_the_session_gained_a_message(v: Vault) -> None:
-    v.import_sessions(json.dumps(timed(3)).encode(), session_id="s")
-    v.save_message("s", "assistant", "a message saved since", now=at(2.5))
-    (again,) = v.import_sessions(json.dumps(timed(5)).encode(), session_id="s")
+    v.conversations.import_(json.dumps(timed(3)).encode(), session_id="s")
+    v.conversations.append("s", "assistant", "a message saved since", now=at(2.5))
+    (again,) = v.conversations.import_(json.dumps(timed(5)).encode(), session_id="s")
     assert again.added == 2
     got = contents(v, "s")
     assert len(got) == 6 and len(set(got)) == 6 and got[3] == "a message saved since"
-    v.save_message("s", "user", "ok", now=at(10))  # the same words at another time are another message
-    (again,) = v.import_sessions(json.dumps(timed(5) + [{"role": "user", "content": "ok", "time": at(11).isoformat()}]
+    v.conversations.append("s", "user", "ok", now=at(10))  # the same words at another time are another message
+    (again,) = v.conversations.import_(json.dumps(timed(5) + [{"role": "user", "content": "ok", "time": at(11).isoformat()}]
                                             ).encode(), session_id="s")
     assert again.added == 1 and contents(v, "s").count("ok") == 2
 
@@ -144,7 +144,7 @@ def test_capture_save_after_the_session_gained_a_message(tmp_path: Path, v: Vaul
     chat.write_text(json.dumps([{"role": "user", "content": "I moved to Porto"},
                                 {"role": "assistant", "content": "Noted!"}]))
     v.capture(path=chat, session="porto", save=True)
-    v.save_message("porto", "user", "a note typed in between")
+    v.conversations.append("porto", "user", "a note typed in between")
     chat.write_text(json.dumps([{"role": "user", "content": "I moved to Porto"},
                                 {"role": "assistant", "content": "Noted!"},
                                 {"role": "user", "content": "and I started a new job"}]))
@@ -163,31 +163,31 @@ def test_reimport_of_an_aged_session_adds_only_what_is_new(tmp_path: Path) -> No
         (root / "memkit.yaml").write_text(f"llm: {{base_url: '{fake.base_url}', model: m, timeout_s: 10}}\n")
         v = Vault(root, embedder=FakeEmbedder())
         long = [dict(m, content=m["content"] * 4) for m in timed(6)]
-        v.import_sessions(json.dumps(long).encode(), session_id="old")
+        v.conversations.import_(json.dumps(long).encode(), session_id="old")
         next(j for j in v.upkeep(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
-        assert v.session("old").stage == "summary" and v.session("old").messages == []
+        assert v.conversations.show("old").stage == "summary" and v.conversations.show("old").messages == []
         newer = long + [{"role": "user", "content": "one more thing", "time": at(60).isoformat()}]
-        (again,) = v.import_sessions(json.dumps(newer).encode(), session_id="old")
+        (again,) = v.conversations.import_(json.dumps(newer).encode(), session_id="old")
         assert again.added == 1 and contents(v, "old") == ["one more thing"]
-        assert len(v.raw_session("old").messages) == 7
+        assert len(v.conversations.show_raw("old").messages) == 7
 
 
 def test_a_file_cut_short_by_a_kill_is_completed_not_duplicated(v: Vault) -> None:
     from memkit.formats.session import render_message
     from memkit.sessions.folder import Sessions
 
-    v.import_sessions(json.dumps(timed(10)).encode(), session_id="big")
-    path = v.root / v.session("big").file
+    v.conversations.import_(json.dumps(timed(10)).encode(), session_id="big")
+    path = v.root / v.conversations.show("big").file
     whole = timed(40)
     # the next import's append, killed part way: every cut point (inside a heading, inside a content)
     blocks = "".join(render_message(Sessions.message(m["role"], m["content"], time=m["time"])) for m in whole[10:])
     before = path.read_bytes()
     for cut in (1, 5, 40, len(blocks) // 2, len(blocks) - 3):
         path.write_bytes(before + blocks[:cut].encode())
-        (again,) = v.import_sessions(json.dumps(whole).encode(), session_id="big")
+        (again,) = v.conversations.import_(json.dumps(whole).encode(), session_id="big")
         got = contents(v, "big")
         assert got == [m["content"] for m in whole], cut
-        (none,) = v.import_sessions(json.dumps(whole).encode(), session_id="big")
+        (none,) = v.conversations.import_(json.dumps(whole).encode(), session_id="big")
         assert none.added == 0 and contents(v, "big") == got
 
 
@@ -211,8 +211,8 @@ def test_a_claude_code_turn_that_grew_is_completed(tmp_path: Path, v: Vault) -> 
 def test_malformed_headings_stay_readable_and_are_named(v: Vault, caplog) -> None:
     import logging
 
-    s = v.create_session(session_id="edited", now=T0)
-    v.save_message("edited", "user", "a first real message", now=at(1))
+    s = v.conversations.new(session_id="edited", now=T0)
+    v.conversations.append("edited", "user", "a first real message", now=at(1))
     path = v.root / s.file
     with open(path, "a") as fh:
         fh.write("\n### user · not-a-time\nhand typed reminder about the boiler\n"
@@ -220,7 +220,7 @@ def test_malformed_headings_stay_readable_and_are_named(v: Vault, caplog) -> Non
                  "\n### Assistant · 2026-03-01T09:06:00Z\ncapitalised role\n")
     lines = path.read_text().splitlines()
     with caplog.at_level(logging.WARNING, logger="memkit"):
-        got = [(m.role, m.name, m.content) for m in v.session("edited").messages]
+        got = [(m.role, m.name, m.content) for m in v.conversations.show("edited").messages]
     assert got == [("user", None, "a first real message"),
                    ("user", None, "hand typed reminder about the boiler"),
                    ("user", "robot", "beep from the thermostat"),
@@ -230,19 +230,19 @@ def test_malformed_headings_stay_readable_and_are_named(v: Vault, caplog) -> Non
     robot = lines.index("### robot · 2026-03-01T09:05:00Z") + 1
     assert f"{s.file} line {bad_time}: 'not-a-time' is not a time" in said
     assert f"{s.file} line {robot}: unknown role 'robot'" in said
-    exported = v.export_session("edited")
+    exported = v.conversations.export("edited")
     assert "boiler" in exported and "thermostat" in exported
-    assert "boiler" in " ".join(m.content for m in v.recent_messages("edited", 1000).messages)
-    assert [h.text for h in v.search_sessions("boiler reminder", k=1)] == ["hand typed reminder about the boiler"]
+    assert "boiler" in " ".join(m.content for m in v.conversations.window("edited", 1000).messages)
+    assert [h.text for h in v.conversations.search("boiler reminder", k=1)] == ["hand typed reminder about the boiler"]
     shown = cli(v, "session", "show", "edited")
     assert shown.exit_code == 0 and "boiler" in shown.output and "thermostat" in shown.output
 
 
 def test_a_message_that_reads_as_a_malformed_heading_round_trips(v: Vault) -> None:
-    v.create_session(session_id="rt", now=T0)
+    v.conversations.new(session_id="rt", now=T0)
     text = "### user · see below\n### Robot · 2026-01-01T00:00:00Z\n### Step 1 · unpack"
-    v.save_message("rt", "user", text, now=at(1))
-    assert [m.content for m in v.session("rt").messages] == [text]
+    v.conversations.append("rt", "user", text, now=at(1))
+    assert [m.content for m in v.conversations.show("rt").messages] == [text]
 
 
 def cc_line(role: str, text: str, stamp: str) -> bytes:
@@ -263,7 +263,7 @@ def test_capture_names_a_line_it_cannot_read(tmp_path: Path, v: Vault, caplog) -
     said = " | ".join(r.getMessage() for r in caplog.records)
     assert f"{transcript} line 2: not valid UTF-8" in said
     assert result.to_dict()["skipped"] == result.skipped
-    assert [m.content for m in v.session("cc-bad").messages] == ["first", "third"]  # --save reads it the same way
+    assert [m.content for m in v.conversations.show("cc-bad").messages] == ["first", "third"]  # --save reads it the same way
     out = cli(v, "capture", str(transcript))
     assert out.exit_code == 0 and f"{transcript} line 2: not valid UTF-8" in out.output
 
@@ -298,7 +298,7 @@ def test_temp_files_a_kill_left_are_swept_and_ignored_by_git(tmp_path: Path) -> 
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
         ignored = subprocess.run(["git", "check-ignore", *map(str, left)], cwd=root, capture_output=True, text=True)
         assert ignored.stdout.split() == [str(p) for p in left]
-    Vault(root, embedder=FakeEmbedder()).create_session(session_id="next", now=T0)  # the next write
+    Vault(root, embedder=FakeEmbedder()).conversations.new(session_id="next", now=T0)  # the next write
     assert not any(p.exists() for p in left) and mine.exists()
 
 
@@ -309,7 +309,7 @@ from memkit import Vault
 def killed(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 memkit.sessions.folder.append_guarded = killed  # a kill after the session file was made, before its messages
-Vault(sys.argv[1]).import_sessions(open(sys.argv[2], "rb").read(), session_id="imp")
+Vault(sys.argv[1]).conversations.import_(open(sys.argv[2], "rb").read(), session_id="imp")
 """
 
 
@@ -324,9 +324,9 @@ def test_a_killed_import_leaves_no_orphan_session(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", KILLED_IMPORT, str(root), str(data)], capture_output=True, text=True)
     assert run.returncode in (0, -signal.SIGKILL), run.stderr
     v = Vault(root, embedder=FakeEmbedder())
-    assert [len(v.session(s.id).messages) for s in v.sessions()] in ([], [20])  # nothing or everything
-    (imported,) = v.import_sessions(data.read_bytes(), session_id="imp")
-    assert len(imported.session.messages) == 20 and v.sessions()[0].messages == 20
+    assert [len(v.conversations.show(s.id).messages) for s in v.conversations.list()] in ([], [20])  # nothing or everything
+    (imported,) = v.conversations.import_(data.read_bytes(), session_id="imp")
+    assert len(imported.session.messages) == 20 and v.conversations.list()[0].messages == 20
 
 
 # ---- item 13: an archive that leads outside the vault ---------------------------------------------------
@@ -339,7 +339,7 @@ def aged_vault(tmp_path: Path, fake) -> Vault:
     (root / "memkit.yaml").write_text(f"llm: {{base_url: '{fake.base_url}', model: m, timeout_s: 10}}\n")
     v = Vault(root, embedder=FakeEmbedder())
     long = [dict(m, content=m["content"] * 4) for m in timed(6)]
-    v.import_sessions(json.dumps(long).encode(), session_id="old")
+    v.conversations.import_(json.dumps(long).encode(), session_id="old")
     return v
 
 
@@ -353,26 +353,26 @@ def test_aging_never_writes_through_a_link_out_of_the_vault(tmp_path: Path, link
         outside.mkdir()
         (v.root / link).parent.mkdir(parents=True, exist_ok=True)
         (v.root / link).symlink_to(outside)
-        before = (v.root / v.session("old").file).read_bytes()
+        before = (v.root / v.conversations.show("old").file).read_bytes()
         job = next(j for j in v.upkeep(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
         assert "failed" in job.did and f"{link}/ is a symlink to a folder outside the vault" in job.did, job.did
         assert list(outside.rglob("*")) == []  # nothing written outside
-        assert (v.root / v.session("old").file).read_bytes() == before  # the session is as it was
-        assert len(v.session("old").messages) == 6 and len(v.raw_session("old").messages) == 6
+        assert (v.root / v.conversations.show("old").file).read_bytes() == before  # the session is as it was
+        assert len(v.conversations.show("old").messages) == 6 and len(v.conversations.show_raw("old").messages) == 6
         assert cli(v, "session", "list").exit_code == 0  # every other session command still works
-        v.save_message("old", "user", "still here", now=at(30))
+        v.conversations.append("old", "user", "still here", now=at(30))
 
 
 def test_prune_never_moves_sessions_through_a_link_out_of_the_vault(tmp_path: Path, v: Vault) -> None:
     from memkit import MemkitError
 
-    v.create_session(session_id="stale", now=T0)
+    v.conversations.new(session_id="stale", now=T0)
     outside = tmp_path / "outside"
     outside.mkdir()
     (v.root / "sessions" / "archive").symlink_to(outside)
     with pytest.raises(MemkitError, match="sessions/archive/ is a symlink to a folder outside the vault"):
-        v.prune_sessions(now=T0 + timedelta(days=999))
-    assert list(outside.iterdir()) == [] and [s.id for s in v.sessions()] == ["stale"]
+        v.conversations.prune(now=T0 + timedelta(days=999))
+    assert list(outside.iterdir()) == [] and [s.id for s in v.conversations.list()] == ["stale"]
     result = cli(v, "session", "list", "--archived")
     assert result.exit_code == 0 and "outside the vault" in result.output
     assert cli(v, "session", "show", "stale").exit_code == 0
@@ -381,6 +381,6 @@ def test_prune_never_moves_sessions_through_a_link_out_of_the_vault(tmp_path: Pa
 def test_a_session_made_with_an_md_id_before_they_were_refused_is_reachable(v: Vault) -> None:
     (v.root / "sessions").mkdir()
     (v.root / "sessions" / "2026-03-01-x.md.md").write_text("---\nid: x.md\ncreated: 2026-03-01T09:00:00Z\n---\n")
-    v.save_message("x.md", "user", "still reachable", now=at(1), exact=True)
-    assert [m.content for m in v.session("x.md").messages] == ["still reachable"]
-    assert v.session("2026-03-01-x.md.md").id == "x.md"
+    v.conversations.append("x.md", "user", "still reachable", now=at(1), exact=True)
+    assert [m.content for m in v.conversations.show("x.md").messages] == ["still reachable"]
+    assert v.conversations.show("2026-03-01-x.md.md").id == "x.md"

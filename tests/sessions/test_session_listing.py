@@ -26,9 +26,9 @@ def test_an_aged_session_lists_the_messages_it_condensed(tmp_path):
         assert job(v, T0 + timedelta(days=3, hours=1)).changed
         listed = cli(v, "session", "list").output
         assert "5 messages" in listed and "(summary)" in listed, listed
-        v.save_message("lisbon", "user", "Found a hotel in Alfama!", now=T0 + timedelta(days=4))
+        v.conversations.append("lisbon", "user", "Found a hotel in Alfama!", now=T0 + timedelta(days=4))
         assert "6 messages" in cli(v, "session", "list").output
-        assert v.sessions()[0].messages == 6
+        assert v.conversations.list()[0].messages == 6
 
 
 def test_load_names_the_strategy_asked_for(tmp_path):

@@ -24,13 +24,13 @@ def at(minutes: float) -> datetime:
 
 
 def test_create_writes_a_readable_header_and_appends_blocks(vault):
-    s = vault.create_session(system_prompt="You are Ana's travel assistant.\nBe brief.", title="Lisbon trip",
+    s = vault.conversations.new(system_prompt="You are Ana's travel assistant.\nBe brief.", title="Lisbon trip",
                              user="ana", tags=["travel"], metadata={"source": "voice-bot"}, session_id="lisbon",
                              now=T0)
     assert s.id == "lisbon" and s.file == "sessions/2026-03-01-lisbon.md"
-    vault.save_message("lisbon", "user", "I want to go to Lisbon in March.", now=at(1))
-    vault.save_message("lisbon", "assistant", "Booked: TAP on March 3rd.", important=True, now=at(2))
-    vault.save_message("lisbon", "tool", '{"lisbon": "18C"}', name="weather", now=at(3))
+    vault.conversations.append("lisbon", "user", "I want to go to Lisbon in March.", now=at(1))
+    vault.conversations.append("lisbon", "assistant", "Booked: TAP on March 3rd.", important=True, now=at(2))
+    vault.conversations.append("lisbon", "tool", '{"lisbon": "18C"}', name="weather", now=at(3))
     text = (vault.root / s.file).read_text()
     assert text == (
         "---\nid: lisbon\ncreated: 2026-03-01T09:00:00Z\ntitle: Lisbon trip\nuser: ana\ntags: [travel]\n"
@@ -39,7 +39,7 @@ def test_create_writes_a_readable_header_and_appends_blocks(vault):
         "\n### user · 2026-03-01T09:01:00Z\nI want to go to Lisbon in March.\n"
         "\n### assistant · 2026-03-01T09:02:00Z · important\nBooked: TAP on March 3rd.\n"
         "\n### tool · 2026-03-01T09:03:00Z · name=weather\n{\"lisbon\": \"18C\"}\n")
-    loaded = vault.session("lisbon")
+    loaded = vault.conversations.show("lisbon")
     assert loaded.system == "You are Ana's travel assistant.\nBe brief." and loaded.user == "ana"
     assert loaded.tags == ["travel"] and loaded.metadata == {"source": "voice-bot"}
     assert [(m.role, m.important, m.name) for m in loaded.messages] == [
@@ -49,32 +49,32 @@ def test_create_writes_a_readable_header_and_appends_blocks(vault):
 
 
 def test_content_that_looks_like_a_heading_round_trips(vault):
-    s = vault.create_session(now=T0)
+    s = vault.conversations.new(now=T0)
     tricky = ("line one\n### user · 2026-01-01T00:00:00Z\n\\### assistant · 2026-01-01T00:00:00Z\n"
               "### not a heading\n\n```\ncode\n```")
-    vault.save_message(s.id, "user", tricky, now=at(1))
-    vault.save_message(s.id, "assistant", "ok", now=at(2))
-    messages = vault.session(s.id).messages
+    vault.conversations.append(s.id, "user", tricky, now=at(1))
+    vault.conversations.append(s.id, "assistant", "ok", now=at(2))
+    messages = vault.conversations.show(s.id).messages
     assert [m.content for m in messages] == [tricky, "ok"]
 
 
 def test_a_person_may_edit_the_file(vault):
-    s = vault.create_session(session_id="edit", now=T0)
+    s = vault.conversations.new(session_id="edit", now=T0)
     path = vault.root / s.file
     with open(path, "a", newline="") as fh:  # written by hand, Windows line ends, no final newline
         fh.write("\r\n### user · 2026-03-01T09:05:00Z · important\r\nmy own words\r\nsecond line")
-    vault.save_message("edit", "assistant", "answer", now=at(6))
-    messages = vault.session("edit").messages
+    vault.conversations.append("edit", "assistant", "answer", now=at(6))
+    messages = vault.conversations.show("edit").messages
     assert [(m.role, m.content, m.important) for m in messages] == [
         ("user", "my own words\nsecond line", True), ("assistant", "answer", False)]
 
 
 def test_messages_are_read_in_time_order_after_a_union_merge(vault):
-    s = vault.create_session(session_id="merged", now=T0)
+    s = vault.conversations.new(session_id="merged", now=T0)
     path = vault.root / s.file
     path.write_text(path.read_text() + "\n### user · 2026-03-01T09:03:00Z\nthird\n"
                     "\n### user · 2026-03-01T09:01:00Z\nfirst\n\n### assistant · 2026-03-01T09:02:00Z\nsecond\n")
-    assert [m.content for m in vault.session("merged").messages] == ["first", "second", "third"]
+    assert [m.content for m in vault.conversations.show("merged").messages] == ["first", "second", "third"]
 
 
 def test_git_union_merge_keeps_both_clones_appends(tmp_path):
@@ -86,61 +86,61 @@ def test_git_union_merge_keeps_both_clones_appends(tmp_path):
                        check=True, capture_output=True, env=env)
 
     origin = Vault.init(tmp_path / "origin")
-    origin.create_session(session_id="shared", now=T0)
-    origin.save_message("shared", "user", "hello", now=at(1))
+    origin.conversations.new(session_id="shared", now=T0)
+    origin.conversations.append("shared", "user", "hello", now=at(1))
     git(origin.root, "init", "-q")
     git(origin.root, "add", "-A")
     git(origin.root, "commit", "-qm", "start")
     git(tmp_path, "clone", "-q", str(origin.root), "laptop")
     git(tmp_path, "clone", "-q", str(origin.root), "phone")
     laptop, phone = Vault(tmp_path / "laptop"), Vault(tmp_path / "phone")
-    laptop.save_message("shared", "assistant", "from the laptop", now=at(2))
-    phone.save_message("shared", "user", "from the phone", now=at(3))
+    laptop.conversations.append("shared", "assistant", "from the laptop", now=at(2))
+    phone.conversations.append("shared", "user", "from the phone", now=at(3))
     git(laptop.root, "commit", "-qam", "laptop")
     git(laptop.root, "push", "-q", "origin", "HEAD:refs/heads/laptop")
     git(phone.root, "commit", "-qam", "phone")
     git(phone.root, "pull", "--no-rebase", "-q", "origin", "laptop")
-    assert [m.content for m in phone.session("shared").messages] == ["hello", "from the laptop", "from the phone"]
+    assert [m.content for m in phone.conversations.show("shared").messages] == ["hello", "from the laptop", "from the phone"]
 
 
 def _append_many(args):
     root, writer, count = args
     v = Vault(root)
     for i in range(count):
-        v.save_message("busy", "user", f"writer {writer} message {i}\nsecond line of {writer}/{i}")
+        v.conversations.append("busy", "user", f"writer {writer} message {i}\nsecond line of {writer}/{i}")
 
 
 def test_eight_writers_appending_at_once_lose_nothing(vault):
-    vault.create_session(session_id="busy")
+    vault.conversations.new(session_id="busy")
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(8) as pool:
         pool.map(_append_many, [(str(vault.root), w, 40) for w in range(8)])
-    messages = vault.session("busy").messages
+    messages = vault.conversations.show("busy").messages
     assert len(messages) == 320
     assert sorted(m.content for m in messages) == sorted(
         f"writer {w} message {i}\nsecond line of {w}/{i}" for w in range(8) for i in range(40))
 
 
 def test_ids_lookup_and_errors(vault):
-    a = vault.create_session(now=T0)
+    a = vault.conversations.new(now=T0)
     assert len(a.id) == 8 and all(c in "0123456789abcdef" for c in a.id)
-    assert vault.session(a.id[:4]).id == a.id  # a unique prefix
-    assert vault.session(Path(a.file).name).id == a.id  # the file name
+    assert vault.conversations.show(a.id[:4]).id == a.id  # a unique prefix
+    assert vault.conversations.show(Path(a.file).name).id == a.id  # the file name
     with pytest.raises(SessionNotFound, match="no session 'nope'"):
-        vault.session("nope")
+        vault.conversations.show("nope")
     for bad in ("../x", "a/b", "", ".hidden", "x" * 81):
         with pytest.raises(InvalidValue, match="invalid session id"):
-            vault.create_session(session_id=bad)
-    vault.create_session(session_id="taken")
+            vault.conversations.new(session_id=bad)
+    vault.conversations.new(session_id="taken")
     with pytest.raises(MemkitError, match="exists already"):
-        vault.create_session(session_id="taken")
+        vault.conversations.new(session_id="taken")
     with pytest.raises(InvalidValue, match="invalid role 'robot'"):
-        vault.save_message(a.id, "robot", "hi")
+        vault.conversations.append(a.id, "robot", "hi")
 
 
 def test_a_conversation_id_is_also_a_context_session(vault):
-    s = vault.create_session(session_id="chat-42")
-    vault.save_message(s.id, "user", "hi")
+    s = vault.conversations.new(session_id="chat-42")
+    vault.conversations.append(s.id, "user", "hi")
     ctx = vault.context("hi", session=s.id)
     assert ctx.session == "chat-42"
     assert (vault.root / s.file).read_text().count("### ") == 1  # the context keeps its state elsewhere
@@ -152,82 +152,82 @@ def test_symlinks_are_never_followed(tmp_path, vault):
     (outside / "2026-01-01-evil.md").write_text("---\nid: evil\n---\n")
     (vault.root / "sessions").symlink_to(outside)
     with pytest.raises(MemkitError, match="symlink to a folder outside the vault"):
-        vault.sessions()
+        vault.conversations.list()
     (vault.root / "sessions").unlink()
     (vault.root / "sessions").mkdir()
     (vault.root / "sessions" / "2026-01-01-link.md").symlink_to(outside / "2026-01-01-evil.md")
     with pytest.raises(MemkitError, match="symlink"):
-        vault.save_message("link", "user", "hi")
+        vault.conversations.append("link", "user", "hi")
     assert (outside / "2026-01-01-evil.md").read_text() == "---\nid: evil\n---\n"
 
 
 def test_a_bad_header_names_the_file_and_line(vault):
     (vault.root / "sessions").mkdir()
     (vault.root / "sessions" / "2026-01-01-bad.md").write_text("---\nid: bad\ntitle: [unclosed\n---\n")
-    vault.create_session(session_id="good")
+    vault.conversations.new(session_id="good")
     with pytest.raises(MemkitError, match=r"sessions/2026-01-01-bad.md line \d: the header is not valid YAML"):
-        vault.session("bad")
-    assert [i.id for i in vault.sessions()] == ["good"]  # one bad file never hides the others
+        vault.conversations.show("bad")
+    assert [i.id for i in vault.conversations.list()] == ["good"]  # one bad file never hides the others
 
 
 def test_list_is_newest_first_and_cached_by_stat(vault):
     for n, sid in enumerate(["a1", "b2", "c3"]):
-        vault.create_session(session_id=sid, now=at(n))
-    vault.save_message("a1", "user", "latest", now=at(10))
-    infos = vault.sessions()
+        vault.conversations.new(session_id=sid, now=at(n))
+    vault.conversations.append("a1", "user", "latest", now=at(10))
+    infos = vault.conversations.list()
     assert [(i.id, i.messages, i.title) for i in infos] == [("a1", 1, "latest"), ("c3", 0, "c3"), ("b2", 0, "b2")]
     cache = json.loads((vault.store.state_dir / "session-list.json").read_text())
     assert sorted(cache["files"]) == ["2026-03-01-a1.md", "2026-03-01-b2.md", "2026-03-01-c3.md"]
     fresh = Vault(vault.root)  # a new process reads the cache; a changed file is read again
-    fresh.save_message("b2", "user", "newer", now=at(20))
-    assert [i.id for i in fresh.sessions()][0] == "b2"
-    fresh.delete_session("c3")  # a file that is gone leaves the cache
-    assert [i.id for i in fresh.sessions()] == ["b2", "a1"]
+    fresh.conversations.append("b2", "user", "newer", now=at(20))
+    assert [i.id for i in fresh.conversations.list()][0] == "b2"
+    fresh.conversations.delete("c3")  # a file that is gone leaves the cache
+    assert [i.id for i in fresh.conversations.list()] == ["b2", "a1"]
     assert sorted(json.loads((vault.store.state_dir / "session-list.json").read_text())["files"]) == [
         "2026-03-01-a1.md", "2026-03-01-b2.md"]
 
 
 def test_delete_and_prune(vault):
-    vault.create_session(session_id="old", now=T0)
-    vault.save_message("old", "user", "long ago", now=at(1))
-    vault.create_session(session_id="recent", now=T0 + timedelta(days=40))
+    vault.conversations.new(session_id="old", now=T0)
+    vault.conversations.append("old", "user", "long ago", now=at(1))
+    vault.conversations.new(session_id="recent", now=T0 + timedelta(days=40))
     now = T0 + timedelta(days=45)
-    dry = vault.prune_sessions(dry_run=True, now=now)
+    dry = vault.conversations.prune(dry_run=True, now=now)
     assert dry.days == 30 and [i.id for i in dry.sessions] == ["old"] and (vault.root / "sessions/2026-03-01-old.md").exists()
-    report = vault.prune_sessions(now=now)
+    report = vault.conversations.prune(now=now)
     assert report.action == "archived" and report.sessions[0].file == "sessions/archive/2026-03-01-old.md"
-    assert [i.id for i in vault.sessions()] == ["recent"]
-    assert [i.id for i in vault.sessions(archived=True)] == ["old"]
-    assert vault.session("old").archived  # still readable…
+    assert [i.id for i in vault.conversations.list()] == ["recent"]
+    assert [i.id for i in vault.conversations.list(archived=True)] == ["old"]
+    assert vault.conversations.show("old").archived  # still readable…
     with pytest.raises(MemkitError, match="archived"):  # … but not continued until moved back
-        vault.save_message("old", "user", "hi")
-    gone = vault.prune_sessions(3, delete=True, now=now)
-    assert [i.id for i in gone.sessions] == ["recent"] and vault.sessions() == []
-    assert vault.delete_session("old").id == "old" and vault.sessions(archived=True) == []
+        vault.conversations.append("old", "user", "hi")
+    gone = vault.conversations.prune(3, delete=True, now=now)
+    assert [i.id for i in gone.sessions] == ["recent"] and vault.conversations.list() == []
+    assert vault.conversations.delete("old").id == "old" and vault.conversations.list(archived=True) == []
 
 
 def test_prune_follows_expire_conversation(tmp_path):
     v = Vault.init(tmp_path / "w")
     (v.root / "memkit.yaml").write_text("expire:\n  conversation: never\n")
     v = Vault(v.root)
-    v.create_session(session_id="kept", now=T0)
-    assert v.prune_sessions(now=T0 + timedelta(days=999)).days is None and len(v.sessions()) == 1
+    v.conversations.new(session_id="kept", now=T0)
+    assert v.conversations.prune(now=T0 + timedelta(days=999)).days is None and len(v.conversations.list()) == 1
 
 
 def test_export_and_import_round_trip(vault):
-    vault.create_session(session_id="src", system_prompt="Be kind.", now=T0)
-    vault.save_message("src", "user", "hello\nthere", now=at(1))
-    vault.save_message("src", "assistant", "hi", important=True, now=at(2))
-    data = vault.export_session("src")
+    vault.conversations.new(session_id="src", system_prompt="Be kind.", now=T0)
+    vault.conversations.append("src", "user", "hello\nthere", now=at(1))
+    vault.conversations.append("src", "assistant", "hi", important=True, now=at(2))
+    data = vault.conversations.export("src")
     assert [json.loads(line) for line in data.splitlines()] == [
         {"role": "system", "content": "Be kind.", "time": "2026-03-01T09:00:00Z"},
         {"role": "user", "content": "hello\nthere", "time": "2026-03-01T09:01:00Z"},
         {"role": "assistant", "content": "hi", "time": "2026-03-01T09:02:00Z", "important": True}]
-    (imported,) = vault.import_sessions(data.encode(), session_id="copy")
-    copy = vault.session("copy")
+    (imported,) = vault.conversations.import_(data.encode(), session_id="copy")
+    copy = vault.conversations.show("copy")
     assert imported.added == 2 and copy.system == "Be kind." and copy.created == "2026-03-01T09:00:00Z"
-    assert [m.to_dict() | {"line": 0} for m in copy.messages] == [m.to_dict() | {"line": 0} for m in vault.session("src").messages]
-    again = vault.import_sessions(data.encode(), session_id="copy")  # nothing new
+    assert [m.to_dict() | {"line": 0} for m in copy.messages] == [m.to_dict() | {"line": 0} for m in vault.conversations.show("src").messages]
+    again = vault.conversations.import_(data.encode(), session_id="copy")  # nothing new
     assert again[0].added == 0 and not again[0].created
 
 
@@ -239,7 +239,7 @@ def test_import_openai_messages_with_tool_calls(vault):
         {"role": "tool", "name": "weather", "content": "18C"},
         {"role": "Ana", "content": "thanks"},
     ]).encode()
-    (imported,) = vault.import_sessions(data, now=T0)
+    (imported,) = vault.conversations.import_(data, now=T0)
     got = [(m.role, m.content, m.name) for m in imported.session.messages]
     assert got == [("user", "weather in Lisbon?", None), ("assistant", '→ weather({"city":"Lisbon"})', None),
                    ("tool", "18C", "weather"), ("user", "thanks", "Ana")]
@@ -254,7 +254,7 @@ def test_import_a_claude_code_transcript_keeps_times(vault):
                                                        {"type": "tool_use", "name": "Edit", "input": {}}]}},
     ]
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    (imported,) = vault.import_sessions(data, name="t.jsonl")
+    (imported,) = vault.conversations.import_(data, name="t.jsonl")
     s = imported.session
     assert s.id == "0c5e-aa" and s.metadata == {"source": "claude-code"}
     assert [(m.role, m.content, m.time) for m in s.messages] == [
@@ -274,7 +274,7 @@ def test_import_a_chatgpt_export(vault):
                            "n3": node("n3", "n1", "assistant", "About 12 hours in the fridge.", 1772355603.0)}},
               {"title": "Second", "create_time": 1772355700.0, "id": "conv-2", "mapping": {
                   "a": node("a", None, "user", "hello", 1772355701.0)}}]
-    results = vault.import_sessions(json.dumps(export).encode())
+    results = vault.conversations.import_(json.dumps(export).encode())
     assert [(r.session.id, r.session.title, r.added) for r in results] == [("conv-1", "Sourdough", 2),
                                                                            ("conv-2", "Second", 1)]
     assert [m.content for m in results[0].session.messages] == ["how long to proof?", "About 12 hours in the fridge."]
@@ -283,16 +283,16 @@ def test_import_a_chatgpt_export(vault):
 
 def test_import_errors_name_the_file_and_line(vault):
     with pytest.raises(TranscriptError, match="chat.jsonl line 2: not valid JSON Lines"):
-        vault.import_sessions(b'{"role": "user", "content": "a"}\n{oops\n', name="chat.jsonl")
+        vault.conversations.import_(b'{"role": "user", "content": "a"}\n{oops\n', name="chat.jsonl")
     with pytest.raises(TranscriptError, match="x.txt: the file is empty"):
-        vault.import_sessions(b"  \n", name="x.txt")
+        vault.conversations.import_(b"  \n", name="x.txt")
 
 
 def test_rows_for_the_index_and_back(vault):
-    s = vault.create_session(session_id="rows", now=T0)
-    vault.save_message("rows", "user", "first message", now=at(1))
-    vault.save_message("rows", "assistant", "", now=at(2))  # empty: not a row
-    vault.save_message("rows", "assistant", "second\nmessage", now=at(3))
+    s = vault.conversations.new(session_id="rows", now=T0)
+    vault.conversations.append("rows", "user", "first message", now=at(1))
+    vault.conversations.append("rows", "assistant", "", now=at(2))  # empty: not a row
+    vault.conversations.append("rows", "assistant", "second\nmessage", now=at(3))
     path = vault.root / s.file
     rows = message_rows(path.read_text())
     lines = path.read_text().splitlines()
@@ -308,22 +308,22 @@ def test_rows_for_the_index_and_back(vault):
 def test_search_sessions_by_meaning_and_words(tmp_path):
     Vault.init(tmp_path / "s")
     v = Vault(tmp_path / "s", embedder=FakeEmbedder())
-    v.create_session(session_id="trip", now=T0)
-    v.save_message("trip", "user", "I fly to Lisbon on March 3rd with TAP", now=at(1))
-    v.save_message("trip", "assistant", "Enjoy the pastel de nata", now=at(2))
-    v.create_session(session_id="bread", now=T0)
-    v.save_message("bread", "user", "my sourdough starter smells of acetone", now=at(3))
-    hits = v.search_sessions("when do I fly to Lisbon", k=2)
+    v.conversations.new(session_id="trip", now=T0)
+    v.conversations.append("trip", "user", "I fly to Lisbon on March 3rd with TAP", now=at(1))
+    v.conversations.append("trip", "assistant", "Enjoy the pastel de nata", now=at(2))
+    v.conversations.new(session_id="bread", now=T0)
+    v.conversations.append("bread", "user", "my sourdough starter smells of acetone", now=at(3))
+    hits = v.conversations.search("when do I fly to Lisbon", k=2)
     assert (hits[0].session, hits[0].role, hits[0].time) == ("trip", "user", "2026-03-01T09:01:00Z")
-    assert [h.session for h in v.search_sessions("sourdough", k=5)] == ["bread"]
-    assert v.search_sessions("sourdough", session="trip") == []
-    v.create_session(session_id="trip-2", now=T0)  # its file name starts with trip's: not trip's subtopic
-    v.save_message("trip-2", "user", "I fly to Lisbon again in May", now=at(5))
-    assert {h.session for h in v.search_sessions("fly to Lisbon", k=5, session="trip")} == {"trip"}
-    v.save_message("bread", "user", "sourdough again", now=at(4))  # a changed file is read again
-    assert len(v.search_sessions("sourdough", k=5)) == 2
+    assert [h.session for h in v.conversations.search("sourdough", k=5)] == ["bread"]
+    assert v.conversations.search("sourdough", session="trip") == []
+    v.conversations.new(session_id="trip-2", now=T0)  # its file name starts with trip's: not trip's subtopic
+    v.conversations.append("trip-2", "user", "I fly to Lisbon again in May", now=at(5))
+    assert {h.session for h in v.conversations.search("fly to Lisbon", k=5, session="trip")} == {"trip"}
+    v.conversations.append("bread", "user", "sourdough again", now=at(4))  # a changed file is read again
+    assert len(v.conversations.search("sourdough", k=5)) == 2
     with pytest.raises(InvalidValue, match="empty"):
-        v.search_sessions("  ")
+        v.conversations.search("  ")
 
 
 def test_capture_can_save_the_session_too(tmp_path, vault):
@@ -338,7 +338,7 @@ def test_capture_can_save_the_session_too(tmp_path, vault):
                                 {"role": "user", "content": "and I started a new job"}]))
     again = vault.capture(path=chat, session="porto-move", save=True)
     assert again.saved["added"] == 1 and "saved as session porto-move" in again.summary()
-    assert [m.content for m in vault.session("porto-move").messages][-1] == "and I started a new job"
+    assert [m.content for m in vault.conversations.show("porto-move").messages][-1] == "and I started a new job"
 
 
 def test_parse_session_without_a_header():
@@ -356,31 +356,31 @@ def test_capture_save_of_a_claude_code_hook_keeps_the_transcripts_times(tmp_path
     hook = json.dumps({"session_id": "cc-1", "transcript_path": str(transcript), "hook_event_name": "Stop"})
     result = vault.capture(stdin=hook.encode(), save=True)
     assert result.saved["id"] == "cc-1" and result.saved["added"] == 2
-    assert [(m.role, m.time) for m in vault.session("cc-1").messages] == [
+    assert [(m.role, m.time) for m in vault.conversations.show("cc-1").messages] == [
         ("user", "2026-03-01T10:00:00Z"), ("assistant", "2026-03-01T10:00:09Z")]
 
 
 def test_an_exact_write_never_lands_in_a_session_its_id_prefixes(tmp_path):
     """An API's clients name their own sessions: "user1" must not write into "user12"."""
     v = Vault(Vault.init(tmp_path / "s", profile=False).root, embedder=FakeEmbedder())
-    v.create_session(session_id="user12", now=T0)
+    v.conversations.new(session_id="user12", now=T0)
     with pytest.raises(SessionNotFound):
-        v.save_message("user1", "user", "my PIN is 4321", exact=True)
-    assert v.session("user12").messages == []
-    v.save_message("user1", "user", "a person typing a prefix", now=at(1))  # the CLI's way: a unique prefix
-    assert [m.content for m in v.session("user12").messages] == ["a person typing a prefix"]
+        v.conversations.append("user1", "user", "my PIN is 4321", exact=True)
+    assert v.conversations.show("user12").messages == []
+    v.conversations.append("user1", "user", "a person typing a prefix", now=at(1))  # the CLI's way: a unique prefix
+    assert [m.content for m in v.conversations.show("user12").messages] == ["a person typing a prefix"]
     with pytest.raises(SessionNotFound):  # reads too: one client must not read another's history
-        v.recent_messages("user1", exact=True)
+        v.conversations.window("user1", exact=True)
     with pytest.raises(SessionNotFound):
-        v.search_sessions("prefix", session="user1", exact=True)
-    assert v.recent_messages("user12", exact=True).total == 1
+        v.conversations.search("prefix", session="user1", exact=True)
+    assert v.conversations.window("user12", exact=True).total == 1
 
 
 def test_searching_one_session_compares_its_name_as_it_is(tmp_path):
     """Session ids keep dots, underscores and capitals: "a.b" is not "a-b", "Trip" is not "trip"."""
     v = Vault(Vault.init(tmp_path / "s", profile=False).root, embedder=FakeEmbedder())
     for i, sid in enumerate(("a.b", "a-b", "Trip", "trip", "User_1")):
-        v.create_session(session_id=sid, now=T0)
-        v.save_message(sid, "user", f"hotel booking in lisbon said in session {sid}", now=at(i + 1))
+        v.conversations.new(session_id=sid, now=T0)
+        v.conversations.append(sid, "user", f"hotel booking in lisbon said in session {sid}", now=at(i + 1))
     for sid in ("a.b", "a-b", "Trip", "trip", "User_1"):
-        assert {h.session for h in v.search_sessions("hotel booking lisbon", k=10, session=sid)} == {sid}, sid
+        assert {h.session for h in v.conversations.search("hotel booking lisbon", k=10, session=sid)} == {sid}, sid

@@ -37,7 +37,7 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
     if sessions:
         from .session import print_session_hits  # printed as `memkit session search` prints; loaded for --sessions
 
-        print_session_hits(vault.search_sessions(query, k=k or 5, since=since), json_)
+        print_session_hits(vault.conversations.search(query, k=k or 5, since=since), json_)
         return
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,

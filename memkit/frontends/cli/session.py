@@ -1,5 +1,6 @@
 """`memkit session …`: conversation sessions from the shell (a thin click layer over
-:class:`memkit.Vault`'s session verbs; see :mod:`memkit.sessions.folder` for the file format)."""
+``vault.conversations``, :class:`memkit.sessions.Conversations`; see :mod:`memkit.sessions.folder`
+for the file format)."""
 from __future__ import annotations
 
 import sys
@@ -62,8 +63,8 @@ def session_group() -> None:
 def new(ctx: click.Context, session_id: str | None, title: str | None, system_prompt: str | None, user: str | None,
         tags: tuple[str, ...], meta: tuple[str, ...], quiet: bool, json_: bool) -> None:
     """Start a conversation session: sessions/DAY-ID.md."""
-    conv = get_vault(ctx).create_session(session_id=session_id, title=title, system_prompt=system_prompt, user=user,
-                                      tags=tags, metadata=_metadata(meta) or None)
+    conv = get_vault(ctx).conversations.new(session_id=session_id, title=title, system_prompt=system_prompt,
+                                            user=user, tags=tags, metadata=_metadata(meta) or None)
     if json_:
         echo_json(conv.to_dict())
     elif quiet:
@@ -84,8 +85,8 @@ def add(ctx: click.Context, session_id: str, role: str, text: str | None, import
     Example:
       memkit session add lisbon user "Which hotel did we pick?"
     """
-    message = get_vault(ctx).save_message(session_id, role, _text(text, "message text"), important=important, name=name,
-                                          now=time_value(time, "--time"))
+    message = get_vault(ctx).conversations.append(session_id, role, _text(text, "message text"), important=important,
+                                                  name=name, now=time_value(time, "--time"))
     if json_:
         echo_json(message.to_dict())
     else:
@@ -98,7 +99,7 @@ def add(ctx: click.Context, session_id: str, role: str, text: str | None, import
 @click.pass_context
 def list_cmd(ctx: click.Context, limit: int | None, archived: bool, json_: bool) -> None:
     """Every session, most recently updated first."""
-    infos = get_vault(ctx).sessions(archived=archived)[:limit]
+    infos = get_vault(ctx).conversations.list(archived=archived)[:limit]
     if json_:
         echo_json([i.to_dict() for i in infos])
         return
@@ -124,13 +125,13 @@ def show(ctx: click.Context, session_id: str, raw: bool, json_: bool) -> None:
     sessions/archive/raw/ (--json: with the messages saved since).
     """
     vault = get_vault(ctx)
-    conv = vault.raw_session(session_id) if raw else vault.session(session_id)
+    conv = vault.conversations.show_raw(session_id) if raw else vault.conversations.show(session_id)
     if json_:
         echo_json(conv.to_dict())
         return
     click.echo((vault.root / conv.file).read_text(encoding="utf-8"), nl=False)
     if raw:
-        live = vault.session(session_id)
+        live = vault.conversations.show(session_id)
         since = len(live.messages) if conv.file != live.file else 0
         if since:
             click.echo(f"({plural(since, 'message')} saved since: `memkit session show {conv.id}`)", err=True)
@@ -143,7 +144,7 @@ def show(ctx: click.Context, session_id: str, raw: bool, json_: bool) -> None:
 def load(ctx: click.Context, session_id: str, max_tokens: int, strategy: str | None, json_: bool) -> None:
     """The session's recent history within a token budget, oldest first: what an assistant sends
     its LLM to continue the conversation."""
-    result = get_vault(ctx).recent_messages(session_id, max_tokens, strategy=strategy)
+    result = get_vault(ctx).conversations.window(session_id, max_tokens, strategy=strategy)
     if json_:
         echo_json(result.to_dict())
         return
@@ -165,7 +166,7 @@ def load(ctx: click.Context, session_id: str, max_tokens: int, strategy: str | N
 @click.pass_context
 def delete(ctx: click.Context, session_id: str, json_: bool) -> None:
     """Delete a session's file for good (`prune` archives instead)."""
-    info = get_vault(ctx).delete_session(session_id)
+    info = get_vault(ctx).conversations.delete(session_id)
     if json_:
         echo_json(info.to_dict())
     else:
@@ -181,7 +182,7 @@ def delete(ctx: click.Context, session_id: str, json_: bool) -> None:
 @click.pass_context
 def prune(ctx: click.Context, days: int | None, delete_: bool, dry_run: bool, json_: bool) -> None:
     """Archive (or delete) sessions nobody has added to for a while."""
-    report = get_vault(ctx).prune_sessions(days, delete=delete_, dry_run=dry_run)
+    report = get_vault(ctx).conversations.prune(days, delete=delete_, dry_run=dry_run)
     if json_:
         echo_json(report.to_dict())
         return
@@ -201,7 +202,7 @@ def prune(ctx: click.Context, days: int | None, delete_: bool, dry_run: bool, js
 @click.pass_context
 def export(ctx: click.Context, session_id: str, output: str | None) -> None:
     """The session as JSONL: {"role", "content", "time"} a line, the system prompt first."""
-    data = get_vault(ctx).export_session(session_id)
+    data = get_vault(ctx).conversations.export(session_id)
     if output is None:
         click.echo(data, nl=False)
         return
@@ -227,7 +228,7 @@ def import_cmd(ctx: click.Context, file: str, fmt: str, session_id: str | None, 
         if not path.is_file():
             raise MemkitError(f"{file}: no such file")
         data, name = path.read_bytes(), file
-    results = get_vault(ctx).import_sessions(data, name=name, fmt=fmt, session_id=session_id, title=title)
+    results = get_vault(ctx).conversations.import_(data, name=name, fmt=fmt, session_id=session_id, title=title)
     if json_:
         echo_json([r.to_dict() for r in results])
         return
@@ -244,7 +245,7 @@ def import_cmd(ctx: click.Context, file: str, fmt: str, session_id: str | None, 
 @click.pass_context
 def digest(ctx: click.Context, session_id: str, dry_run: bool, json_: bool) -> None:
     """Digest a session into memories with the configured LLM (as `memkit digest` does a transcript)."""
-    report = get_vault(ctx).digest_session(session_id, dry_run=dry_run)
+    report = get_vault(ctx).conversations.digest(session_id, dry_run=dry_run)
     if json_:
         echo_json(report.to_dict())
         return
@@ -262,7 +263,8 @@ def digest(ctx: click.Context, session_id: str, dry_run: bool, json_: bool) -> N
 def search(ctx: click.Context, query: str, k: int, session_id: str | None, role: str | None, since: str | None,
            json_: bool) -> None:
     """Find messages of past conversations (as `memkit search --sessions`)."""
-    print_session_hits(get_vault(ctx).search_sessions(query, k=k, session=session_id, role=role, since=since), json_)
+    hits = get_vault(ctx).conversations.search(query, k=k, session=session_id, role=role, since=since)
+    print_session_hits(hits, json_)
 
 
 def print_session_hits(hits: list[Any], json_: bool) -> None:

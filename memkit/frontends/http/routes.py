@@ -147,8 +147,9 @@ class Api:
         try:
             self.vault.index(judge=False)
             self.vault.search("warm up", k=1)
-            self.vault.search_sessions("warm up", k=1)
-            self._judge_thread = self.vault.fill_judge_aside(self._watch_stop)  # the judge's vectors while serving
+            self.vault.conversations.search("warm up", k=1)
+            # the judge's vectors while serving
+            self._judge_thread = self.vault.frontend_internals.fill_judge_aside(self._watch_stop)
         except MemkitError as exc:
             log.warning("%s", exc)  # each request will say it again
 
@@ -264,7 +265,7 @@ class Api:
 
     def index_status(self) -> dict[str, Any]:
         try:
-            state = self.vault.index_status()
+            state = self.vault.frontend_internals.index_status()
         except MemkitError as exc:
             state = {"model": None, "dim": None, "stale_files": None, "error": str(exc)}
         with self._jobs_lock:
@@ -278,18 +279,18 @@ class Api:
                 jobs.append("index")
             if self.digest_running or self._digest_thread is not None:
                 jobs.append("digest")
-        locked = self.vault.write_locked()
+        locked = self.vault.frontend_internals.write_locked()
         return {"busy": bool(jobs) or locked, "jobs": jobs, "write_lock": locked}
 
     # ---- conversation sessions (the MCP server's list_sessions, start_session, save_message,
     # load_session, search_sessions; run_upkeep) ----
     def list_sessions(self, limit: int | None, archived: bool) -> dict[str, Any]:
-        return {"sessions": [i.to_dict() for i in self.vault.sessions(archived=archived)[:limit]]}
+        return {"sessions": [i.to_dict() for i in self.vault.conversations.list(archived=archived)[:limit]]}
 
     def start_session(self, session: str | None, title: str | None, system_prompt: str | None, user: str | None,
                       tags: list[str] | None, metadata: dict[str, str] | None) -> dict[str, Any]:
-        data = self.vault.create_session(session_id=session, title=title, system_prompt=system_prompt, user=user,
-                                         tags=tags or (), metadata=metadata).to_dict()
+        data = self.vault.conversations.new(session_id=session, title=title, system_prompt=system_prompt, user=user,
+                                            tags=tags or (), metadata=metadata).to_dict()
         data.pop("messages", None)
         return data
 
@@ -298,8 +299,8 @@ class Api:
         """Saved at once; when ``digest_every_messages`` may be due (an LLM configured), the digest
         runs afterwards in a thread of its own (:meth:`_digest_later`): the answer never waits for it."""
         when = datetime.fromisoformat(time[:-1] + "+00:00" if time.endswith("Z") else time) if time else None
-        message = self.vault.save_message(session, role, content, important=important, name=name, now=when,
-                                          exact=True, digest=False)
+        message = self.vault.conversations.append(session, role, content, important=important, name=name, now=when,
+                                                  exact=True, digest=False)
         config = self.vault.config
         if config.digest_every_messages > 0 and config.llm is not None:
             self._digest_later(session)
@@ -326,7 +327,7 @@ class Api:
             try:
                 if self._digest_vault is None:
                     self._digest_vault = self.other_vault()
-                if self._digest_vault.digest_new_messages(session, force=False) is not None:
+                if self._digest_vault.conversations.digest_new(session, force=False) is not None:
                     self.vault.changed()  # it wrote topics: the next search re-checks the files
             except MemkitError as exc:  # LLMError too: the messages stay new, the next save tries again
                 log.warning("session %s: digest of the new messages failed (%s); tried again later", session, exc)
@@ -338,15 +339,15 @@ class Api:
         LLM. ``GET /sessions/{session}`` writes nothing (a summary made is only returned); ``POST
         /sessions/{session}/window`` (:meth:`keep_window`) also caches it in the session's file."""
         vault = self.aside_vault() if self.asks_llm("load_session", {"strategy": strategy}) else self.vault
-        return vault.recent_messages(session, max_tokens, strategy=strategy, exact=True, cache=cache).to_dict()
+        return vault.conversations.window(session, max_tokens, strategy=strategy, exact=True, cache=cache).to_dict()
 
     def keep_window(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
         return self.load_session(session, max_tokens, strategy, cache=True)
 
     def search_sessions(self, q: str, k: int, session: str | None, role: str | None,
                         since: str | None) -> dict[str, Any]:
-        return {"hits": [h.to_dict() for h in self.vault.search_sessions(q, k=k, session=session, role=role, exact=True,
-                                                                         since=since)]}
+        hits = self.vault.conversations.search(q, k=k, session=session, role=role, exact=True, since=since)
+        return {"hits": [h.to_dict() for h in hits]}
 
     def run_upkeep(self, at: str | None) -> dict[str, Any]:
         """Runs on a Vault of its own (see :meth:`run_aside`): its jobs may wait for the LLM."""

@@ -102,7 +102,7 @@ class Memory:
         try:
             self.vault.index(judge=False)
             self.vault.search("warm up", k=1)
-            self.vault.fill_judge_aside()  # the judge's vectors while serving (a daemon thread)
+            self.vault.frontend_internals.fill_judge_aside()  # the judge's vectors while serving (a daemon thread)
         except MemkitError as exc:
             log.warning("%s", exc)  # each tool call will report it again
 
@@ -161,25 +161,25 @@ class Memory:
         return Outcome(_as_json(items), {"recent": items})
 
     def list_sessions(self, limit: int | None, archived: bool) -> Outcome:
-        sessions = [i.to_dict() for i in self.vault.sessions(archived=archived)[:limit]]
+        sessions = [i.to_dict() for i in self.vault.conversations.list(archived=archived)[:limit]]
         return Outcome(_as_json(sessions), {"sessions": sessions})
 
     def start_session(self, session: str | None, title: str | None, system_prompt: str | None, user: str | None,
                       tags: list[str] | None, metadata: dict[str, str] | None) -> Outcome:
-        data = self.vault.create_session(title=title, system_prompt=system_prompt, session_id=session, user=user,
-                                         tags=tags or (), metadata=metadata).to_dict()
+        data = self.vault.conversations.new(title=title, system_prompt=system_prompt, session_id=session, user=user,
+                                            tags=tags or (), metadata=metadata).to_dict()
         data.pop("messages", None)
         return Outcome(_as_json(data), data)
 
     def save_message(self, session: str, role: str, content: str, important: bool, name: str | None,
                      time: str | None) -> Outcome:
-        data = dict(self.vault.save_message(session, role, content, important=important, name=name,
-                                            now=time_value(time), exact=True).to_dict(),
+        data = dict(self.vault.conversations.append(session, role, content, important=important, name=name,
+                                                    now=time_value(time), exact=True).to_dict(),
                     session=session)  # exact: a session "user1" must not write into "user12"
         return Outcome(_as_json(data), data)
 
     def load_session(self, session: str, max_tokens: int, strategy: str | None) -> Outcome:
-        result = self.vault.recent_messages(session, max_tokens, strategy=strategy, exact=True)
+        result = self.vault.conversations.window(session, max_tokens, strategy=strategy, exact=True)
         text = "\n\n".join(f"{m.role}: {m.content}" for m in result.messages)
         if result.note:
             text = f"(note: {result.note})\n\n{text}"
@@ -187,8 +187,8 @@ class Memory:
 
     def search_sessions(self, query: str, k: int, session: str | None, role: str | None,
                         since: str | None) -> Outcome:
-        hits = [h.to_dict() for h in self.vault.search_sessions(query, k=k, session=session, role=role, since=since,
-                                                                exact=True)]
+        found = self.vault.conversations.search(query, k=k, session=session, role=role, since=since, exact=True)
+        hits = [h.to_dict() for h in found]
         return Outcome(_as_json(hits), {"hits": hits})
 
     def proactive(self, at: str | None) -> Outcome:

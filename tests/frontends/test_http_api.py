@@ -463,17 +463,30 @@ def test_library_errors_map_to_status_codes(served, monkeypatch):
 
 def test_host_header_must_be_loopback(served):
     c = Client(served)
-    for host in ("localhost:1", "127.0.0.1", f"[::1]:{c.port}", "LOCALHOST"):
+    for host in ("localhost:1", "127.0.0.1", f"[::1]:{c.port}", "LOCALHOST", f"127.0.0.2:{c.port}", "[::1]",
+                 f"app.localhost:{c.port}", f"localhost.:{c.port}"):
         assert c.call("GET", "/busy", headers={"Host": host})[0] == 200, host
-    got, answer = c.call("GET", "/busy", headers={"Host": "attacker.example:8765"})
-    assert got == 400 and "not a loopback name" in answer["error"]
+    for host in ("attacker.example:8765", "localhost.attacker.example", "127.0.0.1.nip.io", "[::2]", "0.0.0.0"):
+        got, answer = c.call("GET", "/busy", headers={"Host": host})
+        assert got == 400 and "not a loopback name" in answer["error"], host
+
+
+def test_the_server_has_the_one_loopback_rule():
+    """The Host check, the token rule and the Origin check use memkit.base.http.is_loopback, as the
+    LLM client and the embedding server's client do: one rule for what is this machine."""
+    from memkit.base import http as shared
+    from memkit.frontends.http import api
+
+    assert api.is_loopback is shared.is_loopback
+    assert not [name for name in vars(api) if "loopback" in name and name != "is_loopback"]
 
 
 # ---- the token rule --------------------------------------------------------------------------------------
 
 def test_needs_token():
-    assert not any(needs_token(h) for h in ("127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"))
-    assert all(needs_token(h) for h in ("0.0.0.0", "::", "192.168.1.10", "example.com", ""))
+    assert not any(needs_token(h) for h in ("127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]", "app.localhost",
+                                             "localhost."))
+    assert all(needs_token(h) for h in ("0.0.0.0", "::", "192.168.1.10", "example.com", "", "localhost.example"))
 
 
 def test_other_addresses_refuse_to_start_without_a_token(tmp_path):

@@ -164,6 +164,8 @@ def test_the_servers_own_origin_and_a_program_are_served(hostile):
     assert json_call(hostile, "GET", "/stats", **{"Sec-Fetch-Site": "same-origin"})[0] == 200
     assert json_call(hostile, "GET", "/stats", **{"Sec-Fetch-Site": "none"})[0] == 200  # typed in the address bar
     assert origin_allowed("http://127.0.0.1:8765", None) and not origin_allowed("http://evil.example:8765", None)
+    assert all(origin_allowed(f"http://{host}:8765", 8765) for host in ("127.0.0.2", "[::1]", "app.localhost"))
+    assert not any(origin_allowed(f"http://{host}:8765", 8765) for host in ("localhost.evil.example", "[::2]"))
     assert not origin_allowed("http://127.0.0.1:8766", 8765) and not origin_allowed("http://127.0.0.1:x", 8765)
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -51,6 +50,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
+from ...base.http import is_loopback
 from ...errors import (
     ConfigError,
     EntryNotFound,
@@ -158,19 +158,9 @@ def _error(status: int, message: str, headers: Mapping[str, str] | None = None) 
     return _json({"error": message, "status": status}, status, headers)
 
 
-def _is_loopback_name(host: str) -> bool:
-    host = host.strip().lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def needs_token(host: str) -> bool:
     """Whether binding ``host`` needs a token: every address but a loopback one does."""
-    return not _is_loopback_name(host)
+    return not is_loopback(host)
 
 
 def _host_name(header: str) -> str:
@@ -185,7 +175,7 @@ def origin_allowed(origin: str, port: int | None) -> bool:
     name (127.0.0.1, localhost, [::1]) and this server's ``port`` (any port over a Unix socket,
     ``port`` None). Every other origin is another site, ``null`` (a sandboxed page, a file) too."""
     parts = urllib.parse.urlsplit(origin.strip())
-    if parts.scheme.lower() != "http" or not parts.hostname or not _is_loopback_name(parts.hostname):
+    if parts.scheme.lower() != "http" or not parts.hostname or not is_loopback(parts.hostname):
         return False
     try:
         given = parts.port or 80
@@ -236,7 +226,7 @@ class Guard:
                            {"WWW-Authenticate": "Bearer"})
         elif scope.get("server") is not None:  # TCP (a Unix socket has no server address)
             host = _host_name(headers.get("host", b"").decode("latin-1"))
-            if not _is_loopback_name(host):
+            if not is_loopback(host):
                 problem = (400, f"Host {host or '(none)'!r} is not a loopback name; this server answers "
                                 "requests for 127.0.0.1 or localhost only", {})
         if problem is not None:

@@ -338,7 +338,7 @@ class Watcher:
             if report.rebuilt_model:
                 index.prune_other_models()
             if not report.busy and (report.new or report.reused or report.rebuilt_model or not self.refreshes):
-                report.judged = self.vault.searcher.fill_judge(index=index)  # the second stage's vectors
+                report.judged = self.vault.frontend_internals.fill_judge(index)  # the second stage's vectors
             if changed_paths or gone or self._recent_dirty:
                 # a topic came, went or changed: index.txt follows (a hand edit counts as an update)
                 with _QUIET:

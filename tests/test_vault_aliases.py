@@ -130,3 +130,12 @@ def test_each_alias_is_a_warning_and_one_call_of_its_replacement():
         assert len(body) == 2, old
         assert ast.unparse(body[0]) == f"_deprecated({old!r})", old
         assert ast.unparse(body[1]).startswith(f"return self.{new}" + ("" if old == "serving" else "(")), old
+
+
+def test_the_python_api_page_lists_every_old_name_with_its_replacement():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "python-api.md").read_text(encoding="utf-8")
+    rows = {line for line in page.splitlines() if line.startswith("| `vault.")}
+    for old, new in RENAMED.items():
+        call = "" if old == "serving" else "()"
+        assert any(row.startswith(f"| `vault.{old}{call}` | `vault.{new}{call}`") for row in rows), old
+    assert "vault.conversations" in page and "not library API" in page

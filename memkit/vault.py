@@ -383,16 +383,17 @@ class Vault(VaultAliases):
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
-               min_importance: float | None = None, judge: bool | None = None) -> list[Hit]:
+               min_importance: float | None = None, judge: bool | None = None, private: bool = True) -> list[Hit]:
         """Hybrid lexical + vector search: the ``k`` best entries for ``query`` (default
         ``max_memories_per_search``) that pass ``threshold`` and the filters (``topic`` and its
         subtopics, ``kind``, ``tag``, ``since``, ``min_importance``), re-scored by the judge unless
         ``judge=False``; when none passes, up to ``weak`` close ones marked ``confident=False``.
         Each parameter: :meth:`memkit.search.Searcher.search` (the query is checked once, a
-        :class:`memkit.search.Query`)."""
+        :class:`memkit.search.Query`); ``private=False`` leaves out ``private: true`` topics unless
+        ``topic`` names them (what the servers do: docs/privacy.md)."""
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
                                     since=since, mode=mode, refresh=refresh, weak=weak,
-                                    min_importance=min_importance, judge=judge)
+                                    min_importance=min_importance, judge=judge, private=private)
 
     # ---- the flows ----------------------------------------------------------------------------------
     def waiting_transcripts(self) -> list[Path]:

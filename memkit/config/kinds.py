@@ -274,3 +274,55 @@ class Lifetimes(Kind):
     @staticmethod
     def one(days: int | None) -> str:
         return "never" if days is None else f"{days}d"
+
+
+class Words(Kind):
+    """A list of some of a few words (any case); ``[]``: none of them."""
+
+    def __init__(self, *words: str) -> None:
+        self.words = words
+        self.expected = f"a list of some of {', '.join(words)} ([] for none)"
+
+    def parse(self, value: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise Invalid
+        out = []
+        for item in value:
+            if not isinstance(item, str):
+                raise Invalid
+            word = item.strip().lower()
+            if word not in self.words:
+                raise Invalid(message=f"{item!r} is not one of {', '.join(self.words)}")
+            if word not in out:
+                out.append(word)
+        return out
+
+    def shown(self, value: Any) -> str:
+        return type(value).__name__
+
+    def yaml(self, value: Any) -> str:
+        return "[" + ", ".join(value) + "]"
+
+
+class Regexes(Kind):
+    """A list of regular expressions (Python's ``re``), each checked when memkit.yaml is read."""
+
+    expected = "a list of regular expressions (quoted strings)"
+
+    def parse(self, value: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise Invalid
+        for i, pattern in enumerate(value, 1):
+            if not isinstance(pattern, str) or not pattern:
+                raise Invalid
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise Invalid(message=f"pattern {i} ({pattern!r}) is not a regular expression: {exc}") from None
+        return list(value)
+
+    def shown(self, value: Any) -> str:
+        return type(value).__name__
+
+    def yaml(self, value: Any) -> str:
+        return "[" + ", ".join(json.dumps(p, ensure_ascii=False) for p in value) + "]"

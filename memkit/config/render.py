@@ -38,7 +38,7 @@ def _section_lines(row: Setting) -> list[str]:
         lines = [_value_line(c) for c in children]
     column = len(lead) + min(max(len(line) for line in lines) + 2, 40)
     for line, child in zip(lines, children):
-        start = (lead + line).ljust(column)
+        start = (lead + line + "  ").ljust(column)  # a value longer than the column: its comment after 2 spaces
         wrapped = textwrap.wrap(child.help, WIDTH - len(start) - 2, break_on_hyphens=False, break_long_words=False)
         out.append(f"{start}# {wrapped[0]}")
         pad = "#" + " " * (len(start) - 1) if row.section.optional else " " * len(start)

@@ -8,10 +8,27 @@ then regenerate the docs: ``python -m memkit.config.docs > docs/configuration.md
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Mapping
 
 from ..errors import ConfigError, LLMConfigError
-from .kinds import ENV_NAME, Choice, Cosine, EnvName, Flag, Lifetimes, Number, QuietHours, Text, Url, Whole, is_http_url
+from ..formats.redact import DEFAULT_RULES, Redacted, Rule, compile_rules, redact
+from .kinds import (
+    ENV_NAME,
+    Choice,
+    Cosine,
+    EnvName,
+    Flag,
+    Lifetimes,
+    Number,
+    QuietHours,
+    Regexes,
+    Text,
+    Url,
+    Whole,
+    Words,
+    is_http_url,
+)
 from .validate import Section, Setting, flat, section, setting
 
 DEFAULT_EXPIRE: dict[str, int | None] = {"context": 1, "conversation": 30, "pending": 7}
@@ -132,6 +149,34 @@ class ServeSettings:
 
 
 @dataclass
+class RedactSettings:
+    """What is never stored (``redact:``): secrets replaced by ``[redacted]`` before memkit writes a
+    text (an add, an edit, a digest's conclusions, a session message, a captured transcript)."""
+
+    defaults: list[str] = setting(
+        list(DEFAULT_RULES), Words(*DEFAULT_RULES),
+        "The built-in rules in use: api-key (sk-…, AKIA…, ghp_…, xoxb-…, AIza…, hf_…, Bearer tokens), password "
+        "(what follows \"password is\", \"password:\", \"pin is\"…), card (card numbers passing the Luhn check), "
+        "iban (IBANs whose check digits are right); [] for none.")
+    patterns: list[str] = setting(
+        [], Regexes(), "Regular expressions of your own (Python syntax, quoted); a match is replaced, or only its "
+        "first group when it has one.")
+
+    @classmethod
+    def from_config(cls, given: Any, source: str = "") -> RedactSettings:
+        """Settings from the ``redact:`` mapping (empty or None: the defaults)."""
+        return section(Section(cls, optional=False), given, source, "redact")
+
+    @cached_property
+    def rules(self) -> tuple[Rule, ...]:
+        return compile_rules(self.patterns, self.defaults)
+
+    def apply(self, text: str) -> Redacted:
+        """``text`` with every secret these rules find replaced by ``[redacted]``, and how many."""
+        return redact(text, self.rules)
+
+
+@dataclass
 class Config:
     """The settings of one vault: memkit.yaml, every key optional (docs/configuration.md)."""
 
@@ -213,6 +258,10 @@ class Config:
     serve: ServeSettings = setting(
         ServeSettings(), Section(ServeSettings, optional=False),
         "`memkit serve` (the HTTP API): where it listens, its token and its bounds; its options win over these.")
+    redact: RedactSettings = setting(
+        RedactSettings(), Section(RedactSettings, optional=False),
+        "What is never stored: secrets replaced by [redacted] before memkit writes an add, an edit, a digest's "
+        "conclusions, a session message or a captured transcript (docs/privacy.md). On by default.")
 
 
 #: every setting, a section's own keys (dotted: ``serve.port``) after the section's row

@@ -263,18 +263,23 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
         guess = _safely(lambda: _detect(searcher, joined), None, "cannot detect the topic; keeping the session's")
         if guess is not None:
             state["topic"] = guess  # a clear detection wins; otherwise the earlier topic sticks
-    memories = _accumulate(state, hits)
+    store = searcher.store
+    private = set(_safely(store.private_topics, [], "cannot find the private topics"))  # never in a context
+    hits = [h for h in hits if h.topic not in private]
+    if state["topic"] in private:
+        state["topic"] = None
+    memories = [h for h in _accumulate(state, hits) if h.topic not in private]
     if memories:
         memories = _safely(lambda: _still_present(searcher, memories), memories,
                            "cannot check the session's memories against the vault; showing them as found")
         turns = {m["id"]: m["turn"] for m in state["memories"]}
         state["memories"] = [dict(h.to_dict(), turn=turns[h.id]) for h in memories]
 
-    store = searcher.store
     today = now.date()
-    pinned: list[str] = _safely(store.pinned_topics, [], "cannot find the pinned profile")
+    pinned: list[str] = [t for t in _safely(store.pinned_topics, [], "cannot find the pinned profile")
+                         if t not in private]
     profile = _safely(lambda: _profile(store, pinned, today), [], "cannot read the pinned profile")
-    follow = _safely(lambda: _due(searcher, today), [], "cannot list the follow-ups")
+    follow = [f for f in _safely(lambda: _due(searcher, today), [], "cannot list the follow-ups") if f[1] not in private]
     topic: Topic | None = None
     if state["topic"]:
         try:
@@ -285,7 +290,7 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
             log.warning("%s; showing memories instead of the topic", exc)
     if topic is not None:  # expired entries are never shown; the profile is shown above
         topic.entries = [e for e in topic.entries if not expiry(e, store.config.expire, today)]
-    recent = [r for r in store.index_txt.read() if r.topic not in pinned]  # the profile is shown whole above
+    recent = [r for r in store.index_txt.read() if r.topic not in pinned and r.topic not in private]  # profile: above
     order = None
     if topic is not None and message:
         current = topic

@@ -79,6 +79,7 @@ class Captured:
     llm_configured: bool = True  #: whether an LLM is configured (without one nothing digests the inbox)
     saved: dict[str, Any] | None = None  #: the conversation session it was also stored in (``save``)
     skipped: list[str] = field(default_factory=list)  #: ``"<source> line N: why"``: lines that could not be read
+    redacted: int = 0  #: secrets replaced by ``[redacted]`` before the transcript was written (docs/privacy.md)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -92,10 +93,14 @@ class Captured:
             data["saved"] = self.saved
         if self.skipped:
             data["skipped"] = self.skipped
+        if self.redacted:
+            data["redacted"] = self.redacted
         return data
 
     def summary(self) -> str:
         text = self._summary()
+        if self.redacted:
+            text += f" ({self.redacted} secret{'' if self.redacted == 1 else 's'} redacted)"
         if self.saved is not None:
             text += (f"; saved as session {self.saved['id']} ({self.saved['file']}, "
                      f"{self.saved['added']} new message{'' if self.saved['added'] == 1 else 's'})")
@@ -390,13 +395,15 @@ def capture(store: Store, *, path: str | os.PathLike[str] | None = None, stdin: 
     if stdin is not None and not isinstance(stdin, (bytes, bytearray)):
         stdin = read_stream(stdin)
     src = _from_file(path, session) if path is not None else _from_stdin(bytes(stdin or b""), session)
+    hidden = [store.config.redact.apply(m.content) for m in src.messages]  # never stored (docs/privacy.md)
+    src.messages = [Message(m.role, h.text) for m, h in zip(src.messages, hidden)]
     data, dropped = render_jsonl(src.messages)
     inbox = store.inbox_dir
     name = inbox_name(src.slug, src.key)
     target = inbox / name
     result = Captured("queued", store.rel(target), src.session, src.source, src.format,
                       len(src.messages) - dropped, len(data), dropped, src.event, src.cwd,
-                      llm_configured=llm_configured, skipped=src.skipped)
+                      llm_configured=llm_configured, skipped=src.skipped, redacted=sum(h.count for h in hidden))
     for line in src.skipped:
         log.warning("%s; skipped", line)
     if _same_bytes(target, data):

@@ -85,6 +85,7 @@ class DigestReport:
     read_from: int = 0  #: messages skipped as digested before (a conversation that went on)
     count: int = 0  #: messages in the conversation
     prefix: str = ""  #: :func:`messages_sha` of them
+    redacted: int = 0  #: secrets replaced by ``[redacted]`` in the conclusions (docs/privacy.md)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,7 +95,7 @@ class DigestReport:
             "skipped": [{"text": t, "reason": r} for t, r in self.skipped],
             "superseded": [{"topic": t, "old": o, "new": n} for t, o, n in self.superseded],
             "judged": [{"line": line, "why": why} for line, why in self.judged],
-            "new_topics": self.new_topics, "split": self.split, "diff": self.diff,
+            "new_topics": self.new_topics, "split": self.split, "diff": self.diff, "redacted": self.redacted,
         }
 
     def summary(self) -> str:
@@ -110,6 +111,8 @@ class DigestReport:
             parts.append(f"skipped {len(self.skipped)}")
         if self.new_topics:
             parts.append(f"new topic(s): {', '.join(self.new_topics)}")
+        if self.redacted:
+            parts.append(f"{self.redacted} secret{'' if self.redacted == 1 else 's'} redacted")
         return ", ".join(parts)
 
 
@@ -210,6 +213,7 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     conclusions, new_topic, skipped = extract_conclusions(llm, messages, topics, _profile(store),
                                                           earlier=earlier[-EARLIER_SHOWN:])
     report.skipped += skipped
+    report.redacted = _redact(store, conclusions, new_topic)
     nearest = _Nearest(searcher)
     fresh = _drop_duplicates(searcher, conclusions, report, nearest)
     _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
@@ -226,6 +230,23 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
         if split and not report.already_digested:
             report.split = _split_big(searcher, {t for t, _ in report.written}, llm)
     return report
+
+
+def _redact(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any] | None) -> int:
+    """Replace the secrets in the conclusions (and a proposed topic's title and summary) by
+    ``[redacted]`` before anything compares or writes them; returns how many."""
+    apply, count = store.config.redact.apply, 0
+    for c in conclusions:
+        for name in ("text", "markers"):
+            hidden = apply(getattr(c, name))
+            setattr(c, name, hidden.text)
+            count += hidden.count
+    for key in ("title", "summary"):
+        if new_topic and isinstance(new_topic.get(key), str):
+            hidden = apply(new_topic[key])
+            new_topic[key] = hidden.text
+            count += hidden.count
+    return count
 
 
 NEAREST = 5  #: hits of a conclusion looked at (duplicates, updates, routing): searched once each

@@ -133,6 +133,8 @@ class SessionMessage:
     important: bool = False  #: kept verbatim by the hybrid strategy (decisions, key facts)
     name: str | None = None  #: a tool's or speaker's name
     line: int = 0  #: the line of its heading in the session file (0: not from a file)
+    #: secrets replaced by ``[redacted]`` before it was written (:mod:`memkit.formats.redact`)
+    redacted: int = field(default=0, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content, "time": self.time}
@@ -142,6 +144,8 @@ class SessionMessage:
             data["name"] = self.name
         if self.line:
             data["line"] = self.line
+        if self.redacted:
+            data["redacted"] = self.redacted
         return data
 
 

@@ -60,6 +60,8 @@ class Entry:
     date: str | None = None  #: trailing ``(YYYY-MM-DD)``
     is_list: bool = True  #: False for a prose paragraph
     hash: str = ""  #: :func:`text_hash` of :attr:`text`
+    #: secrets replaced by ``[redacted]`` in the text an add or edit was given (:mod:`memkit.formats.redact`)
+    redacted: int = field(default=0, compare=False, repr=False)
     duplicate = False  #: (not a field) an add found this entry there already: :class:`memkit.store.store.ExistingEntry`
 
     @property
@@ -69,8 +71,11 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as ``memkit show --json`` prints it (id, text, topic, kind, tags, date, file, line)."""
-        return {"id": self.id, "text": self.text, "topic": self.topic, "kind": self.kind, "tags": list(self.tags),
+        data = {"id": self.id, "text": self.text, "topic": self.topic, "kind": self.kind, "tags": list(self.tags),
                 "date": self.date, "file": self.file, "line": self.line}
+        if self.redacted:  # an add or edit: how many secrets left its text
+            data["redacted"] = self.redacted
+        return data
 
     @property
     def body(self) -> str:

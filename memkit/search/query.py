@@ -45,6 +45,7 @@ class Query:
     weak: int = WEAK_HITS
     words_first: bool = False
     judge: bool | None = None
+    hidden: frozenset[str] = frozenset()  #: topics whose entries are left out (private ones: docs/privacy.md)
 
     @classmethod
     def make(cls, text: str, *, k: int, mode: Mode = "hybrid", threshold: Threshold = "auto",

@@ -312,7 +312,7 @@ class Searcher:
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = WEAK_HITS,
                words_first: bool = False, min_importance: float | None = None,
-               subtopics: bool = True, judge: bool | None = None) -> list[Hit]:
+               subtopics: bool = True, judge: bool | None = None, private: bool = True) -> list[Hit]:
         """Search the vault's memories.
 
         :param query: what to look for (natural language, names, part numbers…).
@@ -338,10 +338,16 @@ class Searcher:
             of a hybrid search: None as memkit.yaml says (``judge:``, on by default), False: the
             static stage alone (``search --fast``). When it runs, the threshold is on the judge's
             cosine (``"auto"``: ``judge_threshold``) and each hit carries it (:attr:`Hit.judge`).
+        :param private: False leaves out the topics with ``private: true`` (the servers' searches),
+            but for ``topic`` and its subtopics when it names one.
         """
-        return self.find(self.query(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag, since=since,
-                                    mode=mode, weak=weak, words_first=words_first, min_importance=min_importance,
-                                    subtopics=subtopics, judge=judge), refresh=refresh)
+        q = self.query(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag, since=since, mode=mode,
+                       weak=weak, words_first=words_first, min_importance=min_importance, subtopics=subtopics,
+                       judge=judge)
+        if not private:
+            q = replace(q, hidden=frozenset(t for t in self.store.private_topics()
+                                            if not (q.topic and _in(t, q.topic, q.subtopics))))
+        return self.find(q, refresh=refresh)
 
     def query(self, text: str, *, k: int | None = None, **options: Any) -> Query:
         """A :class:`Query` of this vault (``k`` default: ``max_memories_per_search``), checked
@@ -565,4 +571,7 @@ def _mask(view: IndexView, q: Query) -> np.ndarray | None:
         both(np.array([q.tag in t for t in view.tags], dtype=bool))
     if q.since:
         both(view.dates >= np.datetime64(q.since, "D"))
+    if q.hidden:  # private topics (Searcher.search's private=False)
+        shown = np.array([t not in q.hidden for t in view.topics], dtype=bool)
+        both(shown[view.file_ids] if len(shown) else np.zeros(len(view), bool))
     return mask

@@ -157,6 +157,8 @@ class Conversations:
         ChatGPT export (``fmt``: ``auto`` detects it) as sessions; into an existing ``session_id``
         only the messages it lacks are appended."""
         _, conversations = parse_conversations(data, name, fmt, now)
+        for conv in conversations:  # before comparing with a session's messages, which were redacted too
+            conv.title, conv.system, conv.messages = self.folder.redacted(conv.title, conv.system, conv.messages)
         with self.store.lock():
             return import_conversations(self.folder, conversations, session_id=session_id, title=title, now=now)
 

@@ -16,12 +16,14 @@ A helper-layer module: files only (no index, no LLM).
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
 import os
 import secrets
 import stat
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -335,6 +337,7 @@ class Sessions:
         """
         when = now_utc(now)
         folder = self._ensure_dir()
+        title, system, messages = self.redacted(title, system, messages)  # never stored (docs/privacy.md)
         given = session_id is not None
         for _ in range(8):
             sid = check_session_id(session_id) if given else secrets.token_hex(4)  # type: ignore[arg-type]
@@ -354,6 +357,18 @@ class Sessions:
                 raise SessionConflict(f"session {sid} exists already ({self.rel(path)})")
         raise MemkitError("could not pick a free session id")  # pragma: no cover - 8 collisions of 32 bits
 
+    def redacted(self, title: str | None, system: str | None, messages: Sequence[SessionMessage]
+                 ) -> tuple[str | None, str | None, builtins.list[SessionMessage]]:
+        """A conversation's title, system prompt and messages with their secrets replaced by
+        ``[redacted]`` (memkit.yaml's ``redact:``); each message says how many left it."""
+        apply = self.config.redact.apply
+        title, system = (apply(t).text if t else t for t in (title, system))
+        out = []
+        for m in messages:
+            hidden = apply(m.content)
+            out.append(replace(m, content=hidden.text, redacted=hidden.count) if hidden.count else m)
+        return title, system, out
+
     def append(self, session: str, role: str, content: str, *, important: bool = False, name: str | None = None,
                now: datetime | None = None, time: str | None = None, exact: bool = False) -> SessionMessage:
         """Append one message to a session with a single ``O_APPEND`` write.
@@ -371,7 +386,11 @@ class Sessions:
                     ) -> SessionMessage:
         if archived:
             raise SessionConflict(f"{self.rel(path)} is archived (pruned): move it back to {SESSIONS_DIR}/ to continue it")
-        message = self.message(role, content, important=important, name=name, now=now, time=time)
+        hidden = self.config.redact.apply(content) if isinstance(content, str) else None  # docs/privacy.md
+        message = self.message(role, hidden.text if hidden else content, important=important, name=name, now=now,
+                               time=time)
+        if hidden and hidden.count:
+            message = replace(message, redacted=hidden.count)
         self.append_raw(path, [render_message(message)])
         return message
 

@@ -335,9 +335,14 @@ class Imported:
     added: int
     created: bool
 
+    redacted: int = 0  #: secrets replaced by ``[redacted]`` in the messages added
+
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.session.id, "file": self.session.file, "title": self.session.display_title,
+        data = {"id": self.session.id, "file": self.session.file, "title": self.session.display_title,
                 "added": self.added, "created": self.created, "messages": len(self.session.messages)}
+        if self.redacted:
+            data["redacted"] = self.redacted
+        return data
 
 
 def import_conversations(sessions: Sessions, conversations: list[Conversation], *, session_id: str | None = None,
@@ -369,16 +374,17 @@ def import_conversations(sessions: Sessions, conversations: list[Conversation], 
                 now or datetime.now(timezone.utc))))
             made = sessions.create(session_id=sid, title=title or conv.title, system=conv.system,
                                    metadata=conv.metadata or None, now=when, messages=conv.messages)
-            out.append(Imported(made, len(conv.messages), True))
+            out.append(Imported(made, len(conv.messages), True, sum(m.redacted for m in conv.messages)))
             continue
         path, archived = sessions.find(existing.id, exact=True)
         if archived:
             raise MemkitError(f"{existing.file} is archived: move it back to sessions/ to add to it")
-        out.append(Imported(*_add_lacking(sessions, path, conv), False))
+        session, added, redacted = _add_lacking(sessions, path, conv)
+        out.append(Imported(session, added, False, redacted))
     return out
 
 
-def _add_lacking(sessions: Sessions, path: Path, conv: Conversation) -> tuple[Session, int]:
+def _add_lacking(sessions: Sessions, path: Path, conv: Conversation) -> tuple[Session, int, int]:
     """Append to the session file ``path`` the messages of ``conv`` it lacks (its raw conversation
     counted once it aged); a last block cut short is replaced (:func:`_cut_tail`)."""
     whole = sessions.load_raw_path(path)  # checked: a readable session file
@@ -400,4 +406,4 @@ def _add_lacking(sessions: Sessions, path: Path, conv: Conversation) -> tuple[Se
                  sessions.rel(path))
     else:
         sessions.append_raw(path, [render_message(m) for m in new])
-    return sessions.load_path(path), len(new)
+    return sessions.load_path(path), len(new), sum(m.redacted for m in new)

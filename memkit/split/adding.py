@@ -7,6 +7,7 @@ when a split topic or a split needs it (a plain add loads no model).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -82,7 +83,7 @@ def add_entry(store: Store, searcher: Callable[[], Searcher], text: str, *, topi
                      entry.topic, count, ", ".join(plan.names))
             moved = entry_after_split(store, plan, entry)
             if moved is not None:
-                return moved
+                return replace(moved, redacted=entry.redacted)
     return entry
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
@@ -173,15 +173,25 @@ class Store(VaultFiles):
     def pinned_topics(self) -> list[str]:
         """The topics with ``pinned: true`` in their frontmatter (the profile), by name. Only files
         whose first 4 kB mention ``pinned`` are parsed."""
+        return self.flagged("pinned")
+
+    def private_topics(self) -> list[str]:
+        """The topics with ``private: true`` in their frontmatter, by name: left out of the servers'
+        search results and of the context unless asked for by name (docs/privacy.md)."""
+        return self.flagged("private")
+
+    def flagged(self, key: str) -> list[str]:
+        """The topics whose frontmatter says ``KEY: true``, by name (only files whose first 4 kB
+        mention ``KEY`` are parsed)."""
         out = []
         for tf in self.topic_files():
             try:
-                if b"pinned" not in read_head(tf.path, 4096):
+                if key.encode() not in read_head(tf.path, 4096):
                     continue
                 topic = read_topic(tf.path, tf.name, self.rel(tf.path))
             except (OSError, MemkitError):
                 continue
-            if topic.meta.get("pinned") is True:
+            if topic.meta.get(key) is True:
                 out.append(tf.name)
         return out
 
@@ -361,7 +371,8 @@ class Store(VaultFiles):
             but for the date); otherwise that entry is returned, as an :class:`ExistingEntry`.
         :raises MemkitError: for empty text or a bad kind/tag; TopicNameError for a bad topic.
         """
-        text = " ".join(text.split())
+        hidden = self.config.redact.apply(text)  # what is never stored (docs/privacy.md)
+        text = " ".join(hidden.text.split())
         pasted = LIST_MARKER_RE.match(text)  # "- [decision] Chose oak (2026-02-01)" pasted from a topic
         if pasted:
             text = text[pasted.end():]
@@ -382,7 +393,7 @@ class Store(VaultFiles):
         with self.lock():
             written = self._append(path, line, now, allow_duplicate)
             if isinstance(written, ExistingEntry):
-                return Added(written, -1, None)
+                return Added(replace(written, redacted=hidden.count), -1, None)
             if written is None:  # no such topic yet: created with its frontmatter
                 title = path.stem.replace("-", " ").capitalize()
                 written = self.write_topic(path.stem, new_topic_text(title, "", now) + line + "\n", current=None,
@@ -394,7 +405,8 @@ class Store(VaultFiles):
         if entry is None:  # written, but the file reads it otherwise (a person's odd markup around it)
             entry = Entry(line[2:], written.name, self.rel(written.path), 0, 0, kind, tuple(tags), now.date().isoformat(),
                           True, wanted)
-        return Added(entry, len(written.entries), written if written.stamp is not None else None)
+        return Added(replace(entry, redacted=hidden.count), len(written.entries),
+                     written if written.stamp is not None else None)
 
     def _append(self, path: Path, line: str, now: datetime, allow_duplicate: bool = True
                 ) -> Topic | ExistingEntry | None:

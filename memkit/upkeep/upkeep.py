@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Sequence
 
@@ -98,7 +98,8 @@ def edit_entry(store: Store, target: Entry, text: str, *, today: date | None = N
 
     :returns: the new entry.
     """
-    text = " ".join(str(text).split())
+    hidden = store.config.redact.apply(str(text))  # what is never stored (docs/privacy.md)
+    text = " ".join(hidden.text.split())
     if not text:
         raise InvalidValue("the new text is empty: say what the memory should read")
     if not target.is_list:
@@ -118,8 +119,9 @@ def edit_entry(store: Store, target: Entry, text: str, *, today: date | None = N
     if not removed:
         raise EntryNotFound(f"entry {target.id} changed while editing it; try again")
     found = next((e for e in store.topic(target.topic).entries if e.hash == new_hash), None)
-    return found if found is not None else Entry(line[2:], target.topic, target.file, target.line, target.line,
-                                                 kind, target.tags, day, True, new_hash)
+    return replace(found, redacted=hidden.count) if found is not None else Entry(
+        line[2:], target.topic, target.file, target.line, target.line, kind, target.tags, day, True, new_hash,
+        hidden.count)
 
 
 @dataclass(frozen=True)

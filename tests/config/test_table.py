@@ -17,6 +17,7 @@ from memkit.config import (
     Config,
     EmbedderSettings,
     LLMSettings,
+    RedactSettings,
     ServeSettings,
     docs_page,
     load_config,
@@ -28,7 +29,7 @@ from memkit.formats.safeyaml import load_yaml
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "configuration.md"
 REGENERATE = ".venv/bin/python -m memkit.config.docs > docs/configuration.md"
-SECTIONS = {"llm": LLMSettings, "embedder": EmbedderSettings, "serve": ServeSettings}
+SECTIONS = {"llm": LLMSettings, "embedder": EmbedderSettings, "serve": ServeSettings, "redact": RedactSettings}
 
 
 def _names(cls: type, prefix: str = "") -> list[str]:

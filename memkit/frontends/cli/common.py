@@ -24,6 +24,11 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
+def redacted(n: int) -> str:
+    """`` (1 secret redacted)`` after a report line, when a write replaced secrets (docs/privacy.md)."""
+    return f" ({plural(n, 'secret')} redacted)" if n else ""
+
+
 def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "json_", is_flag=True, help="Print JSON for scripts.")(fn)
 

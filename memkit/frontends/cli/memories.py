@@ -10,7 +10,7 @@ import click
 
 from ...errors import TopicNotFound
 from ...vault import parse_day, relative_time
-from .common import cli_params, echo_json, get_vault, json_option, plural
+from .common import cli_params, echo_json, get_vault, json_option, plural, redacted
 
 
 @click.command()
@@ -44,9 +44,9 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
         echo_json(entry.to_dict())
     elif entry.duplicate:
         click.echo(f"already in {entry.topic} as {entry.id}: {entry.text} (not added again; "
-                   "--allow-duplicate adds it anyway)")
+                   f"--allow-duplicate adds it anyway){redacted(entry.redacted)}")
     else:
-        click.echo(f"added {entry.id} to {entry.topic}: {entry.text}")
+        click.echo(f"added {entry.id} to {entry.topic}: {entry.text}{redacted(entry.redacted)}")
 
 
 @click.command()
@@ -188,7 +188,7 @@ def edit(ctx: click.Context, args: tuple[str, ...], match: str | None, topic: st
     if json_:
         echo_json(entry.to_dict())
     else:
-        click.echo(f"edited: now {entry.id} in {entry.topic}: {entry.text}")
+        click.echo(f"edited: now {entry.id} in {entry.topic}: {entry.text}{redacted(entry.redacted)}")
         click.echo(f"(the old line is in archive.md; `memkit history {entry.id}` shows the chain)")
 
 

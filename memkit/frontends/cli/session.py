@@ -11,7 +11,7 @@ import click
 
 from ...errors import InvalidValue, MemkitError
 from ..operations import time_value
-from .common import cli_params, echo_json, get_vault, json_option, plural
+from .common import cli_params, echo_json, get_vault, json_option, plural, redacted
 
 
 def _when(time: str) -> str:
@@ -90,7 +90,7 @@ def add(ctx: click.Context, session_id: str, role: str, text: str | None, import
     if json_:
         echo_json(message.to_dict())
     else:
-        click.echo(f"added {role} message to {session_id} ({message.time})")
+        click.echo(f"added {role} message to {session_id} ({message.time}){redacted(message.redacted)}")
 
 
 @session_group.command("list")
@@ -235,7 +235,7 @@ def import_cmd(ctx: click.Context, file: str, fmt: str, session_id: str | None, 
     for r in results:
         verb = "imported" if r.created else "updated"
         click.echo(f"{verb} {r.session.id} ({r.session.file}): {plural(r.added, 'message')} added, "
-                   f"{r.session.display_title}")
+                   f"{r.session.display_title}{redacted(r.redacted)}")
 
 
 @session_group.command("digest")

@@ -209,7 +209,8 @@ class Api:
     def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
                mode: str, min_importance: float | None, fast: bool = False) -> dict[str, Any]:
         hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, min_importance=min_importance,
-                                 mode=mode, judge=False if fast else None)  # type: ignore[arg-type]  # the schema's enum
+                                 mode=mode, judge=False if fast else None,  # type: ignore[arg-type]  # the enum
+                                 private=False)  # private topics only when asked for by name (docs/privacy.md)
         return {"hits": [h.to_dict() for h in hits]}
 
     def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,

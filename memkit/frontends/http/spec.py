@@ -56,7 +56,9 @@ ENTRY = {
                    "date": {"type": ["string", "null"], "format": "date"}, "file": {"type": "string"},
                    "line": {"type": "integer"},
                    "duplicate": {"type": "boolean", "description": "An add found the same text in the topic "
-                                 "already: this is that entry, not written again (absent otherwise)."}},
+                                 "already: this is that entry, not written again (absent otherwise)."},
+                   "redacted": {"type": "integer", "description": "An add or edit: how many secrets were replaced "
+                                "by [redacted] before the text was written (absent when none; docs/privacy.md)."}},
 }
 COMPONENTS: dict[str, Any] = {
     "Error": {"type": "object", "required": ["error", "status"], "additionalProperties": False,
@@ -123,7 +125,9 @@ COMPONENTS: dict[str, Any] = {
                 "properties": {"role": {"type": "string", "enum": list(ROLES)}, "content": {"type": "string"},
                                "time": {"type": "string", "description": "ISO 8601, UTC."},
                                "important": {"type": "boolean"}, "name": {"type": "string"},
-                               "line": {"type": "integer"}}},
+                               "line": {"type": "integer"},
+                               "redacted": {"type": "integer", "description": "Secrets replaced by [redacted] "
+                                            "before it was saved (absent when none; docs/privacy.md)."}}},
     "Window": {"type": "object", "required": ["session", "strategy", "messages", "tokens", "max_tokens", "total",
                                               "omitted"],
                "properties": {"session": {"type": "string"}, "strategy": {"type": "string"},

@@ -113,7 +113,7 @@ class Memory:
         hits = [h.to_dict() for h in self.vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since,
                                                         mode=mode,  # type: ignore[arg-type]  # the table's choices
                                                         min_importance=min_importance, refresh=True,
-                                                        judge=False if fast else None)]
+                                                        judge=False if fast else None, private=False)]
         return Outcome(_as_json(hits), {"hits": hits})
 
     def add_memory(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,

@@ -149,6 +149,14 @@ def test_digest_redacts_conclusions_before_writing(tmp_path):
     assert on_disk(vault.root, SECRET, KEY) == []
 
 
+def test_context_session_state_never_keeps_a_secret(tmp_path):
+    vault = make(tmp_path)
+    vault.add("Prefers bomba rice", topic="cooking")
+    vault.context(f"remember the wifi password is {SECRET} and the rice", session="ctx")
+    assert list((vault.root / ".memkit").rglob("*.json"))
+    assert on_disk(vault.root, SECRET) == []
+
+
 # ---- private topics -----------------------------------------------------------------------------
 
 PRIVATE = ("---\ntitle: Health\nprivate: true\n---\n# Health\n\n"

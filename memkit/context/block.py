@@ -149,6 +149,7 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
         raise MemkitError(f"the token budget must be at least 1, got {budget_tokens}")
     now = (now or datetime.now()).replace(microsecond=0)
     message = " ".join(str(message or "").split())[:MAX_MESSAGE_CHARS]
+    message = searcher.store.config.redact.apply(message).text  # kept in the session's state: never a secret
     session = session.strip() if session is not None else None
     session = session or None
     store = searcher.store

@@ -10,10 +10,11 @@ The defaults (each can be turned off by name in memkit.yaml's ``redact:``, and p
 - ``api-key``: the key formats of the common providers (``sk-…``, ``sk-ant-…``, ``AKIA…``,
   ``ghp_…``, ``xoxb-…``, ``AIza…``, ``hf_…``) and ``Bearer`` tokens;
 - ``password``: what follows "password is", "password:", "passcode =", "pin is" (the word stays,
-  the secret goes: "the wifi password is [redacted]");
+  the secret goes: "the wifi password is [redacted]"), but not a word that only talks about it
+  ("the password is in the drawer", "is not set", "was changed");
 - ``card``: 13 to 19 digits, spaces or dashes between groups, that pass the Luhn check (so a
   phone number or an order number is left alone);
-- ``iban``: an IBAN whose check digits are right (mod 97).
+- ``iban``: an IBAN whose check digits are right (mod 97), also when a capital word follows it.
 
 A pattern of one's own is a regular expression; where it has a group, only the first group is
 replaced (the first group that matched), else the whole match.
@@ -33,9 +34,14 @@ _API_KEY = re.compile(
     r"|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,}"
     r"|glpat-[A-Za-z0-9_-]{20,})(?![\w-])"
     r"|(?<=\bBearer )[A-Za-z0-9._~+/=-]{20,}")
+#: words that follow "password is" in a sentence about a password, not in one that gives it away
+_NOT_SECRET = ("in|on|at|not|the|a|an|my|your|his|her|our|their|its|this|that|same|still|now|also|set|reset|"
+               "changed|expired|wrong|correct|required|needed|saved|stored|written|kept|somewhere|there|here|empty|"
+               "blank|missing|too|very|hard|easy|long|short|weak|strong|secure|different|new|old|unknown|forgotten")
 _PASSWORD = re.compile(
     r"(?i)\b(?:password|passwd|passcode|passphrase|pin(?: code)?)\b(?:\s+(?:is|was|=|:)|\s*[:=])\s*"
-    r"(?:\"([^\"\n]{1,100})\"|'([^'\n]{1,100})'|“([^”\n]{1,100})”|([^\s\"'“”]{2,}?)(?=[.,;!?)]*(?:\s|$)))")
+    r"(?:\"([^\"\n]{1,100})\"|'([^'\n]{1,100})'|“([^”\n]{1,100})”"
+    rf"|(?!(?:{_NOT_SECRET})\b[.,;!?)]*(?:\s|$))([^\s\"'“”]{{2,}}?)(?=[.,;!?)]*(?:\s|$)))")
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 
@@ -55,13 +61,22 @@ def _card(match: re.Match[str]) -> bool:
     return 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn(digits)
 
 
-def _iban(match: re.Match[str]) -> bool:
-    code = match.group(0).replace(" ", "")
+def _iban_ok(code: str) -> bool:
     if not 15 <= len(code) <= 34:
         return False
     moved = code[4:] + code[:4]
     number = "".join(str(int(ch, 36)) for ch in moved)
     return int(number) % 97 == 1
+
+
+def _iban(match: re.Match[str]) -> tuple[int, int] | None:
+    """The span of the IBAN the match starts with: the whole match, or (when an upper-case word
+    follows it, "DE89… EUR") the longest part of it up to a space whose check digits are right."""
+    text, start = match.group(0), match.start()
+    for cut in [len(text)] + [i for i in range(len(text) - 1, 0, -1) if text[i] == " "]:
+        if _iban_ok(text[:cut].replace(" ", "")):
+            return start, start + cut
+    return None
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,8 @@ class Rule:
     name: str
     pattern: re.Pattern[str]
     check: Callable[[re.Match[str]], bool] | None = None
+    #: instead of ``check``: the span of a match to replace (None: none of it)
+    fit: Callable[[re.Match[str]], tuple[int, int] | None] | None = None
 
 
 #: the built-in rules, by name (memkit.yaml ``redact: {defaults: [...]}`` picks among them)
@@ -78,7 +95,7 @@ DEFAULT_RULES: Mapping[str, Rule] = {
     "api-key": Rule("api-key", _API_KEY),
     "password": Rule("password", _PASSWORD),
     "card": Rule("card", _CARD, _card),
-    "iban": Rule("iban", _IBAN, _iban),
+    "iban": Rule("iban", _IBAN, fit=_iban),
 }
 
 
@@ -117,7 +134,10 @@ def redact(text: str, rules: Sequence[Rule] | None = None) -> Redacted:
             if rule.check is not None and not rule.check(match):
                 continue
             group = next((i for i in range(1, (match.re.groups or 0) + 1) if match.group(i) is not None), 0)
-            start, end = match.span(group)
+            span = match.span(group) if rule.fit is None else rule.fit(match)
+            if span is None:
+                continue
+            start, end = span
             if start == end or text[start:end] == REDACTED:
                 continue
             pieces.append(text[last:start])

@@ -71,3 +71,17 @@ def test_redacting_twice_changes_nothing_more(text):
     once = redact(text)
     twice = redact(once.text)
     assert twice.text == once.text and twice.count == 0
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("IBAN DE89370400440532013000 EUR monthly", "IBAN [redacted] EUR monthly"),
+    ("Pay DE89 3704 0044 0532 0130 00 NOW", "Pay [redacted] NOW"),
+    ("the password is in the drawer", "the password is in the drawer"),
+    ("password is not set yet", "password is not set yet"),
+    ("The password was changed yesterday", "The password was changed yesterday"),
+    ("the password is insecure99", "the password is [redacted]"),
+])
+def test_an_iban_before_a_capital_word_and_a_password_talked_about(text, expected):
+    """An IBAN followed by an upper-case word was missed (the match ran into the word and failed the
+    check); "password is in the drawer" lost the word "in"."""
+    assert redact(text).text == expected

@@ -27,6 +27,7 @@ from .llm import LLMChoice
 from .search import Hit, Mode, Searcher, Serving, Threshold
 from .store import Store, TopicInfo, find_vault
 from .vault_aliases import VaultAliases
+from .vault_facts import VaultFacts
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
     from .context import Context, Nudge
@@ -58,7 +59,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
-class Vault(VaultAliases):
+class Vault(VaultAliases, VaultFacts):
     """A memkit vault on disk: ``Vault("~/memory").search("what rice do I use")``.
 
     :param path: the vault folder (must exist; see :meth:`init` to create one).
@@ -383,17 +384,22 @@ class Vault(VaultAliases):
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
-               min_importance: float | None = None, judge: bool | None = None, private: bool = True) -> list[Hit]:
+               min_importance: float | None = None, judge: bool | None = None, private: bool = True,
+               person: str | None = None, relation: str | None = None,
+               where: Mapping[str, str] | Sequence[str] | None = None) -> list[Hit]:
         """Hybrid lexical + vector search: the ``k`` best entries for ``query`` (default
         ``max_memories_per_search``) that pass ``threshold`` and the filters (``topic`` and its
         subtopics, ``kind``, ``tag``, ``since``, ``min_importance``), re-scored by the judge unless
         ``judge=False``; when none passes, up to ``weak`` close ones marked ``confident=False``.
+        ``person`` (a name or @handle of people.md, ``me``), ``relation`` (family, self…) and ``where``
+        (``{"city": "Porto"}`` or ``["city=Porto"]``) filter on who and what an entry is about.
         Each parameter: :meth:`memkit.search.Searcher.search` (the query is checked once, a
         :class:`memkit.search.Query`); ``private=False`` leaves out ``private: true`` topics unless
         ``topic`` names them (what the servers do: docs/privacy.md)."""
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
                                     since=since, mode=mode, refresh=refresh, weak=weak,
-                                    min_importance=min_importance, judge=judge, private=private)
+                                    min_importance=min_importance, judge=judge, private=private, person=person,
+                                    relation=relation, where=where)
 
     # ---- the flows ----------------------------------------------------------------------------------
     def waiting_transcripts(self) -> list[Path]:

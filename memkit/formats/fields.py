@@ -79,6 +79,9 @@ class Fact:
     value: str
     day: str | None = None
 
+    def to_dict(self) -> dict[str, str | None]:
+        return {"key": self.key, "value": self.value, "day": self.day}
+
 
 def parse_fact(text: str) -> Fact | None:
     """The keyed fact an entry's text states (``city: Porto (2026-11-27)``), or None."""

@@ -41,6 +41,10 @@ class Person:
     about: str = ""
     line: int = 0  #: 1-based line in people.md
 
+    def to_dict(self) -> dict[str, str | int]:
+        return {"name": self.name, "relation": self.relation, "detail": self.detail, "about": self.about,
+                "line": self.line}
+
     @property
     def handles(self) -> tuple[str, ...]:
         """What ``@…`` names this person: the name without spaces, then the first name."""

@@ -38,6 +38,7 @@ __all__ = ["ArgumentError", "FRONT_ENDS", "OPERATIONS", "Operation", "Param", "S
 
 FRONT_ENDS = ("cli", "mcp", "http")
 MAX_NAME_CHARS = 200  #: a topic name, a session id, an entry id
+MAX_FACT_CHARS = 200  #: a keyed fact's value, a person's line
 ROLES = ("user", "assistant", "system", "tool")
 #: a session id as the library writes it (letters, digits, '.', '_', '-'; no '..')
 SESSION_ID = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -142,6 +143,20 @@ _AT = Param("at", "string", "Run as if at this moment, 'YYYY-MM-DD HH:MM' local 
             format="date-time", cli=("--at",), metavar="TIME")
 
 
+_PERSON = Param("person", "string", "Only memories about this person: a name or @handle of people.md (@mentions and "
+                "'(people: …)' markers; 'me': the user, whose memories also include those naming no one).",
+                max_length=MAX_NAME_CHARS, nonempty=True, cli=("--with",), metavar="NAME")
+_RELATION = Param("relation", "string", "Only memories about a person of this relation in people.md: family, friend, "
+                  "colleague, self…", max_length=40, nonempty=True, cli=("--relation",), metavar="WORD")
+_WHERE = Param("where", "array", "Only entries carrying these fields, each 'key=value': a '(key: value)' marker or a "
+               "line of topics/facts.md; all must match.", item_length=MAX_FACT_CHARS, max_items=10,
+               cli=("--where",), metavar="KEY=VALUE",
+               overrides={"cli": {"help": "Only entries carrying the field KEY: VALUE (a '(key: value)' marker or a "
+                                          "line of topics/facts.md); repeat for several."}})
+_KEY = Param("key", "string", "The key: a lowercase word (letters, digits, '-', '_'), e.g. 'city' or 'wifi'.",
+             required=True, max_length=40, nonempty=True, argument=True, metavar="KEY")
+
+
 def _query(help: str) -> Param:  # noqa: A002
     return Param("query", "string", help, required=True, max_length=MAX_QUERY_CHARS, nonempty=True,
                  names={"http": "q"}, argument=True)
@@ -161,6 +176,7 @@ OPERATIONS: tuple[Operation, ...] = (
               cli=("--tag",), metavar="TAG"),
         Param("since", "string", "Only entries dated on or after this day, YYYY-MM-DD.", max_length=10,
               format="date", cli=("--since",), metavar="DATE"),
+        _PERSON, _RELATION, _WHERE,
         Param("mode", "string", "hybrid: words and meaning fused; vector or lexical: one side only.",
               choices=SEARCH_MODES, default="hybrid", cli=("--mode",)),
         Param("min_importance", "number", "Only entries whose (importance X) is at least this, 0..1 (none given "
@@ -223,6 +239,27 @@ OPERATIONS: tuple[Operation, ...] = (
         replace(_MATCH, help="Or: text the follow-up contains (it must be the only one)."),
         _topic("Look only in this topic.", absent={"mcp": "a model names a follow-up by its id"}),
     ), ("done",), "mark_done", (("POST", "/pending/done"),)),
+    Operation("set", (
+        _KEY,
+        Param("value", "string", "Its value now, one line without parentheses; the old one goes to archive.md with "
+              "its date.", required=True, max_length=MAX_FACT_CHARS, nonempty=True, argument=True, metavar="VALUE"),
+    ), ("set",), "set_fact", (("POST", "/facts"),)),
+    Operation("get", (
+        replace(_KEY, help="The key (none: every key with its value).", required=False, metavar="[KEY]"),
+        Param("history", "boolean", "Every value the key had, oldest first, with its day.", default=False,
+              cli=("--history",)),
+    ), ("get",), "get_fact", (("GET", "/facts"),)),
+    Operation("people", (), ("people",), "list_people", (("GET", "/people"),)),
+    Operation("add_person", (
+        Param("name", "string", "The person's name as the memories write it ('Ana', 'Tom Reyes').", required=True,
+              max_length=MAX_NAME_CHARS, nonempty=True, argument=True, metavar="NAME"),
+        Param("relation", "string", "Their relation to the user, one word: self, family, partner, friend, "
+              "colleague…", max_length=40, nonempty=True, cli=("--relation",), metavar="WORD"),
+        Param("detail", "string", "What the relation is more precisely ('sister').", max_length=MAX_NAME_CHARS,
+              nonempty=True, cli=("--detail",), metavar="TEXT"),
+        Param("about", "string", "A line about them.", max_length=MAX_FACT_CHARS, nonempty=True, cli=("--about",),
+              metavar="TEXT"),
+    ), ("people", "add"), "add_person", (("POST", "/people"),)),
     Operation("context", (
         Param("message", "string", "The user's latest message (may be empty).",
               required=True, max_length=MAX_MESSAGE_CHARS, argument=True),

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal, Union
+from typing import Iterable, Literal, Mapping, Union
 
 from ..base.limits import MAX_QUERY_CHARS, WEAK_HITS
 from ..errors import InvalidValue
 from ..formats.names import check_topic_name
+from .about import check_where
 
 __all__ = ["MODES", "Mode", "Query", "Threshold", "since_day"]
 
@@ -46,12 +47,16 @@ class Query:
     words_first: bool = False
     judge: bool | None = None
     hidden: frozenset[str] = frozenset()  #: topics whose entries are left out (private ones: docs/privacy.md)
+    person: str | None = None  #: a name or handle of people.md (``--with``), whitespace collapsed
+    relation: str | None = None  #: lowercase
+    where: tuple[tuple[str, str], ...] = ()  #: (key, value folded) pairs, all must match
 
     @classmethod
     def make(cls, text: str, *, k: int, mode: Mode = "hybrid", threshold: Threshold = "auto",
              topic: str | None = None, subtopics: bool = True, kind: str | None = None, tag: str | None = None,
              since: str | date | None = None, min_importance: float | None = None, weak: int = WEAK_HITS,
-             words_first: bool = False, judge: bool | None = None) -> "Query":
+             words_first: bool = False, judge: bool | None = None, person: str | None = None,
+             relation: str | None = None, where: Mapping[str, str] | Iterable[str] | None = None) -> "Query":
         """The query, checked. :raises InvalidValue: an empty text, a bad mode, k, date,
         importance or threshold; :raises TopicNameError: a bad topic name."""
         if min_importance is not None and not 0 <= min_importance <= 1:
@@ -68,4 +73,6 @@ class Query:
             raise InvalidValue(f"threshold must be a number, None or 'auto', got {threshold!r}")
         return cls(text, k, mode, threshold, (check_topic_name(topic) if subtopics else topic) if topic else None,
                    subtopics, kind.strip().lower() if kind else None,  # "  ": "" (matches no entry)
-                   tag.strip().lstrip("#").lower() if tag else None, day, min_importance, weak, words_first, judge)
+                   tag.strip().lstrip("#").lower() if tag else None, day, min_importance, weak, words_first, judge,
+                   person=" ".join(person.split()) or None if person else None,
+                   relation=relation.strip().lower() or None if relation else None, where=check_where(where))

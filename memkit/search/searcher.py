@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import date, timedelta
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,7 +39,8 @@ from ..index import (
     SessionSource,
     trim_memory,
 )
-from ..store import Store
+from ..store import Store, load_people
+from .about import about_mask
 from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
 from .query import MODES, Mode, Query, Threshold, since_day
 from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
@@ -312,7 +313,8 @@ class Searcher:
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = WEAK_HITS,
                words_first: bool = False, min_importance: float | None = None,
-               subtopics: bool = True, judge: bool | None = None, private: bool = True) -> list[Hit]:
+               subtopics: bool = True, judge: bool | None = None, private: bool = True, person: str | None = None,
+               relation: str | None = None, where: Mapping[str, str] | Iterable[str] | None = None) -> list[Hit]:
         """Search the vault's memories.
 
         :param query: what to look for (natural language, names, part numbers…).
@@ -340,10 +342,13 @@ class Searcher:
             cosine (``"auto"``: ``judge_threshold``) and each hit carries it (:attr:`Hit.judge`).
         :param private: False leaves out the topics with ``private: true`` (the servers' searches),
             but for ``topic`` and its subtopics when it names one.
+        :param person: only entries about this person (a name or ``@handle`` of people.md; ``me``: the
+            user), :param relation: about a person of this relation, :param where: carrying these
+            fields (``{"city": "Porto"}`` or ``["city=Porto"]``): :mod:`memkit.search.about`.
         """
         q = self.query(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag, since=since, mode=mode,
                        weak=weak, words_first=words_first, min_importance=min_importance, subtopics=subtopics,
-                       judge=judge)
+                       judge=judge, person=person, relation=relation, where=where)
         if not private:
             q = replace(q, hidden=frozenset(t for t in self.store.private_topics()
                                             if not (q.topic and _in(t, q.topic, q.subtopics))))
@@ -382,6 +387,10 @@ class Searcher:
         if len(view) == 0:
             return []
         mask = _mask(view, q)
+        about = about_mask(view.texts, view.file_ids, view.topics, load_people(self.store) if
+                           q.person or q.relation else [], person=q.person, relation=q.relation, where=q.where)
+        if about is not None:
+            mask = about if mask is None else mask & about
         if q.min_importance is not None:
             worth = self.importances(view) >= np.float32(q.min_importance) - np.float32(1e-6)
             mask = worth if mask is None else mask & worth

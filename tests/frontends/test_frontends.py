@@ -38,13 +38,17 @@ FRONT_ENDS = {
     "save a message": (("session", "add"), "save_message", ("POST", "/sessions/{session}/messages")),
     "load a session": (("session", "load"), "load_session", ("GET", "/sessions/{session}")),
     "search sessions": (("session", "search"), "search_sessions", ("GET", "/sessions/search")),
+    "set": (("set",), "set_fact", ("POST", "/facts")),
+    "get": (("get",), "get_fact", ("GET", "/facts")),
+    "people": (("people",), "list_people", ("GET", "/people")),
+    "add person": (("people", "add"), "add_person", ("POST", "/people")),
 }
 #: what one front end has for reasons of its own: the server's jobs and state, a summary cached by
 #: a POST (a GET writes nothing); a transcript digested with the LLM (the CLI's digest reads a file)
 ONLY = {"http": {("GET", "/stats"), ("GET", "/busy"), ("GET", "/index"), ("POST", "/index"),
                  ("POST", "/sessions/{session}/window")},
         "mcp": {"digest_transcript"}}
-SEARCH_FILTERS = {"k", "topic", "kind", "tag", "since", "mode", "min_importance", "fast"}
+SEARCH_FILTERS = {"k", "topic", "kind", "tag", "since", "mode", "min_importance", "fast", "person", "relation", "where"}
 
 
 def cli_command(path: tuple[str, ...]) -> click.Command:

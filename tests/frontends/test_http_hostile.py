@@ -59,6 +59,10 @@ SAMPLES: dict[tuple[str, str], tuple[str, dict | None]] = {
     ("POST", "/sessions/{session}/window"): ("/sessions/chat/window", {"strategy": "summary", "max_tokens": 100}),
     ("POST", "/sessions/{session}/messages"): ("/sessions/chat/messages", {"role": "user", "content": "from a page"}),
     ("POST", "/upkeep"): ("/upkeep", {}),
+    ("POST", "/facts"): ("/facts", {"key": "city", "value": "Evil"}),
+    ("GET", "/facts"): ("/facts", None),
+    ("GET", "/people"): ("/people", None),
+    ("POST", "/people"): ("/people", {"name": "Mallory", "relation": "friend"}),
 }
 #: what a form or a page's fetch() can send to another site without the browser asking first
 SIMPLE_TYPES = [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]

@@ -140,7 +140,8 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 tools = {t.name: t for t in (await session.list_tools()).tools}
                 assert list(tools) == ["search_memories", "add_memory", "edit_memory", "forget_memory",
                                        "get_context", "list_topics", "read_topic", "recent_topics",
-                                       "pending_follow_ups", "mark_done", "list_sessions", "start_session",
+                                       "pending_follow_ups", "mark_done", "set_fact", "get_fact", "list_people",
+                                       "add_person", "list_sessions", "start_session",
                                        "save_message", "load_session", "search_sessions", "proactive", "run_upkeep",
                                        "digest_transcript"]
                 for tool in tools.values():
@@ -152,7 +153,8 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 assert search["required"] == ["query"]
                 assert {k: v["type"] for k, v in search["properties"].items()} == {
                     "query": "string", "k": "integer", "topic": "string", "kind": "string", "tag": "string",
-                    "since": "string", "mode": "string", "min_importance": "number", "fast": "boolean"}
+                    "since": "string", "person": "string", "relation": "string", "where": "array", "mode": "string",
+                    "min_importance": "number", "fast": "boolean"}
                 assert search["properties"]["k"]["default"] == 10
                 add = tools["add_memory"].input_schema
                 assert add["required"] == ["text"] and add["properties"]["tags"]["items"]["type"] == "string"

@@ -16,8 +16,9 @@ from .common import cli_params, echo_json, get_vault, json_option, plural
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, k: int | None, threshold: float | None, no_threshold: bool,
-           topic: str | None, kind: str | None, tag: str | None, since: str | None, min_importance: float | None,
-           mode: str, fast: bool, sessions: bool, json_: bool) -> None:
+           topic: str | None, kind: str | None, tag: str | None, since: str | None, person: str | None,
+           relation: str | None, where: tuple[str, ...], min_importance: float | None, mode: str, fast: bool,
+           sessions: bool, json_: bool) -> None:
     """Search memories: exact words and meaning, fused.
 
     Indexes changed files first (a cheap check). Prints the best entries with id, topic and score.
@@ -28,6 +29,9 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "hAP ax3" --topic home-lab --json
       memkit search "vet" --kind event --since 2026-01-01 -k 10
       memkit search "family" --min-importance 0.8
+      memkit search "weekend plans" --with Ana
+      memkit search "birthday" --relation family
+      memkit search "move" --where city=Porto
       memkit search "what do I drive" --fast
       memkit search --sessions "when do I fly to Lisbon"
     """
@@ -42,12 +46,13 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
                         mode=mode, min_importance=min_importance,  # type: ignore[arg-type]  # click.Choice checked the mode
-                        judge=False if fast else None)
+                        judge=False if fast else None, person=person, relation=relation, where=where)
     if json_:
         echo_json([h.to_dict() for h in hits])
         return
     if not hits:
         filters = [f for f, v in (("--topic", topic), ("--kind", kind), ("--tag", tag), ("--since", since),
+                                  ("--with", person), ("--relation", relation), ("--where", where or None),
                                   ("--min-importance", min_importance)) if v is not None and v != ""]
         hint = f"check the filters ({', '.join(filters)})" if filters else ""
         click.echo(f"no memories match{' (' + hint + ')' if hint else ''}", err=True)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 
 from ...errors import MemkitError
 from ...vault import Vault, parse_day
+from ..facts import add_person_answer, get_answer, people_answer, set_answer
 from ..watch import Watcher
 from .spec import MAX_MESSAGE_BODY_BYTES, RequestError
 
@@ -207,11 +208,25 @@ class Api:
 
     # ---- the routes' work (each runs in a worker thread) ----
     def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
-               mode: str, min_importance: float | None, fast: bool = False) -> dict[str, Any]:
+               mode: str, min_importance: float | None, fast: bool = False, person: str | None = None,
+               relation: str | None = None, where: list[str] | None = None) -> dict[str, Any]:
         hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, min_importance=min_importance,
                                  mode=mode, judge=False if fast else None,  # type: ignore[arg-type]  # the enum
-                                 private=False)  # private topics only when asked for by name (docs/privacy.md)
+                                 private=False,  # private topics only when asked for by name (docs/privacy.md)
+                                 person=person, relation=relation, where=where)
         return {"hits": [h.to_dict() for h in hits]}
+
+    def set_fact(self, key: str, value: str) -> dict[str, Any]:
+        return set_answer(self.vault, key, value)
+
+    def get_fact(self, key: str | None, history: bool) -> dict[str, Any]:
+        return get_answer(self.vault, key, history)
+
+    def people(self) -> dict[str, Any]:
+        return people_answer(self.vault)
+
+    def add_person(self, name: str, relation: str | None, detail: str | None, about: str | None) -> dict[str, Any]:
+        return add_person_answer(self.vault, name, relation, detail, about)
 
     def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
             until: str | None) -> dict[str, Any]:

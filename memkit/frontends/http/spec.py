@@ -45,6 +45,9 @@ LOAD_PARAMS = _params("load_session", "body")
 SESSION_SEARCH_PARAMS = _params("search_sessions")
 UPKEEP_BODY = _params("upkeep")
 INDEX_BODY = _params("index")
+SET_BODY = _params("set")
+GET_PARAMS = _params("get")
+PERSON_BODY = _params("add_person")
 
 # ---- response schemas (components) -----------------------------------------------------------------
 
@@ -97,6 +100,20 @@ COMPONENTS: dict[str, Any] = {
     "Recent": {"type": "object", "required": ["updated", "topic", "summary"],
                "properties": {"updated": {"type": "string"}, "topic": {"type": "string"},
                               "summary": {"type": "string"}}},
+    "Fact": {"type": "object", "required": ["key", "value", "day"],
+             "properties": {"key": {"type": "string"}, "value": {"type": ["string", "null"], "description":
+                                                                 "null: none now (a history of a key since removed)"},
+                            "day": {"type": ["string", "null"], "format": "date", "description": "When it was set."},
+                            "history": {"type": "array", "description": "With history=true: every value, oldest "
+                                        "first.", "items": {"type": "object", "required": ["value", "day", "live"],
+                                                            "properties": {"value": {"type": "string"},
+                                                                           "day": _NULL_STR,
+                                                                           "live": {"type": "boolean"}}}}}},
+    "Person": {"type": "object", "required": ["name", "relation", "detail", "about", "line"],
+               "properties": {"name": {"type": "string"},
+                              "relation": {"type": "string", "description": "One word, lowercase; '' when none."},
+                              "detail": {"type": "string"}, "about": {"type": "string"},
+                              "line": {"type": "integer", "description": "Its line in people.md."}}},
     "Job": {"type": "object", "required": ["name", "running"],
             "properties": {"name": {"type": "string", "enum": ["index"]}, "running": {"type": "boolean"},
                            "started": _NULL_STR, "finished": _NULL_STR,
@@ -214,6 +231,19 @@ OPERATIONS = [
               errors=(400,)),
     Operation("POST", "/pending/done", "done", "Resolve a follow-up (by id or text): it moves to archive.md as "
               "done.", 200, _obj(["done"], done=_ref("Entry")), body=DONE_BODY, errors=(400, 404, 409)),
+    Operation("POST", "/facts", "set_fact", "Give a key (the user's city, the wifi name) its one live value: its "
+              "line in topics/facts.md is replaced where it stands, the old value kept in archive.md with its date.",
+              200, _obj(["key", "value", "old", "changed", "id"], key={"type": "string"}, value={"type": "string"},
+                        old=_NULL_STR, changed={"type": "boolean", "description": "false: it had that value"},
+                        id=_NULL_STR), body=SET_BODY, errors=(400, 409)),
+    Operation("GET", "/facts", "get_fact", "A key's live value (404: none), with history=true every value it had; "
+              "without a key, every key with its value.", 200,
+              {"oneOf": [_ref("Fact"), _obj(["facts"], facts={"type": "array", "items": _ref("Fact")})]},
+              query=GET_PARAMS, errors=(400, 404)),
+    Operation("GET", "/people", "people", "The people memories are about (people.md), in its order.", 200,
+              _obj(["people"], people={"type": "array", "items": _ref("Person")})),
+    Operation("POST", "/people", "add_person", "Append a person to people.md (created when missing).", 201,
+              _ref("Person"), body=PERSON_BODY, errors=(400, 409)),
     Operation("GET", "/stats", "stats", "Counts: entries per topic and kind, follow-ups, archive, index, inbox.",
               200, _obj(["topics", "entries", "per_topic", "per_kind", "pending", "index"],
                         topics={"type": "integer"}, entries={"type": "integer"}, per_topic={"type": "object"},
@@ -346,6 +376,9 @@ def query_args(schema: dict[str, Any], params: Any) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in params.keys():
         values = params.getlist(name)
+        if schema["properties"].get(name, {}).get("type") == "array":  # ?where=a=1&where=b=2
+            data[name] = values
+            continue
         if len(values) > 1:
             raise RequestError(400, f"query parameter {name!r} is given {len(values)} times; give it once")
         value: Any = values[0]

@@ -43,6 +43,7 @@ from urllib.parse import quote, unquote
 from ... import InvalidValue, MemkitError, Vault, __version__
 from ...base.limits import MAX_TRANSCRIPT_BYTES
 from ...vault import parse_day
+from ..facts import add_person_answer, get_answer, people_answer, set_answer
 from ..operations import OPERATIONS, ArgumentError, Style, check, schema, time_value
 from .tools import INSTRUCTIONS, TOOLS
 
@@ -109,11 +110,13 @@ class Memory:
     # each tool runs in a worker thread, one at a time (see build_server()); the arguments are checked
     # (TypedTools.call) and complete, their defaults filled in
     def search_memories(self, query: str, k: int, topic: str | None, kind: str | None, tag: str | None,
-                        since: str | None, mode: str, min_importance: float | None, fast: bool) -> Outcome:
+                        since: str | None, person: str | None, relation: str | None, where: list[str] | None,
+                        mode: str, min_importance: float | None, fast: bool) -> Outcome:
         hits = [h.to_dict() for h in self.vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since,
                                                         mode=mode,  # type: ignore[arg-type]  # the table's choices
                                                         min_importance=min_importance, refresh=True,
-                                                        judge=False if fast else None, private=False)]
+                                                        judge=False if fast else None, private=False, person=person,
+                                                        relation=relation, where=where)]
         return Outcome(_as_json(hits), {"hits": hits})
 
     def add_memory(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
@@ -126,6 +129,22 @@ class Memory:
     def edit_memory(self, id: str, text: str) -> Outcome:  # noqa: A002
         entry = self.vault.edit(id, text).to_dict()
         return Outcome(_as_json(entry), entry)
+
+    def set_fact(self, key: str, value: str) -> Outcome:
+        data = set_answer(self.vault, key, value)
+        return Outcome(_as_json(data), data)
+
+    def get_fact(self, key: str | None, history: bool) -> Outcome:
+        data = get_answer(self.vault, key, history)
+        return Outcome(_as_json(data), data)
+
+    def list_people(self) -> Outcome:
+        data = people_answer(self.vault)
+        return Outcome(_as_json(data["people"]), data)
+
+    def add_person(self, name: str, relation: str | None, detail: str | None, about: str | None) -> Outcome:
+        data = add_person_answer(self.vault, name, relation, detail, about)
+        return Outcome(_as_json(data), data)
 
     def pending_follow_ups(self) -> Outcome:
         items = [f.to_dict() for f in self.vault.pending()]

@@ -39,7 +39,7 @@ TOOLS: dict[str, dict[str, Any]] = {
             "date, file, line, score (ranking, 0..1), cosine and lexical (the two sides of the first stage's "
             "score), judge (the second stage's cosine, when it ran) and confident (false: below the "
             "similarity threshold, only one of the closest; weigh it as such). An empty list means nothing "
-            "relevant is stored."),
+            "relevant is stored. person, relation and where filter on who and what a memory is about."),
         "annotations": READ,
     },
     "add_memory": {
@@ -113,6 +113,39 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": (
             "Resolve a follow-up by its id (from pending_follow_ups): it moves to archive.md as done, so it is "
             "no longer raised. Returns the entry that moved: id, text, topic, kind, tags, date, file, line."),
+        "annotations": WRITE,
+    },
+    "set_fact": {
+        "title": "Set a keyed fact",
+        "description": (
+            "Some memories are slots with one live value: the user's city, the wifi name, the current project. "
+            "set_fact gives the key (a lowercase word) its value now; the old value moves to archive.md with its "
+            "date (get_fact with history lists them). Use it instead of add_memory for such a slot. Returns "
+            "key, value, old (the value it replaced, or null), changed (false: it had that value) and id."),
+        "annotations": dict(WRITE, idempotent_hint=True),
+    },
+    "get_fact": {
+        "title": "Get a keyed fact",
+        "description": (
+            "The live value of a key set with set_fact (key, value, day); without a key, every key with its value "
+            "(facts). history adds every value the key had, oldest first ([{value, day, live}]). A key with no "
+            "value is an error naming it."),
+        "annotations": READ,
+    },
+    "list_people": {
+        "title": "List the people",
+        "description": (
+            "The people the user's memories are about (people.md): name, relation to the user (self, family, "
+            "friend, colleague…), detail and about (a line about them). search_memories' person and relation "
+            "filter on them."),
+        "annotations": READ,
+    },
+    "add_person": {
+        "title": "Add a person",
+        "description": (
+            "Add someone the user talks about to people.md: name, relation to the user (one word: family, "
+            "friend, colleague…), detail ('sister') and a line about them. Then '@Name' in a memory's text "
+            "says it is about them. Returns the person as written."),
         "annotations": WRITE,
     },
     "list_sessions": {

@@ -6,9 +6,9 @@ from datetime import date
 import pytest
 
 from memkit import Vault
-from memkit.errors import InvalidValue
+from memkit.errors import EntryNotFound, InvalidValue
 from memkit.store import Store
-from memkit.upkeep.facts import all_facts, fact_history, get_fact, set_fact
+from memkit.store.facts import all_facts, fact_history, get_fact, set_fact
 
 
 @pytest.fixture
@@ -58,6 +58,6 @@ def test_a_second_line_a_person_wrote_is_archived_too(store):
 def test_bad_keys_and_unknown_keys_are_named(store):
     with pytest.raises(InvalidValue, match="invalid key"):
         set_fact(store, "../etc", "x")
-    with pytest.raises(InvalidValue, match="no value was ever set for 'city'"):
+    with pytest.raises(EntryNotFound, match="no value was ever set for 'city'"):
         fact_history(store, "city")
     assert get_fact(store, "city") is None

@@ -3,7 +3,7 @@
 They live in ``topics/facts.md``, one line per key (``- city: Porto (2026-11-27)``), a topic like any
 other: searchable, editable by hand, synced with git. Setting a key that has a value replaces that
 line where it stands; the old line goes to archive.md (``replaced by NEWID``), so
-:func:`fact_history` — and ``memkit history`` on the line's id — shows every value the key had, with
+:func:`fact_history` — and ``memkit get KEY --history`` — shows every value the key had, with
 its dates. Setting the value a key already has writes nothing.
 """
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from ..errors import EntryNotFound, InvalidValue, TopicNotFound
+from ..errors import EntryNotFound, TopicNotFound
 from ..formats.fields import FACTS_TOPIC, Fact, check_key, check_value, fact_text, parse_fact
 from ..formats.topic import Entry, format_entry, text_hash
-from ..store import Store
+from .store import Store
 
 
 @dataclass(frozen=True)
@@ -112,5 +112,5 @@ def fact_history(store: Store, key: str) -> list[FactValue]:
     if live is not None:
         out.append(FactValue(live.value, live.day, True))
     if not out:
-        raise InvalidValue(f"no value was ever set for {key!r} (see `memkit get` for the keys)")
+        raise EntryNotFound(f"no value was ever set for {key!r} (`memkit get` lists the keys)")
     return out

@@ -53,6 +53,7 @@ from ..llm import LLM
 from ..search import Hit, Searcher, detect_topic, is_confident, split_target
 from ..split import maybe_split
 from ..store import PROFILE_TOPIC, Store
+from .about import mark_about, people_lines, set_facts
 from .extract import MAX_CONCLUSIONS, Conclusion, extract_conclusions, find_updates
 
 log = logging.getLogger("memkit")
@@ -86,6 +87,7 @@ class DigestReport:
     count: int = 0  #: messages in the conversation
     prefix: str = ""  #: :func:`messages_sha` of them
     redacted: int = 0  #: secrets replaced by ``[redacted]`` in the conclusions (docs/privacy.md)
+    facts: list[dict[str, Any]] = field(default_factory=list)  #: keyed facts set: {key, value, old, changed, id}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +98,7 @@ class DigestReport:
             "superseded": [{"topic": t, "old": o, "new": n} for t, o, n in self.superseded],
             "judged": [{"line": line, "why": why} for line, why in self.judged],
             "new_topics": self.new_topics, "split": self.split, "diff": self.diff, "redacted": self.redacted,
+            "facts": self.facts,
         }
 
     def summary(self) -> str:
@@ -113,6 +116,8 @@ class DigestReport:
             parts.append(f"new topic(s): {', '.join(self.new_topics)}")
         if self.redacted:
             parts.append(f"{self.redacted} secret{'' if self.redacted == 1 else 's'} redacted")
+        if any(f["changed"] for f in self.facts):
+            parts.append("set " + ", ".join(f"{f['key']}: {f['value']}" for f in self.facts if f["changed"]))
         return ", ".join(parts)
 
 
@@ -210,8 +215,10 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     earlier, messages = list(messages[:start]), list(messages[start:])
     report.read_from = start
     topics = [(t.name, t.summary) for t in store.topics()]
+    people, listed = people_lines(store)
     conclusions, new_topic, skipped = extract_conclusions(llm, messages, topics, _profile(store),
-                                                          earlier=earlier[-EARLIER_SHOWN:])
+                                                          earlier=earlier[-EARLIER_SHOWN:], people=listed)
+    mark_about(conclusions, people)
     report.skipped += skipped
     report.redacted = _redact(store, conclusions, new_topic)
     nearest = _Nearest(searcher)
@@ -224,6 +231,9 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
         except LLMError as exc:  # keep the new entries; keep the old ones too (nothing is lost)
             log.warning("could not check which entries are outdated (%s); kept them all", exc)
     _apply(store, fresh, new_topic, report, now, dry_run)
+    if not report.already_digested:
+        written = [c for c in fresh if any(c.text in line for _, line in report.written)]
+        report.facts = set_facts(store, written, now, dry_run)
     if not dry_run:
         if not report.written and not report.already_digested:
             _remember(store, report, now)  # nothing to write: still digested

@@ -26,6 +26,8 @@ from .topic import append_line, newline_of
 
 PEOPLE_FILE = "people.md"
 PEOPLE_HEADER = "# People\n"
+#: what names the user (``--with me``, a digest's ``"people": ["user"]``): people.md's person of relation self
+USER_WORDS = frozenset({"me", "user", "self", "myself", "the user"})
 
 _LINE_RE = re.compile(r"^\s*[-*+]\s+(?P<name>[^\W\d_][^():\n]*?)\s*(?:\((?P<relation>[^)\n]*)\))?\s*(?::\s*(?P<about>.*?))?\s*$")
 _MENTION_RE = re.compile(r"(?<![\w@])@(?P<handle>[^\W\d_][\w'-]*(?:\.[^\W\d_][\w'-]*)*)")

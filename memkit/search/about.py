@@ -18,12 +18,10 @@ import numpy as np
 
 from ..errors import InvalidValue
 from ..formats.fields import check_key, fields, people_of
-from ..formats.people import PEOPLE_FILE, Person, find_person, handle_of, mentions, resolve
+from ..formats.people import PEOPLE_FILE, USER_WORDS, Person, find_person, handle_of, mentions, resolve
 
-__all__ = ["USER_WORDS", "about_mask", "check_where", "entry_people"]
+__all__ = ["about_mask", "check_where", "entry_people"]
 
-#: what names the user in ``--with`` and in a digest's ``people``: the people.md person of relation self
-USER_WORDS = frozenset({"me", "user", "self", "myself", "the user"})
 SELF = "self"
 
 

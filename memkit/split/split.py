@@ -47,6 +47,7 @@ from datetime import datetime
 import numpy as np
 
 from ..errors import LLMError, MemkitError, TopicNameError
+from ..formats.fields import FACTS_TOPIC
 from ..formats.names import check_topic_name
 from ..formats.topic import Topic
 from ..llm import LLM
@@ -226,6 +227,8 @@ def needs_split(store: Store, topic: str, min_part: int = MIN_PART) -> bool:
 
     :raises TopicNotFound: no such topic.
     """
+    if topic == FACTS_TOPIC:  # the keyed facts: one line per key, looked up in topics/facts.md alone
+        return False
     n = len(store.topic(topic).entries)
     return n > store.config.topic_split_threshold_lines and n >= 2 * min_part
 

@@ -61,3 +61,16 @@ def test_bad_keys_and_unknown_keys_are_named(store):
     with pytest.raises(EntryNotFound, match="no value was ever set for 'city'"):
         fact_history(store, "city")
     assert get_fact(store, "city") is None
+
+
+def test_the_facts_topic_is_never_split_by_an_add(tmp_path):
+    from util import FakeEmbedder
+
+    root = Vault.init(tmp_path / "w", profile=False).root
+    (root / "memkit.yaml").write_text("topic_split_threshold_lines: 10\n")
+    vault = Vault(root, embedder=FakeEmbedder())
+    for n in range(12):
+        vault.set(f"key{n}", f"value {n}")
+    entry = vault.add("key-extra: by hand", topic="facts")
+    assert entry.topic == "facts" and [t.name for t in vault.topics()] == ["facts"]
+    assert vault.get("key11").value == "value 11"

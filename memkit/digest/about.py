@@ -60,6 +60,7 @@ def set_facts(store: Store, conclusions: Sequence[Conclusion], now: datetime, dr
     out = []
     for key, value in wanted.items():
         if dry_run:
+            value = store.config.redact.apply(value).text  # as set_fact would write it
             old = get_fact(store, key)
             out.append({"key": key, "value": value, "old": old.value if old else None,
                         "changed": old is None or old.value != value, "id": None})

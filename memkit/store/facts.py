@@ -27,10 +27,12 @@ class FactChange:
     old: str | None
     entry: Entry | None  #: the line now holding the value (None in a dry run)
     changed: bool = True
+    redacted: int = 0  #: secrets replaced by ``[redacted]`` in the value given (docs/privacy.md)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "value": self.value, "old": self.old, "changed": self.changed,
+        data = {"key": self.key, "value": self.value, "old": self.old, "changed": self.changed,
                 "id": self.entry.id if self.entry is not None else None}
+        return dict(data, redacted=self.redacted) if self.redacted else data
 
 
 def _current(store: Store, key: str) -> list[Entry]:
@@ -66,18 +68,19 @@ def set_fact(store: Store, key: str, value: str, *, today: date | None = None) -
     """Give ``key`` the value ``value``: a new line in facts.md, or the key's line replaced where it
     stands (the old one to archive.md, ``replaced by NEWID``). Every other line of the key (a second
     one a person wrote) goes to archive.md too, so one value stays live."""
-    key, value = check_key(key), check_value(value)
+    hidden = store.config.redact.apply(check_value(value))  # what is never stored (docs/privacy.md)
+    key, value = check_key(key), check_value(hidden.text)
     current = _current(store, key)
     old = parse_fact(current[-1].text) if current else None
     if old is not None and old.value == value and len(current) == 1:
-        return FactChange(key, value, value, current[-1], changed=False)
+        return FactChange(key, value, value, current[-1], changed=False, redacted=hidden.count)
     day = (today or date.today()).isoformat()
     now = datetime.combine(today, datetime.now().time()).replace(microsecond=0) if today else \
         datetime.now().replace(microsecond=0)
     text = fact_text(key, value)
     if not current:
         entry = store.add(text, topic=FACTS_TOPIC, when=now, allow_duplicate=True).entry
-        return FactChange(key, value, None, entry)
+        return FactChange(key, value, None, entry, redacted=hidden.count)
     line = format_entry(text, None, (), day)
     new_id = text_hash(line[2:])[:8]
     reasons = {e.hash: f"replaced by {new_id}" for e in current}
@@ -85,7 +88,7 @@ def set_fact(store: Store, key: str, value: str, *, today: date | None = None) -
     if not removed:
         raise EntryNotFound(f"the line of {key!r} changed while setting it; try again")
     written = next((e for e in store.topic(FACTS_TOPIC).entries if e.hash == text_hash(line[2:])), None)
-    return FactChange(key, value, old.value if old else None, written)
+    return FactChange(key, value, old.value if old else None, written, redacted=hidden.count)
 
 
 @dataclass(frozen=True)

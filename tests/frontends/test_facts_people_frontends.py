@@ -66,6 +66,8 @@ def test_cli_set_get_history_and_json(tmp_path):
     code, out = run(vault, "set", "due", "x")
     assert code == 2 and "one of memkit's own markers" in out
     assert "city: Lisbon" in (vault.root / "archive.md").read_text()
+    code, out = run(vault, "set", "wifi", "password: ghp_" + "a1B2c3D4e5" * 4)
+    assert (code, out) == (0, "wifi: password: [redacted] (1 secret redacted)\n")
 
 
 def test_cli_people_list_add_and_search_filters(tmp_path):

@@ -74,3 +74,12 @@ def test_the_facts_topic_is_never_split_by_an_add(tmp_path):
     entry = vault.add("key-extra: by hand", topic="facts")
     assert entry.topic == "facts" and [t.name for t in vault.topics()] == ["facts"]
     assert vault.get("key11").value == "value 11"
+
+
+def test_a_secret_in_a_value_is_never_stored(store):
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    set_fact(store, "wifi", "Casa", today=date(2026, 3, 1))
+    change = set_fact(store, "wifi", f"the password is {token}", today=date(2026, 3, 2))
+    assert change.redacted >= 1 and change.to_dict()["redacted"] == change.redacted
+    assert token not in (store.root / "topics" / "facts.md").read_text() and "[redacted]" in change.value
+    assert "redacted" not in set_fact(store, "city", "Porto").to_dict()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ..facts import add_person_answer, get_answer, people_answer, set_answer
-from .common import cli_params, echo_json, get_vault, json_option
+from .common import cli_params, echo_json, get_vault, json_option, redacted
 
 
 @click.command("set")
@@ -30,9 +30,10 @@ def set_cmd(ctx: click.Context, key: str, value: str, json_: bool) -> None:
     elif not answer["changed"]:
         click.echo(f"{answer['key']} is {answer['value']} already")
     elif answer["old"] is None:
-        click.echo(f"{answer['key']}: {answer['value']}")
+        click.echo(f"{answer['key']}: {answer['value']}{redacted(answer.get('redacted', 0))}")
     else:
-        click.echo(f"{answer['key']}: {answer['value']} (was {answer['old']}; kept in archive.md)")
+        click.echo(f"{answer['key']}: {answer['value']} (was {answer['old']}; kept in archive.md)"
+                   f"{redacted(answer.get('redacted', 0))}")
 
 
 @click.command("get")

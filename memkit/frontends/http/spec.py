@@ -235,7 +235,9 @@ OPERATIONS = [
               "line in topics/facts.md is replaced where it stands, the old value kept in archive.md with its date.",
               200, _obj(["key", "value", "old", "changed", "id"], key={"type": "string"}, value={"type": "string"},
                         old=_NULL_STR, changed={"type": "boolean", "description": "false: it had that value"},
-                        id=_NULL_STR), body=SET_BODY, errors=(400, 409)),
+                        id=_NULL_STR, redacted={"type": "integer", "description": "Secrets replaced by "
+                                                "[redacted] in the value (absent when none; docs/privacy.md)."}),
+              body=SET_BODY, errors=(400, 409)),
     Operation("GET", "/facts", "get_fact", "A key's live value (404: none), with history=true every value it had; "
               "without a key, every key with its value.", 200,
               {"oneOf": [_ref("Fact"), _obj(["facts"], facts={"type": "array", "items": _ref("Fact")})]},

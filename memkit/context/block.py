@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence
 from ..base.fsutil import atomic_write, describe_os_error, file_lock
 from ..base.limits import MAX_MESSAGE_CHARS  # a message is kept (and searched) up to this length
 from ..errors import MemkitError, TopicNotFound, TopicParseError
+from ..formats.fields import strip_provenance
 from ..formats.lifecycle import PENDING, due_date, expiry
 from ..formats.names import session_file_name
 from ..formats.recent import TIME_FORMAT, RecentTopic, relative_time
@@ -395,7 +396,8 @@ def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
 # ---- rendering within the budget ----------------------------------------------------------------
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    """An entry on one line, as the LLM reads it: without the conversation it came from."""
+    return " ".join(strip_provenance(str(text)).split())
 
 
 def _profile_section(profile: Sequence[Entry], shown: int) -> str:

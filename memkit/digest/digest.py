@@ -35,8 +35,10 @@ from ..base.fsutil import atomic_write, file_lock
 from ..base.similarity import similarities
 from ..errors import LLMError, MemkitError, NumericError, TopicNotFound, TranscriptError
 from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
+from ..formats.fields import provenance_marker
 from ..formats.lifecycle import core_text
 from ..formats.names import slugify, topic_relpath
+from ..formats.session import NAME_RE as SESSION_NAME_RE
 from ..formats.topic import (
     Entry,
     Topic,
@@ -65,7 +67,7 @@ UPDATE_CANDIDATES = 3
 _DATE_TAIL = re.compile(r"\s*\((?:due |until )?\d{4}-\d{2}-\d{2}\)")
 
 __all__ = ["DigestReport", "InboxResult", "Conclusion", "MAX_CONCLUSIONS", "digest_file", "digest_messages",
-           "process_inbox", "extract_conclusions", "find_updates", "load_digested", "transcript_sha", "shares_evidence"]
+           "process_inbox", "extract_conclusions", "session_source", "find_updates", "load_digested", "transcript_sha", "shares_evidence"]
 
 
 @dataclass
@@ -179,24 +181,29 @@ def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | Non
     path = Path(path)
     messages, data = read_transcript(path)
     return digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
-                           now=now, split=split, force=force)
+                           now=now, split=split, force=force, source=(path.name, None))
 
 
 def digest_text(searcher: Searcher, text: str, llm: LLM | None, *, name: str = "transcript",
-                dry_run: bool = False) -> DigestReport:
+                dry_run: bool = False, source: tuple[str, str | None] | None = None) -> DigestReport:
     """Digest a conversation given as text (any format :func:`digest_file` reads); ``name`` is how
-    reports and errors call it."""
+    reports and errors call it. ``source`` (its name or id, its day) names the conversation in the
+    entries' ``(from …)`` markers; by default a session's messages (``name``: its file, ``sessions/DAY-ID.md …``) are
+    from that session, and a text with no file behind it gets no marker."""
     data = text.encode("utf-8", errors="surrogatepass")
     return digest_messages(searcher, parse_transcript(data, name), llm, name=name, sha=transcript_sha(data),
-                           dry_run=dry_run)
+                           dry_run=dry_run, source=source if source is not None else session_source(name))
 
 
 def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | None, *, name: str = "transcript",
                     sha: str | None = None, dry_run: bool = False, now: datetime | None = None,
-                    split: bool = True, force: bool = False) -> DigestReport:
+                    split: bool = True, force: bool = False,
+                    source: tuple[str, str | None] | None = None) -> DigestReport:
     """Digest a conversation given as messages (see :func:`digest_file`). A conversation that
     continues one digested before (the same first messages) has only its new messages read, the
-    last few before them shown as context."""
+    last few before them shown as context. Each entry written ends with ``(from SOURCE DAY)``
+    (:func:`memkit.formats.fields.provenance_marker`): ``source`` is (a transcript's file name or a
+    session's id, the conversation's day: None for the digest's own); None: no marker."""
     if llm is None:
         raise LLMError("digest needs an LLM: set `llm:` in memkit.yaml (e.g. llm: {base_url: "
                        "\"http://127.0.0.1:11434/v1\", model: \"llama3.2\"}); see docs/settings-notes.md#llm")
@@ -223,6 +230,7 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     report.redacted = _redact(store, conclusions, new_topic)
     nearest = _Nearest(searcher)
     fresh = _drop_duplicates(searcher, conclusions, report, nearest)
+    _mark_source(fresh, source, now)
     _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
     pairs = _update_candidates(searcher, fresh, nearest)
     if pairs:
@@ -257,6 +265,23 @@ def _redact(store: Store, conclusions: list[Conclusion], new_topic: dict[str, An
             new_topic[key] = hidden.text
             count += hidden.count
     return count
+
+
+def session_source(name: str) -> tuple[str, str | None] | None:
+    """(ID, DAY) when ``name`` is a session's file (``sessions/2026-11-24-lisbon.md``,
+    maybe followed by `` (messages 3-9)``), the name a session's digest is given; else None."""
+    found = SESSION_NAME_RE.match(name.split(" (", 1)[0].replace("\\", "/").rsplit("/", 1)[-1])
+    return (found.group(2), found.group(1)) if found else None
+
+
+def _mark_source(conclusions: Sequence[Conclusion], source: tuple[str, str | None] | None, now: datetime) -> None:
+    """End each conclusion's markers with where it came from: a session by its id and day, a file by
+    its name and the digest's day."""
+    if not source:
+        return
+    marker = provenance_marker(source[0], source[1] or now.date().isoformat())
+    for c in conclusions:
+        c.markers = f"{c.markers} {marker}".strip()
 
 
 NEAREST = 5  #: hits of a conclusion looked at (duplicates, updates, routing): searched once each

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ModelError
+from ..formats.fields import PROVENANCE_MARKER
 
 __all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "text_keys", "shared_judge", "JUDGE_NAME"]
 
@@ -43,6 +44,7 @@ _MARKERS = re.compile(
     r"|\((?:importance|urgency)\s+[^()]{1,12}\)"
     r"|\((?:due|until)\s+\d{4}-\d{2}-\d{2}\)"
     r"|\(ask:[^()]*\)"
+    r"|" + PROVENANCE_MARKER +  # the conversation it came from
     r"|\(\d{4}-\d{2}-\d{2}\)"  # the entry's date
     r"|(?<!\w)#(?=\w)",  # a tag's '#' (the word stays)
     re.IGNORECASE)

@@ -32,6 +32,10 @@ _KEY_RE = re.compile(rf"^{_KEY}$")
 _FIELD_RE = re.compile(rf"\((?P<key>{_KEY}):\s*(?P<value>[^()\n]*?)\s*\)")
 _FACT_LINE_RE = re.compile(rf"^(?P<key>{_KEY}):\s+(?P<value>[^\n]*?)(?:\s*\((?P<day>\d{{4}}-\d{{2}}-\d{{2}})\))?\s*$")
 _FROM_RE = re.compile(r"\(from\s+(?P<source>[^\s()]+)(?:\s+(?P<day>\d{4}-\d{2}-\d{2}))?\)")
+#: a digest's ``(from SOURCE DAY)`` as it writes it (with its day): what search, dedup and the
+#: context leave out of an entry's text (a person's "(from Lisbon)" in prose, with no day, stays text)
+PROVENANCE_MARKER = r"\(from\s+[^\s()]+\s+\d{4}-\d{2}-\d{2}\)"
+_STRIP_FROM_RE = re.compile(r"[ \t]*" + PROVENANCE_MARKER)
 _PEOPLE_RE = re.compile(r"\(people:\s*(?P<names>[^()\n]*?)\s*\)")
 
 
@@ -109,6 +113,12 @@ def provenance(text: str) -> tuple[str, str | None] | None:
     """(source, day) of an entry's ``(from …)`` marker, or None."""
     found = _FROM_RE.search(text)
     return (found.group("source"), found.group("day")) if found else None
+
+
+def strip_provenance(text: str) -> str:
+    """``text`` without its ``(from SOURCE DAY)`` marker (what an embedding, the judge and the
+    context block read)."""
+    return _STRIP_FROM_RE.sub("", text) if "(from" in text else text
 
 
 def people_marker(names: list[str] | tuple[str, ...]) -> str:

@@ -23,6 +23,7 @@ from datetime import date, timedelta
 from typing import Mapping
 
 from ..errors import InvalidValue
+from .fields import PROVENANCE_MARKER
 from .topic import KIND_RE, LIST_MARKER_RE, Entry
 
 __all__ = ["until_date", "due_date", "expiry", "last_day", "is_pending", "PENDING", "urgency", "question",
@@ -39,9 +40,10 @@ _MARK_RE = re.compile(r"\((until|due)\s+(\d{4}-\d{2}-\d{2})\)", re.IGNORECASE)
 #: ``(until DATE)`` is a marker only at the end of an entry (before its own date): "Rented in Paris
 #: (until 2019) and then…" in prose, or a comment in code, is text, not an end date
 _UNTIL_END_RE = re.compile(r"\(until\s+(\d{4}-\d{2}-\d{2})\)(?:\s*\(\d{4}-\d{2}-\d{2}\))?\s*$", re.IGNORECASE)
-#: every marker memkit writes into an entry's text: a day it is due or ends, an urgency, a question, an importance
-_ANY_MARKER_RE = re.compile(r"\((?:(?:due|until)\s+\d{4}-\d{2}-\d{2}|urgency\s+\w+|ask:[^()]*|importance\s+[\d.]+)\)",
-                            re.IGNORECASE)
+#: every marker memkit writes into an entry's text: a day it is due or ends, an urgency, a question, an
+#: importance, the conversation it came from
+_ANY_MARKER_RE = re.compile(r"\((?:(?:due|until)\s+\d{4}-\d{2}-\d{2}|urgency\s+\w+|ask:[^()]*|importance\s+[\d.]+)\)"
+                            "|" + PROVENANCE_MARKER, re.IGNORECASE)
 _TRAILING_DATE_RE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 _TRAILING_TAGS_RE = re.compile(r"(?:\s+#[^\W\d_][\w/-]*)+\s*$")
 
@@ -185,7 +187,7 @@ def parse_day(value: str, what: str) -> date:
 def core_text(text: str) -> str:
     """What a memory says, for telling whether two say the same: its text without the list marker,
     the ``[kind]``, the trailing tags and date, and the markers (``(due …)``, ``(until …)``,
-    ``(urgency …)``, ``(ask: …)``, ``(importance …)``), spaces and case folded, end punctuation
+    ``(urgency …)``, ``(ask: …)``, ``(importance …)``, ``(from … DAY)``), spaces and case folded, end punctuation
     dropped. ``- [fact] Moved to Porto (importance 0.8) (2026-11-21)`` and ``Moved to Porto.``
     have the same core."""
     text = LIST_MARKER_RE.sub("", text.strip(), count=1)

@@ -52,6 +52,7 @@ import numpy as np
 
 from ..embeddings import Embedder, complete
 from ..errors import MemkitError, TopicParseError
+from ..formats.fields import strip_provenance
 from ..formats.topic import Entry, Topic
 from ..formats.words import terms as text_terms
 from ..store import Store, TopicFile
@@ -388,7 +389,7 @@ class Index:
                 error = str(exc)
         if topic is not None:  # read anyway, reported: a file memkit will not write to until it is fixed
             error = "\n".join(p.message for p in topic.problems if p.blocks_writes) or None  # one per line
-        terms = [text_terms(e.text) for e in topic.entries] if topic is not None else []
+        terms = [text_terms(strip_provenance(e.text)) for e in topic.entries] if topic is not None else []
         return _Parsed(source, topic, error, terms)
 
     def _apply(self, sources: list[_Source], gone: list[str], report: IndexReport, progress: Progress | None,
@@ -591,7 +592,7 @@ class Index:
         out = np.zeros((len(entries), self.embedder.dim), dtype=np.float32)
         for i in range(0, len(entries), EMBED_BATCH):
             batch = entries[i:i + EMBED_BATCH]
-            out[i:i + len(batch)] = self.embedder.embed([e.body for e in batch])
+            out[i:i + len(batch)] = self.embedder.embed([strip_provenance(e.body) for e in batch])
             if progress is not None:
                 progress(i + len(batch), len(entries))
         return out

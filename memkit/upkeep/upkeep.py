@@ -37,7 +37,8 @@ __all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edi
 PROFILE = PROFILE_TOPIC
 DURABLE_KINDS = ("fact", "preference", "decision", "discovery", "observation", None)  #: what distill reads
 DISTILL_SAMPLE = 300  #: entries shown to the LLM at most
-_MARKS = re.compile(r"\(((?:due|until) \d{4}-\d{2}-\d{2}|urgency (?:high|medium|low)|importance [01](?:\.\d+)?)\)",
+_MARKS = re.compile(r"\(((?:due|until) \d{4}-\d{2}-\d{2}|urgency (?:high|medium|low)|importance [01](?:\.\d+)?"
+                    r"|from [^\s()]+ \d{4}-\d{2}-\d{2})\)",
                     re.IGNORECASE)
 
 
@@ -93,7 +94,7 @@ class ChangeReport:
 
 def edit_entry(store: Store, target: Entry, text: str, *, today: date | None = None) -> Entry:
     """Replace ``target`` where it stands by ``text`` (its kind, tags and markers — due, until,
-    urgency, importance — kept unless ``text`` gives its own; today's date); the old line goes to
+    urgency, importance, the conversation it came from — kept unless ``text`` gives its own; today's date); the old line goes to
     archive.md with ``edited, now NEWID``.
 
     :returns: the new entry.

@@ -61,7 +61,7 @@ def test_every_n_new_messages_the_new_ones_are_digested(tmp_path):
         second = transcripts(fake)[1]
         assert all(FACTS[i].split(" ", 1)[1] in second for i in (3, 4, 5))
         assert not any(FACTS[i].split(" ", 1)[1] in second for i in (0, 1, 2))  # only what it has not seen
-    assert sorted(e.body for e in v.entries()) == sorted(FACTS[:6])
+    assert sorted(e.body for e in v.entries()) == sorted(f"{f} (from voice 2026-11-24)" for f in FACTS[:6])
     state = json.loads((v.store.state_dir / "session-digest.json").read_text())
     assert state["voice"]["upto"] == "2026-11-24T10:05:00Z" and state["voice"]["messages"] == 6
     digested = json.loads((v.store.state_dir / "digested.json").read_text())
@@ -85,7 +85,7 @@ def test_a_failing_llm_never_loses_the_message_and_upkeep_digests_later(tmp_path
         assert job.did == "digested voice (2 new messages, 2 memories)"
         again = next(j for j in v.upkeep(now=T0 + timedelta(hours=2)).jobs if j.name == "session-digest")
         assert again.did == "no session has 2 new messages"
-    assert sorted(e.body for e in v.entries()) == sorted(FACTS[:2])
+    assert sorted(e.body for e in v.entries()) == sorted(f"{f} (from voice 2026-11-24)" for f in FACTS[:2])
 
 
 def test_a_session_about_to_age_is_digested_first_whatever_its_count(tmp_path):

@@ -14,7 +14,7 @@ from . import moved
 
 if TYPE_CHECKING:  # what the names below are, for type checkers; at run time each loads when first used
     from .config import Config, load_config
-    from .context import Context
+    from .context import Context, Why
     from .digest import Captured, DigestReport, InboxResult
     from .embeddings import Embedder
     from .errors import (
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time ea
         LLMError,
         MemkitError,
         ModelError,
+        ProvenanceNotFound,
         SessionConflict,
         SessionNotFound,
         TopicNameError,
@@ -58,6 +59,7 @@ _WHERE = {
     "LLMError": ".errors",
     "MemkitError": ".errors",
     "ModelError": ".errors",
+    "ProvenanceNotFound": ".errors",
     "SessionConflict": ".errors",
     "SessionNotFound": ".errors",
     "TopicNameError": ".errors",
@@ -94,6 +96,7 @@ _WHERE = {
     "ChangeReport": ".upkeep",
     "FollowUp": ".upkeep",
     "HistoryStep": ".upkeep",
+    "Why": ".context",
     "TidyReport": ".upkeep",
     "Vault": ".vault",
     "find_vault": ".vault",
@@ -128,6 +131,7 @@ __all__ = [
     "ChangeReport",
     "FollowUp",
     "HistoryStep",
+    "Why",
     "Session",
     "SessionInfo",
     "SessionMessage",
@@ -144,6 +148,7 @@ __all__ = [
     "InvalidValue",
     "LLMError",
     "ModelError",
+    "ProvenanceNotFound",
     "SessionConflict",
     "SessionNotFound",
     "TopicNameError",

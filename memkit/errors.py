@@ -54,6 +54,10 @@ class EntryNotFound(MemkitError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class ProvenanceNotFound(EntryNotFound):
+    """The entry names no conversation it came from (``memkit why``), or that conversation is gone."""
+
+
 class VaultLocked(MemkitError):
     """Another writer held the vault lock for too long."""
 

@@ -282,6 +282,11 @@ OPERATIONS: tuple[Operation, ...] = (
               absent={"mcp": "index.txt is a person's repair; every write keeps it current",
                       "http": "index.txt is a person's repair; every write keeps it current"}),
     ), ("recent",), "recent_topics", (("GET", "/recent"),)),
+    Operation("why", (
+        Param("id", "string", "The entry id, e.g. '3f2a9c1e' (from search_memories or read_topic; an archived "
+              "entry's too).", required=True, max_length=MAX_NAME_CHARS, nonempty=True, where="path",
+              names={"cli": "entry_id"}, argument=True, metavar="ID"),
+    ), ("why",), "why_memory", (("GET", "/why/{id}"),)),
     Operation("pending", (), ("pending",), "pending_follow_ups", (("GET", "/pending"),)),
     Operation("proactive", (
         Param("now", "string", "The moment asked about, 'YYYY-MM-DD HH:MM' local time (default: now).",

@@ -31,6 +31,7 @@ from memkit.frontends.cli.group import main
 
 DEADLINE_S = 10.0
 DATE = r"\(\d{4}-\d\d-\d\d\)"  # today's date, whatever day the test runs
+FROM = r"\(from chat\.txt \d{4}-\d\d-\d\d\)"  # the conversation a digested entry came from
 
 
 def cli(vault: Vault, *args: str, input: str | None = None, catch: bool = True) -> Result:
@@ -109,7 +110,7 @@ def test_digest_dry_run_then_real_then_again(tmp_path):
         # --dry-run: the change as a diff, then the report; nothing written
         out = ok(cli(vault, "digest", "--dry-run", name)).stdout
         assert out.startswith("--- a/topics/home.md\n+++ b/topics/home.md\n")
-        assert re.search(rf"^\+- \[fact\] Has a cat named Miso {DATE}$", out, re.M)
+        assert re.search(rf"^\+- \[fact\] Has a cat named Miso {FROM} {DATE}$", out, re.M)
         assert "\n-- Lives in Portland Oregon with partner (2025-05-01)\n" in out
         assert "--- a/archive.md\n+++ b/archive.md\n" in out
         assert "chat.txt: would write 2 entries, archived 1 outdated, skipped 1\n" in out
@@ -120,16 +121,16 @@ def test_digest_dry_run_then_real_then_again(tmp_path):
         out = ok(cli(vault, "digest", name)).stdout
         lines = out.splitlines()
         assert lines[0] == "chat.txt: wrote 2 entries, archived 1 outdated, skipped 1"
-        assert re.fullmatch(rf"  \+ home: - \[fact\] Has a cat named Miso {DATE}", lines[1])
-        assert re.fullmatch(rf"  \+ home: - \[event\] Moved from Portland Oregon to Seattle with partner {DATE}", lines[2])
+        assert re.fullmatch(rf"  \+ home: - \[fact\] Has a cat named Miso {FROM} {DATE}", lines[1])
+        assert re.fullmatch(rf"  \+ home: - \[event\] Moved from Portland Oregon to Seattle with partner {FROM} {DATE}", lines[2])
         assert lines[3] == ('  ~ home: archived "Lives in Portland Oregon with partner (2025-05-01)" '
                             '(superseded by "Moved from Portland Oregon to Seattle with partner")')
         assert lines[4] == '  - skipped "Prefers bomba rice for paella": already in cooking'
         assert len(lines) == 5 and "---" not in out  # no diff without --dry-run
         home = (vault.topics_dir / "home.md").read_text()
         assert "Portland Oregon with partner (2025" not in home
-        assert re.search(rf"^- \[fact\] Has a cat named Miso {DATE}\n- \[event\] Moved from Portland Oregon to Seattle "
-                         rf"with partner {DATE}\n\Z", home, re.M)
+        assert re.search(rf"^- \[fact\] Has a cat named Miso {FROM} {DATE}\n- \[event\] Moved from Portland Oregon to "
+                         rf"Seattle with partner {FROM} {DATE}\n\Z", home, re.M)
         assert "Lives in Portland Oregon with partner" in (vault.root / "archive.md").read_text()
         assert (vault.topics_dir / "cooking.md").read_bytes() == before["topics/cooking.md"]
         after = files(vault.root)

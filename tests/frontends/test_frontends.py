@@ -31,6 +31,7 @@ FRONT_ENDS = {
     "recent topics": (("recent",), "recent_topics", ("GET", "/recent")),
     "pending": (("pending",), "pending_follow_ups", ("GET", "/pending")),
     "done": (("done",), "mark_done", ("POST", "/pending/done")),
+    "why": (("why",), "why_memory", ("GET", "/why/{id}")),
     "proactive": (("proactive",), "proactive", ("GET", "/proactive")),
     "upkeep": (("upkeep",), "run_upkeep", ("POST", "/upkeep")),
     "list sessions": (("session", "list"), "list_sessions", ("GET", "/sessions")),

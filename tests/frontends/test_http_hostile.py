@@ -44,6 +44,7 @@ SAMPLES: dict[tuple[str, str], tuple[str, dict | None]] = {
     ("POST", "/edit"): ("/edit", {"match": "bomba", "text": "A page changed this"}),
     ("GET", "/topics"): ("/topics", None),
     ("GET", "/topics/{topic}"): ("/topics/cooking", None),
+    ("GET", "/why/{id}"): ("/why/abcd1234", None),
     ("GET", "/recent"): ("/recent", None),
     ("GET", "/pending"): ("/pending", None),
     ("POST", "/pending/done"): ("/pending/done", {"match": "knee"}),

@@ -103,6 +103,7 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
     ("add_memory", {"text": "x", "tags": [1]}, "invalid value for tags: expected a list of strings, got 1", None),
     ("forget_memory", {"id": "zzzzzzzz"}, "no entry with id 'zzzzzzzz'", ["forget", "zzzzzzzz"]),
     ("forget_memory", {"id": "ab"}, "entry id 'ab' is too short", ["forget", "ab"]),
+    ("why_memory", {"id": "zzzzzzzz"}, "no entry, current or in archive.md, with id 'zzzzzzzz'", ["why", "zzzzzzzz"]),
     ("read_topic", {"name": "nope"}, "no topic 'nope' in topics/", ["show", "nope"]),
     ("read_topic", {"name": "a/b"}, "invalid topic name 'a/b'", ["show", "a/b"]),
     ("get_context", {"message": "hi", "budget_tokens": -5}, "invalid value for budget_tokens: -5 is below", None),
@@ -139,7 +140,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 # ---- the tools and their input schemas
                 tools = {t.name: t for t in (await session.list_tools()).tools}
                 assert list(tools) == ["search_memories", "add_memory", "edit_memory", "forget_memory",
-                                       "get_context", "list_topics", "read_topic", "recent_topics",
+                                       "why_memory", "get_context", "list_topics", "read_topic", "recent_topics",
                                        "pending_follow_ups", "mark_done", "set_fact", "get_fact", "list_people",
                                        "add_person", "list_sessions", "start_session",
                                        "save_message", "load_session", "search_sessions", "proactive", "run_upkeep",

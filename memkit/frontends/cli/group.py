@@ -58,6 +58,7 @@ COMMANDS = {
     "topics": "memkit.frontends.cli.memories:topics",
     "upkeep": "memkit.frontends.cli.jobs:upkeep",
     "watch": "memkit.frontends.cli.jobs:watch",
+    "why": "memkit.frontends.cli.memories:why",
 }
 
 

@@ -1,4 +1,4 @@
-"""`memkit add`, `show`, `topics`, `recent`, `forget`, `edit`, `history`, `pending`, `done`: reading and
+"""`memkit add`, `show`, `topics`, `recent`, `forget`, `edit`, `history`, `why`, `pending`, `done`: reading and
 changing memories by hand (click commands over :class:`memkit.Vault`; the group is in :mod:`memkit.frontends.cli.group`)."""
 from __future__ import annotations
 
@@ -219,6 +219,29 @@ def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
 
 
 @click.command()
+@cli_params("why")
+@json_option
+@click.pass_context
+def why(ctx: click.Context, entry_id: str, json_: bool) -> None:
+    """Why memkit believes something: the lines of the conversation a memory came from.
+
+    A digest ends each entry with '(from SOURCE DAY)': a session's id or a transcript's file name.
+    This finds that conversation (sessions/, an aged session's raw archive in
+    sessions/archive/raw/, or inbox/done/) and shows the messages that say the memory ('>'), each
+    after the one before it, with their line numbers in the file. An archived memory's id works too.
+
+    \b
+    Example:
+      memkit why 3f2a9c1e
+    """
+    found = get_vault(ctx).why(entry_id)
+    if json_:
+        echo_json(found.to_dict())
+    else:
+        click.echo(found.render())
+
+
+@click.command()
 @cli_params("pending")
 @json_option
 @click.pass_context
@@ -271,4 +294,4 @@ def done(ctx: click.Context, entry_id: str | None, match: str | None, topic: str
 
 
 
-__all__ = ["add", "topics", "show", "forget", "recent", "edit", "history", "pending", "done"]
+__all__ = ["add", "topics", "show", "forget", "recent", "edit", "history", "why", "pending", "done"]

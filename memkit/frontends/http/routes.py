@@ -250,6 +250,9 @@ class Api:
     def show_topic(self, topic: str) -> dict[str, Any]:
         return self.vault.show_topic(topic)
 
+    def why(self, id: str) -> dict[str, Any]:  # noqa: A002
+        return self.vault.why(id).to_dict()
+
     def recent(self) -> dict[str, Any]:
         return {"recent": [r.to_dict() for r in self.vault.recent()]}
 

@@ -38,6 +38,7 @@ EDIT_BODY = _params("edit")
 TOPIC_PATH = _params("show", "path")
 PROACTIVE_PARAMS = _params("proactive")
 SESSION_PATH = _params("load_session", "path")
+WHY_PATH = _params("why", "path")
 SESSIONS_PARAMS = _params("list_sessions")
 START_BODY = _params("start_session")
 MESSAGE_BODY = _params("save_message", "body")
@@ -68,6 +69,19 @@ COMPONENTS: dict[str, Any] = {
               "properties": {"error": {"type": "string", "description": "What is wrong, in one line."},
                              "status": {"type": "integer"}}},
     "Entry": ENTRY,
+    "Why": {"type": "object", "required": ["id", "text", "topic", "status", "source", "day", "file", "kind", "lines"],
+            "properties": {
+                "id": {"type": "string"}, "text": {"type": "string"}, "topic": {"type": "string"},
+                "status": {"type": "string", "description": "current, or why it left (archive.md)"},
+                "source": {"type": "string", "description": "a session id's beginning or a transcript's file name"},
+                "day": {"type": ["string", "null"], "format": "date"},
+                "file": {"type": "string", "description": "the conversation's file, relative to the vault"},
+                "kind": {"type": "string", "enum": ["session", "raw", "transcript"]},
+                "lines": {"type": "array", "items": {
+                    "type": "object", "required": ["line", "role", "text", "match"],
+                    "properties": {"line": {"type": "integer"}, "role": {"type": "string"}, "text": {"type": "string"},
+                                   "match": {"type": "boolean",
+                                             "description": "false: the message before, as context"}}}}}},
     "Hit": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
         "type": "object", "required": ["score", "cosine", "lexical", "confident"],
         "properties": {"score": {"type": "number"}, "cosine": {"type": "number"}, "lexical": {"type": "number"},
@@ -223,6 +237,10 @@ OPERATIONS = [
               params=TOPIC_PATH, errors=(400, 404, 409)),
     Operation("GET", "/recent", "recent", "The recent-topics index (index.txt), newest first.", 200,
               _obj(["recent"], recent={"type": "array", "items": _ref("Recent")})),
+    Operation("GET", "/why/{id}", "why", "Where a memory came from: the conversation its (from …) marker names "
+              "(a session, an aged session's raw archive, a transcript in inbox/done/) and the lines of it that say "
+              "the memory. 404: no such entry, it names no conversation, or that conversation is gone.", 200,
+              _ref("Why"), params=WHY_PATH, errors=(400, 404)),
     Operation("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
               _obj(["pending"], pending={"type": "array", "items": _ref("FollowUp")})),
     Operation("GET", "/proactive", "proactive", "Whether now is a good moment to raise a follow-up (never in "

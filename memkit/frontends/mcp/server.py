@@ -160,6 +160,10 @@ class Memory:
         entry["archive"] = "archive.md"
         return Outcome(_as_json(entry), entry)
 
+    def why_memory(self, id: str) -> Outcome:  # noqa: A002
+        found = self.vault.why(id)
+        return Outcome(found.render(), found.to_dict())
+
     def get_context(self, message: str, session: str | None, budget_tokens: int, reset: bool) -> Outcome:
         if reset and session:
             self.vault.reset_session(session)

@@ -71,6 +71,17 @@ TOOLS: dict[str, dict[str, Any]] = {
             "it. Returns the entry that moved: id, text, topic, kind, tags, date, file, line."),
         "annotations": dict(WRITE, destructive_hint=True),
     },
+    "why_memory": {
+        "title": "Where a memory came from",
+        "description": (
+            "Why memory holds something: the conversation a memory was digested from (a saved session or a "
+            "transcript, and its day) and the lines of it that say the memory, with their line numbers. Use "
+            "it when the user asks why you think something about them. Takes the memory's id (from "
+            "search_memories or read_topic; an archived one's too). Returns id, text, topic, status, source, "
+            "day, file, kind (session, raw or transcript) and lines [{line, role, text, match}]; a memory "
+            "written by hand names no conversation (an error says so)."),
+        "annotations": READ,
+    },
     "get_context": {
         "title": "Memory block for the system prompt",
         "description": (

@@ -20,10 +20,11 @@ I'm vegetarian?" with: the ``why_memory`` tool).
 """
 from __future__ import annotations
 
+import glob
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import MemkitError, ProvenanceNotFound
 from ..formats.fields import provenance, strip_provenance
@@ -104,25 +105,28 @@ def why(store: Store, sessions: Sessions, ref: str) -> Why:
     step = steps[at]
     marked = next((provenance(s.text) for s in reversed(steps[:at + 1]) if provenance(s.text)), None)
     if marked is None:
-        raise ProvenanceNotFound(f"entry {step.id} names no conversation: this memory was written by hand or before "
-                           f"provenance was recorded (a digest ends each entry with `(from SOURCE DAY)`)")
+        raise ProvenanceNotFound(f"entry {step.id} names no conversation: this memory was written by hand or "
+                                 "before provenance was recorded (a digest ends each entry with `(from SOURCE DAY)`)")
     source, day = marked
+    if "/" in source or "\\" in source or source.startswith("."):  # a marker a person wrote: never a path
+        raise ProvenanceNotFound(f"entry {step.id} came from {source!r}, which names no session or transcript file")
     looked: list[str] = []
     found = _session_rows(store, sessions, source, day, looked) or _transcript_rows(store, source, looked)
-    if found is None:
-        raise ProvenanceNotFound(f"entry {step.id} came from {source}{' of ' + day if day else ''}, but that conversation "
-                           f"is gone: looked for {', '.join(looked)}")
-    file, kind, rows = found
-    return Why(step.id, step.text, step.topic, step.status, source, day, file, kind, _best(rows, step.text))
+    if not found:
+        raise ProvenanceNotFound(f"entry {step.id} came from {source}{' of ' + day if day else ''}, but that "
+                                 f"conversation is gone: looked for {', '.join(looked)}")
+    # the file that says it best (an aged session: its raw archive, or the messages saved since)
+    scored = [(_best(rows, step.text), file, kind) for file, kind, rows in found]
+    (score, lines), file, kind = max(scored, key=lambda x: x[0][0])
+    return Why(step.id, step.text, step.topic, step.status, source, day, file, kind, lines)
 
 
 # ---- finding the conversation -----------------------------------------------------------------
 
 def _session_rows(store: Store, sessions: Sessions, source: str, day: str | None,
-                  looked: list[str]) -> tuple[str, str, list[_Row]] | None:
-    """The messages of the session ``source`` (an id's beginning, on ``day``): from its raw archive
-    too once it aged (the messages there, then those saved since); the file that holds the best of
-    them is the one shown."""
+                  looked: list[str]) -> list[tuple[str, str, list[_Row]]]:
+    """The files of the session ``source`` (an id's beginning, on ``day``) with their messages: once
+    it aged, its raw archive first, then the session file (the messages saved since)."""
     looked.append(f"a session {source}* of {day or 'any day'} in sessions/ and sessions/archive/ "
                   "(and its raw archive in sessions/archive/raw/)")
     paths: list[tuple[Path, bool]] = []
@@ -140,10 +144,10 @@ def _session_rows(store: Store, sessions: Sessions, source: str, day: str | None
         if raw is not None:
             candidates.insert(0, (raw, "raw"))
     if not paths and raw_dir.is_dir() and not raw_dir.is_symlink():  # the session is gone, its raw archive not
-        for raw in sorted(raw_dir.glob(f"{day or '*'}-{source}*.md")):
+        for raw in sorted(raw_dir.glob(f"{glob.escape(day) if day else '*'}-{glob.escape(source)}*.md")):
             candidates.append((raw, "raw"))
             break
-    return _pick([(store.rel(p), kind, _session_file_rows(sessions, p)) for p, kind in candidates])
+    return [(store.rel(p), kind, _session_file_rows(sessions, p)) for p, kind in candidates]
 
 
 def _session_file_rows(sessions: Sessions, path: Path) -> list[_Row]:
@@ -154,30 +158,24 @@ def _session_file_rows(sessions: Sessions, path: Path) -> list[_Row]:
     return [_Row(m.line + 1 if m.line else 0, m.role, m.content) for m in session.messages]
 
 
-def _transcript_rows(store: Store, source: str, looked: list[str]) -> tuple[str, str, list[_Row]] | None:
+def _transcript_rows(store: Store, source: str, looked: list[str]) -> list[tuple[str, str, list[_Row]]]:
     """The messages of the transcript named ``source``: in inbox/done/ (or a ``NAME-N.ext`` there,
     the same name digested again), or still in inbox/."""
     inbox = store.inbox_dir
     name = Path(source)
     looked.append(f"{store.rel(inbox / 'done' / source)} and {store.rel(inbox / source)}")
     if name.name != source or source.startswith("."):
-        return None
+        return []
     done = inbox / "done"
     paths = [done / source]
     if done.is_dir():
-        paths += sorted(done.glob(f"{name.stem}-[0-9]*{name.suffix}"))
+        paths += sorted(done.glob(f"{glob.escape(name.stem)}-[0-9]*{glob.escape(name.suffix)}"))
     paths.append(inbox / source)
     found = []
     for p in paths:
         if p.is_file() and not p.is_symlink() and store.is_inside(p):
             found.append((store.rel(p), "transcript", _file_rows(p)))
-    return _pick(found)
-
-
-def _pick(found: Sequence[tuple[str, str, list[_Row]]]) -> tuple[str, str, list[_Row]] | None:
-    """The first file found that has messages (or the first at all)."""
-    with_rows = [f for f in found if f[2]]
-    return with_rows[0] if with_rows else (found[0] if found else None)
+    return found
 
 
 def _file_rows(path: Path) -> list[_Row]:
@@ -206,14 +204,14 @@ def _words(text: str) -> set[str]:
     return {w for w in terms(text) if not w.isdigit()}
 
 
-def _best(rows: list[_Row], entry: str) -> list[WhyLine]:
+def _best(rows: list[_Row], entry: str) -> tuple[int, list[WhyLine]]:
     """The messages that share most of the entry's words (see the module docstring), each after the
-    message before it, in file order."""
+    message before it, in file order; and how many words the best one shares."""
     wanted = _words(core_text(strip_provenance(entry)))
     scored = [(len(wanted & _words(r.content)), i) for i, r in enumerate(rows)]
     scored = [(s, i) for s, i in scored if s > 0]
     if not scored:
-        return []
+        return 0, []
     top = max(s for s, _ in scored)
     chosen = sorted(sorted(scored, key=lambda x: (-x[0], rows[x[1]].role != "user", x[1]))[:MAX_SHOWN], key=lambda x: x[1])
     shown: dict[int, WhyLine] = {}
@@ -223,7 +221,7 @@ def _best(rows: list[_Row], entry: str) -> list[WhyLine]:
         if i > 0 and i - 1 not in shown:
             shown[i - 1] = _line(rows[i - 1], False)
         shown[i] = _line(rows[i], True)
-    return [shown[i] for i in sorted(shown)]
+    return top, [shown[i] for i in sorted(shown)]
 
 
 def _line(row: _Row, match: bool) -> WhyLine:

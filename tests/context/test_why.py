@@ -138,3 +138,12 @@ def test_a_conversation_that_is_gone_is_named(tmp_path):
     file_gone = next(e for e in v.entries() if "mushrooms" in e.text)
     with pytest.raises(ProvenanceNotFound, match="inbox/done/dinner.txt and inbox/dinner.txt"):
         v.why(file_gone.id)
+
+
+def test_a_marker_naming_a_path_is_never_followed(tmp_path):
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake)
+    write(tmp_path / "secret.txt", "Maya: I eat vegetarian\n")
+    v.add("Eats vegetarian (from ../../secret.txt 2026-11-23)", topic="food")
+    with pytest.raises(ProvenanceNotFound, match="names no session or transcript file"):
+        v.why(vegetarian(v).id)

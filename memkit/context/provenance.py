@@ -10,7 +10,8 @@ the versions before it), then the conversation:
   the raw conversation of an aged session in ``sessions/archive/raw/`` (the session file then
   holds only its summary);
 - a transcript in ``inbox/done/`` (where a digested one goes; ``NAME-2.txt``… when one of that name
-  was there already), or still in ``inbox/``.
+  was there already), still in ``inbox/``, or where it lay in the vault when ``memkit digest FILE``
+  read it (``.memkit/digested.json`` keeps that path; a file outside the vault is never read).
 
 Then it shows the messages that best support the entry — most of the entry's words in common
 (:func:`memkit.formats.words.terms`), at most :data:`MAX_SHOWN`, and none that shares less than half
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..digest import load_digested
 from ..errors import MemkitError, ProvenanceNotFound
 from ..formats.fields import provenance, strip_provenance
 from ..formats.lifecycle import core_text
@@ -163,7 +165,8 @@ def _transcript_rows(store: Store, source: str, looked: list[str]) -> list[tuple
     the same name digested again), or still in inbox/."""
     inbox = store.inbox_dir
     name = Path(source)
-    looked.append(f"{store.rel(inbox / 'done' / source)} and {store.rel(inbox / source)}")
+    looked.append(f"{store.rel(inbox / 'done' / source)} and {store.rel(inbox / source)} (or where it was digested "
+                  "in the vault)")
     if name.name != source or source.startswith("."):
         return []
     done = inbox / "done"
@@ -171,8 +174,11 @@ def _transcript_rows(store: Store, source: str, looked: list[str]) -> list[tuple
     if done.is_dir():
         paths += sorted(done.glob(f"{glob.escape(name.stem)}-[0-9]*{glob.escape(name.suffix)}"))
     paths.append(inbox / source)
+    # a transcript digested where it lay in the vault (`memkit digest chat.txt`): .memkit/digested.json says where
+    paths += [store.root / str(r["path"]) for r in load_digested(store).values()
+              if isinstance(r, dict) and r.get("transcript") == source and isinstance(r.get("path"), str)]
     found = []
-    for p in paths:
+    for p in dict.fromkeys(paths):
         if p.is_file() and not p.is_symlink() and store.is_inside(p):
             found.append((store.rel(p), "transcript", _file_rows(p)))
     return found

@@ -615,12 +615,16 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
 
 def _remember(store: Store, report: DigestReport, now: datetime) -> None:
     """Record the transcript as digested: its hash, and its messages' count and hash (a longer
-    capture of the same conversation is then read from where this one ended)."""
+    capture of the same conversation is then read from where this one ended); a file inside the
+    vault, its path (``memkit why`` reads it again)."""
     path = _digested_path(store)
     with file_lock(store.state_dir / "digested.lock"):
         data = load_digested(store)
         data[report.sha] = {"transcript": os.path.basename(report.transcript), "at": now.isoformat(),
                             "added": len(report.written), "messages": report.count, "prefix": report.prefix}
+        where = Path(report.transcript).resolve()
+        if where.is_file() and store.is_inside(where):  # where `memkit why` finds it again
+            data[report.sha]["path"] = store.rel(where)
         atomic_write(path, json.dumps(data, indent=1, ensure_ascii=False))
 
 

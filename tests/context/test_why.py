@@ -147,3 +147,21 @@ def test_a_marker_naming_a_path_is_never_followed(tmp_path):
     v.add("Eats vegetarian (from ../../secret.txt 2026-11-23)", topic="food")
     with pytest.raises(ProvenanceNotFound, match="names no session or transcript file"):
         v.why(vegetarian(v).id)
+
+
+def test_a_transcript_digested_where_it_lay_in_the_vault_but_never_one_outside(tmp_path):
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake)
+        write(v.root / "chats" / "dinner.txt", CHAT)
+        v.digest(v.root / "chats" / "dinner.txt", llm=loopback_llm(fake))
+        why = v.why(vegetarian(v).id)
+        assert (why.kind, why.file) == ("transcript", "chats/dinner.txt")
+        outside = write(tmp_path / "elsewhere" / "lunch.txt", CHAT.replace("Monday", "Mon."))
+        v.forget(vegetarian(v).id)
+        (v.root / "archive.md").unlink()  # forgotten and gone from the archive: it may come back
+        v.digest(outside, llm=loopback_llm(fake))
+    digested = json.loads((v.root / ".memkit" / "digested.json").read_text())
+    assert {r["transcript"]: r.get("path") for r in digested.values()} == {"dinner.txt": "chats/dinner.txt",
+                                                                          "lunch.txt": None}
+    with pytest.raises(ProvenanceNotFound, match="lunch.txt and inbox/lunch.txt"):
+        v.why(vegetarian(v).id)

@@ -30,7 +30,7 @@ from .vault_aliases import VaultAliases
 from .vault_facts import VaultFacts
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
-    from .context import Context, Nudge, Why
+    from .context import Context, Nudge
     from .digest import Captured, DigestReport, InboxResult
     from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
     from .git import GitSetup, merge_files
@@ -186,16 +186,6 @@ class Vault(VaultAliases, VaultFacts):
         """Every version of an entry, oldest first (``ref``: the id of any version)."""
         from .upkeep import history
         return history(self.store, ref)
-
-    def why(self, ref: str) -> Why:
-        """Where a memory came from: the conversation its ``(from …)`` marker names (a session, an aged
-        session's raw archive, a transcript in inbox/done/) and the lines of it that say the memory
-        (see :mod:`memkit.context.provenance`; ``ref``: its id, current or archived).
-
-        :raises EntryNotFound: no such entry. :raises ProvenanceNotFound: it names no conversation,
-            or that conversation is gone."""
-        from .context import why
-        return why(self.store, self.conversations.folder, ref)
 
     def git_history(self, step: HistoryStep) -> list[str]:
         """``git log`` lines of the commits that added or removed a version's text (when the vault

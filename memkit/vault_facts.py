@@ -1,6 +1,7 @@
 """Vault's keyed facts and people: ``vault.set("city", "Porto")``, ``vault.get("city")``,
-``vault.people()`` (:mod:`memkit.store.facts`, :mod:`memkit.store.people`). :class:`memkit.vault.Vault`
-inherits them, so that the facade itself holds only its composition and the flows' entry points."""
+``vault.people()`` (:mod:`memkit.store.facts`, :mod:`memkit.store.people`), and where a memory came
+from: ``vault.why(id)`` (:mod:`memkit.context.provenance`). :class:`memkit.vault.Vault` inherits
+them, so that the facade itself holds only its composition and the flows' entry points."""
 from __future__ import annotations
 
 from datetime import date
@@ -22,6 +23,7 @@ from .store import (
 )
 
 if TYPE_CHECKING:
+    from .context import Why
     from .formats.topic import Topic
 
 __all__ = ["VaultFacts"]
@@ -66,3 +68,13 @@ class VaultFacts:
         """Append ``- Name (relation: detail): about`` to people.md (created when missing).
         :raises InvalidValue: a bad name or relation, or the name is there already."""
         return add_person(self.store, name, relation=relation, detail=detail, about=about)
+
+    def why(self, ref: str) -> Why:
+        """Where a memory came from: the conversation its ``(from …)`` marker names (a session, an aged
+        session's raw archive, a transcript in inbox/done/) and the lines of it that say the memory
+        (see :mod:`memkit.context.provenance`; ``ref``: its id, current or archived).
+
+        :raises EntryNotFound: no such entry. :raises ProvenanceNotFound: it names no conversation,
+            or that conversation is gone."""
+        from .context import why
+        return why(self.store, ref)

@@ -88,6 +88,7 @@ LAZY_MODULES = {
     # moved out of vault.py with the flows they serve (issue 28.2), lazy as they were there:
     "embeddings/choice.py": {".remote"},  # the embedding server's client (urllib, http.client): only for a server
     "split/adding.py": {".split"},  # the clustering: only when an add pushes a topic past the threshold
+    "vault_facts.py": {".context"},  # `memkit why` (sessions, the digest's records): only when asked
 }
 
 

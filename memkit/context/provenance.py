@@ -94,13 +94,14 @@ class _Row:
     content: str
 
 
-def why(store: Store, sessions: Sessions, ref: str) -> Why:
+def why(store: Store, ref: str) -> Why:
     """Where the entry ``ref`` (an id, or its first 4+ characters; current or archived) came from.
 
     :raises memkit.errors.EntryNotFound: no such entry.
     :raises ProvenanceNotFound: it names no conversation (written by hand, or before memkit recorded
         where memories came from), or its conversation is gone (what was looked for is named).
     """
+    sessions = Sessions(store.root, store.state_dir, store.config)
     steps = history(store, ref)
     wanted = ref.strip().lower()
     at = next((i for i, s in enumerate(steps) if s.id.startswith(wanted)), len(steps) - 1)

@@ -414,6 +414,10 @@ class Vault(VaultAliases, VaultFacts):
     def _llm(self, choice: LLMChoice) -> LLM | None:
         return self.llm() if isinstance(choice, str) else choice
 
+    def private_topics(self) -> list[str]:
+        """Topics with ``private: true``: what the servers list and find leaves them out (docs/privacy.md)."""
+        return self.store.private_topics()
+
     def context(self, message: str, *, session: str | None = None, budget_tokens: int = 2000,
                 now: datetime | None = None) -> Context:
         """The memory block for an assistant's system prompt, for the user's ``message``.

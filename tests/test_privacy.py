@@ -263,3 +263,25 @@ def test_a_git_crypt_vault_loads_adds_searches_and_keeps_its_attributes(tmp_path
     assert "sessions/** filter=git-crypt diff=git-crypt" in text
     assert ".memkit/" in (vault.root / ".gitignore").read_text()  # derived data stays local, never committed
     assert cli(vault.root, "search", "bomba", "--mode", "lexical").count("bomba") >= 1
+
+
+def test_the_servers_listings_leave_private_topics_out(tmp_path):
+    """list_topics / GET /topics, recent topics and pending follow-ups show no private topic; reading
+    it by name still works (asking by name); the CLI lists it."""
+    from memkit.frontends.http.api import HTTPServer
+    from memkit.frontends.mcp.server import Memory, TypedTools
+
+    vault = private_vault(tmp_path)
+    vault.add("Book the blood test (due 2026-01-10)", topic="health", kind="pending")
+    vault.add("Buy rye flour (due 2026-01-10)", topic="cooking", kind="pending")
+    tools = TypedTools(Memory.open(vault))
+    assert [t["name"] for t in tools.call("list_topics", {}).structured["topics"]] == ["cooking"]
+    assert [r["topic"] for r in tools.call("recent_topics", {}).structured["recent"]] == ["cooking"]
+    assert [f["topic"] for f in tools.call("pending_follow_ups", {}).structured["pending"]] == ["cooking"]
+    assert "sertraline" in json.dumps(tools.call("read_topic", {"name": "health"}).structured)
+    with HTTPServer(vault, port=0) as server:
+        c = Client(server)
+        assert [t["name"] for t in c.call("GET", "/topics")[1]["topics"]] == ["cooking"]
+        assert [r["topic"] for r in c.call("GET", "/recent")[1]["recent"]] == ["cooking"]
+        assert [f["topic"] for f in c.call("GET", "/pending")[1]["pending"]] == ["cooking"]
+    assert "health" in cli(vault.root, "topics")

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator
 from ...errors import MemkitError
 from ...vault import Vault, parse_day
 from ..facts import add_person_answer, get_answer, people_answer, set_answer
+from ..privacy import without_private
 from ..watch import Watcher
 from .spec import MAX_MESSAGE_BODY_BYTES, RequestError
 
@@ -245,7 +246,8 @@ class Api:
         return self.vault.edit(id, text, match=match, topic=topic).to_dict()
 
     def topics(self) -> dict[str, Any]:
-        return {"topics": [t.to_dict() for t in sorted(self.vault.topics(), key=lambda t: t.updated, reverse=True)]}
+        infos = without_private(self.vault, self.vault.topics(), lambda t: t.name)
+        return {"topics": [t.to_dict() for t in sorted(infos, key=lambda t: t.updated, reverse=True)]}
 
     def show_topic(self, topic: str) -> dict[str, Any]:
         return self.vault.show_topic(topic)
@@ -254,7 +256,7 @@ class Api:
         return self.vault.why(id).to_dict()
 
     def recent(self) -> dict[str, Any]:
-        return {"recent": [r.to_dict() for r in self.vault.recent()]}
+        return {"recent": [r.to_dict() for r in without_private(self.vault, self.vault.recent(), lambda r: r.topic)]}
 
     def context(self, message: str, session: str | None, budget_tokens: int, reset: bool) -> dict[str, Any]:
         if reset and session:
@@ -262,7 +264,7 @@ class Api:
         return self.vault.context(message, session=session, budget_tokens=budget_tokens).to_dict()
 
     def pending(self) -> dict[str, Any]:
-        return {"pending": [f.to_dict() for f in self.vault.pending()]}
+        return {"pending": [f.to_dict() for f in without_private(self.vault, self.vault.pending(), lambda f: f.entry.topic)]}
 
     def done(self, id: str | None, match: str | None, topic: str | None) -> dict[str, Any]:  # noqa: A002
         _one_of(id, match, "the follow-up")

@@ -45,6 +45,7 @@ from ...base.limits import MAX_TRANSCRIPT_BYTES
 from ...vault import parse_day
 from ..facts import add_person_answer, get_answer, people_answer, set_answer
 from ..operations import OPERATIONS, ArgumentError, Style, check, schema, time_value
+from ..privacy import without_private
 from .tools import INSTRUCTIONS, TOOLS
 
 log = logging.getLogger("memkit")
@@ -147,7 +148,7 @@ class Memory:
         return Outcome(_as_json(data), data)
 
     def pending_follow_ups(self) -> Outcome:
-        items = [f.to_dict() for f in self.vault.pending()]
+        items = [f.to_dict() for f in without_private(self.vault, self.vault.pending(), lambda f: f.entry.topic)]
         return Outcome(_as_json(items), {"pending": items})
 
     def mark_done(self, id: str) -> Outcome:  # noqa: A002
@@ -171,7 +172,8 @@ class Memory:
         return Outcome(ctx.text, ctx.to_dict())
 
     def list_topics(self) -> Outcome:
-        infos = sorted(self.vault.topics(), key=lambda t: t.updated, reverse=True)
+        infos = sorted(without_private(self.vault, self.vault.topics(), lambda t: t.name), key=lambda t: t.updated,
+                       reverse=True)
         topics = [t.to_dict() for t in infos]
         return Outcome(_as_json(topics), {"topics": topics})
 
@@ -180,7 +182,7 @@ class Memory:
         return Outcome(_as_json(data), data)
 
     def recent_topics(self) -> Outcome:
-        items = [r.to_dict() for r in self.vault.recent()]
+        items = [r.to_dict() for r in without_private(self.vault, self.vault.recent(), lambda r: r.topic)]
         return Outcome(_as_json(items), {"recent": items})
 
     def list_sessions(self, limit: int | None, archived: bool) -> Outcome:

@@ -419,16 +419,16 @@ class Vault(VaultAliases, VaultFacts):
         return self.store.private_topics()
 
     def context(self, message: str, *, session: str | None = None, budget_tokens: int = 2000,
-                now: datetime | None = None) -> Context:
+                now: datetime | None = None, clear: bool = False) -> Context:
         """The memory block for an assistant's system prompt, for the user's ``message``.
 
-        :param message: the user's latest message (may be empty).
-        :param session: a conversation id; memories accumulate across calls that share it.
-        :param budget_tokens: the most the block may take (~4 characters a token).
-        :param now: the current time (default: now).
-        """
+        :param message: the user's latest message (may be empty; never saved here: ``conversations.append``).
+        :param session: a conversation session's id (started if new): its last turns join the block, memories
+            accumulate across calls that share it; ``clear`` ends its window first. ``now``: default now.
+        :param budget_tokens: the most the block may take (~4 characters a token)."""
         from .context import build_context
-        return build_context(self.searcher, message, session=session, budget_tokens=budget_tokens, now=now)
+        return build_context(self.searcher, message, session=session, budget_tokens=budget_tokens, now=now,
+                             conversations=self.conversations if session else None, clear=clear)
 
     def reset_session(self, session: str) -> None:
         """Forget a context session's accumulated memories and topic."""

@@ -242,6 +242,9 @@ class Config:
         "important messages kept verbatim, routine ones condensed). Without an LLM, summary and hybrid fall "
         "back to windowing (hybrid still keeps the system and important messages).")
     session_keep_recent: int = setting(6, Whole(1), "hybrid: the most newest messages kept verbatim.")
+    context_turns: int = setting(
+        6, Whole(0), "`memkit context --session ID`: the conversation's last this many messages (user and "
+        "assistant) go into the block, beside the memories; 0: none.")
     session_summary_days: int = setting(
         3, Whole(0), "`memkit upkeep` (with an LLM) condenses a session idle this many days into a summary with "
         "key points and emotional highlights; 0: never. The raw conversation is kept in sessions/archive/raw/.")

@@ -14,7 +14,11 @@ The block is markdown, in layers:
 3. **Current topic**: once a topic is detected for the conversation, its **topic file** (title,
    summary and every entry as written) fills the room the memories leave. A detected topic sticks
    for the session until a later message clearly detects another one.
-4. **Memory instructions**: how the assistant should use and grow its memory.
+4. **Conversation** (with a session id and the vault's conversations, :mod:`memkit.context.conversation`):
+   the conversation session of that id (started if there is none): its earlier messages that bear
+   on the message, then its last ``context_turns`` messages, oldest first. The context only reads
+   it: the caller saves the messages. ``clear`` ends its window (later blocks show only what follows).
+5. **Memory instructions**: how the assistant should use and grow its memory.
 
 Session state is derived data in ``.memkit/sessions/<safe id>.json``: the last messages, the
 detected topic and the accumulated memories. Every read-modify-write of one session holds that
@@ -23,10 +27,11 @@ afresh with a warning. A session idle for longer than ``session_timeout_minutes`
 (by then its transcript is due for digestion). Without a session id the context is stateless.
 
 The block fits ``budget_tokens`` (estimated at ~4 characters a token). Over budget, it sheds in
-this order: recent topics beyond the newest five, the topic file's entries least relevant to the
-message (those the message does not find, oldest first, then the weakest matches), the earlier
-messages' memories from the bottom of the list, the last recent topics, the profile's last lines
-(down to one), then this message's own memories from the bottom. The instructions
+this order: recent topics beyond the newest five, the conversation's earlier messages, the topic
+file's entries least relevant to the message (those the message does not find, oldest first, then
+the weakest matches), the earlier messages' memories from the bottom of the list, the last recent
+topics, the conversation's last turns (oldest first), the profile's last lines (down to one), then
+this message's own memories from the bottom. The instructions
 are never cut, and every cut says ``(N more not shown)``. Expired entries (memkit.yaml
 ``expire:``, ``(until DATE)``) are never shown.
 """
@@ -38,7 +43,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..base.fsutil import atomic_write, describe_os_error, file_lock
 from ..base.limits import MAX_MESSAGE_CHARS  # a message is kept (and searched) up to this length
@@ -51,6 +56,10 @@ from ..formats.topic import Entry, Topic
 from ..formats.words import terms
 from ..search import Hit, Searcher, detect_topic, hit_at, is_confident
 from ..store import Store
+from .conversation import Conversation, conversation_of
+
+if TYPE_CHECKING:
+    from ..sessions import Conversations
 
 log = logging.getLogger("memkit")
 
@@ -86,6 +95,7 @@ class Context:
     session: str | None  #: the session id given, or None when stateless
     tokens: int  #: estimated size of :attr:`text` (~4 characters a token)
     omitted: dict[str, int] = field(default_factory=dict)  #: items left out to fit the budget, by layer
+    conversation: dict[str, Any] | None = None  #: the conversation layer's session, turns and earlier messages
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for ``memkit context --json``)."""
@@ -97,7 +107,7 @@ class Context:
             "recent": [r.to_dict() for r in self.recent],
             "memories": [h.to_dict() for h in self.memories],
             "omitted": dict(self.omitted),
-        }
+        } | ({"conversation": self.conversation} if self.conversation is not None else {})
 
 
 def estimate_tokens(text: str) -> int:
@@ -117,6 +127,7 @@ def session_path(store: Store, session: str) -> Path:
 
 def reset_session(store: Store, session: str) -> None:
     """Forget a session's state (its accumulated memories and detected topic); no-op if it has none.
+    A conversation's clear point (``clear``) is kept: reset forgets memories, never shows cleared turns again.
 
     :param store: the vault.
     :param session: the session id.
@@ -126,6 +137,14 @@ def reset_session(store: Store, session: str) -> None:
         return
     with file_lock(path.with_suffix(".lock"), LOCK_TIMEOUT_S):
         try:
+            state = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError):
+            state = None
+        try:
+            if isinstance(state, dict) and not _check_state(state) and "cleared" in state:
+                state.update(turns=0, messages=[], topic=None, memories=[])
+                atomic_write(path, json.dumps(state, indent=1) + "\n")
+                return
             path.unlink()
         except FileNotFoundError:
             pass
@@ -134,7 +153,8 @@ def reset_session(store: Store, session: str) -> None:
 
 
 def build_context(searcher: Searcher, message: str, *, session: str | None = None, budget_tokens: int = 2000,
-                  now: datetime | None = None) -> Context:
+                  now: datetime | None = None, conversations: Conversations | None = None,
+                  clear: bool = False) -> Context:
     """Build the memory block for the user's ``message``.
 
     :param searcher: searches the vault.
@@ -144,7 +164,10 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
     :param budget_tokens: the most the block may take (~4 characters a token); the instructions
         are always kept, so a budget below their size is exceeded (with a warning).
     :param now: the current time (relative times, session timeout); default :meth:`datetime.now`.
-    :raises MemkitError: for a budget below 1 or unwritable session state.
+    :param conversations: the vault's conversation sessions: with a session id, the block gets the
+        conversation layer (:mod:`memkit.context.conversation`); None: no conversation layer.
+    :param clear: end the conversation's window first (later blocks show only the messages after now).
+    :raises MemkitError: for a budget below 1, unwritable session state or an unreadable conversation.
     """
     if budget_tokens < 1:
         raise MemkitError(f"the token budget must be at least 1, got {budget_tokens}")
@@ -164,7 +187,11 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
         raise describe_os_error(exc, f"{store.rel(path.parent)}/") from exc
     with file_lock(path.with_suffix(".lock"), LOCK_TIMEOUT_S):
         state = _load_state(store, path, session, now)
-        result = _build(searcher, message, state, budget_tokens, now)
+        conv = None
+        if conversations is not None:
+            turns = int(store.config.context_turns)
+            conv = conversation_of(conversations, session, message, state, turns=turns, clear=clear, now=now)
+        result = _build(searcher, message, state, budget_tokens, now, conv)
         state["updated"] = now.strftime(TIME_FORMAT)
         try:
             atomic_write(path, json.dumps(state, indent=1) + "\n")  # ASCII: ids may hold surrogates
@@ -219,8 +246,8 @@ def _load_state(store: Store, path: Path, session: str, now: datetime) -> dict[s
         return _new_state(session, now)
     timeout = float(store.config.session_timeout_minutes)
     updated = datetime.strptime(state["updated"], TIME_FORMAT)
-    if timeout > 0 and (now - updated).total_seconds() > timeout * 60:
-        return _new_state(session, now)  # idle past the timeout: a new conversation
+    if timeout > 0 and (now - updated).total_seconds() > timeout * 60:  # idle past the timeout: start afresh
+        return dict(_new_state(session, now), **({"cleared": state["cleared"]} if "cleared" in state else {}))
     state["session"] = session
     return state
 
@@ -243,6 +270,10 @@ def _check_state(state: Any) -> str | None:
         return "'messages' is not a list of strings"
     if state.get("topic") is not None and not isinstance(state.get("topic"), str):
         return "'topic' is not a string"
+    cleared = state.get("cleared")
+    if cleared is not None and not (isinstance(cleared, dict) and isinstance(cleared.get("messages"), int)
+                                    and isinstance(cleared.get("time"), str)):
+        return "'cleared' is malformed"
     memories = state.get("memories")
     if not isinstance(memories, list):
         return "'memories' is not a list"
@@ -254,7 +285,8 @@ def _check_state(state: Any) -> str | None:
 
 # ---- the layers ---------------------------------------------------------------------------------
 
-def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_tokens: int, now: datetime) -> Context:
+def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_tokens: int, now: datetime,
+           conv: Conversation | None = None) -> Context:
     """Update ``state`` with ``message`` (search, accumulate, detect) and render the block."""
     hits: list[Hit] = []
     if message:
@@ -300,7 +332,7 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
                         "cannot rank the topic's entries; the oldest are left out first")
     fresh = {h.id for h in hits}
     own = sum(1 for h in memories if h.id in fresh)  # this message's memories lead the list
-    return _fit(recent, memories, topic, state["session"], budget_tokens, now, profile, follow, order, own)
+    return _fit(recent, memories, topic, state["session"], budget_tokens, now, profile, follow, order, own, conv)
 
 
 def _relevance_order(searcher: Searcher, topic: Topic, message: str) -> list[int]:
@@ -449,6 +481,19 @@ def _memories_section(memories: Sequence[Hit], shown: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _conversation_section(turns: Sequence[str], n_turns: int, earlier: Sequence[str], n_earlier: int) -> str:
+    """The conversation going on: earlier messages that bear on the message, then the last turns."""
+    lines = ["## Conversation"]
+    if earlier[:n_earlier]:
+        lines += ["Earlier in this conversation:"] + list(earlier[:n_earlier])
+    if turns:
+        lines.append("The last messages, oldest first:")
+        if n_turns < len(turns):
+            lines.append(f"- ({len(turns) - n_turns} more not shown)")
+        lines += list(turns[len(turns) - n_turns:]) if n_turns else []
+    return "\n".join(lines) + "\n"
+
+
 def _age_order(entries: Sequence[Entry]) -> list[int]:
     """Entry positions from oldest to newest: by date, an undated entry taking the date of the
     dated entry above it (files grow by appending, so position breaks ties)."""
@@ -490,11 +535,13 @@ def _topic_section(topic: Topic, keep: set[int] | None, above: set[str] = frozen
 
 def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, session: str | None,
          budget_tokens: int, now: datetime, profile: Sequence[Entry] = (),
-         follow: Sequence[tuple[str, str, date]] = (), order: list[int] | None = None, own: int = 0) -> Context:
+         follow: Sequence[tuple[str, str, date]] = (), order: list[int] | None = None, own: int = 0,
+         conv: Conversation | None = None) -> Context:
     """Render the block, shedding items in the documented order until it fits the budget.
 
     :param order: the topic's entry positions, the first to leave out first (default: oldest first).
     :param own: how many of ``memories`` (the first ones) are this message's: shed last.
+    :param conv: the conversation layer, if any.
     """
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     if topic is None:
@@ -504,6 +551,9 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
     n_entries = len(order)
     n_profile = len(profile)
     head = _follow_section(follow, now.date())
+    turn_lines = conv.turn_lines() if conv is not None else []
+    earlier_lines = conv.earlier_lines() if conv is not None else []
+    n_turns, n_earlier = len(turn_lines), len(earlier_lines)
 
     def render(n_recent: int, n_mem: int, n_topic: int) -> str:
         parts = ["# Memory\n"]
@@ -517,6 +567,8 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
         if topic is not None:
             keep = None if n_topic >= n_entries else set(order[n_entries - n_topic:])
             parts.append(_topic_section(topic, keep, {h.id for h in memories[:n_mem]}))
+        if turn_lines or earlier_lines[:n_earlier]:
+            parts.append(_conversation_section(turn_lines, n_turns, earlier_lines, n_earlier))
         parts.append(INSTRUCTIONS)
         return "\n".join(parts)
 
@@ -537,14 +589,20 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
     n_recent, n_mem, n_topic = len(recent), len(memories), n_entries
     floor = min(MIN_RECENT, n_recent)
     own = min(own, n_mem)
-    steps: list[tuple[str, int]] = [("recent", floor), ("topic", 0), ("memories", own), ("recent", 0),
-                                    ("profile", 1), ("memories", 0)]
+    steps: list[tuple[str, int]] = [("recent", floor), ("earlier", 0), ("topic", 0), ("memories", own),
+                                    ("recent", 0), ("turns", 0), ("profile", 1), ("memories", 0)]
     for layer, lo in steps:
         if fits(n_recent, n_mem, n_topic):
             break
         if layer == "profile":  # its last lines, down to one, before the message's own memories
             while n_profile > lo and not fits(n_recent, n_mem, n_topic):
                 n_profile -= 1
+        elif layer == "earlier":  # the least relevant first
+            while n_earlier > lo and not fits(n_recent, n_mem, n_topic):
+                n_earlier -= 1
+        elif layer == "turns":  # the oldest first
+            while n_turns > lo and not fits(n_recent, n_mem, n_topic):
+                n_turns -= 1
         elif layer == "recent":
             found = most(lo, n_recent, lambda n: fits(n, n_mem, n_topic))
             n_recent = lo if found is None else found
@@ -562,8 +620,12 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
                     "the budget of %d tokens is too small", estimate_tokens(text), budget_tokens)
     omitted = {"recent": len(recent) - n_recent, "memories": len(memories) - n_mem, "topic_entries": n_entries - n_topic,
                "profile": len(profile) - n_profile}
+    shown = None
+    if conv is not None:
+        omitted |= {"turns": len(turn_lines) - n_turns, "earlier": len(earlier_lines) - n_earlier}
+        shown = conv.to_dict(n_turns, n_earlier)
     return Context(text, recent[:n_recent], memories[:n_mem], topic.name if topic is not None else None,
-                   session, estimate_tokens(text), omitted)
+                   session, estimate_tokens(text), omitted, shown)
 
 
 CONTEXT_FLOOR = 0.15  #: a memory the judge scores below this cosine is not put in the block

@@ -263,14 +263,17 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("context", (
         Param("message", "string", "The user's latest message (may be empty).",
               required=True, max_length=MAX_MESSAGE_CHARS, argument=True),
-        Param("session", "string", "A conversation id: memories accumulate, and a detected topic sticks, across "
-              "calls that share it. Without it the block is for this message alone.", max_length=MAX_NAME_CHARS,
+        Param("session", "string", "A conversation session's id (started if there is none): its last turns "
+              "join the block (the caller saves the messages), memories accumulate and a detected topic sticks "
+              "across calls that share it. Without it the block is for this message alone.", max_length=MAX_NAME_CHARS,
               nonempty=True, cli=("--session", "-s"), metavar="ID"),
         Param("budget_tokens", "integer", "The most tokens the block may take (~4 characters a token); the "
               "instructions are always kept.", low=1, high=100_000, default=2000, names={"cli": "budget"},
               cli=("--budget",), metavar="N"),
-        Param("reset", "boolean", "Forget the session's accumulated memories and topic first.", default=False,
-              cli=("--reset",)),
+        Param("reset", "boolean", "Forget the session's accumulated memories and topic first (its conversation "
+              "stays).", default=False, cli=("--reset",)),
+        Param("clear", "boolean", "End the conversation's window first: later blocks show only the messages saved "
+              "after now; the conversation file keeps them all.", default=False, cli=("--clear",)),
     ), ("context",), "get_context", (("POST", "/context"),)),
     Operation("topics", (), ("topics",), "list_topics", (("GET", "/topics"),)),
     Operation("show", (

@@ -148,7 +148,7 @@ def test_a_wrong_value_names_the_file_the_key_and_what_it_takes(row):
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"colour": "blue"}, "v/memkit.yaml: unknown key 'colour' (allowed: digest_every_messages,"),
+    ({"colour": "blue"}, "v/memkit.yaml: unknown key 'colour' (allowed: context_turns, digest_every_messages,"),
     ({"judge_treshold": 0.3}, "unknown key 'judge_treshold' (did you mean 'judge_threshold'?"),
     ({"max_memories_per_search": 0}, "max_memories_per_search must be a whole number, 1 or more, not 0 (int)"),
     ({"upkeep_hour": 24}, "upkeep_hour must be an hour from 0 to 23, not 24"),

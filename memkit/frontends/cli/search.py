@@ -71,12 +71,18 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
 @cli_params("context")
 @json_option
 @click.pass_context
-def context_cmd(ctx: click.Context, message: str, session: str | None, budget: int, reset: bool, json_: bool) -> None:
+def context_cmd(ctx: click.Context, message: str, session: str | None, budget: int, reset: bool, clear: bool,
+                json_: bool) -> None:
     """Print the memory block to put in an assistant's system prompt for MESSAGE.
 
     Recent topics (with relative times), then the memories relevant to the conversation so far
     (or, once its topic is detected, that topic's file), then instructions on using memory.
     MESSAGE "-" reads the message from stdin.
+
+    With --session ID, the conversation session ID (started if there is none) adds its last
+    context_turns messages and its earlier messages relevant to MESSAGE. The context only reads
+    it: save each message with `memkit session append`. --clear ends its window: later blocks
+    show only the messages saved after it (the file keeps them all).
 
     \b
     Examples:
@@ -89,7 +95,7 @@ def context_cmd(ctx: click.Context, message: str, session: str | None, budget: i
         message = sys.stdin.read()
     if reset and session:
         vault.reset_session(session)
-    result = vault.context(message, session=session, budget_tokens=budget)
+    result = vault.context(message, session=session, budget_tokens=budget, clear=clear)
     if json_:
         echo_json(result.to_dict())
     else:

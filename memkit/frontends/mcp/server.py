@@ -165,10 +165,11 @@ class Memory:
         found = self.vault.why(id)
         return Outcome(found.render(), found.to_dict())
 
-    def get_context(self, message: str, session: str | None, budget_tokens: int, reset: bool) -> Outcome:
+    def get_context(self, message: str, session: str | None, budget_tokens: int, reset: bool,
+                    clear: bool = False) -> Outcome:
         if reset and session:
             self.vault.reset_session(session)
-        ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens)
+        ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens, clear=clear)
         return Outcome(ctx.text, ctx.to_dict())
 
     def list_topics(self) -> Outcome:

@@ -37,7 +37,7 @@ from ..errors import LLMError, MemkitError, NumericError, TopicNotFound, Transcr
 from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
 from ..formats.fields import provenance_marker
 from ..formats.lifecycle import core_text
-from ..formats.names import slugify, topic_relpath
+from ..formats.names import session_file_name, slugify, topic_relpath
 from ..formats.session import NAME_RE as SESSION_NAME_RE
 from ..formats.topic import (
     Entry,
@@ -231,6 +231,9 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     nearest = _Nearest(searcher)
     fresh = _drop_duplicates(searcher, conclusions, report, nearest)
     _mark_source(fresh, source, now)
+    hint = _session_topic(store, name)
+    for c in fresh:  # the LLM named no topic: the one the context detected for the session
+        c.topic_hint = c.topic_hint or hint
     _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
     pairs = _update_candidates(searcher, fresh, nearest)
     if pairs:
@@ -272,6 +275,21 @@ def session_source(name: str) -> tuple[str, str | None] | None:
     maybe followed by `` (messages 3-9)``), the name a session's digest is given; else None."""
     found = SESSION_NAME_RE.match(name.split(" (", 1)[0].replace("\\", "/").rsplit("/", 1)[-1])
     return (found.group(2), found.group(1)) if found else None
+
+
+def _session_topic(store: Store, name: str) -> str | None:
+    """The topic ``memkit context --session ID`` detected for the session a digest's messages come
+    from (``name``: its file), read from the context's state (``.memkit/sessions/<id>.json``,
+    :func:`memkit.context.block.session_path`); None for a transcript or a session without one."""
+    found = session_source(name)
+    if found is None:
+        return None
+    path = store.state_dir / "sessions" / session_file_name(found[0], found[0], ".json")
+    try:
+        topic = json.loads(path.read_bytes().decode("utf-8")).get("topic")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return topic if isinstance(topic, str) and topic.strip() else None
 
 
 def _mark_source(conclusions: Sequence[Conclusion], source: tuple[str, str | None] | None, now: datetime) -> None:

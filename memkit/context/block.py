@@ -50,7 +50,6 @@ from ..base.limits import MAX_MESSAGE_CHARS  # a message is kept (and searched) 
 from ..errors import MemkitError, TopicNotFound, TopicParseError
 from ..formats.fields import strip_provenance
 from ..formats.lifecycle import PENDING, due_date, expiry
-from ..formats.names import session_file_name
 from ..formats.recent import TIME_FORMAT, RecentTopic, relative_time
 from ..formats.topic import Entry, Topic
 from ..formats.words import terms
@@ -116,13 +115,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def session_path(store: Store, session: str) -> Path:
-    """The state file of ``session``: ``.memkit/sessions/<slug>-<hash>.json``.
-
-    Any id is accepted: the slug keeps it readable, the hash keeps distinct ids apart, and
-    neither can contain a path separator, so the file never leaves ``.memkit/sessions/``
-    (:func:`memkit.formats.names.session_file_name`, which names ``memkit capture``'s inbox files too).
-    """
-    return store.state_dir / SESSIONS_DIR / session_file_name(session, session, ".json")
+    """The state file of ``session`` (:meth:`memkit.store.layout.VaultFiles.context_state_path`)."""
+    return store.context_state_path(session)
 
 
 def reset_session(store: Store, session: str) -> None:

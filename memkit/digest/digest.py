@@ -37,7 +37,7 @@ from ..errors import LLMError, MemkitError, NumericError, TopicNotFound, Transcr
 from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
 from ..formats.fields import provenance_marker
 from ..formats.lifecycle import core_text
-from ..formats.names import session_file_name, slugify, topic_relpath
+from ..formats.names import slugify, topic_relpath
 from ..formats.session import NAME_RE as SESSION_NAME_RE
 from ..formats.topic import (
     Entry,
@@ -280,11 +280,11 @@ def session_source(name: str) -> tuple[str, str | None] | None:
 def _session_topic(store: Store, name: str) -> str | None:
     """The topic ``memkit context --session ID`` detected for the session a digest's messages come
     from (``name``: its file), read from the context's state (``.memkit/sessions/<id>.json``,
-    :func:`memkit.context.block.session_path`); None for a transcript or a session without one."""
+    :meth:`Store.context_state_path`); None for a transcript or a session without one."""
     found = session_source(name)
     if found is None:
         return None
-    path = store.state_dir / "sessions" / session_file_name(found[0], found[0], ".json")
+    path = store.context_state_path(found[0])
     try:
         topic = json.loads(path.read_bytes().decode("utf-8")).get("topic")
     except (OSError, ValueError, AttributeError):

@@ -19,7 +19,7 @@ from ..base.fsutil import VaultLock, describe_os_error, file_kind
 from ..config import CONFIG_NAME, Config, load_config
 from ..errors import MemkitError, VaultNotFound
 from ..formats.archive import ARCHIVE
-from ..formats.names import TOPICS_DIR, check_topic_name, is_topic_filename, topic_stem
+from ..formats.names import TOPICS_DIR, check_topic_name, is_topic_filename, session_file_name, topic_stem
 from ..formats.session import ARCHIVE_DIR, RAW_DIR, SESSIONS_DIR
 from .recovery import sweep_temp_files, undo_interrupted_split
 
@@ -104,6 +104,15 @@ class VaultFiles:
     @property
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
+
+    def context_state_path(self, session: str) -> Path:
+        """The state file of a context session: ``.memkit/sessions/<slug>-<hash>.json``.
+
+        Any id is accepted: the slug keeps it readable, the hash keeps distinct ids apart, and
+        neither can contain a path separator, so the file never leaves ``.memkit/sessions/``
+        (:func:`memkit.formats.names.session_file_name`, which names ``memkit capture``'s inbox files too).
+        """
+        return self.state_dir / "sessions" / session_file_name(session, session, ".json")
 
     @property
     def inbox_dir(self) -> Path:

@@ -56,6 +56,7 @@ from ..formats.fields import strip_provenance
 from ..formats.topic import Entry, Topic
 from ..formats.words import terms as text_terms
 from ..store import Store, TopicFile
+from . import frozen
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from .queue import EMBED_BATCH, EmbedQueue, f32_rows
 from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
@@ -661,6 +662,8 @@ class Index:
                 if old is not None and old.matrix == matrix and len(old) <= rows:
                     view = self._extend_view(con, old, gen, vectors)
                 if view is None:
+                    view = self._thaw(con, gen, matrix, vectors)
+                if view is None:
                     view = self._load_view(con, gen, matrix, vectors)
                 con.execute("COMMIT")
                 return view
@@ -674,6 +677,59 @@ class Index:
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _vocab(self, con: sqlite3.Connection) -> TermIds:
+        terms = int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0])
+        return TermIds(self.lookup_terms, self.terms_after if terms <= VOCAB_LOAD_MAX else None)
+
+    def _thaw(self, con: sqlite3.Connection, gen: int, matrix: str, vectors: np.ndarray) -> IndexView | None:
+        """The frozen view of this matrix (:mod:`memkit.index.frozen`) with the files changed since
+        it was frozen, or None (none, damaged: the view is read from SQLite)."""
+        state = frozen.parse_state(self.db.meta("frozen"))
+        if state is None or state[1] != matrix or self.in_memory:
+            return None
+        base = frozen.thaw(self.db.dir, state[0], matrix, vectors, self._vocab(con))
+        if base is None:
+            return None
+        return self._extend_view(con, base, gen, vectors)
+
+    def freeze_due(self) -> bool:
+        """Whether :meth:`freeze` would write a new frozen view now (see :func:`memkit.index.frozen.due`)."""
+        if self.in_memory:
+            return False
+        with self._mutex:
+            con = self.db.connect()
+            matrix, rows = self.db.matrix_state(con)
+            return frozen.due(frozen.parse_state(self.db.meta("frozen")), matrix, rows,
+                              int(self.db.meta("entries") or 0))
+
+    def freeze(self, ranking: frozen.Ranking | None = None, *, wait: float = 0.5, force: bool = False) -> str | None:
+        """Write the frozen view of the index as it is (:mod:`memkit.index.frozen`) when it is due
+        (or ``force``), holding the write lock; ``ranking`` adds the search layer's arrays. Returns
+        the new folder's name; None when not due, in memory, or another writer held the lock for
+        ``wait`` seconds (the next refresh tries again)."""
+        if self.in_memory or not (force or self.freeze_due()):
+            return None
+        with self._mutex:
+            try:
+                con = self.db.begin(wait)
+            except sqlite3.OperationalError as exc:
+                log.debug("freezing %s: busy (%s)", self.path, exc)
+                return None
+            try:
+                gen = int(self.db.meta("generation") or 0)
+                matrix, rows = self.db.matrix_state(con)
+                vectors = self.db.matrix.read(matrix, rows)
+                name = frozen.write(self.db.dir, self.db.matrix.stem, con, self._COLUMNS, gen, matrix, rows,
+                                   vectors, self._vocab(con), ranking)
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('frozen', ?)", (f"{name}|{matrix}|{rows}",))
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            self._epoch += 1
+            frozen.remove_unused(self.db.dir, self.db.matrix.stem, keep=name)
+            return name
+
     _COLUMNS = ("SELECT f.id, f.path, f.topic, f.updated, f.gen, f.n, f.row0, d.terms, d.counts, d.lines, d.days, "
                 "d.hashes, d.body FROM files f LEFT JOIN file_data d ON d.file_id = f.id")
 
@@ -681,9 +737,7 @@ class Index:
         builder = ViewBuilder()
         for row in con.execute(self._COLUMNS + " ORDER BY f.row0, f.id"):
             builder.add(row)
-        terms = int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0])
-        view = builder.view(gen, matrix, vectors,
-                            TermIds(self.lookup_terms, self.terms_after if terms <= VOCAB_LOAD_MAX else None))
+        view = builder.view(gen, matrix, vectors, self._vocab(con))
         del builder
         if len(view) >= TRIM_MIN_ROWS:
             trim_memory()

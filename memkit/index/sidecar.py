@@ -261,6 +261,9 @@ class Sidecar:
             except FileNotFoundError:
                 pass
         self.matrix.remove_others(keep="")
+        for path in self.dir.glob(f"{self.matrix.stem}.frozen.*"):  # its frozen views (memkit.index.frozen)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
 
     def meta(self, key: str) -> str | None:
         row = self.connect().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

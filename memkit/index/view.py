@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["IndexView", "TermIds", "ViewBuilder", "NO_DAY", "TRIM_MIN_ROWS", "PREFIX_DIMS", "days_of", "trim_memory"]
+__all__ = ["IndexView", "TermIds", "ViewBuilder", "NO_DAY", "TRIM_MIN_ROWS", "PREFIX_DIMS", "days_of", "trim_memory", "new_lineage"]
 
 PREFIX_DIMS = 64  #: the view's ``prefix``: the first dimensions of every vector (the ranker's scan)
 TRIM_MIN_ROWS = 20_000  #: after loading a view this large, freed memory is given back (trim_memory)
@@ -28,6 +28,11 @@ _LINEAGE = itertools.count(1)
 
 #: a ``files`` row joined with its ``file_data`` row, as the view reads it
 FileRow = tuple[int, str, str, str, int, int, int, bytes, bytes, bytes, bytes, str, str]
+
+
+def new_lineage() -> int:
+    """A new lineage number (views of one lineage extend each other)."""
+    return next(_LINEAGE)
 
 
 class TermIds:
@@ -83,9 +88,9 @@ class IndexView:
     file_ids: np.ndarray  #: int32, per row: its file slot
     lines: np.ndarray  #: int32, first line per entry
     ids: np.ndarray  #: bytes ``S8``: each entry's id (the first 8 hex digits of its hash)
-    texts: list[str]
-    kinds: list[str | None]
-    tags: list[tuple[str, ...]]
+    texts: Sequence[str]  #: a list, or a frozen index's TextColumn (memkit.index.columns)
+    kinds: Sequence[str | None]
+    tags: Sequence[tuple[str, ...]]
     own_days: np.ndarray  #: int32 per entry: its own ``(YYYY-MM-DD)`` as days since 1970 (NO_DAY: none)
     dates: np.ndarray  #: ``datetime64[D]`` per entry: its own date, else its topic's updated date
     vectors: np.ndarray  #: (n, dim) float32 unit rows: the memory-mapped matrix
@@ -98,6 +103,8 @@ class IndexView:
     slot_gen: list[int] = field(default_factory=list)
     slot_rows: list[tuple[int, int]] = field(default_factory=list)  #: (first row, count) per slot
     odd_dates: dict[int, str] = field(default_factory=dict)  #: own dates that are no real day ("2024-13-45")
+    #: the ranking's arrays of the frozen rows this view starts with (:mod:`memkit.index.frozen`), or None
+    frozen: Any = None
 
     def __len__(self) -> int:
         return int(self.file_ids.shape[0])
@@ -255,6 +262,28 @@ class ViewBuilder:
         for pos, day in odd.items():
             self.odd[first + int(pos)] = day
 
+    def drain(self) -> dict[str, Any]:
+        """The rows laid out since the last drain, as arrays and lists, forgotten here (a frozen
+        index is written a few files at a time: :mod:`memkit.index.frozen`)."""
+        def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        own = np.frombuffer(b"".join(self.blobs["days"]), dtype=np.int32)
+        live = [part for part in self.live if part.size]
+        out = {"file_ids": joined(self.slots, np.int32),
+               "lines": np.frombuffer(b"".join(self.blobs["lines"]), dtype=np.int32),
+               "own_days": own,
+               "dates": np.where(own == NO_DAY, joined(self.file_days, np.int64), own).astype("M8[D]"),
+               "ids": joined(self.ids, "S8"),
+               "term_ids": np.frombuffer(b"".join(self.blobs["terms"]), dtype=np.int32),
+               "counts": np.frombuffer(b"".join(self.blobs["counts"]), dtype=np.int32),
+               "live": joined(live, bool),
+               "texts": self.texts, "kinds": self.kinds, "tags": self.tags}
+        self.slots, self.file_days, self.ids, self.live = [], [], [], []
+        self.blobs = {k: [] for k in self.blobs}
+        self.texts, self.kinds, self.tags = [], [], []
+        return out
+
     def view(self, gen: int, matrix: str, vectors: np.ndarray, vocab: TermIds) -> IndexView:
         """The view of matrix rows ``vectors`` (all laid out: the rows after the last block die)."""
         self.skip(vectors.shape[0])
@@ -285,13 +314,20 @@ class ViewBuilder:
             offsets[start + 1:] += base.term_offsets[-1]
             view = IndexView(gen, matrix, self.files, self.topics, np.concatenate([base.file_ids, file_ids]),
                              np.concatenate([base.lines, lines]), np.concatenate([base.ids, new_ids]),
-                             base.texts + self.texts, base.kinds + self.kinds, base.tags + self.tags,
+                             _plus(base.texts, self.texts), _plus(base.kinds, self.kinds), _plus(base.tags, self.tags),
                              np.concatenate([base.own_days, own]), np.concatenate([base.dates, dates]),
                              vectors, np.concatenate([base.term_ids, term_ids]), offsets, vocab, live=live,
                              lineage=base.lineage)
         view.odd_dates = self.odd
         view.slot_file, view.slot_gen, view.slot_rows = self.slot_file, self.slot_gen, self.slot_rows
+        if base is not None:
+            view.frozen = base.frozen  # the same rows first: the frozen ranking still applies to them
         return view
+
+
+def _plus(column: Sequence[Any], more: list[Any]) -> Any:
+    """``column`` followed by ``more``: a list, or a column of the frozen index extended."""
+    return column + more  # type: ignore[operator]
 
 
 def days_of(day: str | None) -> int:

@@ -72,6 +72,18 @@ class _Postings:
             return
         self._build(term_ids, lengths, n, row0)
 
+    @classmethod
+    def restored(cls, docs: np.ndarray, tf: np.ndarray, indptr: np.ndarray, rows: int,
+                 alive: np.ndarray | None) -> "_Postings":
+        """Postings kept from an earlier build (:meth:`BM25Index.postings`), e.g. memory-mapped."""
+        self = cls.__new__(cls)
+        self.row0, self.rows = 0, rows
+        self._folded, self._folded_size = {}, 0
+        self.alive = None if alive is None or alive.all() else alive
+        self.docs, self.tf, self.indptr = docs, tf, indptr
+        self.n_terms = int(indptr.shape[0]) - 1
+        return self
+
     def _build(self, term_ids: np.ndarray, lengths: np.ndarray, n: int, row0: int) -> None:
         """Sort one int64 key per term occurrence (term * n + row); equal keys are one posting.
         The postings are read off the sorted keys a block at a time (few temporaries at once)."""
@@ -242,6 +254,21 @@ class BM25Index:
 
     def __len__(self) -> int:
         return self.n_docs
+
+    def postings(self) -> dict[str, np.ndarray]:
+        """The own-text postings of an index built in one piece (to keep: :meth:`restored`)."""
+        if len(self._parts) != 1:
+            raise ValueError("an extended index's postings are in parts")
+        main = self._parts[0]
+        return {"docs": main.docs, "tf": main.tf, "indptr": main.indptr}
+
+    @classmethod
+    def restored(cls, postings: dict[str, np.ndarray], term_ids: np.ndarray, offsets: np.ndarray, vocab: Any, *,
+                 live: np.ndarray | None, built_live: np.ndarray | None, **options: Any) -> "BM25Index":
+        """The index of these documents from postings kept by :meth:`postings` (built when
+        ``built_live`` rows were live; ``live``: which are now)."""
+        main = _Postings.restored(postings["docs"], postings["tf"], postings["indptr"], len(offsets) - 1, built_live)
+        return cls(term_ids, offsets, vocab, live=live, _main=main, **options)
 
     def extended(self, term_ids: np.ndarray, offsets: np.ndarray, file_ids: np.ndarray,
                  live: np.ndarray | None, vocab: Any = None) -> "BM25Index":

@@ -66,7 +66,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -243,12 +243,21 @@ class Ranker:
         (the rows of a file that changed, see :meth:`extended`).
     """
 
+    prefix: np.ndarray | None  #: the fast path's scan (None: exact path only)
+    prefix_buffer: np.ndarray | None  #: the prefix's rows, with room to grow (an extension fills it)
+    #: a prefix kept in a file (a frozen index's, :meth:`restored`): the first rows of the scan …
+    prefix_frozen: np.ndarray | None
+    prefix_tail: np.ndarray | None  #: … and the rows after them, in memory
+
     def __init__(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
                  file_ids: np.ndarray | Sequence[int] | None = None, params: RankParams | None = None, *,
                  terms: tuple[np.ndarray, np.ndarray, Any] | None = None, live: np.ndarray | None = None,
-                 base: "Ranker | None" = None) -> None:
+                 base: "Ranker | None" = None, kept: dict[str, Any] | None = None, scan: bool = True) -> None:
         self.params = p = params or RankParams()
         n = self.n = len(texts)
+        if kept is not None and base is None:
+            self._restore(vectors, file_ids, terms, live, kept)
+            return
         self._P, self._R, self._M = _split(vectors, n)
         self.dim = self._P.shape[1] + self._R.shape[1]
         files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids, dtype=np.int64).reshape(-1)
@@ -279,7 +288,60 @@ class Ranker:
         sp = np.array(ids + [-1], dtype=np.int32)[sp]  # -1 (no speaker) stays -1
         self.speaker: np.ndarray = sp if base is None else np.concatenate([base.speaker, sp])
         self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)  #: the largest fused score
-        self._set_prefix(base)
+        self._set_prefix(base if scan else None, scan)
+
+    def kept(self) -> dict[str, Any]:
+        """What a new process needs to rebuild this ranker without working it out again
+        (:meth:`restored`): arrays (BM25 postings, context norms, speakers, the prefix scan's
+        matrix) and a JSON ``info`` (the parameters, the speakers' names)."""
+        arrays: dict[str, Any] = {f"bm25_{k}": v for k, v in self.lex.postings().items()}
+        arrays.update(ctx_inv=self.ctx_inv, speaker=self.speaker)
+        if self._scans():  # the prefix scan's matrix, a block at a time
+            arrays["prefix"] = (self._P[a:a + 65536] for a in range(0, self.n, 65536))
+        return {"arrays": arrays, "info": {"params": asdict(self.params), "speakers": self.speaker_names}}
+
+    @classmethod
+    def restored(cls, n: int, vectors: np.ndarray, file_ids: np.ndarray, terms: tuple[np.ndarray, np.ndarray, Any],
+                 live: np.ndarray | None, arrays: dict[str, np.ndarray], info: dict[str, Any],
+                 built_live: np.ndarray | None, params: RankParams | None = None) -> "Ranker | None":
+        """The ranker of ``n`` entries from what :meth:`kept` gave (memory-mapped), when it was
+        made with these parameters; None otherwise (build it)."""
+        params = params or RankParams()
+        if info.get("params") != asdict(params) or "bm25_docs" not in arrays:
+            return None
+        self = cls.__new__(cls)
+        self.params = params
+        self.n = n
+        self._restore(vectors, file_ids, terms, live, {**arrays, "built_live": built_live,
+                                                      "speakers": list(info.get("speakers", []))})
+        return self
+
+    def _restore(self, vectors: Any, file_ids: Any, terms: Any, live: np.ndarray | None, kept: dict[str, Any]) -> None:
+        p, n = self.params, self.n
+        self._P, self._R, self._M = _split(vectors, n)
+        self.dim = self._P.shape[1] + self._R.shape[1]
+        files = np.asarray(file_ids, dtype=np.int64).reshape(-1)
+        self._set_live(live)
+        postings = {k[5:]: v for k, v in kept.items() if k.startswith("bm25_")}
+        self.lex = BM25Index.restored(postings, terms[0], terms[1], terms[2], live=self.live,
+                                      built_live=kept.get("built_live"), file_ids=files, k1=p.k1, b=p.b,
+                                      context=p.context, context_weight=p.context_weight)
+        self._set_files(files)
+        self.ctx_inv = kept["ctx_inv"]
+        self.speaker = kept["speaker"]
+        self.speaker_names = list(kept["speakers"])
+        self.speaker_terms = [set(text_terms(name)) for name in self.speaker_names]
+        self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)
+        self.prefix = self.prefix_buffer = self.prefix_tail = None
+        prefix = kept.get("prefix")
+        if prefix is not None and prefix.shape[0] == n:
+            self.prefix = self.prefix_frozen = prefix
+        else:
+            self.prefix_frozen = None
+
+    def _scans(self) -> bool:
+        """Whether this ranker takes the fast path (a prefix scan) on large vaults."""
+        return self.n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS and self._P.shape[1] == PREFIX_DIMS
 
     def _set_live(self, live: np.ndarray | None) -> None:
         self.live = None if live is None or live.all() else np.asarray(live, dtype=bool)  #: None: every row
@@ -313,10 +375,23 @@ class Ranker:
         return np.where(self.prev_ok[start:stop], 1 / np.sqrt(np.maximum(1 + w * w + 2 * w * dots, 1e-12)),
                         1).astype(np.float32)
 
-    def _set_prefix(self, base: "Ranker | None" = None) -> None:
-        self.prefix: np.ndarray | None = None  #: the fast path's scan (None: exact path only)
-        self.prefix_buffer: np.ndarray | None = None  #: the prefix's rows, with room to grow (an extension fills it)
-        if self.n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS and self._P.shape[1] == PREFIX_DIMS:
+    def _set_prefix(self, base: "Ranker | None" = None, scan: bool = True) -> None:
+        self.prefix = self.prefix_buffer = self.prefix_frozen = self.prefix_tail = None
+        frozen = base.prefix_frozen if base is not None else None
+        if frozen is not None and self.n >= FAST_MIN_N:
+            assert base is not None
+            f, n = frozen.shape[0], self.n
+            buf = base.prefix_buffer
+            start = base.n if buf is not None else f
+            if buf is None or buf.shape[0] < n - f:
+                buf = np.empty((n - f + max(1024, (n - f) // 4), PREFIX_DIMS), dtype=np.float32)
+                start = f
+            buf[start - f:n - f] = self._P[start:n]
+            self.prefix_buffer = buf
+            self.prefix_frozen = self.prefix = frozen
+            self.prefix_tail = buf[:n - f]
+            return
+        if scan and self._scans():
             # a contiguous copy of the matrix's first columns: the scan reads 1/4 of the bytes. An
             # extended ranker copies only its new rows, into the room its base left (the base's
             # prefix is a view of the rows before: never changed)
@@ -573,6 +648,8 @@ class Ranker:
             return None  # notes and conversations weighted apart: the candidates' proxy would not hold
         a = np.float32(weight)
         approx = self.prefix @ q[:self.prefix.shape[1]]
+        if self.prefix_tail is not None:  # rows after a frozen prefix
+            approx = np.concatenate([approx, self.prefix_tail @ q[:PREFIX_DIMS]])
         if dead.size:  # a live row's value: changes neither the minimum nor the maximum
             approx[dead] = approx[self._a_live_row]
         amin, amax, lmax = float(_MIN(approx)), float(_MAX(approx)), float(_MAX(lex))

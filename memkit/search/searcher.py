@@ -37,6 +37,7 @@ from ..index import (
     JudgeVectors,
     Progress,
     SessionSource,
+    column_mask,
     trim_memory,
 )
 from ..store import Store, load_people
@@ -228,8 +229,9 @@ class Searcher:
         if embed and self._unembedded:
             force = True  # a refresh without vectors ran: embed what it recorded before searching by meaning
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
-            self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
+            report = self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
             self._unembedded = not embed
+            self._freeze(report)
             return True
         return False
 
@@ -261,6 +263,7 @@ class Searcher:
         lacks one (:meth:`fill_judge`, its count in ``report.judged``). ``progress`` and
         ``judge_progress`` are called with (done, total)."""
         report = self.index.refresh(full=full, progress=progress)
+        self._freeze(report)
         self.removed_indexes = self.index.prune_other_models()
         if judge and not report.busy:
             report.judged = self.fill_judge(judge_progress)
@@ -286,7 +289,20 @@ class Searcher:
         report = self.index.refresh(paths=paths, wait=REFRESH_WAIT_S, embed=embed, parsed=parsed)
         if not embed or report.busy:
             self.changed()
+        else:
+            self._freeze(report)
         return report
+
+    def _freeze(self, report: IndexReport) -> None:
+        """After a refresh that changed the index, write its frozen view when one is due
+        (:meth:`memkit.index.Index.freeze`: a large index, none for its matrix or many rows
+        since); a failure only leaves the view to be read from SQLite."""
+        if report.busy or self._unembedded or not (report.changed_files or report.removed or report.rebuilt_model):
+            return
+        try:
+            self.index.freeze(ranking_kept)
+        except (OSError, ValueError, MemkitError) as exc:
+            log.warning("could not write the frozen index (%s); searches read it from SQLite", exc)
 
     def ranker(self, *, others: bool = True) -> tuple[IndexView, Ranker]:
         """The current view of the index and the ranker built over it: extended when the view
@@ -298,9 +314,12 @@ class Searcher:
             if ranked is None or ranked[0] is not view:
                 terms = (view.term_ids, view.term_offsets, view.vocab)
                 with single_thread():
+                    thawed = None
                     if ranked is not None and ranked[0].lineage == view.lineage and len(ranked[0]) <= len(view):
                         ranker = ranked[1].extended(view.texts, view.vectors, view.file_ids, terms,
                                                     view.live)
+                    elif (thawed := _thawed(view)) is not None:
+                        ranker = thawed
                     else:
                         ranker = Ranker(view.texts, view.vectors, view.file_ids, terms=terms,
                                         live=view.live)
@@ -523,10 +542,8 @@ class Searcher:
             fresh = np.full(n - start, np.iinfo(np.int64).max, dtype=np.int64)
             lifetimes = self.config.expire
             kinds, own, epoch = view.kinds, view.own_days, date(1970, 1, 1)
-            for j in range(start, n):
+            for j in _may_expire(view, start, lifetimes).tolist():  # most entries cannot expire
                 text = view.texts[j]
-                if (kinds[j] or "") not in lifetimes and "(until" not in text:
-                    continue  # the common case: cannot expire
                 written = epoch + timedelta(days=int(own[j])) if own[j] != NO_DAY else None
                 end, _ = last_day(kinds[j], written, text, lifetimes)
                 if end is not None:
@@ -537,6 +554,49 @@ class Searcher:
         rows = rows[[view.is_live(int(i)) for i in rows]] if len(rows) else rows
         self._expired_rows = (view, day, rows)
         return rows
+
+
+def _may_expire(view: IndexView, start: int, lifetimes: Mapping[str, Any]) -> np.ndarray:
+    """The rows ``start…`` of ``view`` that may expire: of a kind with a lifetime, or holding
+    ``(until``; for a frozen view's rows, read off what it kept rather than text by text."""
+    n = len(view)
+    found = [np.flatnonzero(column_mask(view.kinds, lambda k: (k or "") in lifetimes, start)) + start]
+    frozen = view.frozen
+    lo = start
+    if frozen is not None and start < frozen.rows:
+        until = frozen.until_rows
+        found.append(until[until >= start])
+        lo = frozen.rows
+    found.append(np.array([j for j, text in enumerate(view.texts[lo:n], start=lo) if "(until" in text], dtype=np.int64))
+    return np.unique(np.concatenate(found).astype(np.int64))
+
+
+def _thawed(view: IndexView) -> Ranker | None:
+    """The ranker of a view that starts with frozen rows (:mod:`memkit.index.frozen`): theirs
+    memory-mapped as the index kept it, extended by the rows after them; None when the view has
+    none, or they were kept for other ranking parameters."""
+    frozen = view.frozen
+    if frozen is None:
+        return None
+    f = frozen.rows
+    base = Ranker.restored(f, view.vectors[:f], view.file_ids[:f], (view.term_ids, view.term_offsets[:f + 1], view.vocab),
+                           frozen.live, frozen.ranking, frozen.info, frozen.live)
+    if base is None:
+        return None
+    if len(view) == f and (view.live is frozen.live):
+        return base
+    terms = (view.term_ids, view.term_offsets, view.vocab)
+    return base.extended(view.texts, view.vectors, view.file_ids, terms, view.live)
+
+
+def ranking_kept(view: IndexView) -> dict[str, Any]:
+    """What a frozen index keeps of the ranker of ``view`` (:meth:`Ranker.kept`): the work a new
+    process would otherwise do again. Built here without the prefix scan's copy (it is written
+    from the matrix a block at a time)."""
+    with single_thread():
+        ranker = Ranker(view.texts, view.vectors, view.file_ids, terms=(view.term_ids, view.term_offsets, view.vocab),
+                        live=view.live, scan=False)
+    return ranker.kept()
 
 
 def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> list[Hit]:
@@ -575,9 +635,9 @@ def _mask(view: IndexView, q: Query) -> np.ndarray | None:
         ok = np.array([_in(t, q.topic, q.subtopics) for t in view.topics], dtype=bool)
         both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))
     if q.kind is not None:
-        both(np.array([k == q.kind for k in view.kinds], dtype=bool))
+        both(column_mask(view.kinds, lambda k: k == q.kind))
     if q.tag is not None:
-        both(np.array([q.tag in t for t in view.tags], dtype=bool))
+        both(column_mask(view.tags, lambda t: q.tag in t))
     if q.since:
         both(view.dates >= np.datetime64(q.since, "D"))
     if q.hidden:  # private topics (Searcher.search's private=False)

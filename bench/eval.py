@@ -297,7 +297,7 @@ def fast_report(convs: list[Conversation], rankers: list[Ranker], params: RankPa
             print(f"note: the fast path needs >= 128 dimensions (this model: {convs[0].vectors.shape[1]}); "
                   "it is forced on anyway below, over the first dimensions")
             for r in fast_rankers:
-                r.prefix = np.ascontiguousarray(r.vectors[:, :rank.PREFIX_DIMS])
+                r.prefix = np.ascontiguousarray(r.vectors[:, :rank.PREFIX_DIMS].T)
         fast = evaluate(convs, params, modes=("lexical", "hybrid"), rankers=fast_rankers)
         agree = []
         for c, r in zip(convs, fast_rankers):

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Sequence, overload
 
 import numpy as np
 
-__all__ = ["TextColumn", "CodedColumn"]
+__all__ = ["TextColumn", "CodedColumn", "TagColumn", "column_mask", "tag_mask"]
 
 
 class TextColumn(Sequence[str]):
@@ -78,12 +78,14 @@ class CodedColumn(Sequence[Any]):
         self.codes = codes
         self.values = list(values)
         self.default = default
+        self._where: dict[Any, int] | None = None  # value -> code, made when first needed
 
     @classmethod
-    def encode(cls, items: Sequence[Any], default: Any = None, values: Sequence[Any] = ()) -> "CodedColumn":
-        """The column of ``items`` (``values``: a table to extend)."""
+    def encode(cls, items: Sequence[Any], default: Any = None, values: Sequence[Any] = (),
+               where: dict[Any, int] | None = None) -> "CodedColumn":
+        """The column of ``items`` (``values``: a table to extend, ``where``: its value -> code)."""
         table = list(values)
-        where = {v: i for i, v in enumerate(table)}
+        where = {v: i for i, v in enumerate(table)} if where is None else dict(where)
         codes = np.empty(len(items), dtype=np.int32)
         for j, item in enumerate(items):
             if item == default:
@@ -94,7 +96,9 @@ class CodedColumn(Sequence[Any]):
                 code = where[item] = len(table)
                 table.append(item)
             codes[j] = code
-        return cls(codes, table, default)
+        out = cls(codes, table, default)
+        out._where = where
+        return out
 
     def __len__(self) -> int:
         return int(self.codes.shape[0])
@@ -118,13 +122,82 @@ class CodedColumn(Sequence[Any]):
         return iter([table[c] for c in self.codes.tolist()])
 
     def __add__(self, more: Sequence[Any]) -> "CodedColumn":
-        added = CodedColumn.encode(list(more), self.default, self.values)
-        return CodedColumn(np.concatenate([self.codes, added.codes]), added.values, self.default)
+        if self._where is None:
+            self._where = {v: i for i, v in enumerate(self.values)}
+        added = CodedColumn.encode(list(more), self.default, self.values, self._where)
+        out = CodedColumn(np.concatenate([self.codes, added.codes]), added.values, self.default)
+        out._where = added._where
+        return out
 
     def mask(self, test: Callable[[Any], bool]) -> np.ndarray:
         """Rows whose value passes ``test`` (asked once per distinct value)."""
         lut = np.array([bool(test(v)) for v in self.values] + [bool(test(self.default))], dtype=bool)
         return lut[self.codes]
+
+
+class TagColumn(Sequence[tuple[str, ...]]):
+    """Each row's tags: tag ids (int32, every row's concatenated: row ``i``'s are
+    ``ids[offsets[i]:offsets[i + 1]]``) into ``names``, then ``tail``'s tuples."""
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray, names: Sequence[str], tail: Sequence[tuple[str, ...]] = ()) -> None:
+        self.ids = ids
+        self.offsets = offsets
+        self.names = list(names)
+        self._frozen = int(offsets.shape[0]) - 1
+        self._tail = list(tail)
+
+    def __len__(self) -> int:
+        return self._frozen + len(self._tail)
+
+    def _one(self, i: int) -> tuple[str, ...]:
+        if i >= self._frozen:
+            return self._tail[i - self._frozen]
+        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+        names = self.names
+        return tuple(names[t] for t in self.ids[a:b].tolist()) if b > a else ()
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[str, ...]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[str, ...]]: ...
+
+    def __getitem__(self, i: Any) -> Any:
+        n = len(self)
+        if isinstance(i, slice):
+            return [self._one(j) for j in range(*i.indices(n))]
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("tag index out of range")
+        return self._one(i)
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        for i in range(self._frozen):
+            yield self._one(i)
+        yield from self._tail
+
+    def __add__(self, more: Sequence[tuple[str, ...]]) -> "TagColumn":
+        return TagColumn(self.ids, self.offsets, self.names, self._tail + list(more))
+
+    def having(self, tag: str) -> np.ndarray:
+        """Rows that carry ``tag``."""
+        out = np.zeros(len(self), dtype=bool)
+        if tag in self.names:
+            code = self.names.index(tag)
+            at = np.flatnonzero(self.ids == code)
+            out[np.searchsorted(self.offsets, at, side="right") - 1] = True
+        for j, tags in enumerate(self._tail, start=self._frozen):
+            out[j] = tag in tags
+        return out
+
+
+def tag_mask(column: Sequence[tuple[str, ...]], tag: str) -> np.ndarray:
+    """Rows of a column of tags (a list of tuples, or a :class:`TagColumn`) that carry ``tag``."""
+    if isinstance(column, TagColumn):
+        return column.having(tag)
+    return np.array([tag in t for t in column], dtype=bool)
 
 
 def column_mask(column: Sequence[Any], test: Callable[[Any], bool], start: int = 0) -> np.ndarray:

@@ -38,14 +38,14 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base.fsutil import fsync_dir
-from .columns import CodedColumn, TextColumn
+from .columns import CodedColumn, TagColumn, TextColumn
 from .view import IndexView, TermIds, ViewBuilder, new_lineage
 
 log = logging.getLogger("memkit")
 
 __all__ = ["Frozen", "FROZEN_MIN_ROWS", "due", "write", "thaw", "remove_unused", "parse_state"]
 
-FORMAT = 1
+FORMAT = 2
 FROZEN_MIN_ROWS = 20_000  #: an index of fewer entries is read from SQLite (fast enough) and never frozen
 REFREEZE_SHARE = 0.125  #: frozen again once this share of the matrix's rows came after the freeze …
 REFREEZE_MIN_ROWS = 10_000  #: … and at least this many
@@ -107,6 +107,20 @@ class _Sink:
         fh.write(data.tobytes())
         self.arrays[name][1][0] += int(data.shape[0])
 
+    def fill(self, name: str, shape: tuple[int, ...], dtype: str, fill: Callable[[np.ndarray], None]) -> None:
+        """A ``shape`` array of ``dtype`` that ``fill`` writes through a writable map of its file."""
+        path = self.folder / f"{name}.bin"
+        self.arrays[name] = (np.dtype(dtype).str, list(shape))
+        if not all(shape):
+            path.write_bytes(b"")
+            return
+        out = np.memmap(path, dtype=dtype, mode="w+", shape=shape)
+        fill(out)
+        out.flush()
+        del out
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+
     def close(self) -> None:
         for fh in self._files.values():
             fh.flush()
@@ -137,13 +151,13 @@ def write(folder: Path, stem: str, con: sqlite3.Connection, columns: str, gen: i
         sink = _Sink(tmp)
         builder = ViewBuilder()
         kinds: list[Any] = []
-        tags: list[Any] = []
+        tag_of: dict[str, int] = {}
         until: list[int] = []
         text_end = 0
         row = 0
 
         def flush() -> None:
-            nonlocal kinds, tags, text_end, row
+            nonlocal kinds, text_end, row
             part = builder.drain()
             for key in ("file_ids", "lines", "own_days", "dates", "ids", "term_ids", "counts", "live"):
                 sink.put(key, part[key])
@@ -155,9 +169,9 @@ def write(folder: Path, stem: str, con: sqlite3.Connection, columns: str, gen: i
             coded = CodedColumn.encode(part["kinds"], None, kinds)
             kinds = coded.values
             sink.put("kinds", coded.codes)
-            coded = CodedColumn.encode(part["tags"], (), tags)
-            tags = coded.values
-            sink.put("tags", coded.codes)
+            tag_ids = [tag_of.setdefault(t, len(tag_of)) for row_tags in part["tags"] for t in row_tags]
+            sink.put("tag_ids", np.array(tag_ids, dtype=np.int32))
+            sink.put("tag_counts", np.array([len(t) for t in part["tags"]], dtype=np.int32))
             until.extend(row + j for j, t in enumerate(part["texts"]) if _UNTIL in t)
             row += len(part["texts"])
 
@@ -174,13 +188,16 @@ def write(folder: Path, stem: str, con: sqlite3.Connection, columns: str, gen: i
             "files": builder.files, "topics": builder.topics, "slot_file": builder.slot_file,
             "slot_gen": builder.slot_gen, "slot_rows": builder.slot_rows,
             "odd_dates": {str(k): v for k, v in builder.odd.items()}, "kinds": kinds,
-            "tags": [list(t) for t in tags], "arrays": sink.arrays, "ranking": {}}
+            "tags": list(tag_of), "arrays": sink.arrays, "ranking": {}}
         if ranking is not None:
             view = _view(tmp, meta, gen, vectors[:rows], vocab)
             made = ranking(view)
             del view
             extra = _Sink(tmp)
             for key, value in made.get("arrays", {}).items():
+                if isinstance(value, tuple):  # (shape, dtype, fill): written in place through a map
+                    extra.fill(f"rank.{key}", *value)
+                    continue
                 for block in [value] if isinstance(value, np.ndarray) else value:  # an array, or its blocks
                     extra.put(f"rank.{key}", np.asarray(block))
             extra.close()
@@ -211,12 +228,14 @@ def _view(folder: Path, meta: dict[str, Any], gen: int, vectors: np.ndarray, voc
     np.cumsum(arrays["counts"], out=offsets[1:])
     text_offsets = np.zeros(n + 1, dtype=np.int64)
     text_offsets[1:] = arrays["text_ends"]
+    tag_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(arrays["tag_counts"], out=tag_offsets[1:])
     live = arrays["live"]
     live_all = bool(live.all()) if live.size else True
     view = IndexView(
         gen, meta["matrix"], list(meta["files"]), list(meta["topics"]), arrays["file_ids"], arrays["lines"],
         arrays["ids"], TextColumn(arrays["texts"], text_offsets), CodedColumn(arrays["kinds"], meta["kinds"]),
-        CodedColumn(arrays["tags"], [tuple(t) for t in meta["tags"]], ()), arrays["own_days"], arrays["dates"],
+        TagColumn(arrays["tag_ids"], tag_offsets, meta["tags"]), arrays["own_days"], arrays["dates"],
         vectors, arrays["term_ids"], offsets, vocab, live=None if live_all else live, lineage=new_lineage(),
         slot_file=list(meta["slot_file"]), slot_gen=list(meta["slot_gen"]),
         slot_rows=[(int(a), int(b)) for a, b in meta["slot_rows"]],

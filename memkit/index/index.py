@@ -59,7 +59,7 @@ from ..store import Store, TopicFile
 from . import frozen
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from .queue import EMBED_BATCH, EmbedQueue, f32_rows
-from .sidecar import VOCAB_LOAD_MAX, Sidecar, split_hashes
+from .sidecar import Sidecar, split_hashes
 from .sources import Source, TopicSource
 from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, days_of, trim_memory
 
@@ -67,6 +67,9 @@ log = logging.getLogger("memkit")
 
 __all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
 
+#: a vocabulary of at most this many terms is read whole when a query first needs it (a new
+#: process of a large vault looks its queries' terms up instead: 90k terms take 0.1-0.3 s to read)
+VOCAB_READ_WHOLE = 20_000
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
 OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
 
@@ -679,7 +682,7 @@ class Index:
 
     def _vocab(self, con: sqlite3.Connection) -> TermIds:
         terms = int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0])
-        return TermIds(self.lookup_terms, self.terms_after if terms <= VOCAB_LOAD_MAX else None)
+        return TermIds(self.lookup_terms, self.terms_after if terms <= VOCAB_READ_WHOLE else None)
 
     def _thaw(self, con: sqlite3.Connection, gen: int, matrix: str, vectors: np.ndarray) -> IndexView | None:
         """The frozen view of this matrix (:mod:`memkit.index.frozen`) with the files changed since

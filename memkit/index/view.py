@@ -50,13 +50,16 @@ class TermIds:
                  loaded: int = -1) -> None:
         self._lookup = lookup
         self._after = after
-        self._known: dict[str, int] = dict(known or {})
+        #: term -> id of the terms found so far (shared by the copies :meth:`forget_unknown`
+        #: makes: an id never changes meaning)
+        self._known: dict[str, int] = {} if known is None else known
+        self._unknown: set[str] = set()  # asked for and not found (until the view changes)
         self._loaded = loaded  # ids up to this one are all in _known (with ``after``)
 
     def ids(self, terms: Sequence[str]) -> list[int]:
         """The id of each term (-1: no entry ever held it)."""
-        known = self._known
-        missing = [t for t in dict.fromkeys(terms) if t not in known]
+        known, unknown = self._known, self._unknown
+        missing = [t for t in dict.fromkeys(terms) if t not in known and t not in unknown]
         if missing:
             if self._after is not None:
                 found = self._after(self._loaded)
@@ -64,9 +67,9 @@ class TermIds:
                 self._loaded = max(found.values(), default=self._loaded)
             else:
                 found = self._lookup(missing)
-            for t in missing:
-                known[t] = found.get(t, -1)
-        return [known[t] for t in terms]
+                known.update(found)
+            unknown.update(t for t in missing if t not in known)
+        return [known.get(t, -1) for t in terms]
 
     def get(self, term: str, default: int = -1) -> int:
         tid = self.ids([term])[0]
@@ -74,7 +77,7 @@ class TermIds:
 
     def forget_unknown(self) -> "TermIds":
         """A copy that asks again for the terms not found so far (after the view changed)."""
-        return TermIds(self._lookup, self._after, {t: i for t, i in self._known.items() if i >= 0}, self._loaded)
+        return TermIds(self._lookup, self._after, self._known, self._loaded)
 
 
 @dataclass(eq=False)

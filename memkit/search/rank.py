@@ -243,8 +243,11 @@ class Ranker:
         (the rows of a file that changed, see :meth:`extended`).
     """
 
-    prefix: np.ndarray | None  #: the fast path's scan (None: exact path only)
-    prefix_buffer: np.ndarray | None  #: the prefix's rows, with room to grow (an extension fills it)
+    #: the fast path's scan (None: exact path only): the first ``PREFIX_DIMS`` dimensions of the
+    #: rows, transposed, ``(PREFIX_DIMS, rows)``: a product over it reads each dimension's values
+    #: in one run (twice as fast as over the rows' layout)
+    prefix: np.ndarray | None
+    prefix_buffer: np.ndarray | None  #: the prefix's columns, with room to grow (an extension fills it)
     #: a prefix kept in a file (a frozen index's, :meth:`restored`): the first rows of the scan …
     prefix_frozen: np.ndarray | None
     prefix_tail: np.ndarray | None  #: … and the rows after them, in memory
@@ -296,8 +299,14 @@ class Ranker:
         matrix) and a JSON ``info`` (the parameters, the speakers' names)."""
         arrays: dict[str, Any] = {f"bm25_{k}": v for k, v in self.lex.postings().items()}
         arrays.update(ctx_inv=self.ctx_inv, speaker=self.speaker)
-        if self._scans():  # the prefix scan's matrix, a block at a time
-            arrays["prefix"] = (self._P[a:a + 65536] for a in range(0, self.n, 65536))
+        if self._scans():  # the prefix scan's matrix, transposed a block at a time into the file
+            P = self._P
+
+            def fill(out: np.ndarray) -> None:
+                for a in range(0, P.shape[0], 65536):
+                    out[:, a:a + 65536] = P[a:a + 65536].T
+
+            arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
         return {"arrays": arrays, "info": {"params": asdict(self.params), "speakers": self.speaker_names}}
 
     @classmethod
@@ -333,8 +342,8 @@ class Ranker:
         self.speaker_terms = [set(text_terms(name)) for name in self.speaker_names]
         self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)
         self.prefix = self.prefix_buffer = self.prefix_tail = None
-        prefix = kept.get("prefix")
-        if prefix is not None and prefix.shape[0] == n:
+        prefix = kept.get("prefix_t")
+        if prefix is not None and prefix.shape == (PREFIX_DIMS, n):
             self.prefix = self.prefix_frozen = prefix
         else:
             self.prefix_frozen = None
@@ -380,16 +389,16 @@ class Ranker:
         frozen = base.prefix_frozen if base is not None else None
         if frozen is not None and self.n >= FAST_MIN_N:
             assert base is not None
-            f, n = frozen.shape[0], self.n
+            f, n = frozen.shape[1], self.n
             buf = base.prefix_buffer
             start = base.n if buf is not None else f
-            if buf is None or buf.shape[0] < n - f:
-                buf = np.empty((n - f + max(1024, (n - f) // 4), PREFIX_DIMS), dtype=np.float32)
+            if buf is None or buf.shape[1] < n - f:
+                buf = np.empty((PREFIX_DIMS, n - f + max(1024, (n - f) // 4)), dtype=np.float32)
                 start = f
-            buf[start - f:n - f] = self._P[start:n]
+            buf[:, start - f:n - f] = self._P[start:n].T
             self.prefix_buffer = buf
             self.prefix_frozen = self.prefix = frozen
-            self.prefix_tail = buf[:n - f]
+            self.prefix_tail = buf[:, :n - f]
             return
         if scan and self._scans():
             # a contiguous copy of the matrix's first columns: the scan reads 1/4 of the bytes. An
@@ -398,12 +407,14 @@ class Ranker:
             n = self.n
             buf = base.prefix_buffer if base is not None else None
             start = base.n if buf is not None and base is not None else 0
-            if buf is None or buf.shape[0] < n:
-                buf = np.empty((n + max(1024, n // 4), PREFIX_DIMS), dtype=np.float32)
+            if buf is None or buf.shape[1] < n:
+                buf = np.empty((PREFIX_DIMS, n + max(1024, n // 4)), dtype=np.float32)
                 start = 0
-            buf[start:n] = self._P[start:n]
+            for a in range(start, n, 65536):  # transposed a block at a time (small temporaries)
+                b = min(a + 65536, n)
+                buf[:, a:b] = self._P[a:b].T
             self.prefix_buffer = buf
-            self.prefix = buf[:n]
+            self.prefix = buf[:, :n]
 
     @property
     def vectors(self) -> np.ndarray:
@@ -647,9 +658,10 @@ class Ranker:
         if isinstance(weight, np.ndarray):
             return None  # notes and conversations weighted apart: the candidates' proxy would not hold
         a = np.float32(weight)
-        approx = self.prefix @ q[:self.prefix.shape[1]]
+        q0 = q[:PREFIX_DIMS]
+        approx = self.prefix.T @ q0
         if self.prefix_tail is not None:  # rows after a frozen prefix
-            approx = np.concatenate([approx, self.prefix_tail @ q[:PREFIX_DIMS]])
+            approx = np.concatenate([approx, self.prefix_tail.T @ q0])
         if dead.size:  # a live row's value: changes neither the minimum nor the maximum
             approx[dead] = approx[self._a_live_row]
         amin, amax, lmax = float(_MIN(approx)), float(_MAX(approx)), float(_MAX(lex))

@@ -38,6 +38,7 @@ from ..index import (
     Progress,
     SessionSource,
     column_mask,
+    tag_mask,
     trim_memory,
 )
 from ..store import Store, load_people
@@ -637,7 +638,7 @@ def _mask(view: IndexView, q: Query) -> np.ndarray | None:
     if q.kind is not None:
         both(column_mask(view.kinds, lambda k: k == q.kind))
     if q.tag is not None:
-        both(column_mask(view.tags, lambda t: q.tag in t))
+        both(tag_mask(view.tags, q.tag))
     if q.since:
         both(view.dates >= np.datetime64(q.since, "D"))
     if q.hidden:  # private topics (Searcher.search's private=False)

@@ -12,7 +12,6 @@ import logging
 import os
 import stat
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.fsutil import VaultLock, describe_os_error, file_kind
@@ -61,13 +60,34 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, env: str | None =
 
 
 
-@dataclass(frozen=True)
 class TopicFile:
-    """A topic file found in topics/, with the stat of the file it is (a symlink's target)."""
+    """A topic file found in topics/, with the stat of the file it is (a symlink's target).
 
-    name: str
-    path: Path
-    stat: os.stat_result
+    ``path`` may be given as a string (a directory listing's): it becomes a :class:`Path` when
+    first asked for (a listing of 20,000 files checked for changes never builds one)."""
+
+    __slots__ = ("name", "_path", "stat")
+
+    def __init__(self, name: str, path: Path | str, stat: os.stat_result) -> None:
+        self.name = name
+        self._path = path
+        self.stat = stat
+
+    @property
+    def path(self) -> Path:
+        if isinstance(self._path, str):
+            self._path = Path(self._path)
+        return self._path
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TopicFile) and (self.name, str(self._path), self.stat) == \
+            (other.name, str(other._path), other.stat)
+
+    def __hash__(self) -> int:
+        return hash((self.name, str(self._path)))
+
+    def __repr__(self) -> str:
+        return f"TopicFile(name={self.name!r}, path={self.path!r})"
 
     @property
     def stamp(self) -> tuple[int, int, int]:
@@ -252,15 +272,29 @@ class VaultFiles:
             return [], [(f"{TOPICS_DIR}/", f"cannot be listed: {exc.strerror or exc}")]
         found: list[TopicFile] = []
         skipped: list[tuple[str, str]] = []
+        links: set[str] = set()
         for item in items:
+            name = item.name
+            if not is_topic_filename(name):
+                continue
+            if not item.is_symlink():  # the common case, from the listing alone (no Path built)
+                try:
+                    st = item.stat()
+                except OSError:
+                    st = None
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    found.append(TopicFile(name[:-3], item.path, st))
+                    continue
+            else:
+                links.add(name[:-3])
             got = self.topic_file(Path(item.path), item)
             if isinstance(got, TopicFile):
                 found.append(got)
             elif got is not None:
-                skipped.append((f"{TOPICS_DIR}/{item.name}", got))
+                skipped.append((f"{TOPICS_DIR}/{name}", got))
         by_inode: dict[tuple[int, int], TopicFile] = {}
         out: list[TopicFile] = []
-        for tf in sorted(found, key=lambda tf: (tf.path.is_symlink(), tf.name)):  # real files first
+        for tf in sorted(found, key=lambda tf: (tf.name in links, tf.name)):  # real files first
             key = (tf.stat.st_dev, tf.stat.st_ino)
             if key in by_inode:
                 skipped.append((f"{TOPICS_DIR}/{tf.path.name}", f"same file as {self.rel(by_inode[key].path)}"))

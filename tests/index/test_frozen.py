@@ -166,3 +166,14 @@ def test_columns_behave_as_sequences():
     kinds = CodedColumn.encode(["idea", None, "fact", "idea"]) + [None, "event"]
     assert list(kinds) == ["idea", None, "fact", "idea", None, "event"] and kinds[5] == "event"
     assert kinds.mask(lambda k: k == "idea").tolist() == [True, False, False, True, False, False]
+
+
+def test_tag_column_reads_and_masks_tags():
+    from memkit.index.columns import TagColumn, tag_mask
+
+    col = TagColumn(np.array([0, 1, 1], dtype=np.int32), np.array([0, 2, 2, 3]), ["gear", "camp"]) + [("camp",), ()]
+    assert list(col) == [("gear", "camp"), (), ("camp",), ("camp",), ()] and col[0] == ("gear", "camp")
+    assert col[1:3] == [(), ("camp",)] and len(col) == 5
+    assert tag_mask(col, "camp").tolist() == [True, False, True, True, False]
+    assert tag_mask(col, "nope").tolist() == [False] * 5
+    assert tag_mask([("a",), ()], "a").tolist() == [True, False]

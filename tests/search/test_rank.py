@@ -411,7 +411,7 @@ def test_fast_path_with_every_candidate_equals_exact_path(monkeypatch):
     texts, files, vecs, rng = _random_corpus(n=400, dim=128, seed=11)
     _fast(monkeypatch, CANDIDATES=400, LOW_CANDIDATES=400)
     r = Ranker(texts, vecs, files)
-    assert r.prefix is not None and r.prefix.shape == (400, 64)
+    assert r.prefix is not None and r.prefix.shape == (64, 400)
     for q in QUERIES:
         qv = vecs[rng.integers(0, 400)] + 0.2 * rng.standard_normal(128).astype(np.float32)
         for kw in (dict(), dict(threshold=0.15), dict(k=25)):

@@ -46,6 +46,15 @@ def slugify(text: str, max_len: int = MAX_NAME) -> str:
     return slug
 
 
+_CANONICAL = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def is_canonical(stem: str) -> bool:
+    """Whether ``stem`` is its own canonical topic name (:func:`check_topic_name` gives it back),
+    checked without the full rules: a listing of 20,000 files compares names with it."""
+    return len(stem) <= MAX_NAME and stem not in _RESERVED and _CANONICAL.fullmatch(stem) is not None
+
+
 def check_topic_name(name: str) -> str:
     """Validate a topic name a person typed, returning its canonical form.
 

@@ -74,11 +74,12 @@ class TextColumn(Sequence[str]):
 class CodedColumn(Sequence[Any]):
     """One value per row, stored as ``codes`` (int32; -1: ``default``) into ``values``."""
 
-    def __init__(self, codes: np.ndarray, values: Sequence[Any], default: Any = None) -> None:
+    def __init__(self, codes: np.ndarray, values: Sequence[Any], default: Any = None,
+                 where: dict[Any, int] | None = None) -> None:
         self.codes = codes
         self.values = list(values)
         self.default = default
-        self._where: dict[Any, int] | None = None  # value -> code, made when first needed
+        self.where = where  #: value -> code (None: made when first needed)
 
     @classmethod
     def encode(cls, items: Sequence[Any], default: Any = None, values: Sequence[Any] = (),
@@ -96,9 +97,7 @@ class CodedColumn(Sequence[Any]):
                 code = where[item] = len(table)
                 table.append(item)
             codes[j] = code
-        out = cls(codes, table, default)
-        out._where = where
-        return out
+        return cls(codes, table, default, where)
 
     def __len__(self) -> int:
         return int(self.codes.shape[0])
@@ -122,12 +121,10 @@ class CodedColumn(Sequence[Any]):
         return iter([table[c] for c in self.codes.tolist()])
 
     def __add__(self, more: Sequence[Any]) -> "CodedColumn":
-        if self._where is None:
-            self._where = {v: i for i, v in enumerate(self.values)}
-        added = CodedColumn.encode(list(more), self.default, self.values, self._where)
-        out = CodedColumn(np.concatenate([self.codes, added.codes]), added.values, self.default)
-        out._where = added._where
-        return out
+        if self.where is None:
+            self.where = {v: i for i, v in enumerate(self.values)}
+        added = CodedColumn.encode(list(more), self.default, self.values, self.where)
+        return CodedColumn(np.concatenate([self.codes, added.codes]), added.values, self.default, added.where)
 
     def mask(self, test: Callable[[Any], bool]) -> np.ndarray:
         """Rows whose value passes ``test`` (asked once per distinct value)."""

@@ -749,11 +749,16 @@ class Index:
     def _extend_view(self, con: sqlite3.Connection, old: IndexView, gen: int, vectors: np.ndarray) -> IndexView | None:
         """``old`` with the files changed since: their old rows dead, their new rows (appended to
         the matrix after ``old``'s) added; None when they are not all after ``old``'s rows."""
-        rows = con.execute("SELECT id, gen, row0 FROM files").fetchall()
-        slot_of = {fid: s for s, fid in enumerate(old.slot_file) if fid >= 0}
-        current = {fid for fid, _, _ in rows}
+        slot_of = old.slot_index()
+        # every file the view holds was written at its generation or before: the others are new
+        # or changed; a file gone shows in the count (else every row is read)
+        rows = con.execute("SELECT id, gen, row0 FROM files WHERE gen > ?", (old.generation,)).fetchall()
+        total = con.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        if total != len(slot_of) + sum(fid not in slot_of for fid, _, _ in rows):
+            rows = con.execute("SELECT id, gen, row0 FROM files").fetchall()
+        current = {fid for fid, _, _ in rows} if len(rows) == total else None
         changed = [fid for fid, g, _ in rows if fid not in slot_of or old.slot_gen[slot_of[fid]] != g]
-        removed = [fid for fid in slot_of if fid not in current]
+        removed = [fid for fid in slot_of if fid not in current] if current is not None else []
         if not changed and not removed and len(old) == vectors.shape[0]:  # nothing a search sees changed
             old.generation = gen
             return old

@@ -108,9 +108,17 @@ class IndexView:
     odd_dates: dict[int, str] = field(default_factory=dict)  #: own dates that are no real day ("2024-13-45")
     #: the ranking's arrays of the frozen rows this view starts with (:mod:`memkit.index.frozen`), or None
     frozen: Any = None
+    grown: "_Grown" = field(default_factory=lambda: _Grown())  #: buffers its extensions write into
 
     def __len__(self) -> int:
         return int(self.file_ids.shape[0])
+
+    def slot_index(self) -> dict[int, int]:
+        """Sidecar file id -> its slot, for the files this view holds (made once per view)."""
+        got = self.__dict__.get("_slot_index")
+        if got is None:
+            got = self.__dict__["_slot_index"] = {fid: s for s, fid in enumerate(self.slot_file) if fid >= 0}
+        return got
 
     @property
     def dim(self) -> int:
@@ -311,21 +319,49 @@ class ViewBuilder:
             view = IndexView(gen, matrix, self.files, self.topics, file_ids, lines, new_ids, self.texts, self.kinds,
                              self.tags, own, dates, vectors, term_ids, offsets, vocab, live=live,
                              lineage=next(_LINEAGE))
-        else:
-            offsets[:start + 1] = base.term_offsets
-            np.cumsum(counts, out=offsets[start + 1:])
-            offsets[start + 1:] += base.term_offsets[-1]
-            view = IndexView(gen, matrix, self.files, self.topics, np.concatenate([base.file_ids, file_ids]),
-                             np.concatenate([base.lines, lines]), np.concatenate([base.ids, new_ids]),
+        else:  # the base's columns and the new rows', in buffers with room (see _Grown)
+            tail = np.empty(n - start, dtype=np.int64)
+            np.cumsum(counts, out=tail)
+            tail += base.term_offsets[-1]
+            grow = base.grown.extend
+            view = IndexView(gen, matrix, self.files, self.topics, grow("file_ids", base.file_ids, file_ids),
+                             grow("lines", base.lines, lines), grow("ids", base.ids, new_ids),
                              _plus(base.texts, self.texts), _plus(base.kinds, self.kinds), _plus(base.tags, self.tags),
-                             np.concatenate([base.own_days, own]), np.concatenate([base.dates, dates]),
-                             vectors, np.concatenate([base.term_ids, term_ids]), offsets, vocab, live=live,
-                             lineage=base.lineage)
+                             grow("own_days", base.own_days, own), grow("dates", base.dates, dates),
+                             vectors, grow("term_ids", base.term_ids, term_ids),
+                             grow("term_offsets", base.term_offsets, tail), vocab, live=live, lineage=base.lineage)
+            view.grown = base.grown
         view.odd_dates = self.odd
         view.slot_file, view.slot_gen, view.slot_rows = self.slot_file, self.slot_gen, self.slot_rows
         if base is not None:
             view.frozen = base.frozen  # the same rows first: the frozen ranking still applies to them
         return view
+
+
+class _Grown:
+    """The buffers that a lineage of views shares: each column of the latest view is the first
+    rows of a buffer with room after them, and the next extension writes its rows into that room
+    (a million-row view extended by one file copies that file's rows, not the million). A view
+    extended a second time (an older one) gets buffers of its own."""
+
+    def __init__(self) -> None:
+        self._bufs: dict[str, tuple[np.ndarray, list[int]]] = {}  # name -> (buffer, [rows used])
+
+    def extend(self, name: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """``old`` (a column of the view extended) followed by ``new``."""
+        n0, n = old.shape[0], old.shape[0] + new.shape[0]
+        got = self._bufs.get(name)
+        if got is not None:
+            buf, used = got
+            if used[0] == n0 and buf.shape[0] >= n and np.shares_memory(buf[:1], old[:1]) and n0:
+                buf[n0:n] = new
+                used[0] = n
+                return buf[:n]
+        buf = np.empty((n + max(1024, n // 4), *old.shape[1:]), dtype=old.dtype)
+        buf[:n0] = old
+        buf[n0:n] = new
+        self._bufs[name] = (buf, [n])
+        return buf[:n]
 
 
 def _plus(column: Sequence[Any], more: list[Any]) -> Any:

@@ -18,7 +18,7 @@ from ..base.fsutil import VaultLock, describe_os_error, file_kind
 from ..config import CONFIG_NAME, Config, load_config
 from ..errors import MemkitError, VaultNotFound
 from ..formats.archive import ARCHIVE
-from ..formats.names import TOPICS_DIR, check_topic_name, is_topic_filename, session_file_name, topic_stem
+from ..formats.names import TOPICS_DIR, check_topic_name, is_canonical, is_topic_filename, session_file_name, topic_stem
 from ..formats.session import ARCHIVE_DIR, RAW_DIR, SESSIONS_DIR
 from .recovery import sweep_temp_files, undo_interrupted_split
 
@@ -80,8 +80,7 @@ class TopicFile:
         return self._path
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TopicFile) and (self.name, str(self._path), self.stat) == \
-            (other.name, str(other._path), other.stat)
+        return isinstance(other, TopicFile) and (self.name, self.path, self.stat) == (other.name, other.path, other.stat)
 
     def __hash__(self) -> int:
         return hash((self.name, str(self._path)))
@@ -157,7 +156,8 @@ class VaultFiles:
         if not path.exists():  # a file a person named differently ("Books.md"): found by its canonical name
             try:
                 same = [e.name for e in os.scandir(self.topics_dir) if e.name.endswith(".md")
-                        and e.name != path.name and check_topic_name(e.name[:-3]) == canonical]
+                        and e.name != path.name and not is_canonical(e.name[:-3])
+                        and check_topic_name(e.name[:-3]) == canonical]
             except (OSError, MemkitError):
                 same = []
             if len(same) == 1:
@@ -259,6 +259,17 @@ class VaultFiles:
             if not why.startswith("same file as"):
                 self.warn_once(f"{rel}: {why}; skipped")
         return files
+
+    def topic_files_named(self, prefix: str) -> list[TopicFile]:
+        """:meth:`topic_files` whose name starts with ``prefix`` (the others not looked at)."""
+        if not self.topics_dir_inside():
+            return []
+        try:
+            names = sorted(e.name for e in os.scandir(self.topics_dir) if e.name.startswith(prefix))
+        except OSError:
+            return []
+        found = [self.topic_file(self.topics_dir / name) for name in names]
+        return [tf for tf in found if isinstance(tf, TopicFile)]
 
     def scan_topic_files(self) -> tuple[list[TopicFile], list[tuple[str, str]]]:
         """(the topic files, sorted by name; the files in topics/ that are not read, with why)."""

@@ -199,9 +199,7 @@ class Store(VaultFiles):
         """The topics a split made of ``parent`` (``parent: NAME`` in their frontmatter), by name."""
         stem = check_topic_name(parent)
         out = []
-        for tf in self.topic_files():
-            if not tf.name.startswith(stem + "-"):
-                continue
+        for tf in self.topic_files_named(stem + "-"):
             try:
                 if str(read_topic(tf.path, tf.name, self.rel(tf.path)).meta.get("parent", "")) == stem:
                     out.append(tf.name)

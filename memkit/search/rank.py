@@ -50,11 +50,12 @@ dimensions and the rest; an exact cosine of every row is one product with the wh
 
 **Large vaults** (``FAST_MIN_N`` entries and more, hybrid mode, no filter): an approximate cosine
 over the first ``PREFIX_DIMS`` dimensions (model2vec dimensions are PCA-ordered, so they carry
-most of the signal) and BM25 pick ``CANDIDATES`` entries (1/64 of the vault, between
-``MIN_CANDIDATES`` and ``CANDIDATES``; read off a sampled cut-off, not a full partition); the
-exact fusion runs on them and their neighbours, whose exact cosines reuse the scan's products
-and read only the other dimensions. Its top 10 holds ≥ 99 % of the exact path's (``make
-bench``); when too few candidates pass a threshold the exact path answers.
+most of the signal) and BM25 pick candidates (1/64 of the vault, at least ``MIN_CANDIDATES``,
+at most ``CANDIDATES`` or 2 √n; read off a sampled cut-off, not a full partition); the exact
+fusion runs on them and their neighbours. The scan reads the prefix transposed,
+``(PREFIX_DIMS, n)`` (a frozen index keeps it so in a file, :mod:`memkit.index.frozen`). Its top
+10 holds ≥ 99 % of the exact path's at 100k and 1M entries (``bench/bench_scale.py``); when too
+few candidates pass a threshold the exact path answers.
 
 **Rows that died** (``live``: the entries of a file that changed, kept in place until the view
 is reloaded) are never returned and count in no minimum, maximum or statistic:
@@ -83,7 +84,7 @@ MODEL_THRESHOLD: dict[str, float] = {"memkit-m2v": 0.20}
 
 FAST_MIN_N = 10_000  #: from this many entries (and >= 128 dimensions) hybrid search scores candidates only
 PREFIX_DIMS = 64  #: dimensions of the approximate scan
-CANDIDATES = 400  #: entries the approximate fused score keeps, at most …
+CANDIDATES = 400  #: entries the approximate fused score keeps, at most (or 2 √n when larger) …
 CANDIDATE_SHARE = 1 / 64  #: … or this share of the entries (but at least MIN_CANDIDATES)
 MIN_CANDIDATES = 150
 VEC_CANDIDATES = 64  #: entries of best approximate cosine, added (the vector half's maximum)
@@ -644,7 +645,11 @@ class Ranker:
         return [(i, s, float(cos[i]) if cos is not None else 0.0, float(lex[i])) for i, s in best]
 
     def _candidates(self) -> int:
-        return min(CANDIDATES, max(MIN_CANDIDATES, int(self.n * CANDIDATE_SHARE)))
+        """How many candidates the fast path scores exactly: 1/64 of the entries, at least
+        ``MIN_CANDIDATES``, at most ``CANDIDATES`` or 2 √n (632 at 100k, 2,000 at 1M: the recall@10
+        against the exact path stays ≥ 0.99 as the vault grows, ``bench/bench_scale.py``)."""
+        cap = max(CANDIDATES, int(2 * math.sqrt(self.n)))
+        return min(cap, max(MIN_CANDIDATES, int(self.n * CANDIDATE_SHARE)))
 
     def _search_fast(self, query: str, qt: list[tuple[int, int]], lex: np.ndarray, q: np.ndarray, k: int,
                      threshold: float | None, words_first: bool = False) -> list[Hit] | None:

@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install test demo bench eval eval-teacher clean model judge
+.PHONY: install test demo bench bench-scale eval eval-teacher clean model judge
 
 install:
 	$(PY) -m venv $(VENV)
@@ -35,6 +35,12 @@ bench:
 	$(BIN)/python bench/bench_judge.py
 	$(BIN)/python bench/bench_sessions.py
 	$(BIN)/python bench/bench_http.py
+	$(BIN)/python bench/bench_scale.py
+
+# each figure at 1k, 10k, 100k and 1M entries (the 1M vault is generated once, ~5 minutes, and
+# cached under bench/out/synth/): bench/SCALE.md
+bench-scale:
+	$(BIN)/python bench/bench_scale.py
 
 # LoCoMo (its "judged" column is the second stage) and the everyday sets with the judge (the
 # default) and without it (--no-judge: the static model and words alone).

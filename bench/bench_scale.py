@@ -222,7 +222,7 @@ def mb(x: float) -> str:
     return f"{x:,.0f} MB"
 
 
-def bench(label: str, n: int, queries_file: Path, watch: bool) -> dict[str, str]:
+def bench(label: str, n: int, queries_file: Path, watch: bool) -> tuple[dict[str, str], dict[str, float]]:
     root = synth.working_copy(n, OUT / label)
     log(f"{label}: indexing {root}")
     ix = run(INDEX_SCRIPT, str(root))
@@ -245,10 +245,50 @@ def bench(label: str, n: int, queries_file: Path, watch: bool) -> dict[str, str]
         "one add, in a process that has searched (p50 of 5; the next search)":
             f"{ms(pct(se['adds'], 0.5))} ({ms(pct(se['nexts'], 0.5))})",
     }
+    raw = {"index_s": ix["seconds"], "index_rate": ix["entries"] / ix["seconds"], "index_rss": ix["mem"]["VmHWM"],
+           "first_s": se["first_s"], "warm": pct(se["lat"], 0.5), "scan": pct(se["scan"], 0.5),
+           "recall": sum(se["recall"]) / len(se["recall"]) if se["recall"] else 1.0, "rss": se["mem"]["VmHWM"],
+           "anon": se["peak_anon"], "add": pct(se["adds"], 0.5)}
     if watch:
         wa = run(WATCH_SCRIPT, str(root))
         row["edit → searchable, `memkit watch` running (p50 of 5)"] = ms(pct(wa["lat"], 0.5))
-    return row
+        raw["watch"] = pct(wa["lat"], 0.5)
+    return row, raw
+
+
+def targets(raw: dict[str, dict[str, float]]) -> list[tuple[str, str, str, bool]]:
+    """(figure, target, measured, met) of issue 29's targets, for the sizes measured."""
+    out: list[tuple[str, str, str, bool]] = []
+
+    def put(size: str, figure: str, target: str, value: str, ok: bool) -> None:
+        out.append((f"{figure}, {size}", target, value, ok))
+
+    if "10k" in raw:
+        r = raw["10k"]
+        put("10k", "warm search (with the query embedding)", "≤ 1.5× numpy's exact scan",
+            f"{ms(r['warm'])} = {r['warm'] / r['scan']:.2f}×", r["warm"] <= 1.5 * r["scan"])
+    if "100k" in raw:
+        r = raw["100k"]
+        put("100k", "warm search p50; recall@10 vs exact", "≤ 3 ms; ≥ 0.99", f"{ms(r['warm'])}; {r['recall']:.3f}",
+            r["warm"] <= 0.003 and r["recall"] >= 0.99)
+        put("100k", "peak RSS of a searching process (file-backed pages included)", "≤ 200 MB", mb(r["rss"]),
+            r["rss"] <= 200)
+        put("100k", "full index throughput", "≥ 15k entries/s", f"{r['index_rate']:,.0f}/s", r["index_rate"] >= 15_000)
+    if "1m" in raw:
+        r = raw["1m"]
+        put("1M", "full index", "≤ 2 min", f"{r['index_s']:.0f} s", r["index_s"] <= 120)
+        put("1M", "peak RSS while indexing", "≤ 1 GB", mb(r["index_rss"]), r["index_rss"] <= 1024)
+        put("1M", "first search in a new process", "≤ 1 s", ms(r["first_s"]), r["first_s"] <= 1)
+        put("1M", "warm search p50; recall@10 vs exact", "≤ 30 ms; ≥ 0.98", f"{ms(r['warm'])}; {r['recall']:.3f}",
+            r["warm"] <= 0.030 and r["recall"] >= 0.98)
+        put("1M", "peak RSS of a searching process, memory-mapped files' clean pages apart", "≤ 600 MB",
+            f"{mb(r['anon'])} anonymous (VmHWM with the files' pages: {mb(r['rss'])})", r["anon"] <= 600)
+        flat = raw.get("10k", {}).get("add")
+        put("1M", "one add, in a process that has searched", "≤ 30 ms, flat from 10k",
+            ms(r["add"]) + (f" (10k: {ms(flat)})" if flat else ""), r["add"] <= 0.030 and (not flat or r["add"] <= 1.5 * flat))
+        if "watch" in r:
+            put("1M", "edit → searchable, watcher running", "≤ 1 s", ms(r["watch"]), r["watch"] <= 1)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -264,9 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     queries_file.write_text(json.dumps(synth.make_queries(200)))
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     rows: dict[str, dict[str, str]] = {}
+    raw: dict[str, dict[str, float]] = {}
     load0 = os.getloadavg()
     for label in sizes:
-        rows[label] = bench(label, synth.parse_size(label), queries_file, args.watch)
+        rows[label], raw[label] = bench(label, synth.parse_size(label), queries_file, args.watch)
     figures = list(dict.fromkeys(f for r in rows.values() for f in r))
     lines = ["# memkit at every size", "",
              f"`python bench/bench_scale.py` on {time.strftime('%Y-%m-%d %H:%M')}; "
@@ -277,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
              "| figure | " + " | ".join(sizes) + " |", "|---|" + "---|" * len(sizes)]
     for f in figures:
         lines.append(f"| {f} | " + " | ".join(rows[s].get(f, "–") for s in sizes) + " |")
+    met = targets(raw)
+    if met:
+        lines += ["", "## Targets (issue 29)", "", "| figure | target | measured | |", "|---|---|---|---|"]
+        lines += [f"| {f} | {t} | {v} | {'✓' if ok else '✗'} |" for f, t, v, ok in met]
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_write:

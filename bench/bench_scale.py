@@ -108,14 +108,16 @@ anon()
 # numpy's exact scan over the same matrix, the same queries (query embedding included, as memkit's)
 view, ranker = v.searcher.ranker(others=False)
 matrix = np.asarray(view.vectors)
-scan = []
+scan, bare = [], []
 for q in queries:
     t = time.perf_counter()
     qv = v.embedder.embed([q])[0]
+    t1 = time.perf_counter()
     s = matrix @ qv
     top = np.argpartition(-s, 9)[:10]
     top[np.argsort(-s[top])]
     scan.append(time.perf_counter() - t)
+    bare.append(time.perf_counter() - t1)
 # recall@10 of the approximate path against memkit's exact path (the same ranker, fast path off)
 recall = []
 if getattr(ranker, "prefix", None) is not None or hasattr(ranker, "fast"):
@@ -145,7 +147,7 @@ for i, topic in enumerate(topics):
     assert any(token in h.text for h in hits), (token, hits)
 anon()
 m = mem()
-print(json.dumps({"model_s": model_s, "first_s": first_s, "lat": lat, "scan": scan, "recall": recall,
+print(json.dumps({"model_s": model_s, "first_s": first_s, "lat": lat, "scan": scan, "bare": bare, "recall": recall,
                   "adds": adds, "nexts": nexts, "mem": m, "peak_anon": peak_anon, "n": len(view)}))
 """
 
@@ -235,8 +237,9 @@ def bench(label: str, n: int, queries_file: Path, watch: bool) -> tuple[dict[str
         "first search in a new process (model loaded)": ms(se["first_s"]),
         "`memkit search --fast` wall (a new process)": ms(cli_search(root, "spare fan for the office rack")),
         "warm search p50 / p95": f"{ms(pct(se['lat'], 0.5))} / {ms(pct(se['lat'], 0.95))}",
-        "numpy exact scan p50 (with the query embedding); memkit ÷ numpy":
-            f"{ms(pct(se['scan'], 0.5))}; {pct(se['lat'], 0.5) / pct(se['scan'], 0.5):.2f}×",
+        "numpy exact scan p50 with the query embedding (without); memkit ÷ numpy":
+            f"{ms(pct(se['scan'], 0.5))} ({ms(pct(se['bare'], 0.5))}); {pct(se['lat'], 0.5) / pct(se['scan'], 0.5):.2f}× "
+            f"({pct(se['lat'], 0.5) / pct(se['bare'], 0.5):.2f}×)",
         "recall@10, approximate vs exact path":
             f"{sum(se['recall']) / len(se['recall']):.3f}" if se["recall"] else "– (exact path)",
         "peak RSS of the searching process (VmHWM)": mb(se["mem"]["VmHWM"]),
@@ -247,6 +250,7 @@ def bench(label: str, n: int, queries_file: Path, watch: bool) -> tuple[dict[str
     }
     raw = {"index_s": ix["seconds"], "index_rate": ix["entries"] / ix["seconds"], "index_rss": ix["mem"]["VmHWM"],
            "first_s": se["first_s"], "warm": pct(se["lat"], 0.5), "scan": pct(se["scan"], 0.5),
+           "bare": pct(se["bare"], 0.5),
            "recall": sum(se["recall"]) / len(se["recall"]) if se["recall"] else 1.0, "rss": se["mem"]["VmHWM"],
            "anon": se["peak_anon"], "add": pct(se["adds"], 0.5)}
     if watch:
@@ -265,8 +269,9 @@ def targets(raw: dict[str, dict[str, float]]) -> list[tuple[str, str, str, bool]
 
     if "10k" in raw:
         r = raw["10k"]
-        put("10k", "warm search (with the query embedding)", "≤ 1.5× numpy's exact scan",
-            f"{ms(r['warm'])} = {r['warm'] / r['scan']:.2f}×", r["warm"] <= 1.5 * r["scan"])
+        put("10k", "warm search (the whole call, the query embedding included)",
+            "≤ 1.5× numpy's exact scan (with the query's embedding; without it)",
+            f"{ms(r['warm'])} = {r['warm'] / r['scan']:.2f}× ({r['warm'] / r['bare']:.2f}×)", r["warm"] <= 1.5 * r["scan"])
     if "100k" in raw:
         r = raw["100k"]
         put("100k", "warm search p50; recall@10 vs exact", "≤ 3 ms; ≥ 0.99", f"{ms(r['warm'])}; {r['recall']:.3f}",

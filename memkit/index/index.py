@@ -721,6 +721,10 @@ class Index:
             try:
                 gen = int(self.db.meta("generation") or 0)
                 matrix, rows = self.db.matrix_state(con)
+                if not force and not frozen.due(frozen.parse_state(self.db.meta("frozen")), matrix, rows,
+                                                int(self.db.meta("entries") or 0)):
+                    con.execute("ROLLBACK")  # another process froze it meanwhile
+                    return None
                 vectors = self.db.matrix.read(matrix, rows)
                 name = frozen.write(self.db.dir, self.db.matrix.stem, con, self._COLUMNS, gen, matrix, rows,
                                    vectors, self._vocab(con), ranking)

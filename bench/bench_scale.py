@@ -105,6 +105,8 @@ for q in queries:
     v.search(q, k=10, refresh=False)
     lat.append(time.perf_counter() - t)
 anon()
+searched = mem()  # memkit's own figures, before the numpy scan below reads the whole matrix
+searched_anon = peak_anon
 # numpy's exact scan over the same matrix, the same queries (query embedding included, as memkit's)
 view, ranker = v.searcher.ranker(others=False)
 matrix = np.asarray(view.vectors)
@@ -148,7 +150,8 @@ for i, topic in enumerate(topics):
 anon()
 m = mem()
 print(json.dumps({"model_s": model_s, "first_s": first_s, "lat": lat, "scan": scan, "bare": bare, "recall": recall,
-                  "adds": adds, "nexts": nexts, "mem": m, "peak_anon": peak_anon, "n": len(view)}))
+                  "adds": adds, "nexts": nexts, "mem": m, "peak_anon": peak_anon, "n": len(view),
+                  "searched": searched, "searched_anon": searched_anon}))
 """
 
 WATCH_SCRIPT = STATUS + r"""
@@ -242,17 +245,17 @@ def bench(label: str, n: int, queries_file: Path, watch: bool) -> tuple[dict[str
             f"({pct(se['lat'], 0.5) / pct(se['bare'], 0.5):.2f}×)",
         "recall@10, approximate vs exact path":
             f"{sum(se['recall']) / len(se['recall']):.3f}" if se["recall"] else "– (exact path)",
-        "peak RSS of the searching process (VmHWM)": mb(se["mem"]["VmHWM"]),
-        "└ of which anonymous (peak sampled) / file-backed at the end":
-            f"{mb(se['peak_anon'])} / {mb(se['mem']['RssFile'])}",
+        "peak RSS of the process after its 200 searches (VmHWM)": mb(se["searched"]["VmHWM"]),
+        "└ of which anonymous (peak sampled) / file-backed (mapped index files, libraries)":
+            f"{mb(se['searched_anon'])} / {mb(se['searched']['RssFile'])}",
         "one add, in a process that has searched (p50 of 5; the next search)":
             f"{ms(pct(se['adds'], 0.5))} ({ms(pct(se['nexts'], 0.5))})",
     }
     raw = {"index_s": ix["seconds"], "index_rate": ix["entries"] / ix["seconds"], "index_rss": ix["mem"]["VmHWM"],
            "first_s": se["first_s"], "warm": pct(se["lat"], 0.5), "scan": pct(se["scan"], 0.5),
            "bare": pct(se["bare"], 0.5),
-           "recall": sum(se["recall"]) / len(se["recall"]) if se["recall"] else 1.0, "rss": se["mem"]["VmHWM"],
-           "anon": se["peak_anon"], "add": pct(se["adds"], 0.5)}
+           "recall": sum(se["recall"]) / len(se["recall"]) if se["recall"] else 1.0, "rss": se["searched"]["VmHWM"],
+           "anon": se["searched_anon"], "add": pct(se["adds"], 0.5)}
     if watch:
         wa = run(WATCH_SCRIPT, str(root))
         row["edit → searchable, `memkit watch` running (p50 of 5)"] = ms(pct(wa["lat"], 0.5))

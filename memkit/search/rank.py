@@ -68,10 +68,11 @@ import functools
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..base.pages import release
 from ..formats.words import terms as text_terms
 from .lexical import BM25Index, encode_terms
 
@@ -257,8 +258,10 @@ class Ranker:
     def __init__(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
                  file_ids: np.ndarray | Sequence[int] | None = None, params: RankParams | None = None, *,
                  terms: tuple[np.ndarray, np.ndarray, Any] | None = None, live: np.ndarray | None = None,
-                 base: "Ranker | None" = None, kept: dict[str, Any] | None = None, scan: bool = True) -> None:
+                 base: "Ranker | None" = None, kept: dict[str, Any] | None = None, scan: bool = True,
+                 pages: Callable[[], object] | None = None) -> None:
         self.params = p = params or RankParams()
+        self._pages = pages  # called now and then in a pass over every vector (gives their pages back)
         n = self.n = len(texts)
         if kept is not None and base is None:
             self._restore(vectors, file_ids, terms, live, kept)
@@ -307,6 +310,10 @@ class Ranker:
             def fill(out: np.ndarray) -> None:
                 for a in range(0, P.shape[0], 65536):
                     out[:, a:a + 65536] = P[a:a + 65536].T
+                    out.flush()
+                    release(out)
+                    if self._pages is not None:
+                        self._pages()
 
             arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
         return {"arrays": arrays, "info": {"params": asdict(self.params), "speakers": self.speaker_names}}
@@ -329,6 +336,7 @@ class Ranker:
 
     def _restore(self, vectors: Any, file_ids: Any, terms: Any, live: np.ndarray | None, kept: dict[str, Any]) -> None:
         p, n = self.params, self.n
+        self._pages = None
         self._P, self._R, self._M = _split(vectors, n)
         self.dim = self._P.shape[1] + self._R.shape[1]
         files = np.asarray(file_ids, dtype=np.int64).reshape(-1)
@@ -377,6 +385,8 @@ class Ranker:
         lo = max(start, 1)
         for a in range(lo, stop, _BLOCK):  # in blocks: small temporaries
             b = min(a + _BLOCK, stop)
+            if self._pages is not None and (a - lo) % (32 * _BLOCK) == 0:
+                self._pages()
             block = np.einsum("ij,ij->i", self._P[a:b], self._P[a - 1:b - 1])
             if self._R.shape[1]:
                 rest = self._R[a - 1:b]

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..base.blas import single_thread
 from ..base.limits import WEAK_HITS
+from ..base.pages import release
 from ..config import Config
 from ..embeddings import Embedder, shared_judge, text_keys
 from ..errors import MemkitError, ModelError, TopicNotFound
@@ -596,8 +597,10 @@ def ranking_kept(view: IndexView) -> dict[str, Any]:
     from the matrix a block at a time)."""
     with single_thread():
         ranker = Ranker(view.texts, view.vectors, view.file_ids, terms=(view.term_ids, view.term_offsets, view.vocab),
-                        live=view.live, scan=False)
-    return ranker.kept()
+                        live=view.live, scan=False, pages=lambda: release(view.vectors))
+    kept = ranker.kept()
+    release(view.vectors)
+    return kept
 
 
 def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> list[Hit]:

@@ -307,7 +307,7 @@ class Ranker:
         if self._scans():  # the prefix scan's matrix, transposed a block at a time into the file
             P = self._P
 
-            def fill(out: np.ndarray) -> None:
+            def fill(out: Any) -> None:  # a np.memmap of the file
                 for a in range(0, P.shape[0], 65536):
                     out[:, a:a + 65536] = P[a:a + 65536].T
                     out.flush()

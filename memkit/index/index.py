@@ -36,7 +36,6 @@ its view is current from ``PRAGMA data_version`` (no query of its own) and the `
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -55,11 +54,11 @@ from ..formats.topic import Entry, Topic
 from ..store import Store, TopicFile
 from . import frozen
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
-from .queue import EMBED_BATCH, f32_rows
-from .sidecar import Sidecar, split_hashes
+from .queue import EMBED_BATCH
+from .sidecar import Sidecar
 from .sources import Source, TopicSource
 from .view import TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, trim_memory
-from .writer import Changed, Writer
+from .writer import Changed, Writer, fill_pending
 
 log = logging.getLogger("memkit")
 
@@ -374,47 +373,9 @@ class Index:
             return self.db.terms_after(last)
 
     def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
-        """Embed the entries a refresh without embedding left without a vector: each such file's
-        block is appended anew with its vectors."""
-        con = self.db.connect()
-        rows = con.execute("SELECT f.id, d.hashes, d.body FROM files f JOIN file_data d ON d.file_id = f.id "
-                           "WHERE f.pending = 1").fetchall()
-        files = [(fid, split_hashes(hashes), json.loads(body)[0]) for fid, hashes, body in rows]  # texts
-        texts: dict[str, str] = {}
-        for _, hashes, bodies in files:
-            texts.update(zip(hashes, bodies))
-        vectors = self.db.known_vectors(list(texts))
-        missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
-        vectors.update(zip((e.hash for e in missing), f32_rows(self._embed_rows(missing, progress))))
-        con = self.db.begin(wait)
-        try:
-            gen = int(self.db.meta("generation") or 0) + 1
-            matrix, rows0 = was_matrix, _ = self.db.matrix_state(con)
-            block: list[bytes] = []
-            moved = []
-            for fid, hashes, _ in files:
-                current = con.execute("SELECT d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
-                                      "WHERE f.id = ? AND f.pending = 1", (fid,)).fetchone()
-                if current is None or split_hashes(current[0]) != hashes:
-                    continue  # rewritten meanwhile by another process
-                moved.append((rows0 + len(block) if hashes else -1, gen, fid))
-                block.extend(vectors[h] for h in hashes)
-            if block:
-                self.db.matrix.append(matrix, rows0, np.frombuffer(b"".join(block), dtype=np.float32)
-                                   .reshape(len(block), self.embedder.dim))
-            con.executemany("UPDATE files SET pending = 0, row0 = ?, gen = ? WHERE id = ?", moved)
-            count = int(self.db.meta("entries") or 0)
-            matrix, total = self.db.compact(con, matrix, rows0 + len(block), count)
-            con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-                ("pending", "0"), ("generation", str(gen)), ("matrix", matrix), ("rows", str(total))])
-            self._commit(con)
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        if matrix != was_matrix:
-            self.db.make_durable()
-            self.db.matrix.remove(was_matrix)
-        report.new += len(missing)
+        """Embed the entries a refresh without embedding left without a vector (in chunks:
+        :func:`memkit.index.writer.fill_pending`)."""
+        fill_pending(self, report, progress, wait)
 
     def _embed_rows(self, entries: Sequence[Entry], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(entries), self.embedder.dim), dtype=np.float32)

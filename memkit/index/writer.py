@@ -21,6 +21,7 @@ from array import array
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -30,14 +31,14 @@ from ..errors import TopicParseError
 from ..formats.fields import strip_provenance
 from ..formats.topic import Entry, Topic
 from ..formats.words import terms as text_terms
-from .queue import EmbedQueue
+from .queue import EmbedQueue, f32_rows
 from .sidecar import split_hashes
 from .view import NO_DAY, days_of
 
 if TYPE_CHECKING:
     from .index import Index, IndexReport
 
-__all__ = ["Writer", "Changed", "CHUNK_ENTRIES", "CHUNK_FILES", "OWN_ROWS_MAX"]
+__all__ = ["Writer", "Changed", "fill_pending", "CHUNK_ENTRIES", "CHUNK_FILES", "OWN_ROWS_MAX"]
 
 CHUNK_ENTRIES = 20_000  #: a refresh writes its rows once this many entries are parsed …
 CHUNK_FILES = 1_000  #: … or this many files
@@ -67,7 +68,8 @@ class _Parsed:
     source: Changed
     topic: Topic | None
     error: str | None
-    terms: list[list[str]]
+    terms: list[str]  #: the search terms of its entries, one after the other
+    counts: list[int]  #: how many each entry has
 
     @property
     def entries(self) -> list[Entry]:
@@ -161,9 +163,9 @@ class Writer:
                 error = str(exc)
         if topic is not None:  # read anyway, reported: a file memkit will not write to until it is fixed
             error = "\n".join(p.message for p in topic.problems if p.blocks_writes) or None  # one per line
-        terms = [text_terms(strip_provenance(e.text)) for e in topic.entries] if topic is not None else []
-        self.entries += len(terms)
-        return _Parsed(source, topic, error, terms)
+        each = [text_terms(strip_provenance(e.text)) for e in topic.entries] if topic is not None else []
+        self.entries += len(each)
+        return _Parsed(source, topic, error, list(chain.from_iterable(each)), [len(ts) for ts in each])
 
     # ---- the transaction --------------------------------------------------------------------------
     def _begin(self, gone: list[str]) -> sqlite3.Connection:
@@ -226,7 +228,8 @@ class Writer:
         old: dict[str, int] = {}
         if not self.full:
             before, old = self._replaced(con, [p.source.rel for p in chunk])
-        term_id = self.db.term_ids(con, {t for p in chunk for ts in p.terms for t in ts}, self.fresh_terms)
+        term_id = self.db.term_ids(con, set(chain.from_iterable(p.terms for p in chunk)), self.fresh_terms)
+        id_of = term_id.__getitem__
         zero = bytes(4 * self.dim)
         block: list[bytes] = []  # the rows appended to the matrix, in order
         now_all: list[str] = []
@@ -249,11 +252,8 @@ class Writer:
                             "gen = ?, n = ?, pending = ?, row0 = ? WHERE id = ?", (*values, fid))
             assert fid is not None
             self.written[src.rel] = (fid, src.stamp)
-            tids = array("i")
-            counts = array("i")
-            for ts in item.terms:
-                tids.extend([term_id[t] for t in ts])
-                counts.append(len(ts))
+            tids = array("i", map(id_of, item.terms))
+            counts = array("i", item.counts)
             days = array("i", [days_of(e.date) for e in entries])
             # texts; kinds, tags and dates that are no real day only where an entry has them
             body = json.dumps([[e.text for e in entries], {p: e.kind for p, e in enumerate(entries) if e.kind},
@@ -326,3 +326,79 @@ class Writer:
         con.execute("ROLLBACK")
         if self.full and self.matrix != self.was_matrix:
             self.db.matrix.remove(self.matrix)
+
+
+def fill_pending(index: Index, report: IndexReport, progress: Progress | None, wait: float) -> None:
+    """Embed the entries a refresh without embedding left without a vector: each such file's block
+    is appended anew with its vectors, a transaction for each chunk of about :data:`CHUNK_ENTRIES`
+    entries (each commit leaves every file either complete or still pending); the matrix is
+    compacted after the last one."""
+    db = index.db
+    con = db.connect()
+    pending = con.execute("SELECT id, n FROM files WHERE pending = 1 ORDER BY id").fetchall()
+    total = sum(n for _, n in pending)
+    chunks: list[list[int]] = [[]]
+    size = 0
+    for fid, n in pending:
+        if size >= CHUNK_ENTRIES or len(chunks[-1]) >= CHUNK_FILES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(fid)
+        size += n
+    done = 0
+    for number, fids in enumerate(chunks):
+        last = number == len(chunks) - 1
+        files = []
+        for fid in fids:
+            row = con.execute("SELECT hashes, body FROM file_data WHERE file_id = ?", (fid,)).fetchone()
+            if row is not None:
+                files.append((fid, split_hashes(row[0]), json.loads(row[1])[0]))  # its entries' hashes and texts
+        texts: dict[str, str] = {}
+        for _, hashes, bodies in files:
+            texts.update(zip(hashes, bodies))
+        vectors = db.known_vectors(list(texts))
+        missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
+        told = None if progress is None else (lambda d, _t, at=done: progress(at + d, max(total, at + d)))
+        vectors.update(zip((e.hash for e in missing), f32_rows(index._embed_rows(missing, told))))
+        done += len(missing)
+        _append_pending(index, files, vectors, wait, last)
+        report.new += len(missing)
+    if progress is not None and done:
+        progress(done, done)  # texts found in earlier chunks were not embedded: the total is what was
+
+
+def _append_pending(index: Index, files: list[tuple[int, list[str], list[str]]], vectors: dict[str, bytes],
+                    wait: float, last: bool) -> None:
+    db = index.db
+    con = db.begin(wait)
+    try:
+        gen = int(db.meta("generation") or 0) + 1
+        matrix, rows0 = was_matrix, _ = db.matrix_state(con)
+        block: list[bytes] = []
+        moved = []
+        for fid, hashes, _ in files:
+            current = con.execute("SELECT d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
+                                  "WHERE f.id = ? AND f.pending = 1", (fid,)).fetchone()
+            if current is None or split_hashes(current[0]) != hashes:
+                continue  # rewritten meanwhile by another process
+            moved.append((rows0 + len(block) if hashes else -1, gen, fid))
+            block.extend(vectors[h] for h in hashes)
+        if block:
+            db.matrix.append(matrix, rows0, np.frombuffer(b"".join(block), dtype=np.float32)
+                             .reshape(len(block), index.embedder.dim))
+        con.executemany("UPDATE files SET pending = 0, row0 = ?, gen = ? WHERE id = ?", moved)
+        total = rows0 + len(block)
+        meta = [("generation", str(gen)), ("rows", str(total))]
+        if last:  # compacted once, after the last chunk; the flag stays while another writer left files pending
+            matrix, total = db.compact(con, matrix, total, int(db.meta("entries") or 0))
+            still = con.execute("SELECT 1 FROM files WHERE pending = 1 LIMIT 1").fetchone() is not None
+            meta = [("pending", "1" if still else "0"), ("generation", str(gen)), ("matrix", matrix),
+                    ("rows", str(total))]
+        con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
+        index._commit(con)
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    if matrix != was_matrix:
+        db.make_durable()
+        db.matrix.remove(was_matrix)

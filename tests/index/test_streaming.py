@@ -174,3 +174,21 @@ def test_a_failure_in_the_middle_of_the_chunks_leaves_the_previous_index(tmp_pat
     assert report.changed_files > 0 and after != before_tables
     assert Vault(v.root, embedder=FakeEmbedder()).index(full=True).removed == 0
     assert tables(v) == after
+
+
+def test_entries_indexed_without_vectors_are_embedded_in_chunks(tmp_path, small_chunks, monkeypatch):
+    one, later = twins(tmp_path)
+    one.index()
+    report = later.searcher.index.refresh(embed=False)  # a lexical search's refresh: no vectors
+    assert report.new == 0 and tables(later)[2]["pending"] == "1"
+    appended: list[int] = []
+    real_append = matrix_mod.FileMatrix.append
+    monkeypatch.setattr(matrix_mod.FileMatrix, "append",
+                        lambda self, name, rows, data: appended.append(len(data)) or real_append(self, name, rows, data))
+    done: list[tuple[int, int]] = []
+    report = later.searcher.index.refresh(progress=lambda d, t: done.append((d, t)))
+    assert len(appended) > 10 and max(appended) < 2 * CHUNK
+    assert report.new == len({h for _, _, h in tables(one)[1]})  # each text once (found again in later chunks)
+    assert done[-1][0] == done[-1][1] == report.new
+    assert tables(later) == tables(one)
+    assert state(later)[0] == state(one)[0]  # the rows (scores differ: the pending rows are dead ones, as before)

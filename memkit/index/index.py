@@ -360,7 +360,7 @@ class Index:
                wait: float, full: bool, embed: bool) -> None:
         """Parse the changed files, find or make their vectors, and write them in one transaction,
         in chunks when many (:mod:`memkit.index.writer`)."""
-        Writer(self, report, progress, wait, full, embed).run(sources, gone)
+        Writer(self, report, progress, wait, full, embed, self._embed_rows, self._commit).run(sources, gone)
 
     def lookup_terms(self, terms: list[str]) -> dict[str, int]:
         """Term -> id for the terms the sidecar knows (for :class:`TermIds`)."""
@@ -375,7 +375,7 @@ class Index:
     def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
         """Embed the entries a refresh without embedding left without a vector (in chunks:
         :func:`memkit.index.writer.fill_pending`)."""
-        fill_pending(self, report, progress, wait)
+        fill_pending(self, report, progress, wait, self._embed_rows, self._commit)
 
     def _embed_rows(self, entries: Sequence[Entry], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(entries), self.embedder.dim), dtype=np.float32)

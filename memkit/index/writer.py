@@ -41,10 +41,12 @@ if TYPE_CHECKING:
 __all__ = ["Writer", "Changed", "fill_pending", "CHUNK_ENTRIES", "CHUNK_FILES", "OWN_ROWS_MAX"]
 
 CHUNK_ENTRIES = 20_000  #: a refresh writes its rows once this many entries are parsed …
-CHUNK_FILES = 1_000  #: … or this many files
+CHUNK_FILES = 5_000  #: … or this many files
 OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
+EmbedRows = Callable[..., np.ndarray]  # (entries, progress=None) -> their (n, dim) vectors
+Commit = Callable[[sqlite3.Connection, "dict[str, tuple[int, tuple[int, int, int]] | None] | None"], None]
 
 
 def _day(ns: int) -> str:
@@ -89,11 +91,15 @@ class Writer:
     :param report: filled: errors, new, reused, removed, changed_files.
     :param full: every row anew (a new matrix); else the changed files' rows replace theirs.
     :param embed: False: record the entries without vectors (``pending``).
+    :param embed_rows: entries -> their vectors (the index's model, in batches).
+    :param commit: commits the transaction, given the file rows written (None: unknown).
     """
 
     def __init__(self, index: Index, report: IndexReport, progress: Progress | None, wait: float, full: bool,
-                 embed: bool) -> None:
+                 embed: bool, embed_rows: EmbedRows, commit: Commit) -> None:
         self.index = index
+        self.embed_rows = embed_rows
+        self.commit = commit
         self.db = index.db
         self.dim = index.embedder.dim
         self.report = report
@@ -118,7 +124,7 @@ class Writer:
     def run(self, sources: list[Changed], gone: list[str]) -> None:
         """Parse ``sources`` and write them, remove the rows of ``gone``, and commit."""
         report = self.report
-        queue = EmbedQueue(self.index._embed_rows, None if self.full else self.db.known_vectors, embed=self.embed,
+        queue = EmbedQueue(self.embed_rows, None if self.full else self.db.known_vectors, embed=self.embed,
                            files=len(sources), total_bytes=sum(s.stamp[0] for s in sources), progress=self.progress)
         if not self.full and len(sources) <= OWN_ROWS_MAX:  # an edited file's unchanged lines: from its own row
             queue.vectors.update(self.db.row_vectors([s.rel for s in sources]))
@@ -311,7 +317,7 @@ class Writer:
         con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                         [("generation", str(self.gen)), ("entries", str(self.count)), ("matrix", matrix),
                          ("rows", str(rows))])
-        self.index._commit(con, None if self.full else self.written)
+        self.commit(con, None if self.full else self.written)
         self.con = None
         self.db.remember_terms(self.fresh_terms)
         if matrix != self.was_matrix:  # replaced: readers of the old one read their snapshot again
@@ -328,7 +334,8 @@ class Writer:
             self.db.matrix.remove(self.matrix)
 
 
-def fill_pending(index: Index, report: IndexReport, progress: Progress | None, wait: float) -> None:
+def fill_pending(index: Index, report: IndexReport, progress: Progress | None, wait: float, embed_rows: EmbedRows,
+                 commit: Commit) -> None:
     """Embed the entries a refresh without embedding left without a vector: each such file's block
     is appended anew with its vectors, a transaction for each chunk of about :data:`CHUNK_ENTRIES`
     entries (each commit leaves every file either complete or still pending); the matrix is
@@ -359,16 +366,16 @@ def fill_pending(index: Index, report: IndexReport, progress: Progress | None, w
         vectors = db.known_vectors(list(texts))
         missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
         told = None if progress is None else (lambda d, _t, at=done: progress(at + d, max(total, at + d)))
-        vectors.update(zip((e.hash for e in missing), f32_rows(index._embed_rows(missing, told))))
+        vectors.update(zip((e.hash for e in missing), f32_rows(embed_rows(missing, told))))
         done += len(missing)
-        _append_pending(index, files, vectors, wait, last)
+        _append_pending(index, files, vectors, wait, last, commit)
         report.new += len(missing)
     if progress is not None and done:
         progress(done, done)  # texts found in earlier chunks were not embedded: the total is what was
 
 
 def _append_pending(index: Index, files: list[tuple[int, list[str], list[str]]], vectors: dict[str, bytes],
-                    wait: float, last: bool) -> None:
+                    wait: float, last: bool, commit: Commit) -> None:
     db = index.db
     con = db.begin(wait)
     try:
@@ -395,7 +402,7 @@ def _append_pending(index: Index, files: list[tuple[int, list[str], list[str]]],
             meta = [("pending", "1" if still else "0"), ("generation", str(gen)), ("matrix", matrix),
                     ("rows", str(total))]
         con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
-        index._commit(con)
+        commit(con, None)
     except BaseException:
         con.execute("ROLLBACK")
         raise

@@ -31,6 +31,11 @@ rows to the matrix (fsynced) before it commits: a crash leaves the previous stat
 sees half a refresh, and concurrent writers queue on SQLite's own lock. A reader knows whether
 its view is current from ``PRAGMA data_version`` (no query of its own) and the ``generation``.
 
+**Streamed** (:mod:`memkit.index.writer`): a large refresh (a full index, a first index, a pull
+that changed many files) parses, embeds and writes its files in chunks of ~20k entries inside that
+one transaction, so its memory does not grow with the vault; it holds the write lock from its
+first chunk's write to its commit.
+
 **Never trusted** (:mod:`memkit.index.sidecar`): files that are not what they should be are made anew.
 **The view** (:mod:`memkit.index.view`): the memory-mapped matrix, with what a hit shows.
 """

@@ -31,37 +31,39 @@ rows to the matrix (fsynced) before it commits: a crash leaves the previous stat
 sees half a refresh, and concurrent writers queue on SQLite's own lock. A reader knows whether
 its view is current from ``PRAGMA data_version`` (no query of its own) and the ``generation``.
 
+**Streamed** (:mod:`memkit.index.writer`): a large refresh (a full index, a first index, a pull
+that changed many files) parses, embeds and writes its files in chunks of ~20k entries inside that
+one transaction, so its memory does not grow with the vault; it holds the write lock from its
+first chunk's write to its commit.
+
 **Never trusted** (:mod:`memkit.index.sidecar`): files that are not what they should be are made anew.
 **The view** (:mod:`memkit.index.view`): the memory-mapped matrix, with what a hit shows.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from array import array
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from ..embeddings import Embedder, complete
-from ..errors import MemkitError, TopicParseError
+from ..errors import MemkitError
 from ..formats.fields import strip_provenance
 from ..formats.topic import Entry, Topic
-from ..formats.words import terms as text_terms
 from ..store import Store, TopicFile
 from . import frozen
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
-from .queue import EMBED_BATCH, EmbedQueue, f32_rows
-from .sidecar import Sidecar, split_hashes
+from .queue import EMBED_BATCH
+from .sidecar import Sidecar
 from .sources import Source, TopicSource
-from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, days_of, trim_memory
+from .view import TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, trim_memory
+from .writer import Changed, Writer, fill_pending
 
 log = logging.getLogger("memkit")
 
@@ -71,7 +73,6 @@ __all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
 #: process of a large vault looks its queries' terms up instead: 90k terms take 0.1-0.3 s to read)
 VOCAB_READ_WHOLE = 20_000
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
-OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
 
@@ -108,30 +109,6 @@ class IndexReport:
         if self.judged:
             text += f"; {self.judged:,} judge vector{'s' if self.judged != 1 else ''}"
         return text
-
-
-def _day(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9).date().isoformat()
-
-
-@dataclass
-class _Source:
-    """A topic file to (re)index: where it is, its stamp, and its parse when already made."""
-
-    rel: str
-    name: str
-    path: Path
-    stamp: tuple[int, int, int]
-    topic: Topic | None = None
-    error: str | None = None
-
-
-@dataclass
-class _Parsed:
-    source: _Source
-    topic: Topic | None
-    error: str | None
-    terms: list[list[str]]
 
 
 class Index:
@@ -287,7 +264,7 @@ class Index:
             self.db.connect()
             report.rebuilt_model = self.db.created
             self.db.created = False
-            sources: list[_Source] | None = None
+            sources: list[Changed] | None = None
             gone: list[str] = []
             if paths is not None and not full:
                 try:
@@ -302,7 +279,7 @@ class Index:
                     changed, gone = list(files), [p for p in self._file_rows() if p not in current]
                 else:
                     changed, gone = self.stale(files)
-                sources = [_Source(self.source.relpath(tf.name), tf.name, tf.path, tf.stamp) for tf in changed]
+                sources = [Changed(self.source.relpath(tf.name), tf.name, tf.path, tf.stamp) for tf in changed]
                 report.files = len(files)
                 self.last_check = time.monotonic()
             else:
@@ -333,7 +310,7 @@ class Index:
         return report
 
     def _stale_paths(self, paths: Iterable[str | os.PathLike[str]],
-                     parsed: Sequence[Topic] = ()) -> tuple[list[_Source], list[str]]:
+                     parsed: Sequence[Topic] = ()) -> tuple[list[Changed], list[str]]:
         """The named topic files that changed (parsed already: by their writer, ``parsed``, else
         read now), and those that are gone."""
         written = {t.name: t for t in parsed if t.stamp is not None}
@@ -364,7 +341,7 @@ class Index:
             rel = self.source.relpath(topic.name)
             row = known.get(rel)
             if row is None or row[1] != topic.stamp:
-                sources.append(_Source(rel, topic.name, topic.path, topic.stamp, topic))
+                sources.append(Changed(rel, topic.name, topic.path, topic.stamp, topic))
         return sources, gone
 
     def _commit(self, con: sqlite3.Connection, rows: dict[str, tuple[int, tuple[int, int, int]] | None] | None = None) -> None:
@@ -384,160 +361,11 @@ class Index:
                 self._files[path] = row
         self._files_epoch = self._epoch
 
-    def _parse(self, source: _Source) -> _Parsed:
-        topic, error = source.topic, source.error
-        if topic is None and error is None:
-            try:
-                topic = self.source.read(source.path, source.name, source.rel)
-            except TopicParseError as exc:
-                error = str(exc)
-        if topic is not None:  # read anyway, reported: a file memkit will not write to until it is fixed
-            error = "\n".join(p.message for p in topic.problems if p.blocks_writes) or None  # one per line
-        terms = [text_terms(strip_provenance(e.text)) for e in topic.entries] if topic is not None else []
-        return _Parsed(source, topic, error, terms)
-
-    def _apply(self, sources: list[_Source], gone: list[str], report: IndexReport, progress: Progress | None,
+    def _apply(self, sources: list[Changed], gone: list[str], report: IndexReport, progress: Progress | None,
                wait: float, full: bool, embed: bool) -> None:
-        """Parse the changed files, find or make their vectors, and write them in one transaction.
-        Large refreshes embed in a worker thread while the files are still being parsed."""
-        parsed: list[_Parsed] = []
-        queue = EmbedQueue(self._embed_rows, None if full else self.db.known_vectors, embed=embed, files=len(sources),
-                           total_bytes=sum(s.stamp[0] for s in sources), progress=progress)
-        if not full and len(sources) <= OWN_ROWS_MAX:  # an edited file's unchanged lines: from its own row
-            queue.vectors.update(self.db.row_vectors([s.rel for s in sources]))
-        try:
-            for source in sources:
-                item = self._parse(source)
-                parsed.append(item)
-                if item.error is not None:
-                    report.errors.append(item.error)
-                queue.add(item.topic.entries if item.topic is not None else (), source.stamp[0])
-            queue.finish()
-            report.new = len(queue.unembedded) if embed else 0
-            pending = not embed and bool(queue.unembedded)
-            # written while the worker still embeds: each file waits for its own vectors only
-            self._write(parsed, gone, queue.vectors, report, wait, full, pending, self.embedder.dim, queue.ready)
-        finally:
-            queue.close()
-        report.reused = sum(len(p.topic.entries) for p in parsed if p.topic is not None) - len(queue.unembedded)
-        report.changed_files = len(parsed)
-
-    def _write(self, parsed: list[_Parsed], gone: list[str], vectors: dict[str, bytes], report: IndexReport,
-               wait: float, full: bool, pending: bool, dim: int, ready: Callable[[list[Entry]], None]) -> None:
-        con = self.db.begin(wait)
-        try:
-            gen = int(self.db.meta("generation") or 0) + 1
-            count = int(self.db.meta("entries") or 0)
-            matrix, rows = was_matrix, _ = self.db.matrix_state(con)
-            replaced = [p.source.rel for p in parsed] + gone
-            old: dict[str, int] = {}  # hash -> entries holding it among the rows replaced
-            ids: dict[str, int] = {}
-            before: dict[int, list[str]] = {}  # file id -> its entries' hashes, in order, as indexed
-            if full:
-                for (hashes,) in con.execute("SELECT hashes FROM file_data"):
-                    for h in split_hashes(hashes):
-                        old[h] = old.get(h, 0) + 1
-                con.execute("DROP INDEX IF EXISTS entries_hash")  # rebuilt once at the end: faster than kept
-                con.execute("DELETE FROM entries")
-                con.execute("DELETE FROM file_data")
-                ids = {p: i for p, i in con.execute("SELECT path, id FROM files")}
-                con.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
-                count = 0
-                matrix, rows = self.db.next_matrix(matrix), 0  # every row anew: a new matrix
-            else:
-                for path in replaced:
-                    row = con.execute("SELECT f.id, f.n, d.hashes FROM files f LEFT JOIN file_data d "
-                                      "ON d.file_id = f.id WHERE f.path = ?", (path,)).fetchone()
-                    if row is None:
-                        continue
-                    fid, n, hashes = row
-                    ids[path] = fid
-                    count -= n
-                    if hashes is None:  # no blobs (a damaged row): its entries rows go too
-                        con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
-                    before[fid] = split_hashes(hashes or "")
-                    for h in before[fid]:
-                        old[h] = old.get(h, 0) + 1
-                for path in gone:
-                    fid = ids.get(path)
-                    if fid is not None:
-                        con.execute("DELETE FROM entries WHERE file_id = ?", (fid,))
-                        con.execute("DELETE FROM file_data WHERE file_id = ?", (fid,))
-                        con.execute("DELETE FROM files WHERE id = ?", (fid,))
-            term_id = self.db.term_ids(con, {t for p in parsed for ts in p.terms for t in ts})
-            written: dict[str, tuple[int, tuple[int, int, int]] | None] = dict.fromkeys(gone)
-            zero = bytes(4 * dim)
-            new: dict[str, int] = {}
-            block: list[bytes] = []  # the rows appended to the matrix, in order
-            for item in parsed:
-                src, topic = item.source, item.topic
-                entries = topic.entries if topic is not None else []
-                updated = topic.updated().date().isoformat() if topic is not None else _day(src.stamp[1])
-                ready(entries)
-                vecs = [vectors.get(e.hash) for e in entries]
-                missing = any(r is None for r in vecs)
-                row0 = rows + len(block) if entries else -1
-                block.extend(zero if r is None else r for r in vecs)
-                values = (src.name, *src.stamp, updated, item.error, gen, len(entries), int(missing), row0)
-                fid = ids.get(src.rel)
-                if fid is None:
-                    fid = con.execute("INSERT INTO files (topic, size, mtime_ns, ino, updated, error, gen, n, pending, "
-                                      "row0, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                      (*values, src.rel)).lastrowid
-                else:
-                    con.execute("UPDATE files SET topic = ?, size = ?, mtime_ns = ?, ino = ?, updated = ?, error = ?, "
-                                "gen = ?, n = ?, pending = ?, row0 = ? WHERE id = ?", (*values, fid))
-                assert fid is not None
-                written[src.rel] = (fid, src.stamp)
-                tids = array("i")
-                counts = array("i")
-                for ts in item.terms:
-                    tids.extend([term_id[t] for t in ts])
-                    counts.append(len(ts))
-                days = array("i", [days_of(e.date) for e in entries])
-                # texts; kinds, tags and dates that are no real day only where an entry has them
-                body = json.dumps([[e.text for e in entries], {p: e.kind for p, e in enumerate(entries) if e.kind},
-                                   {p: e.tags for p, e in enumerate(entries) if e.tags},
-                                   {p: e.date for p, e in enumerate(entries) if e.date and days[p] == NO_DAY}],
-                                  ensure_ascii=False, separators=(",", ":"))
-                con.execute("INSERT OR REPLACE INTO file_data VALUES (?, ?, ?, ?, ?, ?, ?)", (
-                    fid, tids.tobytes(), counts.tobytes(), array("i", [e.line for e in entries]).tobytes(),
-                    days.tobytes(), "".join(e.hash for e in entries), body))
-                # only the positions whose text changed (an append writes one row)
-                was = before.get(fid, [])
-                now = [e.hash for e in entries]
-                con.executemany("UPDATE entries SET hash = ? WHERE file_id = ? AND pos = ?",
-                                [(h, fid, pos) for pos, (h, w) in enumerate(zip(now, was)) if h != w])
-                if len(was) > len(now):
-                    con.execute("DELETE FROM entries WHERE file_id = ? AND pos >= ?", (fid, len(now)))
-                con.executemany("INSERT INTO entries VALUES (?, ?, ?)",
-                                [(fid, pos, h) for pos, h in enumerate(now[len(was):], start=len(was))])
-                count += len(entries)
-                for e in entries:
-                    new[e.hash] = new.get(e.hash, 0) + 1
-            if full:
-                con.execute("CREATE INDEX IF NOT EXISTS entries_hash ON entries (hash)")
-                orphans = [h for h in old if h not in new]
-            else:  # a text no entry holds any more is gone (its vector with it)
-                orphans = [h for h in old if h not in new and
-                           con.execute("SELECT 1 FROM entries WHERE hash = ? LIMIT 1", (h,)).fetchone() is None]
-            report.removed = sum(old[h] for h in orphans)
-            if pending:
-                con.execute("INSERT OR REPLACE INTO meta VALUES ('pending', '1')")
-            if block or full:
-                self.db.matrix.append(matrix, rows, np.frombuffer(b"".join(block), dtype=np.float32).reshape(len(block), dim))
-                rows += len(block)
-            matrix, rows = self.db.compact(con, matrix, rows, count)
-            con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                            [("generation", str(gen)), ("entries", str(count)), ("matrix", matrix),
-                             ("rows", str(rows))])
-            self._commit(con, None if full else written)
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        if matrix != was_matrix:  # replaced: readers of the old one read their snapshot again
-            self.db.make_durable()  # the commit naming the new matrix survives a power loss first
-            self.db.matrix.remove(was_matrix)
+        """Parse the changed files, find or make their vectors, and write them in one transaction,
+        in chunks when many (:mod:`memkit.index.writer`)."""
+        Writer(self, report, progress, wait, full, embed, self._embed_rows, self._commit).run(sources, gone)
 
     def lookup_terms(self, terms: list[str]) -> dict[str, int]:
         """Term -> id for the terms the sidecar knows (for :class:`TermIds`)."""
@@ -550,47 +378,9 @@ class Index:
             return self.db.terms_after(last)
 
     def _embed_pending(self, report: IndexReport, progress: Progress | None, wait: float) -> None:
-        """Embed the entries a refresh without embedding left without a vector: each such file's
-        block is appended anew with its vectors."""
-        con = self.db.connect()
-        rows = con.execute("SELECT f.id, d.hashes, d.body FROM files f JOIN file_data d ON d.file_id = f.id "
-                           "WHERE f.pending = 1").fetchall()
-        files = [(fid, split_hashes(hashes), json.loads(body)[0]) for fid, hashes, body in rows]  # texts
-        texts: dict[str, str] = {}
-        for _, hashes, bodies in files:
-            texts.update(zip(hashes, bodies))
-        vectors = self.db.known_vectors(list(texts))
-        missing = [Entry(text, "", "", 0, 0, hash=h) for h, text in texts.items() if h not in vectors]
-        vectors.update(zip((e.hash for e in missing), f32_rows(self._embed_rows(missing, progress))))
-        con = self.db.begin(wait)
-        try:
-            gen = int(self.db.meta("generation") or 0) + 1
-            matrix, rows0 = was_matrix, _ = self.db.matrix_state(con)
-            block: list[bytes] = []
-            moved = []
-            for fid, hashes, _ in files:
-                current = con.execute("SELECT d.hashes FROM files f JOIN file_data d ON d.file_id = f.id "
-                                      "WHERE f.id = ? AND f.pending = 1", (fid,)).fetchone()
-                if current is None or split_hashes(current[0]) != hashes:
-                    continue  # rewritten meanwhile by another process
-                moved.append((rows0 + len(block) if hashes else -1, gen, fid))
-                block.extend(vectors[h] for h in hashes)
-            if block:
-                self.db.matrix.append(matrix, rows0, np.frombuffer(b"".join(block), dtype=np.float32)
-                                   .reshape(len(block), self.embedder.dim))
-            con.executemany("UPDATE files SET pending = 0, row0 = ?, gen = ? WHERE id = ?", moved)
-            count = int(self.db.meta("entries") or 0)
-            matrix, total = self.db.compact(con, matrix, rows0 + len(block), count)
-            con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-                ("pending", "0"), ("generation", str(gen)), ("matrix", matrix), ("rows", str(total))])
-            self._commit(con)
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        if matrix != was_matrix:
-            self.db.make_durable()
-            self.db.matrix.remove(was_matrix)
-        report.new += len(missing)
+        """Embed the entries a refresh without embedding left without a vector (in chunks:
+        :func:`memkit.index.writer.fill_pending`)."""
+        fill_pending(self, report, progress, wait, self._embed_rows, self._commit)
 
     def _embed_rows(self, entries: Sequence[Entry], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(entries), self.embedder.dim), dtype=np.float32)

@@ -131,7 +131,7 @@ class FileMatrix:
                     raise MatrixError(f"{name} is shorter than the {rows} rows the index names")
                 _check_header(os.pread(fd, HEADER_BYTES, 0), self.dim, rows, name)
             total = rows + data.shape[0]
-            _write_all(fd, data.tobytes(), HEADER_BYTES + rows * 4 * self.dim)
+            _write_all(fd, data.data.cast("B") if data.size else b"", HEADER_BYTES + rows * 4 * self.dim)  # no copy
             _write_all(fd, header(total, self.dim), 0)
             os.ftruncate(fd, HEADER_BYTES + total * 4 * self.dim)  # a crashed writer's rows past ours
             os.fsync(fd)
@@ -259,7 +259,7 @@ def _check_header(head: bytes, dim: int, rows: int, name: str) -> None:
         raise MatrixError(f"{name} says {m.group(1)} rows, the index names {rows}")
 
 
-def _write_all(fd: int, data: bytes, offset: int) -> None:
+def _write_all(fd: int, data: bytes | memoryview, offset: int) -> None:
     view = memoryview(data)
     while view:
         n = os.pwrite(fd, view, offset)

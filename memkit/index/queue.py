@@ -6,6 +6,10 @@ the vectors the index already holds (:meth:`EmbedQueue.known`, e.g. a line moved
 then embeds the rest. A large refresh (several files, an estimated ``THREAD_MIN_ENTRIES`` entries
 or more) embeds in one worker thread while the main thread goes on parsing and writing: the
 writer waits for each file's own vectors only (:meth:`EmbedQueue.ready`).
+
+A refresh written in chunks (:mod:`memkit.index.writer`) hands back each chunk's entries once they
+are written (:meth:`EmbedQueue.release`): the queue then forgets their vectors, unless an entry
+still to be written holds the same text, so that its memory stays that of the chunks in flight.
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ class EmbedQueue:
                  known: Callable[[list[str]], dict[str, bytes]] | None, *, embed: bool = True, files: int = 1,
                  total_bytes: int = 1, progress: Progress | None = None) -> None:
         self.vectors: dict[str, bytes] = {}  #: hash -> float32 row
-        self.unembedded: list[Entry] = []  #: entries whose vectors were not known (embedded unless ``embed`` is off)
+        self.unknown = 0  #: texts whose vectors were not known (embedded unless ``embed`` is off)
         self._embed_rows = embed_rows
         self._known = known
         self._embed = embed
@@ -49,7 +53,7 @@ class EmbedQueue:
         self._done_bytes = 0
         self._progress = progress
         self._queued: list[Entry] = []
-        self._seen: set[str] = set()
+        self._held: dict[str, int] = {}  # hash -> entries added and not released yet
         self._jobs: list[tuple[list[Entry], Future[np.ndarray]]] = []
         self._batch_of: dict[str, int] = {}  # hash -> number of the worker's batch embedding it
         self._taken = 0  # worker batches collected so far
@@ -59,16 +63,33 @@ class EmbedQueue:
     def add(self, entries: Sequence[Entry], parsed_bytes: int) -> None:
         """Queue the entries of one more parsed file (of ``parsed_bytes`` bytes)."""
         self._done_bytes += parsed_bytes
+        held = self._held
         for e in entries:
-            if e.hash not in self._seen:
-                self._seen.add(e.hash)
+            n = held.get(e.hash)
+            if n is None:
+                held[e.hash] = 1
                 self._queued.append(e)
+            else:
+                held[e.hash] = n + 1
         if len(self._queued) >= EMBED_BATCH:
             self._flush()
 
     def finish(self) -> None:
-        """Every file is parsed: the last batch goes (the worker may still be embedding)."""
+        """Every file (of a chunk) is parsed: the last batch goes (the worker may still be embedding)."""
         self._flush()
+
+    def release(self, entries: Sequence[Entry]) -> None:
+        """These entries (added and made :meth:`ready` before) are written: forget the vectors no
+        entry still to be written holds. A text added again afterwards is looked up (or embedded) anew."""
+        held = self._held
+        for e in entries:
+            n = held.get(e.hash, 0) - 1
+            if n > 0:
+                held[e.hash] = n
+            else:
+                held.pop(e.hash, None)
+                self.vectors.pop(e.hash, None)
+                self._batch_of.pop(e.hash, None)
 
     def ready(self, entries: Sequence[Entry]) -> None:
         """Wait until the vectors of ``entries`` are made (the worker embeds in order)."""
@@ -83,12 +104,12 @@ class EmbedQueue:
 
     def _estimate(self) -> int:
         """Entries to embed in all: those found so far, scaled by the bytes still to parse."""
-        found = len(self.unembedded)
+        found = self.unknown
         return max(found, int(found * self._total_bytes / max(self._done_bytes, 1)))
 
     def _tell(self, final: bool = False) -> None:
         if self._progress is not None:
-            total = len(self.unembedded) if final else self._estimate()
+            total = self.unknown if final else self._estimate()
             self._progress(self._embedded, max(self._embedded, total))
 
     def _collect(self, until: int) -> None:
@@ -109,7 +130,7 @@ class EmbedQueue:
             found = self._known([e.hash for e in batch]) if batch else {}
             self.vectors.update(found)
             batch = [e for e in batch if e.hash not in found]
-        self.unembedded.extend(batch)
+        self.unknown += len(batch)
         if not self._embed or not batch:
             return
         for i in range(0, len(batch), EMBED_BATCH):

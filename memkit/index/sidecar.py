@@ -75,6 +75,9 @@ class Sidecar:
         self._con: sqlite3.Connection | None = None
         self._ino = -1  # the SQLite file's inode when opened
         self._term_cache: dict[str, int] = {}  # term -> id, as committed to this connection's file
+        #: (matrix, rows) the open write transaction has appended up to (:mod:`memkit.index.writer`):
+        #: what :meth:`known_vectors` reads inside it; None: the committed rows
+        self.writing: tuple[str, int] | None = None
 
     @property
     def open(self) -> bool:
@@ -281,19 +284,24 @@ class Sidecar:
 
     # ---- vectors known already -------------------------------------------------------------------
     def _snapshot(self, read: Callable[[sqlite3.Connection, np.ndarray], dict[str, bytes]]) -> dict[str, bytes]:
-        """``read(con, matrix rows)`` inside one read transaction; nothing when the matrix was
-        just replaced (the vectors are made again instead)."""
+        """``read(con, matrix rows)`` inside one read transaction (or the write transaction open
+        on this connection, with the rows it appended: :attr:`writing`); nothing when the matrix
+        was just replaced (the vectors are made again instead)."""
         con = self.connect()
-        con.execute("BEGIN")
+        own = con.in_transaction
+        if not own:
+            con.execute("BEGIN")
         try:
             try:
-                data = self.matrix.read(*self.matrix_state(con))
+                state = self.writing if own and self.writing is not None else self.matrix_state(con)
+                data = self.matrix.read(*state)
             except (FileNotFoundError, MatrixError) as exc:
                 log.debug("index matrix unreadable for reuse (%s)", exc)
                 return {}
             return read(con, data)
         finally:
-            con.execute("COMMIT")
+            if not own:
+                con.execute("COMMIT")
 
     def row_vectors(self, paths: Sequence[str]) -> dict[str, bytes]:
         """hash -> float32 row of the entries these files held when last indexed (complete rows)."""
@@ -330,21 +338,35 @@ class Sidecar:
         return self._snapshot(read)
 
     # ---- search terms ---------------------------------------------------------------------------
-    def term_ids(self, con: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
-        """The ids of ``terms``, adding the new ones (inside the write transaction)."""
+    def term_ids(self, con: sqlite3.Connection, terms: set[str], fresh: dict[str, int] | None = None) -> dict[str, int]:
+        """The ids of ``terms``, adding the new ones (inside the write transaction).
+
+        :param fresh: the terms this transaction added so far, and where the ones it adds now go:
+            they join the cache (committed terms only) once it commits, :meth:`remember_terms`.
+        """
         if not terms:
             return {}
+        fresh = {} if fresh is None else fresh
         cache = self._term_cache  # committed terms only: an id never changes meaning
-        if not cache and len(terms) < 20_000:  # a first small write: the whole vocabulary when small
+        if not cache and not fresh and len(terms) < 20_000:  # a first small write: the whole vocabulary when small
             if int(con.execute("SELECT COUNT(*) FROM terms").fetchone()[0]) <= VOCAB_LOAD_MAX:
                 cache.update(con.execute("SELECT term, id FROM terms"))
-        out = {t: cache[t] for t in terms if t in cache}
-        ask = [t for t in terms if t not in out]
+        out = {}
+        ask = []
+        for t in terms:
+            i = cache.get(t)
+            if i is None:
+                i = fresh.get(t)
+            if i is None:
+                ask.append(t)
+            else:
+                out[t] = i
         if len(ask) > 20_000:
             wanted = set(ask)
             found = {t: i for t, i in con.execute("SELECT term, id FROM terms") if t in wanted}
         else:
             found = self._lookup_terms(con, ask) if ask else {}
+        found = {t: i for t, i in found.items() if t not in fresh}  # committed ones (all others are in fresh)
         if len(cache) + len(found) > TERM_CACHE_MAX:
             cache.clear()
         cache.update(found)
@@ -353,8 +375,18 @@ class Sidecar:
         if new:
             start = (con.execute("SELECT MAX(id) FROM terms").fetchone()[0] or 0) + 1
             con.executemany("INSERT INTO terms VALUES (?, ?)", [(start + i, t) for i, t in enumerate(new)])
-            out.update((t, start + i) for i, t in enumerate(new))
+            added = {t: start + i for i, t in enumerate(new)}
+            fresh.update(added)
+            out.update(added)
         return out
+
+    def remember_terms(self, fresh: dict[str, int]) -> None:
+        """The terms a write transaction added (:meth:`term_ids`) are committed: cached."""
+        cache = self._term_cache
+        if len(cache) + len(fresh) > TERM_CACHE_MAX:
+            cache.clear()
+        if len(fresh) <= TERM_CACHE_MAX:
+            cache.update(fresh)
 
     @staticmethod
     def _lookup_terms(con: sqlite3.Connection, terms: list[str]) -> dict[str, int]:

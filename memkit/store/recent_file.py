@@ -61,13 +61,17 @@ class RecentFile:
         for item in items:
             if item.topic in files and (item.topic not in best or item.updated > best[item.topic].updated):
                 best[item.topic] = item
+        # a file index.txt leaves out, unchanged since memkit last looked, was older than every
+        # topic it lists: it stays out (not read: a vault of 20,000 topics reads the few that
+        # changed), unless index.txt now lists fewer topics than it holds (one went)
+        full = seen is None or len(best) < self._files.config.index_max_entries
         for name, tf in files.items():
             listed = best.get(name)
             if seen is not None:
                 changed = seen.changed(name, tf.stat.st_mtime_ns, tf.path)
             else:
                 changed = tf.stat.st_mtime - baseline > HAND_EDIT_SLACK_S
-            if listed is not None and not changed:
+            if not changed and (listed is not None or not full):
                 continue
             mtime = datetime.fromtimestamp(tf.stat.st_mtime).replace(microsecond=0)
             try:

@@ -79,6 +79,11 @@ class TopicFile:
             self._path = Path(self._path)
         return self._path
 
+    @property
+    def location(self) -> str:
+        """The path as a string (no :class:`Path` made when the listing gave one)."""
+        return self._path if isinstance(self._path, str) else str(self._path)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TopicFile) and (self.name, self.path, self.stat) == (other.name, other.path, other.stat)
 

@@ -68,7 +68,7 @@ class RecentFile:
         for name, tf in files.items():
             listed = best.get(name)
             if seen is not None:
-                changed = seen.changed(name, tf.stat.st_mtime_ns, tf.path)
+                changed = seen.changed(name, tf.stat.st_mtime_ns, tf.location)
             else:
                 changed = tf.stat.st_mtime - baseline > HAND_EDIT_SLACK_S
             if not changed and (listed is not None or not full):
@@ -112,7 +112,7 @@ class RecentFile:
 
     def _remember_seen(self, files: Mapping[str, TopicFile], index_sha: str | None, seen: Seen | None) -> None:
         save_seen(self._files.state_dir / SEEN_FILE, (seen or Seen()).updated(
-            {name: (tf.stat.st_mtime_ns, tf.path) for name, tf in files.items()}, index_sha))
+            {name: (tf.stat.st_mtime_ns, tf.location) for name, tf in files.items()}, index_sha))
 
     def _read_sha(self) -> tuple[list[RecentTopic], str | None]:
         """index.txt's lines as they are, and the sha1 of its bytes."""

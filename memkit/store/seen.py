@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,10 +27,11 @@ HAND_EDIT_SLACK_S = 2.0  #: a file this much newer than the rest was changed out
 __all__ = ["Seen", "SEEN_FILE", "HAND_EDIT_SLACK_S", "file_hash", "load_seen", "save_seen"]
 
 
-def file_hash(path: Path) -> str | None:
+def file_hash(path: str | os.PathLike[str]) -> str | None:
     """sha1 of a file's bytes (None when it cannot be read)."""
     try:
-        return hashlib.sha1(path.read_bytes()).hexdigest()
+        with open(path, "rb") as fh:
+            return hashlib.sha1(fh.read()).hexdigest()
     except OSError:
         return None
 
@@ -43,13 +45,13 @@ class Seen:
     #: hashes taken while looking (name -> (mtime_ns, sha1)), so :meth:`updated` reads no file twice
     _hashed: dict[str, tuple[int, str | None]] = field(default_factory=dict, repr=False, compare=False)
 
-    def _hash(self, name: str, mtime_ns: int, path: Path) -> str | None:
+    def _hash(self, name: str, mtime_ns: int, path: str | os.PathLike[str]) -> str | None:
         got = self._hashed.get(name)
         if got is None or got[0] != mtime_ns:
             got = self._hashed[name] = (mtime_ns, file_hash(path))
         return got[1]
 
-    def changed(self, name: str, mtime_ns: int, path: Path) -> bool:
+    def changed(self, name: str, mtime_ns: int, path: str | os.PathLike[str]) -> bool:
         """Whether the topic file's bytes changed since then (a new file counts as changed)."""
         before = self.files.get(name)
         if before is None:
@@ -58,7 +60,7 @@ class Seen:
             return False
         return before[1] is None or self._hash(name, mtime_ns, path) != before[1]
 
-    def updated(self, files: dict[str, tuple[int, Path]], index_sha: str | None) -> "Seen":
+    def updated(self, files: dict[str, tuple[int, str | os.PathLike[str]]], index_sha: str | None) -> "Seen":
         """The record for now: hashes are kept for files whose mtime did not move."""
         out: dict[str, tuple[int, str | None]] = {}
         for name, (mtime_ns, path) in files.items():

@@ -490,10 +490,11 @@ class Index:
         if self.in_memory:
             return False
         with self._mutex:
-            con = self.db.connect()
-            matrix, rows = self.db.matrix_state(con)
-            return frozen.due(frozen.parse_state(self.db.meta("frozen")), matrix, rows,
-                              int(self.db.meta("entries") or 0))
+            return self._freeze_due(self.db.connect())
+
+    def _freeze_due(self, con: sqlite3.Connection) -> bool:
+        matrix, rows = self.db.matrix_state(con)
+        return frozen.due(frozen.parse_state(self.db.meta("frozen")), matrix, rows, int(self.db.meta("entries") or 0))
 
     def freeze(self, ranking: frozen.Ranking | None = None, *, wait: float = 0.5, force: bool = False) -> str | None:
         """Write the frozen view of the index as it is (:mod:`memkit.index.frozen`) when it is due
@@ -511,8 +512,7 @@ class Index:
             try:
                 gen = int(self.db.meta("generation") or 0)
                 matrix, rows = self.db.matrix_state(con)
-                if not force and not frozen.due(frozen.parse_state(self.db.meta("frozen")), matrix, rows,
-                                                int(self.db.meta("entries") or 0)):
+                if not force and not self._freeze_due(con):
                     con.execute("ROLLBACK")  # another process froze it meanwhile
                     return None
                 vectors = self.db.matrix.read(matrix, rows)

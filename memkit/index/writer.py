@@ -194,8 +194,7 @@ class Writer:
             self.matrix, self.rows = self.db.next_matrix(self.matrix), 0  # every row anew: a new matrix
         else:
             for path in gone:
-                row = con.execute("SELECT f.id, f.n, d.hashes FROM files f LEFT JOIN file_data d "
-                                  "ON d.file_id = f.id WHERE f.path = ?", (path,)).fetchone()
+                row = _file_row(con, path)
                 if row is None:
                     continue
                 fid, n, hashes = row
@@ -213,8 +212,7 @@ class Writer:
         before: dict[int, list[str]] = {}
         old: dict[str, int] = {}
         for path in paths:
-            row = con.execute("SELECT f.id, f.n, d.hashes FROM files f LEFT JOIN file_data d "
-                              "ON d.file_id = f.id WHERE f.path = ?", (path,)).fetchone()
+            row = _file_row(con, path)
             if row is None:
                 continue
             fid, n, hashes = row
@@ -409,3 +407,9 @@ def _append_pending(index: Index, files: list[tuple[int, list[str], list[str]]],
     if matrix != was_matrix:
         db.make_durable()
         db.matrix.remove(was_matrix)
+
+
+def _file_row(con: sqlite3.Connection, path: str) -> tuple[int, int, str | None] | None:
+    """(file id, entries, their hashes) of an indexed file, or None."""
+    return con.execute("SELECT f.id, f.n, d.hashes FROM files f LEFT JOIN file_data d ON d.file_id = f.id "
+                       "WHERE f.path = ?", (path,)).fetchone()

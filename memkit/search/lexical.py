@@ -335,33 +335,40 @@ class BM25Index:
 
     def scores(self, qterms: list[tuple[int, int]]) -> np.ndarray:
         """BM25 score of every document (float32, shape (N,); 0 = no query term)."""
+        return self.scores_rows(qterms)[0]
+
+    def scores_rows(self, qterms: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`scores`, and the rows they may be above 0 at (some twice, unsorted): every other
+        score is 0, so a large vault's search reads these few instead of all N."""
         n = self.n_docs
         out = np.zeros(n, dtype=np.float32)
-        for i in range(0, len(qterms), _TERMS_AT_ONCE):
-            self._score_into(out, qterms[i:i + _TERMS_AT_ONCE])
+        rows = [self._score_into(out, qterms[i:i + _TERMS_AT_ONCE]) for i in range(0, len(qterms), _TERMS_AT_ONCE)]
         if self.dead.size:
             out[self.dead] = 0
-        return out
+        return out, (rows[0] if len(rows) == 1 else np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64))
 
-    def _score_into(self, out: np.ndarray, qterms: list[tuple[int, int]]) -> None:
-        """Add the scores of these query terms to ``out``, all their postings at once."""
+    def _score_into(self, out: np.ndarray, qterms: list[tuple[int, int]]) -> np.ndarray:
+        """Add the scores of these query terms to ``out``, all their postings at once; returns
+        the rows added to."""
         tids = np.array([tid for tid, _ in qterms], dtype=np.int64)
         df = self.df[tids].astype(np.float64)
         scale = (np.log1p((self.live_docs - df + 0.5) / (df + 0.5)) * (self.k1 + 1)
                  * np.array([cnt for _, cnt in qterms])).astype(np.float32)
+        none = np.zeros(0, dtype=np.int64)
         if self._fold:  # the context folded in (kept per term)
             got = self._postings(qterms, True)
-            if got is not None:
-                d0, tf, j = got
-                np.add.at(out, d0, scale[j] * tf / np.maximum(tf + self.norm[d0], np.float32(1e-12)))
-            return
+            if got is None:
+                return none
+            d0, tf, j = got
+            np.add.at(out, d0, scale[j] * tf / np.maximum(tf + self.norm[d0], np.float32(1e-12)))
+            return d0
         got = self._postings(qterms, False)
         if got is None:
-            return
+            return none
         d0, f0, j = got
         if not self.context:
             np.add.at(out, d0, scale[j] * f0 / np.maximum(f0 + self.norm[d0], np.float32(1e-12)))
-            return
+            return d0
         # a document's frequency of a term is its own plus context_weight times each previous
         # same-file document's, summed in a scratch array (a block of n + context per term)
         n, c_max = self.n_docs, self.context
@@ -387,6 +394,7 @@ class BM25Index:
         np.divide(tf, weight, out=weight)
         weight *= np.tile(scale[j], c_max + 1)
         np.add.at(out, row, weight)
+        return row
 
     def _scratch(self, size: int) -> np.ndarray:
         """A zeroed float32 array of at least ``size`` (one per thread; given back zeroed)."""
@@ -405,19 +413,25 @@ class BM25Index:
         words the vault knows: a word no entry holds can be matched by nothing, so it does not
         dilute the others (in a small vault "what rice do I use" must still find the entry about
         rice when no entry says "use"). A query with no known word covers nothing."""
+        return self.coverage_rows(qterms)[0]
+
+    def coverage_rows(self, qterms: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`coverage`, and the rows it may be above 0 at (as :meth:`scores_rows`)."""
         out = np.zeros(self.n_docs, dtype=np.float32)
+        none = np.zeros(0, dtype=np.int64)
         idf = [self.idf(tid) for tid, _ in qterms]
         total = sum(idf)
         if total <= 0:
-            return out
+            return out, none
         share = np.array(idf, dtype=np.float32) / np.float32(total)
         got = self._postings(qterms, False)
-        if got is not None:
-            d0, _, j = got
-            np.add.at(out, d0, share[j])
+        if got is None:
+            return out, none
+        d0, _, j = got
+        np.add.at(out, d0, share[j])
         if self.dead.size:
             out[self.dead] = 0
-        return out
+        return out, d0
 
 
 def _row_terms_df(term_ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:

@@ -486,3 +486,26 @@ def test_a_query_the_notes_answer_word_for_word_keeps_the_full_lexical_weight():
     assert r.note_weight("MikroTik hAP ax3", qt, r.lex.coverage(qt)) == pytest.approx(r.params.lex_weight)
     qt = r.lex.query_terms("what router brand sits in the hallway closet")
     assert r.note_weight("what router brand sits in the hallway closet", qt, r.lex.coverage(qt)) < 0.1
+
+
+@pytest.mark.parametrize("context", [0, 2])
+@pytest.mark.parametrize("fold", [True, False])
+def test_scores_rows_and_coverage_rows_name_every_row_above_zero(context, fold):
+    """A large vault's fast path reads the lexical scores and the coverage only at the rows these
+    name (the others must be 0), so they must name every row a query word reaches, context too."""
+    texts, files, _, rng = _random_corpus(400)
+    live = rng.random(len(texts)) > 0.1  # some rows dead: their scores are 0 whatever they hold
+    ix = _BM25Index(*encode_terms(texts), file_ids=files, context=context, live=live)
+    ix._fold = fold and bool(context)
+    for query in QUERIES + ["Caroline Melanie apple lake paint router camping node-3 example.org hAP"]:
+        qt = ix.query_terms(query)
+        scores, rows = ix.scores_rows(qt)
+        np.testing.assert_array_equal(scores, ix.scores(qt))
+        outside = np.ones(len(texts), dtype=bool)
+        outside[rows] = False
+        assert not scores[outside].any(), query
+        coverage, cov_rows = ix.coverage_rows(qt)
+        np.testing.assert_array_equal(coverage, ix.coverage(qt))
+        outside = np.ones(len(texts), dtype=bool)
+        outside[cov_rows] = False
+        assert not coverage[outside].any(), query

@@ -452,8 +452,64 @@ def file_lock(path: Path, timeout: float = 30.0) -> Iterator[None]:
         os.close(fd)
 
 
+def lock_held(path: Path) -> bool:
+    """Whether some open file (another process's, or this one's) holds :func:`hold_lock` on
+    ``path``; False where file locks are not known (not POSIX) or the file is missing."""
+    if os.name != "posix":
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return not _try_lock(fd, shared=True, release=True)
+    finally:
+        os.close(fd)
+
+
+class hold_lock:  # noqa: N801 (used like a function: ``mark = hold_lock(path)``)
+    """An exclusive lock on ``path`` held for as long as this object lives (or until
+    :meth:`release`), without waiting: :attr:`held` says whether it was free. For a long-running
+    process to say it is there (:func:`lock_held`); the kernel lets it go when the process ends,
+    whatever way it ends."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        if os.name != "posix":
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return
+        if _try_lock(fd, shared=False, release=False):
+            self._fd = fd
+        else:
+            os.close(fd)
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the file gives the lock back
+
+
 if os.name == "posix":
     import fcntl
+
+    def _try_lock(fd: int, *, shared: bool, release: bool) -> bool:
+        """Take a lock on ``fd`` if free (and give it back at once with ``release``)."""
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        if release:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
 
     def _acquire(fd: int, path: Path, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -486,6 +542,9 @@ if os.name == "posix":
 
 else:  # pragma: no cover - Windows
     import msvcrt  # type: ignore[import-not-found,unused-ignore]
+
+    def _try_lock(fd: int, *, shared: bool, release: bool) -> bool:
+        return False
 
     def _acquire(fd: int, path: Path, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -150,6 +150,12 @@ class Index:
         return self.db.dir
 
     @property
+    def watch_mark(self) -> Path:
+        """``<model>-<dim>.watch`` beside the SQLite file: ``memkit watch`` holds a lock on it
+        (:func:`memkit.base.fsutil.hold_lock`) while it keeps this index current."""
+        return self.path.with_name(self.path.name.removesuffix(".sqlite3") + ".watch")
+
+    @property
     def matrix(self) -> FileMatrix | MemoryMatrix:
         """The vectors (a ``.npy`` file, or arrays in memory for a read-only vault)."""
         return self.db.matrix

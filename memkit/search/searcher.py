@@ -2,7 +2,9 @@
 
 The :class:`Searcher` keeps the index's view and a :class:`memkit.search.rank.Ranker` over it. A search
 re-checks the topic files (and other processes' writes to the sidecar) at most once every
-``REFRESH_INTERVAL_S``; between checks it sees this process's own writes only. When a file
+``REFRESH_INTERVAL_S``; between checks it sees this process's own writes only. While
+``memkit watch`` keeps the index current (it holds a lock on :attr:`Index.watch_mark`), a
+search lists no topic files at all (20,000 files: ~0.4 s) and reads what the watcher indexed. When a file
 changed, the ranker is extended with that file's rows rather than built again
 (:meth:`Ranker.extended`). A process that has just written a topic file makes it searchable at
 once with :meth:`Searcher.refresh_files` (no listing of topics/).
@@ -20,6 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..base.blas import single_thread
+from ..base.fsutil import lock_held
 from ..base.limits import WEAK_HITS
 from ..base.pages import release
 from ..config import Config
@@ -231,11 +234,18 @@ class Searcher:
         if embed and self._unembedded:
             force = True  # a refresh without vectors ran: embed what it recorded before searching by meaning
         if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
+            if not force and self.watched():
+                return False
             report = self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
             self._unembedded = not embed
             self._freeze(report)
             return True
         return False
+
+    def watched(self) -> bool:
+        """Whether ``memkit watch`` keeps this index current: a watcher of this model holds
+        :attr:`Index.watch_mark` from the end of its first refresh until it stops."""
+        return lock_held(self.index.watch_mark)
 
     def index_state(self) -> dict[str, Any]:
         """The index as ``memkit stats`` shows it: model, dimension, file, topic files it is behind."""

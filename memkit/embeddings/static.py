@@ -16,7 +16,7 @@ import socket
 import threading
 from itertools import chain
 from pathlib import Path
-from typing import Callable, Sequence, cast
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -63,6 +63,7 @@ class StaticEmbedder:
         self.embeddings = tensors["embeddings"]
         self.out_dtype = np.dtype(np.float32) if self.embeddings.dtype == np.int8 else self.embeddings.dtype
         self._table32: np.ndarray | None = None
+        self._bulk: np.ndarray | bool | None = None  # see _bulk_table (False: none)
         self.weights = tensors.get("weights")
         self.mapping = tensors.get("mapping")
         padding = tokenizer.padding
@@ -98,6 +99,27 @@ class StaticEmbedder:
             self._table32 = np.asarray(self.embeddings, dtype=np.float32)
         return self._table32
 
+    def _bulk_table(self) -> np.ndarray | None:
+        """A large batch's table, by token id: each token's float32 row already multiplied by its
+        weight (built once, ``vocabulary x dim x 4`` bytes: 30 MB for memkit's own model). It holds
+        the very numbers each batch's gather-and-multiply gives (float32(row) * float32(weight)),
+        so the vectors are the same bit for bit. None where those products are not float32 or the
+        table would pass :data:`MAX_BULK_TABLE_BYTES`: each batch multiplies its own rows."""
+        if self._bulk is None:
+            table = self._table(BULK_BATCH)
+            weights = self.weights
+            dtype = np.result_type(table.dtype, np.float32 if weights is None else weights.dtype)
+            tokens = len(weights) if weights is not None else (
+                len(self.mapping) if self.mapping is not None else table.shape[0])
+            if dtype != np.float32 or tokens * self.dim * 4 > MAX_BULK_TABLE_BYTES:
+                self._bulk = False
+            else:
+                rows = table if self.mapping is None else table[np.asarray(self.mapping, dtype=np.int64)]
+                if weights is not None:
+                    rows = rows * np.asarray(weights)[:, None]
+                self._bulk = np.ascontiguousarray(rows, dtype=np.float32)
+        return self._bulk if isinstance(self._bulk, np.ndarray) else None
+
     def _encode(self, texts: list[str]) -> list[list[int]]:
         with self._lock:
             encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
@@ -105,79 +127,93 @@ class StaticEmbedder:
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """The token ids of each text, as ``Tokenizer.encode_batch_fast`` gives them (truncated)."""
+        flat, counts = self._flat_ids(texts)
+        return [part.tolist() for part in np.split(flat, np.cumsum(counts)[:-1])] if len(texts) else []
+
+    def _flat_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The token ids of ``texts`` one after the other (int64) and how many each text has: the
+        ids of :meth:`token_ids`, without a Python list per text."""
         cache = self._chunks
         if cache is None:
-            return self._encode(texts)
-        split: list[list[str] | None] = []
+            return _flat(self._encode(texts))
+        # each text's words, or a key of its own for a text the tokenizer takes whole
+        parts: list[list[Any]]  # str words, or one tuple key
+        if all(map(str.isascii, texts)) and _CONTROL_RE.search("".join(texts)) is None:
+            parts = list(map(str.split, texts))
+        else:
+            parts = [text.split() if text.isascii() and _CONTROL_RE.search(text) is None else [(i,)]
+                     for i, text in enumerate(texts)]
+        words = list(chain.from_iterable(parts))
         # The batch's own words and their ids: the shared cache is only read once per word, so a
         # clear (this batch's or another thread's, past MAX_CACHED_CHUNKS) drops nothing it needs.
-        found: dict[str, list[int] | None] = {}
-        lookup = cache.get
-        for text in texts:
-            if text.isascii() and _CONTROL_RE.search(text) is None:
-                words = text.split()
-                split.append(words)
-                for word in words:
-                    if word not in found:
-                        found[word] = lookup(word)
-            else:
-                split.append(None)  # left to the tokenizer whole
-        new = [word for word, ids in found.items() if ids is None]
+        lookup = cast("Callable[[object], list[int] | None]", cache.get)
+        found: dict[Any, list[int] | None] = {w: lookup(w) for w in dict.fromkeys(words)}
+        new = [w for w, ids in found.items() if ids is None and isinstance(w, str)]
         if new:
             encoded = self._encode(new)
             found.update(zip(new, encoded))
             if len(cache) + len(new) > MAX_CACHED_CHUNKS:
                 cache.clear()
             cache.update(zip(new, encoded))
+        whole = [(i,) for i, p in enumerate(parts) if p and isinstance(p[0], tuple)]
+        if whole:
+            found.update(zip(whole, self._encode([texts[i] for (i,) in whole])))
         limit = self.max_length
-        out: list[list[int]] = []
-        whole = [t for t, chunks in zip(texts, split) if chunks is None]
-        slow = iter(self._encode(whole)) if whole else iter(())
-        get = cast("Callable[[str], list[int]]", found.__getitem__)  # every word has its ids now
-        for chunks in split:
-            if chunks is None:
-                out.append(next(slow))
-                continue
-            ids = list(chain.from_iterable(map(get, chunks)))
-            out.append(ids[:limit] if limit is not None and len(ids) > limit else ids)
         if not self._checked:  # once: the chunk path must give the tokenizer's own ids
             self._checked = True
-            sample = [t for t, chunks in zip(texts, split) if chunks is not None][:32]
-            if sample and self._encode(sample) != [o for o, chunks in zip(out, split) if chunks is not None][:32]:
+            sample = [i for i, p in enumerate(parts) if not (p and isinstance(p[0], tuple))][:32]
+            ours = [list(chain.from_iterable(found[w] or [] for w in parts[i]))[:limit] for i in sample]
+            if sample and self._encode([texts[i] for i in sample]) != ours:
                 log.debug("chunk-wise tokenisation differs for this tokenizer: tokenising whole texts")
                 self._chunks = None
-                return self._encode(texts)
-        return out
+                return _flat(self._encode(texts))
+        per_word = list(map(cast("Callable[[object], list[int]]", found.__getitem__), words))
+        lengths = np.fromiter(map(len, per_word), dtype=np.int64, count=len(per_word))
+        flat = np.fromiter(chain.from_iterable(per_word), dtype=np.int64, count=int(lengths.sum()))
+        word_ends = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+        token_ends = np.concatenate(([0], np.cumsum(lengths)))[word_ends]
+        counts = np.diff(token_ends, prepend=0)
+        if limit is not None and len(counts) and int(counts.max()) > limit:  # truncated as the tokenizer does
+            flat = flat[_positions(counts) < limit]
+            counts = np.minimum(counts, limit)
+        return flat, counts
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if self.max_length is not None and any(len(t) > self.max_length for t in texts):
+        if self.max_length is not None and max(map(len, texts)) > self.max_length:
             cut = self.max_length * self._median_token_length()
             texts = [t[:cut] for t in texts]
-        id_lists = self.token_ids(texts)
+        flat, counts = self._flat_ids(texts)
         if self.unk_id is not None:
-            unk = self.unk_id
-            id_lists = [[i for i in ids if i != unk] if unk in ids else ids for ids in id_lists]
+            unknown = flat == self.unk_id
+            if unknown.any():
+                counts = counts - np.bincount(np.repeat(np.arange(len(texts)), counts)[unknown],
+                                              minlength=len(texts))
+                flat = flat[~unknown]
         if len(texts) == 1:
-            return self._embed_one(id_lists[0])
+            return self._embed_one(flat.tolist())
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        bulk = self._bulk_table() if len(texts) >= BULK_BATCH else None
         table = self._table(len(texts))
-        buckets: dict[int, list[int]] = {}
-        for i, ids in enumerate(id_lists):
-            if ids:
-                buckets.setdefault(len(ids), []).append(i)
-        for length, members in buckets.items():
+        starts = np.cumsum(counts) - counts
+        order = np.argsort(counts, kind="stable")
+        for members in np.split(order, np.flatnonzero(np.diff(counts[order])) + 1):
+            length = int(counts[members[0]])
+            if not length:
+                continue
             # sentences of equal length form one (n, length) id matrix: one gather, one mean
-            matrix = np.array([id_lists[i] for i in members], dtype=np.int64).reshape(len(members), length)
-            rows = self.mapping[matrix] if self.mapping is not None else matrix
-            vectors = table[rows]
-            if self.weights is not None:
-                vectors = vectors * self.weights[matrix][..., None]
+            matrix = flat[starts[members][:, None] + np.arange(length)]
+            if bulk is not None:
+                vectors = bulk[matrix]
+            else:
+                vectors = table[self.mapping[matrix] if self.mapping is not None else matrix]
+                if self.weights is not None:
+                    vectors = vectors * self.weights[matrix][..., None]
             out[members] = vectors.mean(axis=1, dtype=np.float32)
-        nonempty = [i for ids in buckets.values() for i in ids]
-        if not nonempty:
+        nonempty = counts > 0
+        if not nonempty.any():
             return out
         means = out[nonempty]
         # model2vec averages in the model's own dtype (float16 models round the mean): do the same
@@ -187,7 +223,6 @@ class StaticEmbedder:
             means = means.astype(self.out_dtype).astype(np.float32)
         out[nonempty] = means
         return out
-
 
     def _embed_one(self, ids: list[int]) -> np.ndarray:
         """One text (a query): the steps of :meth:`embed` on one row, with fewer calls."""
@@ -209,10 +244,22 @@ class StaticEmbedder:
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # removed or split differently by normalisers
 BULK_BATCH = 256  #: a batch this large gathers from a float32 copy of a float16 table
 MAX_CACHED_CHUNKS = 1_000_000  #: the word-chunk cache is emptied before it would pass this
+MAX_BULK_TABLE_BYTES = 256 << 20  #: a larger model multiplies each bulk batch's rows by their weights itself
 _SAFETENSORS_DTYPES = {"F16": "<f2", "F32": "<f4", "F64": "<f8", "I8": "i1", "U8": "u1", "I16": "<i2",
                        "I32": "<i4", "I64": "<i8"}
 _CHUNK_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
 _CHUNK_PRE_TOKENIZERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+
+
+def _flat(id_lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of ids as one int64 array and the length of each."""
+    counts = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+    return np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(counts.sum())), counts
+
+
+def _positions(counts: np.ndarray) -> np.ndarray:
+    """Each item's position within its group, for groups of ``counts`` items one after the other."""
+    return np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def _read_tensors(path: Path) -> dict[str, np.ndarray]:

@@ -79,11 +79,16 @@ class StaticEmbedder:
         self.unk_id = _unk_token_id(tokenizer)
         self.normalize = bool(self.config.get("normalize", True))
         self.name = name or str(folder)
+        self.folder = folder
         self.dim = int(self.embeddings.shape[1])
         self._median_len: int | None = None
         self._lock = threading.Lock()  # a Tokenizer is not safe to share across threads mid-call
         self._chunks: dict[str, list[int]] | None = {} if _chunk_local(tokenizer) else None  # chunk -> token ids
         self._checked = False
+
+    def process_spec(self) -> tuple[str, str, tuple[str, str]]:
+        """How another process makes this model again (memkit.index.embed_process)."""
+        return (__name__, "StaticEmbedder", (str(self.folder), self.name))
 
     def _median_token_length(self) -> int:
         if self._median_len is None:
@@ -544,6 +549,11 @@ class LazyEmbedder:
     def loaded(self) -> bool:
         """Whether the model itself has been loaded."""
         return self._model is not None
+
+    def process_spec(self) -> tuple[str, str, tuple[str, str]]:
+        """How another process makes this model (located, not loaded here)."""
+        folder, name = self._locate()
+        return (__name__, "StaticEmbedder", (str(folder), name))
 
     def model(self) -> StaticEmbedder:
         """The loaded model (loads it on first use)."""

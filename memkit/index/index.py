@@ -54,12 +54,11 @@ import numpy as np
 
 from ..embeddings import Embedder, complete
 from ..errors import MemkitError
-from ..formats.fields import strip_provenance
 from ..formats.topic import Entry, Topic
 from ..store import Store, TopicFile
 from . import frozen
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
-from .queue import EMBED_BATCH
+from .queue import EMBED_BATCH, entry_texts
 from .sidecar import Sidecar
 from .sources import Source, TopicSource
 from .view import TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, trim_memory
@@ -392,7 +391,7 @@ class Index:
         out = np.zeros((len(entries), self.embedder.dim), dtype=np.float32)
         for i in range(0, len(entries), EMBED_BATCH):
             batch = entries[i:i + EMBED_BATCH]
-            out[i:i + len(batch)] = self.embedder.embed([strip_provenance(e.body) for e in batch])
+            out[i:i + len(batch)] = self.embedder.embed(entry_texts(batch))
             if progress is not None:
                 progress(i + len(batch), len(entries))
         return out

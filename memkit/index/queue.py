@@ -5,7 +5,11 @@ A refresh parses its changed files one by one and hands each file's entries to a
 the vectors the index already holds (:meth:`EmbedQueue.known`, e.g. a line moved between files),
 then embeds the rest. A large refresh (several files, an estimated ``THREAD_MIN_ENTRIES`` entries
 or more) embeds in one worker thread while the main thread goes on parsing and writing: the
-writer waits for each file's own vectors only (:meth:`EmbedQueue.ready`).
+writer waits for each file's own vectors only (:meth:`EmbedQueue.ready`). Where the model can be
+made in another process (memkit's static model, a model2vec folder: :func:`process_spec`), the
+machine has a second CPU and the refresh is larger still (``PROCESS_MIN_ENTRIES``), that worker
+hands the batches to a child process (:mod:`memkit.index.embed_process`): the embedding then runs
+beside the parsing, not in turns with it (one Python thread runs at a time).
 
 A refresh written in chunks (:mod:`memkit.index.writer`) hands back each chunk's entries once they
 are written (:meth:`EmbedQueue.release`): the queue then forgets their vectors, unless an entry
@@ -18,12 +22,16 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..formats.fields import strip_provenance
 from ..formats.topic import Entry
+from .embed_process import EmbedProcess, Spec, usable_cpus
 
-__all__ = ["EmbedQueue", "EMBED_BATCH", "THREAD_MIN_ENTRIES", "f32_rows"]
+__all__ = ["EmbedQueue", "EMBED_BATCH", "THREAD_MIN_ENTRIES", "PROCESS_MIN_ENTRIES", "entry_texts", "f32_rows"]
 
 EMBED_BATCH = 2048
 THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
+#: … and this many (a child costs ~0.5 s to start and ~100 MB), in a child process where it can
+PROCESS_MIN_ENTRIES = 20_000
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
 
@@ -38,11 +46,13 @@ class EmbedQueue:
     :param files: how many files the refresh parses (one file never starts the thread).
     :param total_bytes: the size of those files, to estimate the entries still to come.
     :param progress: called with (done, total) entries embedded.
+    :param spec: how a child process makes the model (:func:`memkit.index.embed_process.process_spec`);
+        None: it embeds in this process.
     """
 
     def __init__(self, embed_rows: Callable[[Sequence[Entry]], np.ndarray],
                  known: Callable[[list[str]], dict[str, bytes]] | None, *, embed: bool = True, files: int = 1,
-                 total_bytes: int = 1, progress: Progress | None = None) -> None:
+                 total_bytes: int = 1, progress: Progress | None = None, spec: Spec | None = None) -> None:
         self.vectors: dict[str, bytes] = {}  #: hash -> float32 row
         self.unknown = 0  #: texts whose vectors were not known (embedded unless ``embed`` is off)
         self._embed_rows = embed_rows
@@ -59,6 +69,9 @@ class EmbedQueue:
         self._taken = 0  # worker batches collected so far
         self._embedded = 0
         self._worker: ThreadPoolExecutor | None = None
+        self._spec = spec
+        self._child: EmbedProcess | None = None
+        self._run = embed_rows  # what the worker runs on each batch
 
     def add(self, entries: Sequence[Entry], parsed_bytes: int) -> None:
         """Queue the entries of one more parsed file (of ``parsed_bytes`` bytes)."""
@@ -97,10 +110,16 @@ class EmbedQueue:
             self._collect(max((self._batch_of.get(e.hash, -1) for e in entries), default=-1))
 
     def close(self) -> None:
-        """Stop the worker (waiting for the batch it embeds; the others are dropped)."""
-        if self._worker is not None:
-            self._worker.shutdown(wait=True, cancel_futures=True)
-            self._worker = None
+        """Stop the worker (waiting for the batch it embeds; the others are dropped) and end the
+        child process, at once when it still has work (a failure, an interrupt)."""
+        worker, child = self._worker, self._child
+        self._worker = self._child = None
+        if worker is not None:
+            worker.shutdown(wait=False, cancel_futures=True)
+        if child is not None:
+            child.close(kill=any(not job.done() for _, job in self._jobs))
+        if worker is not None:
+            worker.shutdown(wait=True)
 
     def _estimate(self) -> int:
         """Entries to embed in all: those found so far, scaled by the bytes still to parse."""
@@ -136,16 +155,29 @@ class EmbedQueue:
         for i in range(0, len(batch), EMBED_BATCH):
             part = batch[i:i + EMBED_BATCH]
             if self._worker is None and self._files > 1 and self._estimate() >= THREAD_MIN_ENTRIES:
-                self._worker = ThreadPoolExecutor(1, thread_name_prefix="memkit-embed")
+                self._start()
             if self._worker is not None:
                 number = self._taken + len(self._jobs)
                 self._batch_of.update((e.hash, number) for e in part)
-                self._jobs.append((part, self._worker.submit(self._embed_rows, part)))
+                self._jobs.append((part, self._worker.submit(self._run, part)))
             else:
                 self.vectors.update(zip((e.hash for e in part), f32_rows(self._embed_rows(part))))
                 self._embedded += len(part)
                 self._tell(final=self._done_bytes >= self._total_bytes)
         self._collect(-1)
+
+    def _start(self) -> None:
+        """The worker thread; it hands the batches to a child process where that wins (see the
+        module docstring)."""
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="memkit-embed")
+        if self._spec is not None and self._estimate() >= PROCESS_MIN_ENTRIES and usable_cpus() > 1:
+            child = self._child = EmbedProcess(self._spec)
+            self._run = lambda part: child.embed(entry_texts(part))
+
+
+def entry_texts(entries: Sequence[Entry]) -> list[str]:
+    """What the model embeds of each entry: its body without the provenance marker."""
+    return [strip_provenance(e.body) for e in entries]
 
 
 def f32_rows(rows: np.ndarray) -> list[bytes]:

@@ -31,6 +31,7 @@ from ..errors import TopicParseError
 from ..formats.fields import strip_provenance
 from ..formats.topic import Entry, Topic
 from ..formats.words import terms as text_terms
+from .embed_process import process_spec
 from .queue import EmbedQueue, f32_rows
 from .sidecar import split_hashes
 from .view import NO_DAY, days_of
@@ -125,7 +126,8 @@ class Writer:
         """Parse ``sources`` and write them, remove the rows of ``gone``, and commit."""
         report = self.report
         queue = EmbedQueue(self.embed_rows, None if self.full else self.db.known_vectors, embed=self.embed,
-                           files=len(sources), total_bytes=sum(s.stamp[0] for s in sources), progress=self.progress)
+                           files=len(sources), total_bytes=sum(s.stamp[0] for s in sources), progress=self.progress,
+                           spec=process_spec(self.index.embedder))
         if not self.full and len(sources) <= OWN_ROWS_MAX:  # an edited file's unchanged lines: from its own row
             queue.vectors.update(self.db.row_vectors([s.rel for s in sources]))
         waiting: deque[list[_Parsed]] = deque()  # parsed chunks, oldest first

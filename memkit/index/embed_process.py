@@ -1,0 +1,171 @@
+"""A large refresh's embedding in a second process, so that it runs beside the parsing and writing.
+
+Python runs one thread at a time (the GIL): an embedding *thread* shares the CPU of the thread that
+parses and writes. :class:`EmbedProcess` starts ``python -m memkit.index.embed_process`` (a new
+interpreter: no fork of this process, whose tokenizer, SQLite connections and threads would not
+survive one), which makes the model again from its folder (:func:`process_spec`) and answers each
+batch of texts with its float32 rows. The child's vectors are the ones this process would make:
+the same code on the same model files.
+
+The protocol, over the child's stdin and stdout: a message is 8 bytes of length (little-endian)
+and a pickle. The parent sends ``(sys.path, spec)`` once, then lists of texts; the child answers
+each list with ``("ok", rows)`` or ``("error", exception)``. The end of stdin ends the child.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from importlib import import_module
+from typing import IO, Any, Sequence
+
+import numpy as np
+
+from ..errors import ModelError
+
+__all__ = ["EmbedProcess", "process_spec", "usable_cpus"]
+
+Spec = tuple[str, str, tuple[Any, ...]]  # (module, class or function, its arguments)
+CLOSE_WAIT = 5.0  #: seconds a child that was told to end may take before it is killed
+
+
+def process_spec(embedder: object) -> Spec | None:
+    """How a child process makes ``embedder`` again (its ``process_spec()``), or None: an embedder
+    without one (an embedding server, an object of the caller's own) embeds in this process."""
+    spec = getattr(embedder, "process_spec", None)
+    return spec() if callable(spec) else None
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _send(stream: IO[bytes], obj: object) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little"))
+    stream.write(data)
+    stream.flush()
+
+
+def _recv(stream: IO[bytes]) -> Any:
+    """The next message, or raises EOFError at the end of the stream."""
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError
+    size = int.from_bytes(head, "little")
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class EmbedProcess:
+    """A child process embedding with the model ``spec`` names (see the module docstring).
+
+    :meth:`embed` is called from one thread at a time (the refresh's embedding worker);
+    :meth:`close` from any thread, also while :meth:`embed` waits (it then raises).
+    """
+
+    def __init__(self, spec: Spec) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, close_fds=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in: IO[bytes] = self.proc.stdin
+        self._out: IO[bytes] = self.proc.stdout
+        try:
+            _send(self._in, (list(sys.path), spec))  # a few kB: fits the pipe while the child starts
+        except OSError:
+            pass  # the child died at once: the first batch says so
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The ``(len(texts), dim)`` float32 rows of ``texts``, made by the child.
+
+        :raises: the child's own exception when its model failed; :class:`ModelError` when the
+            child is gone."""
+        try:
+            _send(self._in, list(texts))
+            kind, value = _recv(self._out)
+        except (OSError, EOFError, ValueError):  # ValueError: a pipe closed by close()
+            raise ModelError(f"memkit's embedding process ended unexpectedly ({self._status()})") from None
+        if kind == "error":
+            raise value
+        return np.asarray(value)
+
+    def _status(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "it stopped answering"
+        return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+
+    def close(self, kill: bool = False) -> None:
+        """End the child (``kill``: at once, else once it has read the end of its input) and reap it."""
+        proc = self.proc
+        if kill and proc.poll() is None:
+            proc.kill()
+        for stream in (self._in, self._out):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(CLOSE_WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _make(spec: Spec) -> Any:
+    module, name, args = spec
+    return getattr(import_module(module), name)(*args)
+
+
+def _error(exc: BaseException) -> BaseException:
+    """``exc`` as it can cross to the parent (pickled), else a RuntimeError with its message."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # an exception that does not pickle
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def main() -> None:
+    """The child: answer batches until the end of stdin."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends this process
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a stray print goes to stderr, not into the answers
+    inp = sys.stdin.buffer
+    try:
+        path, spec = _recv(inp)
+    except EOFError:
+        return
+    sys.path[:] = path
+    embedder: Any = None
+    failed: BaseException | None = None
+    try:
+        embedder = _make(spec)
+    except Exception as exc:  # every batch answers with it
+        failed = _error(exc)
+    while True:
+        try:
+            texts = _recv(inp)
+        except EOFError:
+            return
+        if failed is not None:
+            _send(out, ("error", failed))
+            continue
+        try:
+            rows = np.ascontiguousarray(embedder.embed(texts), dtype=np.float32)
+        except Exception as exc:
+            _send(out, ("error", _error(exc)))
+            continue
+        _send(out, ("ok", rows))
+
+
+if __name__ == "__main__":
+    main()

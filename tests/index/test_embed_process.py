@@ -1,0 +1,129 @@
+"""A large refresh embeds in a child process (memkit.index.embed_process) where the machine has a
+second CPU and the model can be made there: the same vectors, bit for bit, as in this process; a
+failure in the child fails the refresh and leaves the previous index; the child always ends."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from child_embedders import FailingStatic
+from test_streaming import CHUNK, make_topics, tables
+from util import FakeEmbedder, vault_with, write
+
+import memkit.index.embed_process as process_mod
+import memkit.index.queue as queue_mod
+import memkit.index.writer as writer_mod
+from memkit import ModelError, Vault
+from memkit.embeddings.static import BUILTIN_MODEL, LazyEmbedder, builtin_model_folder
+
+
+@pytest.fixture
+def children(monkeypatch):
+    """Small chunks and batches, a child from the first batch on, two CPUs; the children started."""
+    started: list[process_mod.EmbedProcess] = []
+    real_init = process_mod.EmbedProcess.__init__
+
+    def init(self, spec):
+        real_init(self, spec)
+        started.append(self)
+
+    monkeypatch.setattr(process_mod.EmbedProcess, "__init__", init)
+    monkeypatch.setattr(writer_mod, "CHUNK_ENTRIES", CHUNK)
+    monkeypatch.setattr(queue_mod, "EMBED_BATCH", 5)
+    monkeypatch.setattr(queue_mod, "THREAD_MIN_ENTRIES", 1)
+    monkeypatch.setattr(queue_mod, "PROCESS_MIN_ENTRIES", 1)
+    monkeypatch.setattr(queue_mod, "usable_cpus", lambda: 2)
+    return started
+
+
+def vectors(v: Vault) -> list[tuple[str, int, bytes]]:
+    view = v.searcher.index.view()
+    rows = range(len(view)) if view.live is None else np.flatnonzero(view.live)
+    return sorted((view.files[view.file_ids[i]], int(view.lines[i]), np.asarray(view.vectors[i]).tobytes())
+                  for i in rows)
+
+
+def model():
+    return LazyEmbedder(BUILTIN_MODEL)
+
+
+def test_a_large_refresh_embeds_in_a_child_the_vectors_this_process_makes(tmp_path, children, no_thread_leaks):
+    here = vault_with(tmp_path / "here", make_topics(), embedder=model())
+    there = vault_with(tmp_path / "there", make_topics(), embedder=model())
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(queue_mod, "usable_cpus", lambda: 1)  # one CPU: the thread
+        here.index(full=True)
+    assert not children
+    report = there.index(full=True)
+    assert len(children) == 1 and children[0].proc.returncode == 0  # it ended, and was waited for
+    assert report.new > 20 and not there.embedder.loaded  # this process never loaded the model
+    assert tables(there) == tables(here)
+    assert vectors(there) == vectors(here)  # bit for bit
+    assert len({v for _, _, v in vectors(there)}) > 20
+
+
+@pytest.mark.parametrize("fail_at, how", [(3, "raise"), (12, "raise"), (5, "exit")])
+def test_a_failure_in_the_child_leaves_the_previous_index(tmp_path, children, fail_at, how, no_thread_leaks):
+    folder = builtin_model_folder()
+    v = vault_with(tmp_path, make_topics(), embedder=model())
+    v.index()
+    before = tables(v), vectors(v)
+    for name in list(make_topics())[::2]:
+        write(v.topics_dir / f"{name}.md", make_topics(seed=7)[name])
+    failing = Vault(v.root, embedder=FailingStatic(str(folder), BUILTIN_MODEL, fail_at, how))
+    error = RuntimeError if how == "raise" else ModelError
+    with pytest.raises(error, match="the model failed" if how == "raise" else "embedding process ended"):
+        failing.index(full=True)
+    assert len(children) == 2 and all(c.proc.returncode is not None for c in children)
+    assert (tables(v), vectors(Vault(v.root, embedder=model()))) == before
+    report = Vault(v.root, embedder=model()).index()  # the next refresh writes what the failed one did not
+    assert report.changed_files == 15
+
+
+def test_an_interrupt_ends_the_child(tmp_path, children, monkeypatch, no_thread_leaks):
+    v = vault_with(tmp_path, make_topics(), embedder=model())
+    real_write = writer_mod.Writer._write
+    calls = []
+
+    def interrupted(self, chunk, queue, gone):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real_write(self, chunk, queue, gone)
+
+    monkeypatch.setattr(writer_mod.Writer, "_write", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        v.index(full=True)
+    assert len(children) == 1 and children[0].proc.returncode is not None
+    monkeypatch.setattr(writer_mod.Writer, "_write", real_write)
+    assert v.index().changed_files == len(make_topics())
+
+
+@pytest.mark.parametrize("why", ["one-cpu", "own-embedder", "small", "one-file"])
+def test_the_thread_embeds_where_a_child_would_not_win(tmp_path, children, monkeypatch, why):
+    topics = make_topics()
+    embedder = FakeEmbedder() if why == "own-embedder" else model()
+    if why == "one-cpu":
+        monkeypatch.setattr(queue_mod, "usable_cpus", lambda: 1)
+    if why == "small":
+        monkeypatch.setattr(queue_mod, "PROCESS_MIN_ENTRIES", 10_000)
+    if why == "one-file":
+        topics = {"all": "".join(topics.values())}
+    threads: list[int] = []
+    real_start = queue_mod.EmbedQueue._start
+    monkeypatch.setattr(queue_mod.EmbedQueue, "_start", lambda self: threads.append(1) or real_start(self))
+    report = vault_with(tmp_path, topics, embedder=embedder).index(full=True)
+    assert report.new > 20 and not children
+    assert threads == ([] if why == "one-file" else [1])
+
+
+def test_a_model_the_child_cannot_load_fails_the_refresh(tmp_path, children):
+    spec = ("memkit.embeddings.static", "StaticEmbedder", (str(tmp_path / "nowhere"), "x"))
+    child = process_mod.EmbedProcess(spec)
+    try:
+        with pytest.raises(ModelError, match="cannot load the model"):
+            child.embed(["a text"])
+        with pytest.raises(ModelError, match="cannot load the model"):  # every batch says so
+            child.embed(["a text"])
+    finally:
+        child.close()
+    assert child.proc.returncode == 0

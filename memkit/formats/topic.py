@@ -324,8 +324,9 @@ def parse_entry_text(text: str) -> tuple[str | None, tuple[str, ...], str | None
     """Return (kind, tags, date) found in an entry's text."""
     kind_match = KIND_RE.match(text)
     kind = kind_match.group(1).lower() if kind_match else None
-    tags = tuple(dict.fromkeys(t.lower() for t in _TAG_RE.findall(text)))
-    date_match = _DATE_RE.search(text)
+    tags = tuple(dict.fromkeys(t.lower() for t in _TAG_RE.findall(text))) if "#" in text else ()
+    # a date is the last 12 characters but trailing spaces: its "(" is there, or there is none
+    date_match = _DATE_RE.search(text, max(0, len(text.rstrip()) - 12)) if text.rstrip().endswith(")") else None
     return kind, tags, date_match.group(1) if date_match else None
 
 
@@ -431,7 +432,7 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
     item_indent = 0
 
     def make(parts: list[str], first: int, last: int, is_list: bool) -> None:
-        body = " ".join(p.strip() for p in parts if p.strip())
+        body = parts[0].strip() if len(parts) == 1 else " ".join(p.strip() for p in parts if p.strip())
         if not body:
             return
         kind, tags, day = parse_entry_text(body) if is_list else (None, parse_entry_text(body)[1], None)

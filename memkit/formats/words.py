@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import re
+from itertools import chain
+from typing import cast
 
 __all__ = ["STOP_WORDS", "terms", "words", "stem"]
 
@@ -155,12 +157,11 @@ def terms(text: str) -> list[str]:
     >>> terms("Caroline's hAP ax3 was painting node-3 in 2026.10")
     ['caroline', 'hap', 'ax3', 'paint', 'node-3', 'node', '3', '2026.10', '2026', '10']
     """
-    out: list[str] = []
-    get = _CACHE.get
-    for chunk in text.lower().split():
-        got = get(chunk)
-        out.extend(_chunk_terms(chunk) if got is None else got)
-    return out
+    chunks = text.lower().split()
+    cached = list(map(_CACHE.get, chunks))
+    if None in cached:  # a chunk not seen yet (or since the cache was cleared)
+        return list(chain.from_iterable(_chunk_terms(c) if got is None else got for c, got in zip(chunks, cached)))
+    return list(chain.from_iterable(cast("list[tuple[str, ...]]", cached)))
 
 
 def words(text: str) -> list[str]:

@@ -73,6 +73,9 @@ class EmbedProcess:
     """
 
     def __init__(self, spec: Spec) -> None:
+        """:raises OSError: no interpreter to start (``sys.executable`` empty or missing)."""
+        if not sys.executable:
+            raise OSError("sys.executable is empty")
         self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, close_fds=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None

@@ -17,6 +17,7 @@ still to be written holds the same text, so that its memory stays that of the ch
 """
 from __future__ import annotations
 
+import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Sequence
 
@@ -27,6 +28,8 @@ from ..formats.topic import Entry
 from .embed_process import EmbedProcess, Spec, usable_cpus
 
 __all__ = ["EmbedQueue", "EMBED_BATCH", "THREAD_MIN_ENTRIES", "PROCESS_MIN_ENTRIES", "entry_texts", "f32_rows"]
+
+log = logging.getLogger("memkit")
 
 EMBED_BATCH = 2048
 THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
@@ -171,7 +174,11 @@ class EmbedQueue:
         module docstring)."""
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="memkit-embed")
         if self._spec is not None and self._estimate() >= PROCESS_MIN_ENTRIES and usable_cpus() > 1:
-            child = self._child = EmbedProcess(self._spec)
+            try:
+                child = self._child = EmbedProcess(self._spec)
+            except OSError as exc:  # no interpreter to start (an embedded Python): the thread embeds
+                log.debug("cannot start the embedding process (%s): embedding in a thread", exc)
+                return
             self._run = lambda part: child.embed(entry_texts(part))
 
 

@@ -127,3 +127,10 @@ def test_a_model_the_child_cannot_load_fails_the_refresh(tmp_path, children):
     finally:
         child.close()
     assert child.proc.returncode == 0
+
+
+def test_without_an_interpreter_to_start_the_thread_embeds(tmp_path, children, monkeypatch):
+    here = vault_with(tmp_path / "here", make_topics(), embedder=model())
+    monkeypatch.setattr(process_mod.sys, "executable", "")
+    report = here.index(full=True)
+    assert report.new > 20 and not children and here.embedder.loaded

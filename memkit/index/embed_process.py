@@ -18,6 +18,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import traceback
 from importlib import import_module
 from typing import IO, Any, Sequence
 
@@ -138,7 +139,21 @@ def _error(exc: BaseException) -> BaseException:
 
 
 def main() -> None:
-    """The child: answer batches until the end of stdin."""
+    """The child: answer batches until the end of stdin, then end at once (every answer is
+    flushed and nothing else is written: the interpreter's teardown would only make the parent
+    wait)."""
+    code = 0
+    try:
+        _serve()
+    except BaseException:  # the parent sees the pipe close; the reason goes to stderr
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends this process
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a stray print goes to stderr, not into the answers

@@ -9,7 +9,8 @@ the same code on the same model files.
 
 The protocol, over the child's stdin and stdout: a message is 8 bytes of length (little-endian)
 and a pickle. The parent sends ``(sys.path, spec)`` once, then lists of texts; the child answers
-each list with ``("ok", rows)`` or ``("error", exception)``. The end of stdin ends the child.
+each list with ``("ok", rows)`` or ``("error", exception)``. The parent ends an idle child with
+SIGTERM (a busy one with SIGKILL) and reaps it; the end of stdin (the parent gone) ends it too.
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import traceback
 from importlib import import_module
 from typing import IO, Any, Sequence
 
@@ -108,10 +108,14 @@ class EmbedProcess:
         return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
     def close(self, kill: bool = False) -> None:
-        """End the child (``kill``: at once, else once it has read the end of its input) and reap it."""
+        """End the child and reap it: SIGTERM when it is idle (every answer taken: it ends at once,
+        with no teardown to wait for), SIGKILL (``kill``) when it may be mid-batch."""
         proc = self.proc
-        if kill and proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:
+            if kill:
+                proc.kill()
+            else:
+                proc.terminate()
         for stream in (self._in, self._out):
             try:
                 stream.close()
@@ -139,21 +143,8 @@ def _error(exc: BaseException) -> BaseException:
 
 
 def main() -> None:
-    """The child: answer batches until the end of stdin, then end at once (every answer is
-    flushed and nothing else is written: the interpreter's teardown would only make the parent
-    wait)."""
-    code = 0
-    try:
-        _serve()
-    except BaseException:  # the parent sees the pipe close; the reason goes to stderr
-        traceback.print_exc()
-        code = 1
-    finally:
-        sys.stderr.flush()
-        os._exit(code)
-
-
-def _serve() -> None:
+    """The child: answer batches until the end of stdin (the parent gone) or a SIGTERM (the
+    parent done: its default action ends the process at once, without the interpreter's teardown)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends this process
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a stray print goes to stderr, not into the answers

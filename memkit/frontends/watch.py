@@ -1,10 +1,14 @@
 """`memkit watch`: keep the embedding sidecar and index.txt in step while a person edits topics.
 
-A watchdog observer reports file-system events; the handler only filters them and raises a flag.
-A worker thread waits until the events stop (``debounce_s``, at most :data:`MAX_DELAY_S` after
-the first one, so a ``git checkout`` of a thousand files still refreshes within about a second),
-then runs the same incremental refresh as ``memkit index`` (a stat of every topic file, re-reading
-only changed ones) and rebuilds index.txt when a topic appeared, vanished or changed.
+A watchdog observer reports file-system events; the handler only filters them, notes the topic
+files they name and raises a flag. A worker thread waits until the events stop (``debounce_s``,
+at most :data:`MAX_DELAY_S` after the first one, so a ``git checkout`` of a thousand files still
+refreshes within about a second), then re-indexes the files the events named and folds them into
+index.txt, without listing topics/ (a vault of 20,000 topics takes ~0.5 s to list). The first
+refresh, a refresh after topics/ itself came or went, after an inotify queue overflow, after a
+failed refresh or after more than :data:`MAX_EVENT_FILES` files, and the periodic re-check
+(:data:`RESCAN_INTERVAL_S`) do what ``memkit index`` does instead: a stat of every topic file,
+re-reading only changed ones, and index.txt checked against every file.
 
 The watcher holds no lock a reader needs: the sidecar is a SQLite database whose refreshes are
 transactions, so a search in another process reads the last committed state meanwhile.
@@ -27,6 +31,7 @@ from ..vault import Index, IndexReport, Vault, is_topic_filename
 log = logging.getLogger("memkit")
 
 MAX_DELAY_S = 1.0  #: a burst of events refreshes at most this long after its first event
+MAX_EVENT_FILES = 1_000  #: a burst naming more topic files than this refreshes with a listing of topics/
 RESCAN_INTERVAL_S = 60.0  #: a stat check without events: inotify drops events when its queue overflows
 POLL_INTERVAL_S = 1.0  #: how often the polling observer (network drives) lists topics/
 RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  #: waits before retrying a failed refresh
@@ -114,6 +119,10 @@ class Watcher:
         self._first_event = 0.0
         self._last_event = 0.0
         self._rewatch = False  # topics/ itself was deleted, moved or (re)created
+        # the topic files (names) the events since the last refresh named; _list_all: a listing of
+        # topics/ is due instead (the first refresh, topics/ replaced, an overflow, too many files)
+        self._named: set[str] = set()
+        self._list_all = True
         self._busy = False
         self._stopping = False
         self._retry_at: float | None = None
@@ -121,6 +130,7 @@ class Watcher:
         self._recent_dirty = True  # index.txt is rebuilt after the first refresh, then after changes
         self._stuck: set[str] = set()  # files the last refresh could not bring up to date
         self._index: Index | None = None
+        self._overflow_hook = _OverflowHook(self._overflowed)
         self._observer: Any = None
         self._topics_watch: Any = None
         self._worker: threading.Thread | None = None
@@ -152,6 +162,7 @@ class Watcher:
         with self._cond:
             self._pending = True  # the catch-up refresh, due at once
             self._first_event = self._last_event = -math.inf
+        _OverflowHook.LOGGER.addHandler(self._overflow_hook)
         try:
             self._observer = self._make_observer()
             self._topics_watch = self._schedule_topics()
@@ -192,6 +203,7 @@ class Watcher:
                 log.warning("watcher: a refresh is still running after %.0f s; it will finish on its own", timeout)
 
     def _stop_observer(self, timeout: float) -> None:
+        _OverflowHook.LOGGER.removeHandler(self._overflow_hook)
         observer, self._observer = self._observer, None
         if observer is None:
             return
@@ -239,8 +251,12 @@ class Watcher:
         except Exception:
             return False
 
-    def _stale_paths(self) -> set[str]:
+    def _stale_paths(self, among: list[str] | None = None) -> set[str]:
+        """The topic files (vault-relative paths) the sidecar is behind on: of them all (a
+        listing), or of the files ``among`` (a stat each)."""
         assert self._index is not None
+        if among is not None:
+            return self._index.stale_of(among)
         changed, gone = self._index.stale()
         return {tf.path.relative_to(self.vault.root).as_posix() for tf in changed} | set(gone)
 
@@ -252,25 +268,45 @@ class Watcher:
             return
         paths = (event.src_path, getattr(event, "dest_path", "") or "")
         rewatch = False
+        named: list[str] = []
         if event.is_directory:
             # a folder named x.md is no topic; only topics/ itself coming or going matters
             rewatch = event.event_type in ("created", "deleted", "moved") and any(
                 p and os.fsdecode(p) == self._topics for p in paths)
             relevant = rewatch
         else:
-            relevant = any(is_topic_path(self._topics, p) for p in paths)
+            named = [os.path.basename(os.fsdecode(p))[:-3] for p in paths if is_topic_path(self._topics, p)]
+            relevant = bool(named)
         with self._cond:
             if not relevant:
                 self.ignored += 1
                 return
             self.events += 1
-            now = time.monotonic()
-            if not self._pending:
-                self._pending = True
-                self._first_event = now
-            self._last_event = now
+            self._note(named, list_all=rewatch)
             self._rewatch = self._rewatch or rewatch
-            self._cond.notify_all()
+
+    def _note(self, names: list[str], list_all: bool) -> None:
+        """A change (condition held): these topic files, or possibly any (``list_all``)."""
+        now = time.monotonic()
+        if not self._pending:
+            self._pending = True
+            self._first_event = now
+        self._last_event = now
+        if list_all:
+            self._list_all = True
+        if self._list_all:
+            self._named.clear()
+        else:
+            self._named.update(names)
+            if len(self._named) > MAX_EVENT_FILES:  # a big checkout: one listing is cheaper
+                self._list_all = True
+                self._named.clear()
+        self._cond.notify_all()
+
+    def _overflowed(self) -> None:
+        """The observer lost events (inotify's queue overflowed): any topic file may have changed."""
+        with self._cond:
+            self._note([], list_all=True)
 
     # ---- the worker ------------------------------------------------------------------------
     def _run(self) -> None:
@@ -282,8 +318,12 @@ class Watcher:
                 if action is None:
                     return
                 rewatch = False
+                named: set[str] | None = None
                 if action != "inbox":
                     rewatch, self._rewatch = self._rewatch, False
+                    if not (self._list_all or rewatch or action == "rescan"):
+                        named = self._named
+                    self._named, self._list_all = set(), False
                     self._pending = False
                     self._retry_at = None
                 self._busy = True
@@ -294,7 +334,7 @@ class Watcher:
                 else:
                     if rewatch:
                         self._rewatch_topics()
-                    self._refresh(quiet=action == "rescan")
+                    self._refresh(quiet=action == "rescan", named=named)
                     next_rescan = time.monotonic() + RESCAN_INTERVAL_S
             except Exception:  # a bug of ours must not end the watcher silently
                 log.exception("watcher: unexpected error")
@@ -326,23 +366,38 @@ class Watcher:
             self._cond.wait(max(0.0, min(wake) - now))
         return None
 
-    def _refresh(self, quiet: bool) -> None:
+    def _refresh(self, quiet: bool, named: set[str] | None = None) -> None:
+        """Bring the sidecar and index.txt up to date: with the topic files ``named`` (their
+        names; those the last refresh left behind are added), or with a listing of topics/ (None)."""
         index = self._index
         assert index is not None
         report = None
+        paths: list[str] | None = None
+        if named is not None:
+            names = named | {os.path.basename(p)[:-3] for p in self._stuck}
+            paths = [f"{self._topics_rel}/{name}.md" for name in sorted(names)]
+            if len(paths) > MAX_EVENT_FILES or any(os.path.islink(self.vault.root / p) for p in paths):
+                paths = None  # a symlink may be another topic's file: the listing tells
         try:
-            with _QUIET:  # topic_files() warns about outside symlinks at every call
-                changed, gone = index.stale()
-            changed_paths = [tf.path.relative_to(self.vault.root).as_posix() for tf in changed]
-            # the files just listed, not a second listing (20k topics: ~0.5 s each); the first
-            # refresh checks every file (a new model, a damaged index)
-            report = index.refresh(paths=changed_paths + gone) if self.refreshes else index.refresh()
+            if paths is not None:
+                # the files the events named: a stat of each, no listing of topics/
+                report = index.refresh(paths=paths)
+            else:
+                with _QUIET:  # topic_files() warns about outside symlinks at every call
+                    changed, gone = index.stale()
+                changed_paths = [tf.path.relative_to(self.vault.root).as_posix() for tf in changed]
+                # the files just listed, not a second listing (20k topics: ~0.5 s each); the first
+                # refresh checks every file (a new model, a damaged index)
+                report = index.refresh(paths=changed_paths + gone) if self.refreshes else index.refresh()
             if report.rebuilt_model:
                 index.prune_other_models()
             if not report.busy and (report.new or report.reused or report.rebuilt_model or not self.refreshes):
                 report.judged = self.vault.frontend_internals.fill_judge(index)  # the second stage's vectors
-            if changed_paths or gone or self._recent_dirty:
-                # a topic came, went or changed: index.txt follows (a hand edit counts as an update)
+            # a topic came, went or changed: index.txt follows (a hand edit counts as an update)
+            if paths is not None:
+                with _QUIET:
+                    self.vault.frontend_internals.recent_update(os.path.basename(p)[:-3] for p in paths)
+            elif changed_paths or gone or self._recent_dirty:
                 with _QUIET:
                     self.vault.recent()
                 self._recent_dirty = False
@@ -354,7 +409,8 @@ class Watcher:
         finally:
             try:
                 with _QUIET:
-                    stuck = self._stale_paths()
+                    # of the files named, those still behind; else of them all (a listing)
+                    stuck = self._stale_paths(paths)
             except Exception:
                 stuck = set()
             with self._cond:
@@ -376,6 +432,7 @@ class Watcher:
         log.debug("traceback", exc_info=exc)
         with self._cond:
             self._retry_at = time.monotonic() + delay
+            self._list_all = True  # the retry looks at every file
         self._report(message)
 
     def _call_inbox(self) -> None:
@@ -434,6 +491,24 @@ class Watcher:
             message = f"cannot watch {self._topics_rel}/ again: {exc.strerror or exc}"
             log.error("%s", message)
             self._report(message)
+
+
+class _OverflowHook(logging.Handler):
+    """Tells the watcher when watchdog logs that inotify's queue overflowed (events were lost;
+    watchdog sends the handler no event for it): the next refresh lists topics/."""
+
+    LOGGER = logging.getLogger("watchdog.observers.inotify_c")
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self._on_overflow = on_overflow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if "overflow" in record.getMessage().lower():
+                self._on_overflow()
+        except Exception:  # never raised into watchdog's thread
+            pass
 
 
 class _Quiet(logging.Filter):

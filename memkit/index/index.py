@@ -211,8 +211,14 @@ class Index:
         return self._files
 
     # ---- freshness ------------------------------------------------------------------------------
-    def stale(self, files: Sequence[TopicFile] | None = None) -> tuple[list[TopicFile], list[str]]:
-        """(topic files whose row is missing or out of date, indexed paths whose file is gone)."""
+    def stale(self, files: Sequence[TopicFile] | None = None, *,
+              among: Iterable[str] | None = None) -> tuple[list[TopicFile], list[str]]:
+        """(topic files whose row is missing or out of date, indexed paths whose file is gone).
+
+        :param files: the files there are (default: a listing of them all).
+        :param among: only these vault-relative paths were looked at (``files`` are those of
+            them that exist): an indexed one not in ``files`` is gone, the others are left out.
+        """
         files = self.source.files() if files is None else files
         relpath = self.source.relpath
         with self._mutex:
@@ -225,8 +231,20 @@ class Index:
                 row = known.get(rel)
                 if row is None or row[1] != tf.stamp:
                     changed.append(tf)
-            gone = [p for p in known if p not in current]
+            gone = [p for p in (known if among is None else among) if p in known and p not in current]
         return changed, gone
+
+    def stale_of(self, paths: Iterable[str | os.PathLike[str]]) -> set[str]:
+        """Of the files named (paths, or ``topics/NAME.md``), the vault-relative paths of those
+        :meth:`stale` would name: a row missing or out of date, or indexed and gone. A stat of
+        each, no listing of the folder.
+
+        :raises MemkitError: for a name that is no file of this index's source.
+        """
+        names = {self.source.name_of(p) for p in paths}
+        files = [tf for tf in map(self.source.file_at, names) if tf is not None]
+        changed, gone = self.stale(files, among=[self.source.relpath(n) for n in names])
+        return {self.source.relpath(tf.name) for tf in changed} | set(gone)
 
     def indexed_paths(self) -> list[str]:
         """The topic files the sidecar holds (vault-relative paths)."""

@@ -56,6 +56,11 @@ class Source(Protocol):
         """File ``name`` parsed; None when it is gone."""
         ...
 
+    def file_at(self, name: str) -> TopicFile | None:
+        """File ``name`` with its stat, as :meth:`files` would list it; None when it has none
+        (gone, or not a file of this source). A stat, no listing."""
+        ...
+
 
 class TopicSource:
     """``topics/*.md``: what :class:`memkit.store.store.Store` says is a topic file."""
@@ -91,6 +96,12 @@ class TopicSource:
             return self.store.topic(name)  # the store decides what is a topic file
         except TopicNotFound:
             return None
+
+    def file_at(self, name: str) -> TopicFile | None:
+        if not self.store.topics_dir_inside():
+            return None
+        got = self.store.topic_file(self.store.topics_dir / f"{name}.md")
+        return got if isinstance(got, TopicFile) else None
 
 
 class SessionSource:
@@ -166,3 +177,13 @@ class SessionSource:
         if self.folder.is_symlink() or path.is_symlink() or not path.is_file():
             return None
         return self.read(path, name, self.relpath(name))
+
+    def file_at(self, name: str) -> TopicFile | None:
+        path = self.path_of(name)
+        if self.folder.is_symlink() or not is_session_filename(path.name):
+            return None
+        try:
+            st = path.stat(follow_symlinks=False)
+        except OSError:
+            return None
+        return TopicFile(name, path, st) if stat_mod.S_ISREG(st.st_mode) else None

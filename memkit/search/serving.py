@@ -1,6 +1,7 @@
 """What only memkit's long-running front ends (``memkit serve``, ``memkit mcp``, ``memkit watch``)
 need of a vault: an index connection of their own, the judge's vectors filled aside (or in the
-watcher's thread), the index's state, whether a writer holds the lock. ``vault.frontend_internals``
+watcher's thread), index.txt brought up to date for a few topics, the index's state, whether a
+writer holds the lock. ``vault.frontend_internals``
 is that object (``vault.serving``, its earlier name, is deprecated); it is memkit's own plumbing,
 not library API: its names may change in any release.
 """
@@ -9,11 +10,12 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..base.fsutil import file_lock
 from ..embeddings import Embedder
 from ..errors import MemkitError, VaultLocked
+from ..formats.recent import RecentTopic
 from ..index import Index
 from ..store import Store
 from .searcher import Searcher
@@ -90,6 +92,11 @@ class Serving:
             _FILLING[:] = [t for t in _FILLING if t.is_alive()] + [thread]
         thread.start()
         return thread
+
+    def recent_update(self, names: Iterable[str]) -> list[RecentTopic]:
+        """index.txt brought up to date for the topics ``names`` alone, without listing topics/
+        (the watcher, after an edit: :meth:`memkit.store.recent_file.RecentFile.update`)."""
+        return self.store.index_txt.update(names)
 
     def index_status(self) -> dict[str, Any]:
         """The index as ``memkit stats`` shows it: model, dim, file, exists and ``stale_files``

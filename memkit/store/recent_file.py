@@ -47,19 +47,40 @@ class RecentFile:
 
         index.txt is rewritten when any of this changed it (not in a read-only vault).
         """
+        return self._fold(None, write)
+
+    def update(self, names: Iterable[str]) -> list[RecentTopic]:
+        """:meth:`read` for the topics ``names`` alone (file stems: what a watcher saw change),
+        without listing topics/: each named file is folded in as :meth:`read` would (a hand
+        edit, a new file, a file gone), its line of ``.memkit/recent-seen.json`` updated, and
+        every other topic taken as index.txt and that record have it.
+
+        Does what :meth:`read` does, a listing of topics/, when the named files alone cannot tell:
+        memkit never looked, index.txt changed elsewhere (a ``git pull``), a listed topic went
+        and another may take its place, a name is a symlink (it may be another topic's file).
+        """
+        return self._fold(frozenset(names), True)
+
+    def _fold(self, names: frozenset[str] | None, write: bool) -> list[RecentTopic]:
+        """:meth:`read` (``names`` None: every topic file) or :meth:`update` (only ``names``)."""
         items, index_sha = self._read_sha()
-        files = {tf.name: tf for tf in self._files.topic_files()}
         seen = load_seen(self._files.state_dir / SEEN_FILE)
         # index.txt changed since memkit last looked (a git pull brought it with the topics): it says
         # when they changed, and file times (the pull's) are not used
         pulled = seen is not None and seen.index is not None and seen.index != index_sha
+        files = self._named(names, items) if names is not None and seen is not None and not pulled else None
+        if files is None:
+            names = None
+            files = {tf.name: tf for tf in self._files.topic_files()}
         if seen is None:  # never looked: a file written clearly after the rest of the vault was edited by hand
             times = [tf.stat.st_mtime for tf in files.values()]
             baseline = max(min(times, default=0.0), self._mtime(self._files.recent_path))
         best: dict[str, RecentTopic] = {}
         fresh: set[str] = set()
         for item in items:
-            if item.topic in files and (item.topic not in best or item.updated > best[item.topic].updated):
+            # a topic not named is taken to be there (update: only the named files were looked at)
+            there = item.topic in files or (names is not None and item.topic not in names)
+            if there and (item.topic not in best or item.updated > best[item.topic].updated):
                 best[item.topic] = item
         # a file index.txt leaves out, unchanged since memkit last looked, was older than every
         # topic it lists: it stays out (not read: a vault of 20,000 topics reads the few that
@@ -96,12 +117,32 @@ class RecentFile:
         rendered = render_recent(result, self._files.config.index_max_entries)
         if rendered != render_recent(items, 1 << 30) or len(items) != len(result):
             try:
-                self.write(result)
+                with self._files.lock():
+                    self._write(result, remember=False)  # the record is saved below, with this sha
                 index_sha = hashlib.sha1(rendered.encode("utf-8")).hexdigest()
             except MemkitError as exc:  # a read-only vault: the repair is shown, not written
                 log.debug("index.txt not repaired: %s", exc)
-        self._remember_seen(files, index_sha, seen)
+        self._remember_seen(files, index_sha, seen, names)
         return result
+
+    def _named(self, names: frozenset[str], items: Sequence[RecentTopic]) -> dict[str, TopicFile] | None:
+        """The topic files among ``names`` (those that are one), or None when a listing is needed
+        (see :meth:`update`)."""
+        if not self._files.topics_dir_inside():
+            return None
+        out: dict[str, TopicFile] = {}
+        for name in names:
+            path = self._files.topics_dir / f"{name}.md"
+            got = self._files.topic_file(path)
+            if isinstance(got, TopicFile):
+                if path.is_symlink():
+                    return None
+                out[name] = got
+        gone = names - out.keys()
+        listed = {item.topic for item in items}
+        if gone & listed and len(listed - gone) < self._files.config.index_max_entries <= len(listed):
+            return None  # a listed topic went from a full index.txt: the newest of the others takes its place
+        return out
 
     @staticmethod
     def _mtime(path: Path) -> float:
@@ -110,9 +151,10 @@ class RecentFile:
         except OSError:
             return 0.0
 
-    def _remember_seen(self, files: Mapping[str, TopicFile], index_sha: str | None, seen: Seen | None) -> None:
+    def _remember_seen(self, files: Mapping[str, TopicFile], index_sha: str | None, seen: Seen | None,
+                       among: frozenset[str] | None = None) -> None:
         save_seen(self._files.state_dir / SEEN_FILE, (seen or Seen()).updated(
-            {name: (tf.stat.st_mtime_ns, tf.location) for name, tf in files.items()}, index_sha))
+            {name: (tf.stat.st_mtime_ns, tf.location) for name, tf in files.items()}, index_sha, among))
 
     def _read_sha(self) -> tuple[list[RecentTopic], str | None]:
         """index.txt's lines as they are, and the sha1 of its bytes."""
@@ -148,8 +190,8 @@ class RecentFile:
         with self._files.lock():
             self._write(items)
 
-    def _write(self, items: Sequence[RecentTopic]) -> None:
-        """:meth:`write`, the lock held."""
+    def _write(self, items: Sequence[RecentTopic], remember: bool = True) -> None:
+        """:meth:`write`, the lock held (``remember=False``: the caller saves the seen record)."""
         text = render_recent(items, self._files.config.index_max_entries).encode("utf-8")
         path = self._files.recent_path
         try:
@@ -161,7 +203,7 @@ class RecentFile:
             if old == text:
                 return
             replace_checked(target, text, old, stamp_of(st) if st is not None else None)
-            seen = load_seen(self._files.state_dir / SEEN_FILE)
+            seen = load_seen(self._files.state_dir / SEEN_FILE) if remember else None
             if seen is not None:  # memkit's own write: not a change that came from elsewhere (a pull)
                 seen.index = hashlib.sha1(text).hexdigest()
                 save_seen(self._files.state_dir / SEEN_FILE, seen)

@@ -1,0 +1,138 @@
+"""The watcher refreshes the files its events named, without listing topics/ (a vault of 20,000
+topics takes ~0.5 s to list); the first refresh, an overflow, a big burst and the periodic re-check
+list every file. Real files and a real observer, as in test_watch.py (its fixtures, imported)."""
+# ruff: noqa: F811
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+import pytest
+from test_watch import (  # noqa: F401
+    DEADLINE_S,
+    FakeEmbedder,
+    disk_files,
+    indexed,
+    recent_topics,
+    topic_text,
+    vault,
+    wait_until,
+    watch,
+    write,
+)
+
+import memkit.frontends.watch as watch_mod
+from memkit import Vault
+
+T0 = 1_790_000_000  # 2026-09-21, after every frontmatter date below: tests never depend on today's date
+
+
+@pytest.fixture
+def listings(vault, monkeypatch):
+    """Count the listings of topics/ made on the watcher's worker thread (armed by calling it)."""
+    seen: list[str] = []
+
+    def arm() -> list[str]:
+        real = vault.store.scan_topic_files
+
+        def counted(*a, **k):
+            if threading.current_thread().name == "memkit-watch":
+                seen.append("listing")
+            return real(*a, **k)
+
+        monkeypatch.setattr(vault.store, "scan_topic_files", counted)
+        return seen
+
+    return arm
+
+
+def no_events(monkeypatch) -> None:
+    """The observer's events are dropped from now on (as when inotify's queue overflows)."""
+    monkeypatch.setattr(watch_mod._Handler, "dispatch", lambda self, event: None)
+
+
+def test_edits_moves_and_deletes_are_refreshed_without_listing_topics(vault, watch, listings, tmp_path):
+    outside = vault.root / "drafts"
+    outside.mkdir()
+    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
+    write(vault.topics_dir / "garden.md", topic_text("Garden", "Waters daily", updated="2026-02-13T10:00:00"))
+    write(vault.topics_dir / "leaving.md", topic_text("Leaving", "Goes with departword", updated="2026-02-11T10:00:00"))
+    write(vault.topics_dir / "wrong.md", topic_text("Wrong", "Believes mistakenword", updated="2026-02-10T10:00:00"))
+    write(outside / "arriving.md", topic_text("Arriving", "Comes with arrivalword", updated="2026-02-01T10:00:00"))
+    watcher, rec = watch(debounce_s=0.3)
+    assert recent_topics(vault.root) == ["garden", "cooking", "leaving", "wrong"]
+    counted = listings()
+
+    cooking = vault.topics_dir / "cooking.md"
+    with cooking.open("a") as fh:  # a hand edit: the topic goes first in index.txt
+        fh.write("- Toasts the rice first handword\n")
+    os.utime(cooking, (T0, T0))
+    assert wait_until(lambda: indexed(vault.root, "handword"))
+    assert wait_until(lambda: recent_topics(vault.root)[0] == "cooking")
+
+    tmp = vault.topics_dir / ".garden.md.tmp"  # an editor's save by rename
+    write(tmp, topic_text("Garden", "Waters daily", "Plants renameword", updated="2026-02-13T10:00:00"))
+    os.utime(tmp, (T0 + 60, T0 + 60))
+    os.replace(tmp, vault.topics_dir / "garden.md")
+    os.rename(vault.topics_dir / "leaving.md", outside / "leaving.md")
+    os.utime(outside / "arriving.md", (T0 - 3600, T0 - 3600))
+    os.rename(outside / "arriving.md", vault.topics_dir / "arriving.md")
+    (vault.topics_dir / "wrong.md").unlink()
+    assert wait_until(lambda: indexed(vault.root, "renameword") and indexed(vault.root, "arrivalword")
+                      and not indexed(vault.root, "departword") and not indexed(vault.root, "mistakenword"))
+    assert watcher.wait_idle(DEADLINE_S)
+    assert disk_files(vault.root) == {"topics/cooking.md", "topics/garden.md", "topics/arriving.md"}
+    assert recent_topics(vault.root) == ["garden", "cooking", "arriving"]  # hand edits: at their file times
+    assert counted == []  # every refresh looked at the files its events named, nothing else
+    assert rec.errors == []
+
+
+def test_the_first_refresh_and_the_periodic_recheck_list_topics(vault, watch, listings, monkeypatch):
+    monkeypatch.setattr(watch_mod, "RESCAN_INTERVAL_S", 0.3)
+    counted = listings()
+    watcher, rec = watch()
+    assert counted  # the catch-up refresh
+    no_events(monkeypatch)
+    write(vault.topics_dir / "quiet.md", topic_text("Quiet", "No event for quietword"))
+    assert wait_until(lambda: indexed(vault.root, "quietword"))  # the re-check found it
+    assert wait_until(lambda: recent_topics(vault.root) == ["quiet"])
+
+
+def test_an_overflow_lists_topics(vault, watch, monkeypatch):
+    watcher, rec = watch()
+    no_events(monkeypatch)
+    write(vault.topics_dir / "lost.md", topic_text("Lost", "Its event was lost lostword"))
+    # what watchdog logs when inotify's queue overflowed (it sends the handler no event)
+    logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; filesystem events were lost")
+    assert wait_until(lambda: indexed(vault.root, "lostword"))
+    assert watcher.wait_idle(DEADLINE_S)
+    assert recent_topics(vault.root) == ["lost"]
+
+
+def test_a_burst_of_many_files_lists_topics(vault, watch, listings, monkeypatch):
+    monkeypatch.setattr(watch_mod, "MAX_EVENT_FILES", 3)
+    watcher, rec = watch(debounce_s=0.3)
+    counted = listings()
+    for i in range(8):
+        write(vault.topics_dir / f"t{i}.md", topic_text(f"T{i}", f"Burstword{i} here"))
+    assert watcher.wait_idle(DEADLINE_S)
+    assert wait_until(lambda: len(disk_files(vault.root)) == 8)
+    assert counted
+    assert sorted(recent_topics(vault.root)) == [f"t{i}" for i in range(8)]
+
+
+def test_a_file_left_behind_is_retried_with_the_next_event(tmp_path, watch):
+    """A file the refresh could not index (its model call failed) stays stuck; the next event's
+    refresh retries it too, without a listing."""
+    root = Vault.init(tmp_path / "w", profile=False).root
+    vault = Vault(root, embedder=FakeEmbedder(fail_on="explodeword"))
+    write(vault.topics_dir / "ok.md", topic_text("Ok", "Fine line"))
+    watcher, rec = watch(vault)
+    write(vault.topics_dir / "bad.md", topic_text("Bad", "This explodeword breaks the model"))
+    assert wait_until(lambda: rec.errors)
+    write(vault.topics_dir / "bad.md", topic_text("Bad", "Now a calm recoveredword"))
+    write(vault.topics_dir / "other.md", topic_text("Other", "Another otherword"))
+    assert wait_until(lambda: indexed(root, "recoveredword") and indexed(root, "otherword"))
+    assert watcher.wait_idle(DEADLINE_S)
+    assert disk_files(root) == {"topics/ok.md", "topics/bad.md", "topics/other.md"}

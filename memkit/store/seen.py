@@ -40,7 +40,9 @@ def file_hash(path: str | os.PathLike[str]) -> str | None:
 
 @dataclass
 class Seen:
-    """Each topic file's (mtime_ns, sha1) and index.txt's sha1 when memkit last looked."""
+    """Each topic file's (mtime_ns, sha1) and index.txt's sha1 when memkit last looked.
+
+    ``files`` is never changed in place (records loaded from the same bytes share it)."""
 
     files: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     index: str | None = None
@@ -80,8 +82,8 @@ class Seen:
         return Seen(out, index_sha)
 
     def to_json(self) -> str:
-        return json.dumps({"version": 2, "index": self.index,
-                           "files": {k: list(v) for k, v in sorted(self.files.items())}}, sort_keys=True)
+        # (the tuples are written as lists; sort_keys orders the names)
+        return json.dumps({"version": 2, "index": self.index, "files": self.files}, sort_keys=True)
 
 
 #: the last records read or written, by path: (the file's bytes, files, index). A vault of 20,000
@@ -97,7 +99,7 @@ def _cached(path: Path, data: bytes | None) -> Seen | None:
         hit = _CACHE.get(path)
     if hit is None or data is None or hit[0] != data:
         return None
-    return Seen(dict(hit[1]), hit[2])
+    return Seen(hit[1], hit[2])  # shared: a record's files are never changed in place (updated() makes new ones)
 
 
 def _remember(path: Path, data: bytes, seen: Seen) -> None:
@@ -105,7 +107,7 @@ def _remember(path: Path, data: bytes, seen: Seen) -> None:
         _CACHE.pop(path, None)
         while len(_CACHE) >= _CACHE_PATHS:
             del _CACHE[next(iter(_CACHE))]
-        _CACHE[path] = (data, dict(seen.files), seen.index)
+        _CACHE[path] = (data, seen.files, seen.index)
 
 
 def _read(path: Path) -> bytes | None:

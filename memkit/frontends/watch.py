@@ -4,7 +4,8 @@ A watchdog observer reports file-system events; the handler only filters them, n
 files they name and raises a flag. A worker thread waits until the events stop (``debounce_s``,
 at most :data:`MAX_DELAY_S` after the first one, so a ``git checkout`` of a thousand files still
 refreshes within about a second), then re-indexes the files the events named and folds them into
-index.txt, without listing topics/ (a vault of 20,000 topics takes ~0.5 s to list). The first
+index.txt (once no more events wait: the next edit's refresh goes first), without listing
+topics/ (a vault of 20,000 topics takes ~0.5 s to list). The first
 refresh, a refresh after topics/ itself came or went, after an inotify queue overflow, after a
 failed refresh or after more than :data:`MAX_EVENT_FILES` files, and the periodic re-check
 (:data:`RESCAN_INTERVAL_S`) do what ``memkit index`` does instead: a stat of every topic file,
@@ -128,6 +129,7 @@ class Watcher:
         self._retry_at: float | None = None
         self._failures = 0
         self._recent_dirty = True  # index.txt is rebuilt after the first refresh, then after changes
+        self._recent_names: set[str] = set()  # topics refreshed whose index.txt lines wait for the burst's end
         self._stuck: set[str] = set()  # files the last refresh could not bring up to date
         self._index: Index | None = None
         self._overflow_hook = _OverflowHook(self._overflowed)
@@ -393,14 +395,21 @@ class Watcher:
                 index.prune_other_models()
             if not report.busy and (report.new or report.reused or report.rebuilt_model or not self.refreshes):
                 report.judged = self.vault.frontend_internals.fill_judge(index)  # the second stage's vectors
-            # a topic came, went or changed: index.txt follows (a hand edit counts as an update)
+            # a topic came, went or changed: index.txt follows (a hand edit counts as an update);
+            # while more events wait, their refresh goes first and index.txt follows once after
             if paths is not None:
-                with _QUIET:
-                    self.vault.frontend_internals.recent_update(os.path.basename(p)[:-3] for p in paths)
-            elif changed_paths or gone or self._recent_dirty:
+                self._recent_names.update(os.path.basename(p)[:-3] for p in paths)
+                with self._cond:
+                    later = self._pending
+                if not later:
+                    with _QUIET:
+                        self.vault.frontend_internals.recent_update(self._recent_names)
+                    self._recent_names.clear()
+            elif changed_paths or gone or self._recent_dirty or self._recent_names:
                 with _QUIET:
                     self.vault.recent()
                 self._recent_dirty = False
+                self._recent_names.clear()
         except Exception as exc:
             self._failed(exc)
             index.close()  # reopened by the next refresh: what is really on disk

@@ -136,3 +136,36 @@ def test_a_file_left_behind_is_retried_with_the_next_event(tmp_path, watch):
     assert wait_until(lambda: indexed(root, "recoveredword") and indexed(root, "otherword"))
     assert watcher.wait_idle(DEADLINE_S)
     assert disk_files(root) == {"topics/ok.md", "topics/bad.md", "topics/other.md"}
+
+
+def test_index_txt_waits_for_the_end_of_a_burst(tmp_path, watch, monkeypatch):
+    """An edit that comes while a refresh runs is indexed first; index.txt follows both at once,
+    and is current when the watcher is idle."""
+    root = Vault.init(tmp_path / "w", profile=False).root
+    gate = threading.Event()
+    slow = FakeEmbedder(gate=gate)
+    vault = Vault(root, embedder=slow)
+    gate.set()
+    watcher, rec = watch(vault)
+    updates: list[set[str]] = []
+    real = vault.frontend_internals.recent_update
+
+    def recent_update(names):
+        updates.append(set(names))
+        return real(updates[-1])
+
+    monkeypatch.setattr(vault.frontend_internals, "recent_update", recent_update)
+    gate.clear()
+    slow.entered.clear()
+    write(vault.topics_dir / "first.md", topic_text("First", "Held firstword", updated="2026-02-12T10:00:00"))
+    try:
+        assert slow.entered.wait(DEADLINE_S)  # the first file's refresh is embedding, held at the gate
+        before = watcher.events
+        write(vault.topics_dir / "second.md", topic_text("Second", "Then secondword", updated="2026-02-13T10:00:00"))
+        assert wait_until(lambda: watcher.events > before)  # noted while the first refresh runs
+    finally:
+        gate.set()
+    assert watcher.wait_idle(DEADLINE_S)
+    assert indexed(root, "firstword") and indexed(root, "secondword")
+    assert sorted(recent_topics(root)) == ["first", "second"]
+    assert updates == [{"first", "second"}]  # once, after the second file's refresh

@@ -26,6 +26,7 @@ import time
 from types import TracebackType
 from typing import Any, Callable
 
+from ..base.fsutil import hold_lock
 from ..errors import MemkitError
 from ..vault import Index, IndexReport, Vault, is_topic_filename
 
@@ -131,6 +132,7 @@ class Watcher:
         self._recent_dirty = True  # index.txt is rebuilt after the first refresh, then after changes
         self._recent_names: set[str] = set()  # topics refreshed whose index.txt lines wait for the burst's end
         self._stuck: set[str] = set()  # files the last refresh could not bring up to date
+        self._mark: hold_lock | None = None  # the index's watch mark (memkit.base.fsutil.hold_lock), held while it is current
         self._index: Index | None = None
         self._overflow_hook = _OverflowHook(self._overflowed)
         self._observer: Any = None
@@ -203,6 +205,7 @@ class Watcher:
             worker.join(max(0.0, deadline - time.monotonic()))
             if worker.is_alive():
                 log.warning("watcher: a refresh is still running after %.0f s; it will finish on its own", timeout)
+        self._mark_current(False)  # nobody keeps the index current now: searches check the files
 
     def _stop_observer(self, timeout: float) -> None:
         _OverflowHook.LOGGER.removeHandler(self._overflow_hook)
@@ -290,6 +293,7 @@ class Watcher:
     def _note(self, names: list[str], list_all: bool) -> None:
         """A change (condition held): these topic files, or possibly any (``list_all``)."""
         now = time.monotonic()
+        self._give_back_mark()  # behind this change until it is refreshed
         if not self._pending:
             self._pending = True
             self._first_event = now
@@ -425,12 +429,32 @@ class Watcher:
             with self._cond:
                 self._stuck = stuck
                 self.refreshes += 1
+            self._mark_current(report is not None and not report.busy and not stuck and not self._failures)
         if report is None:
             return
         if not quiet or report.changed_files or report.removed:
             self._callback(self.on_update, report)
         for problem in report.errors:
             self._report(problem)  # the index has logged it already
+
+    def _mark_current(self, current: bool) -> None:
+        """Hold the index's watch mark while every topic file is indexed (searches in any process
+        then list no files: :meth:`memkit.search.Searcher.watched`); give it back while one is
+        behind (a change not refreshed yet, a failed or busy refresh, a file left for later), for
+        a search to check the files itself meanwhile."""
+        with self._cond:
+            index = self._index
+            if current and not self._pending and index is not None and self._mark is None:
+                mark = hold_lock(index.watch_mark)
+                self._mark = mark if mark.held else None  # another watcher holds it: it keeps the index current
+            elif not current:
+                self._give_back_mark()
+
+    def _give_back_mark(self) -> None:
+        """(condition held) The index is behind: a search checks the files itself until it is not."""
+        mark, self._mark = self._mark, None
+        if mark is not None:
+            mark.release()
 
     def _failed(self, exc: Exception) -> None:
         delay = RETRY_S[min(self._failures, len(RETRY_S) - 1)]

@@ -135,6 +135,7 @@ class Searcher:
         self._ranked: tuple[IndexView, Ranker] | None = None
         self._lock = threading.Lock()
         self._unembedded = False  #: the last refresh recorded entries without vectors
+        self._watched_until = 0.0  #: a watcher keeps the index current until then (looked again after)
         self.removed_indexes: list[str] = []  #: what the last :meth:`reindex` removed
         #: (view lineage, rows checked, last valid day per row, the day it was computed for)
         self._expired: tuple[int, int, np.ndarray, int] | None = None
@@ -233,9 +234,13 @@ class Searcher:
         embed = embed and self.index.embedder.available  # no model: words only
         if embed and self._unembedded:
             force = True  # a refresh without vectors ran: embed what it recorded before searching by meaning
-        if force or time.monotonic() - self.index.last_check >= REFRESH_INTERVAL_S:
-            if not force and self.watched():
-                return False
+        now = time.monotonic()
+        if force or now - self.index.last_check >= REFRESH_INTERVAL_S:
+            if not force and self.watched():  # the watcher checked the files: its writes are read
+                self.index.last_check = now
+                self._watched_until = now + REFRESH_INTERVAL_S
+                return True
+            self._watched_until = 0.0
             report = self.index.refresh(wait=REFRESH_WAIT_S, embed=embed)
             self._unembedded = not embed
             self._freeze(report)
@@ -409,7 +414,10 @@ class Searcher:
             for problem in self.index.file_errors():
                 for message in problem.splitlines():
                     self.store.warn_once(message)
-        view, ranker = self.ranker(others=checked)
+        # while a watcher keeps the index current, every search reads what it wrote (a cheap
+        # look at the SQLite file's version), not only the first in a second
+        watched = refresh is not False and time.monotonic() < self._watched_until
+        view, ranker = self.ranker(others=checked or watched)
         subtopics = q.subtopics
         if name:
             if not any(_in(t, name, subtopics) for t in view.topics) and \

@@ -169,3 +169,39 @@ def test_index_txt_waits_for_the_end_of_a_burst(tmp_path, watch, monkeypatch):
     assert indexed(root, "firstword") and indexed(root, "secondword")
     assert sorted(recent_topics(root)) == ["first", "second"]
     assert updates == [{"first", "second"}]  # once, after the second file's refresh
+
+
+def test_the_watcher_holds_the_watch_mark_while_the_index_is_current(vault, watch, tmp_path):
+    """While the watcher keeps the index current it holds the index's watch mark: a search in
+    another Vault (another process) then lists no topic files, and still finds a hand edit as
+    soon as the watcher indexed it. A failed refresh gives the mark back; so does stop()."""
+    from memkit.base.fsutil import lock_held
+    from memkit.index.sources import TopicSource
+
+    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
+    mark = vault.searcher.index.watch_mark
+    assert not lock_held(mark)
+    watcher, _ = watch(debounce_s=0.1)
+    assert wait_until(lambda: lock_held(mark))
+
+    reader = Vault(vault.root, embedder=FakeEmbedder())
+    assert reader.search("bomba rice")  # its first search: the watcher's mark, no listing needed
+    listed: list[int] = []
+    real = TopicSource.files
+    try:
+        TopicSource.files = lambda self: (listed.append(1), real(self))[1]  # type: ignore[method-assign]
+        with (vault.topics_dir / "cooking.md").open("a") as fh:
+            fh.write("- Soaks the rice markword\n")
+        assert wait_until(lambda: any("markword" in h.text for h in reader.search("markword rice")))
+        reader_listings = len(listed)
+    finally:
+        TopicSource.files = real  # type: ignore[method-assign]
+    assert reader_listings == 0  # neither the reader nor the event-driven watcher listed topics/
+    vault.searcher.index.embedder.fail_on = "brokenword"  # the watcher's refreshes fail from now on
+    with (vault.topics_dir / "cooking.md").open("a") as fh:
+        fh.write("- Burns the rice brokenword\n")
+    assert wait_until(lambda: not lock_held(mark))  # behind: a search checks the files itself again
+    vault.searcher.index.embedder.fail_on = None
+    assert wait_until(lambda: lock_held(mark), timeout=15)  # the retry caught up (a second later)
+    watcher.stop()
+    assert not lock_held(mark)  # nobody keeps it current now: searches check the files again

@@ -5,7 +5,8 @@ For each size, on a fresh working copy of the synthetic vault (bench/synth.py) a
 default model, every figure comes from a process of its own, so that peak memory is that step's:
 
 1. **full index**: ``Vault(root).index(full=True)`` on a vault with no index yet: seconds,
-   entries/s, and the process's peak RSS (VmHWM);
+   entries/s, and the peak RSS (VmHWM) of the process and of its embedding process (a large refresh
+   embeds in a child process where the machine has a second CPU);
 2. **a new process's first search**: ``Vault(root)`` then ``vault.search(q)`` (the freshness check
    of every topic file included), the model already loaded; and the wall time of the whole
    ``memkit search`` command;
@@ -81,7 +82,9 @@ v.embedder.embed(["warm up"])
 t = time.perf_counter()
 rep = v.index(full=True)
 dt = time.perf_counter() - t
-print(json.dumps({"seconds": dt, "entries": rep.entries, "mem": mem()}))
+import resource
+child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the embedding process, if one ran
+print(json.dumps({"seconds": dt, "entries": rep.entries, "mem": mem(), "child": child}))
 """
 
 SEARCH_SCRIPT = STATUS + r"""
@@ -239,7 +242,8 @@ def bench(label: str, n: int, queries_file: Path, watch: bool) -> tuple[dict[str
     log(f"{label}: first search {ms(se['first_s'])}, warm p50 {ms(pct(se['lat'], 0.5))}")
     row = {
         "full index (s; entries/s)": f"{ix['seconds']:.1f} s ({ix['entries'] / ix['seconds']:,.0f}/s)",
-        "peak RSS while indexing (VmHWM)": mb(ix["mem"]["VmHWM"]),
+        "peak RSS while indexing (VmHWM; + the embedding process's)": mb(ix["mem"]["VmHWM"]) + (
+            f" + {mb(ix['child'])}" if ix.get("child") else ""),
         "first search in a new process (model loaded)": ms(se["first_s"]),
         "`memkit search --fast` wall (a new process)": ms(cli_search(root, "spare fan for the office rack")),
         "warm search p50 / p95": f"{ms(pct(se['lat'], 0.5))} / {ms(pct(se['lat'], 0.95))}",
@@ -254,7 +258,7 @@ def bench(label: str, n: int, queries_file: Path, watch: bool) -> tuple[dict[str
         "one add, in a process that has searched (p50 of 5; the next search)":
             f"{ms(pct(se['adds'], 0.5))} ({ms(pct(se['nexts'], 0.5))})",
     }
-    raw = {"index_s": ix["seconds"], "index_rate": ix["entries"] / ix["seconds"], "index_rss": ix["mem"]["VmHWM"],
+    raw = {"index_s": ix["seconds"], "index_rate": ix["entries"] / ix["seconds"], "index_rss": ix["mem"]["VmHWM"] + ix.get("child", 0.0),
            "first_s": se["first_s"], "warm": pct(se["lat"], 0.5), "scan": pct(se["scan"], 0.5),
            "bare": pct(se["bare"], 0.5),
            "recall": sum(se["recall"]) / len(se["recall"]) if se["recall"] else 1.0, "rss": se["searched"]["VmHWM"],
@@ -288,7 +292,8 @@ def targets(raw: dict[str, dict[str, float]]) -> list[tuple[str, str, str, bool]
     if "1m" in raw:
         r = raw["1m"]
         put("1M", "full index", "≤ 2 min", f"{r['index_s']:.0f} s", r["index_s"] <= 120)
-        put("1M", "peak RSS while indexing", "≤ 1 GB", mb(r["index_rss"]), r["index_rss"] <= 1024)
+        put("1M", "peak RSS while indexing (the indexing process and its embedding process, summed)", "≤ 1 GB",
+            mb(r["index_rss"]), r["index_rss"] <= 1024)
         put("1M", "first search in a new process", "≤ 1 s", ms(r["first_s"]), r["first_s"] <= 1)
         put("1M", "warm search p50; recall@10 vs exact", "≤ 30 ms; ≥ 0.98", f"{ms(r['warm'])}; {r['recall']:.3f}",
             r["warm"] <= 0.030 and r["recall"] >= 0.98)

@@ -43,13 +43,13 @@ def test_same_vectors_as_model2vec_encode():
     assert np.allclose(norms[[0, 1, 4, 5]], 1, atol=1e-5)
 
 
-@pytest.mark.parametrize("dtype, weighted", [(np.float16, False), (np.float32, True), (np.int8, True)])
-def test_same_vectors_on_other_layouts(tmp_path, dtype, weighted):
-    """Other model2vec layouts (float16 table; per-token weights + vocabulary mapping), on a tiny model."""
+def save_toy_model(folder, words: list[str], dtype, weighted: bool):
+    """A tiny model2vec model of ``words`` (a whitespace word-level tokenizer, 12 dimensions) saved
+    in ``folder``: a table of ``dtype``, and with ``weighted`` per-token weights and a vocabulary
+    mapping onto half as many rows."""
     from model2vec import StaticModel
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    words = sorted({w for t in TEXTS for w in t.lower().split()} | {"rice", "paella"})
     vocab = {"[UNK]": 0, "[PAD]": 1, **{w: i + 2 for i, w in enumerate(words)}}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -61,8 +61,17 @@ def test_same_vectors_on_other_layouts(tmp_path, dtype, weighted):
     if weighted:
         kwargs = {"weights": rng.random(len(vocab)).astype(np.float32),
                   "token_mapping": rng.integers(0, rows, len(vocab)).astype(np.int64)}
-    model = StaticModel(vectors=table, tokenizer=tokenizer, normalize=True, **kwargs)
-    model.save_pretrained(str(tmp_path / "m"))
+    StaticModel(vectors=table, tokenizer=tokenizer, normalize=True, **kwargs).save_pretrained(str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("dtype, weighted", [(np.float16, False), (np.float32, True), (np.int8, True)])
+def test_same_vectors_on_other_layouts(tmp_path, dtype, weighted):
+    """Other model2vec layouts (float16 table; per-token weights + vocabulary mapping), on a tiny model."""
+    from model2vec import StaticModel
+
+    save_toy_model(tmp_path / "m", sorted({w for t in TEXTS for w in t.lower().split()} | {"rice", "paella"}),
+                   dtype, weighted)
     ours = StaticEmbedder(tmp_path / "m").embed([t.lower() for t in TEXTS])
     theirs = StaticModel.from_pretrained(str(tmp_path / "m")).encode([t.lower() for t in TEXTS]).astype(np.float32)
     np.testing.assert_allclose(ours, theirs, atol=2e-3 if dtype == np.float16 else 1e-5)

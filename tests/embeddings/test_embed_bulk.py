@@ -4,22 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_embed_chunks import TRICKY
 
 from memkit.embeddings.static import BULK_BATCH, StaticEmbedder, builtin_model_folder
-
-TRICKY = [
-    "Prefers bomba rice for paella (2026-02-12)",
-    "Router is a MikroTik hAP ax3 running RouterOS 7.16, node-3/v1.2_rc; caroline's",
-    "tabs\tand\nnewlines\r\nand  double  spaces ",
-    "",
-    "   ",
-    "[UNK] and [PAD] inside[UNK]words",
-    "supercalifragilisticexpialidocious" * 4,
-    "ctrl\x01char and \x0bvertical tab",
-    "Ünïcödé naïve café — déjà vu 🙂",
-    "word " * 700,
-    "!!! ... -- ?? a.b.c 3.14 $5 #tag @name",
-]
 
 
 def many_texts(words: list[str], n: int = 700, seed: int = 1) -> list[str]:
@@ -50,22 +37,10 @@ def test_a_bulk_batch_gives_the_vectors_of_small_batches_with_memkits_model():
 @pytest.mark.parametrize("dtype, weighted", [(np.float16, False), (np.float16, True), (np.float32, True),
                                              (np.int8, True), (np.int8, False), (np.float32, False)])
 def test_a_bulk_batch_gives_the_vectors_of_small_batches_on_other_layouts(tmp_path, dtype, weighted):
-    from model2vec import StaticModel
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    from test_embed import save_toy_model
 
     words = sorted({w for t in TRICKY for w in t.lower().split()} | {f"w{i}" for i in range(300)})
-    vocab = {"[UNK]": 0, "[PAD]": 1, **{w: i + 2 for i, w in enumerate(words)}}
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    rng = np.random.default_rng(0)
-    rows = len(vocab) // 2 if weighted else len(vocab)
-    table = rng.standard_normal((rows, 12))
-    table = (table * 40).clip(-127, 127).astype(dtype) if dtype == np.int8 else table.astype(dtype)
-    kwargs = {}
-    if weighted:
-        kwargs = {"weights": rng.random(len(vocab)).astype(np.float32),
-                  "token_mapping": rng.integers(0, rows, len(vocab)).astype(np.int64)}
-    StaticModel(vectors=table, tokenizer=tokenizer, normalize=True, **kwargs).save_pretrained(str(tmp_path / "m"))
+    save_toy_model(tmp_path / "m", words, dtype, weighted)
     texts = [t.lower() for t in many_texts(words + ["unknownword"])]
     e = StaticEmbedder(tmp_path / "m")
     np.testing.assert_array_equal(e.embed(texts), small_batches(tmp_path / "m", texts))

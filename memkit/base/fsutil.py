@@ -8,6 +8,7 @@ import stat
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
@@ -463,6 +464,8 @@ def lock_held(path: Path) -> bool:
         return False
     try:
         return not _try_lock(fd, shared=True, release=True)
+    except OSError:  # a file system without flock (some FUSE, SMB mounts): nobody is known to hold it
+        return False
     finally:
         os.close(fd)
 
@@ -483,10 +486,16 @@ class hold_lock:  # noqa: N801 (used like a function: ``mark = hold_lock(path)``
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError:
             return
-        if _try_lock(fd, shared=False, release=False):
-            self._fd = fd
-        else:
-            os.close(fd)
+        for _attempt in range(5):  # a search's probe (lock_held) holds it shared for microseconds
+            try:
+                if _try_lock(fd, shared=False, release=False):
+                    self._fd = fd
+                    _HELD.add(self)
+                    return
+            except OSError:  # no flock on this file system: not held
+                break
+            time.sleep(0.002)
+        os.close(fd)
 
     @property
     def held(self) -> bool:
@@ -494,8 +503,31 @@ class hold_lock:  # noqa: N801 (used like a function: ``mark = hold_lock(path)``
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
+        _HELD.discard(self)
         if fd is not None:
             os.close(fd)  # closing the file gives the lock back
+
+    def forget(self) -> None:
+        """In a child forked without exec: close this copy (the parent's release frees the lock)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+_HELD: "weakref.WeakSet[hold_lock]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for held in list(_HELD):
+        held.forget()
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 if os.name == "posix":

@@ -133,6 +133,8 @@ class Watcher:
         self._recent_names: set[str] = set()  # topics refreshed whose index.txt lines wait for the burst's end
         self._stuck: set[str] = set()  # files the last refresh could not bring up to date
         self._mark: hold_lock | None = None  # the index's watch mark (memkit.base.fsutil.hold_lock), held while it is current
+        self._heard = False  # an event-driven refresh worked: events arrive (the mark is earned by it)
+        self._deaf = False  # a periodic re-check found a change no event announced: never the mark again
         self._index: Index | None = None
         self._overflow_hook = _OverflowHook(self._overflowed)
         self._observer: Any = None
@@ -198,6 +200,7 @@ class Watcher:
         deadline = time.monotonic() + timeout
         with self._cond:
             self._stopping = True
+            self._give_back_mark()  # from now on nobody hears the files' events
             self._cond.notify_all()
         self._stop_observer(timeout)
         worker = self._worker
@@ -419,6 +422,14 @@ class Watcher:
             index.close()  # reopened by the next refresh: what is really on disk
         else:
             self._failures = 0
+            if paths is not None:
+                self._heard = True
+            elif quiet and report is not None and (report.changed_files or report.removed) and not self._deaf:
+                # the once-a-minute re-check found what no event announced: events do not arrive
+                # (a network drive, a mount that sends none): searches check the files themselves
+                self._deaf = True
+                log.warning("watcher: a change in %s/ came without a file event; searches will check the files "
+                            "themselves (use --polling on a file system that sends no events)", self._topics_rel)
         finally:
             try:
                 with _QUIET:
@@ -441,13 +452,18 @@ class Watcher:
         """Hold the index's watch mark while every topic file is indexed (searches in any process
         then list no files: :meth:`memkit.search.Searcher.watched`); give it back while one is
         behind (a change not refreshed yet, a failed or busy refresh, a file left for later), for
-        a search to check the files itself meanwhile."""
+        a search to check the files itself meanwhile. Only a watcher that hears events holds it:
+        native events (not polling, which sees a change only a second later), an observer alive,
+        one event-driven refresh done, and no change seen since that came without an event."""
         with self._cond:
             index = self._index
-            if current and not self._pending and index is not None and self._mark is None:
+            observer = self._observer
+            hearing = (self._heard and not self._deaf and not self.polling and not self._stopping
+                       and observer is not None and observer.is_alive() and self._topics_watch is not None)
+            if current and hearing and not self._pending and index is not None and self._mark is None:
                 mark = hold_lock(index.watch_mark)
                 self._mark = mark if mark.held else None  # another watcher holds it: it keeps the index current
-            elif not current:
+            elif not (current and hearing):
                 self._give_back_mark()
 
     def _give_back_mark(self) -> None:

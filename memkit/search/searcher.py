@@ -136,6 +136,7 @@ class Searcher:
         self._lock = threading.Lock()
         self._unembedded = False  #: the last refresh recorded entries without vectors
         self._watched_until = 0.0  #: a watcher keeps the index current until then (looked again after)
+        self._recheck = False  #: :meth:`changed` was called: the next refresh checks the files itself
         self.removed_indexes: list[str] = []  #: what the last :meth:`reindex` removed
         #: (view lineage, rows checked, last valid day per row, the day it was computed for)
         self._expired: tuple[int, int, np.ndarray, int] | None = None
@@ -224,8 +225,10 @@ class Searcher:
             return 0
 
     def changed(self) -> None:
-        """Say the files just changed (this process wrote them): the next search re-checks them."""
+        """Say the files just changed (this process wrote them): the next search re-checks them
+        (itself, even while a watcher keeps the index current: its event may not have come yet)."""
         self.index.last_check = 0.0
+        self._recheck = True
 
     def refresh(self, force: bool = False, *, embed: bool = True) -> bool:
         """Index changed files (at most once every ``REFRESH_INTERVAL_S`` unless ``force``);
@@ -234,6 +237,8 @@ class Searcher:
         embed = embed and self.index.embedder.available  # no model: words only
         if embed and self._unembedded:
             force = True  # a refresh without vectors ran: embed what it recorded before searching by meaning
+        if self._recheck:
+            force, self._recheck = True, False
         now = time.monotonic()
         if force or now - self.index.last_check >= REFRESH_INTERVAL_S:
             if not force and self.watched():  # the watcher checked the files: its writes are read

@@ -174,7 +174,8 @@ def test_index_txt_waits_for_the_end_of_a_burst(tmp_path, watch, monkeypatch):
 def test_the_watcher_holds_the_watch_mark_while_the_index_is_current(vault, watch, tmp_path):
     """While the watcher keeps the index current it holds the index's watch mark: a search in
     another Vault (another process) then lists no topic files, and still finds a hand edit as
-    soon as the watcher indexed it. A failed refresh gives the mark back; so does stop()."""
+    soon as the watcher indexed it. The mark is earned by a first event-driven refresh (events
+    arrive here); a failed refresh gives it back; so does stop()."""
     from memkit.base.fsutil import lock_held
     from memkit.index.sources import TopicSource
 
@@ -182,6 +183,9 @@ def test_the_watcher_holds_the_watch_mark_while_the_index_is_current(vault, watc
     mark = vault.searcher.index.watch_mark
     assert not lock_held(mark)
     watcher, _ = watch(debounce_s=0.1)
+    assert not lock_held(mark)  # no event heard yet: searches check the files themselves
+    with (vault.topics_dir / "cooking.md").open("a") as fh:
+        fh.write("- Rinses the rice firstword\n")
     assert wait_until(lambda: lock_held(mark))
 
     reader = Vault(vault.root, embedder=FakeEmbedder())
@@ -205,3 +209,76 @@ def test_the_watcher_holds_the_watch_mark_while_the_index_is_current(vault, watc
     assert wait_until(lambda: lock_held(mark), timeout=15)  # the retry caught up (a second later)
     watcher.stop()
     assert not lock_held(mark)  # nobody keeps it current now: searches check the files again
+
+
+def test_a_watcher_that_hears_no_events_never_holds_the_mark(vault, watch, monkeypatch):
+    """A file system that sends no events (a network drive, a mount): the watcher never takes the
+    mark, so a hand edit is found by a search's own check within about a second, as without it."""
+    import time
+
+    from memkit.base.fsutil import lock_held
+
+    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
+    monkeypatch.setattr(watch_mod.Watcher, "on_event", lambda self, event: None)  # deaf
+    mark = vault.searcher.index.watch_mark
+    watch(debounce_s=0.1)
+    reader = Vault(vault.root, embedder=FakeEmbedder())
+    assert reader.search("bomba rice")
+    with (vault.topics_dir / "cooking.md").open("a") as fh:
+        fh.write("- Soaks the rice deafword\n")
+    start = time.monotonic()
+    assert wait_until(lambda: any("deafword" in h.text for h in reader.search("deafword rice")))
+    assert time.monotonic() - start < 3
+    assert not lock_held(mark)
+
+
+def test_a_change_the_periodic_recheck_finds_without_an_event_ends_the_mark(vault, watch, monkeypatch, caplog):
+    """Events that stop coming (a mount that sends local events only): once the once-a-minute
+    re-check finds a change no event announced, the watcher gives the mark back for good."""
+    from memkit.base.fsutil import lock_held
+
+    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
+    mark = vault.searcher.index.watch_mark
+    watcher, _ = watch(debounce_s=0.1)
+    with (vault.topics_dir / "cooking.md").open("a") as fh:
+        fh.write("- Rinses the rice heardword\n")
+    assert wait_until(lambda: lock_held(mark))
+    monkeypatch.setattr(watch_mod.Watcher, "on_event", lambda self, event: None)  # events stop here
+    with (vault.topics_dir / "cooking.md").open("a") as fh:
+        fh.write("- Toasts the rice silentword\n")
+    watcher._refresh(quiet=True)  # what the periodic re-check runs
+    assert not lock_held(mark)
+    assert any("without a file event" in r.getMessage() for r in caplog.records)
+    watcher._mark_current(True)
+    assert not lock_held(mark)  # for the rest of this run
+
+
+def test_a_stopped_watcher_never_takes_the_mark_again(vault, watch, monkeypatch):
+    """stop() whose worker outlives its timeout: the refresh that finishes later takes no mark."""
+    import time
+
+    from memkit.base.fsutil import lock_held
+
+    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
+    mark = vault.searcher.index.watch_mark
+    watcher, _ = watch(debounce_s=0.1)
+    with (vault.topics_dir / "cooking.md").open("a") as fh:
+        fh.write("- Rinses the rice heardword\n")
+    assert wait_until(lambda: lock_held(mark))
+    gate = threading.Event()
+    real = watcher._refresh
+
+    def slow(*a, **k):
+        gate.wait(5)
+        return real(*a, **k)
+
+    monkeypatch.setattr(watcher, "_refresh", slow)
+    with (vault.topics_dir / "cooking.md").open("a") as fh:
+        fh.write("- Stirs the rice stopword\n")
+    assert wait_until(lambda: watcher._busy)
+    watcher.stop(timeout=0.2)
+    assert not lock_held(mark)
+    gate.set()
+    assert wait_until(lambda: not watcher._busy)
+    time.sleep(0.2)
+    assert not lock_held(mark)

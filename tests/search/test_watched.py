@@ -68,3 +68,50 @@ def test_the_conversations_index_has_a_mark_of_its_own(vault: Vault) -> None:
         assert not Searcher.of_sessions(vault.store, vault.embedder).watched()
     finally:
         mark.release()
+
+
+def test_changed_makes_the_next_search_check_the_files_even_while_watched(vault: Vault) -> None:
+    """Vault.changed() (after a git sync, a check --fix, a busy refresh of a file this process
+    wrote): the next search re-checks the files itself, the watcher's event may not have come."""
+    vault.add("The boiler is serviced every October", topic="home")
+    vault.search("boiler")
+    mark = hold_lock(vault.searcher.index.watch_mark)
+    try:
+        with (vault.topics_dir / "home.md").open("a") as fh:
+            fh.write("- Gutter cleaned changedword\n")
+        vault.changed()
+        assert any("changedword" in h.text for h in vault.search("changedword gutter"))
+    finally:
+        mark.release()
+
+
+def test_a_forked_child_does_not_keep_the_mark() -> None:
+    """A process forked without exec (multiprocessing's fork) must not keep a watcher's mark
+    alive after the watcher gave it back."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from memkit.base.fsutil import lock_held
+
+    path = Path(tempfile.mkdtemp()) / "x.watch"
+    mark = hold_lock(path)
+    assert mark.held
+    r, w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child (its at-fork handlers have run): say so, wait until the parent released
+        os.write(ready_w, b"r")
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    os.close(ready_w)
+    try:
+        assert os.read(ready_r, 1) == b"r"
+        mark.release()
+        assert not lock_held(path)  # the child's copy was closed at fork
+    finally:
+        os.write(w, b"x")
+        os.close(w)
+        os.close(ready_r)
+        os.waitpid(pid, 0)

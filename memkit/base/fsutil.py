@@ -502,13 +502,13 @@ class hold_lock:  # noqa: N801 (used like a function: ``mark = hold_lock(path)``
         return self._fd is not None
 
     def release(self) -> None:
-        fd, self._fd = self._fd, None
+        """Give the lock back (closing the file does)."""
         _HELD.discard(self)
-        if fd is not None:
-            os.close(fd)  # closing the file gives the lock back
+        self.forget()
 
     def forget(self) -> None:
-        """In a child forked without exec: close this copy (the parent's release frees the lock)."""
+        """Close this copy of the file: in this process, the lock goes with it; in a child forked
+        without exec, only the child's copy goes (the parent's :meth:`release` frees the lock)."""
         fd, self._fd = self._fd, None
         if fd is not None:
             try:

@@ -208,7 +208,6 @@ class Watcher:
             worker.join(max(0.0, deadline - time.monotonic()))
             if worker.is_alive():
                 log.warning("watcher: a refresh is still running after %.0f s; it will finish on its own", timeout)
-        self._mark_current(False)  # nobody keeps the index current now: searches check the files
 
     def _stop_observer(self, timeout: float) -> None:
         _OverflowHook.LOGGER.removeHandler(self._overflow_hook)

@@ -253,8 +253,9 @@ class Searcher:
         return False
 
     def watched(self) -> bool:
-        """Whether ``memkit watch`` keeps this index current: a watcher of this model holds
-        :attr:`Index.watch_mark` from the end of its first refresh until it stops."""
+        """Whether ``memkit watch`` keeps this index current: a watcher of this model that hears
+        the files' events holds :attr:`Index.watch_mark` while every topic file is indexed
+        (:meth:`memkit.frontends.watch.Watcher._mark_current` says when)."""
         return lock_held(self.index.watch_mark)
 
     def index_state(self) -> dict[str, Any]:

@@ -298,17 +298,24 @@ def test_malformed_files_are_reported_and_the_rest_goes_on(vault, watch, caplog)
     assert wait_until(lambda: indexed(vault.root, "fixedword"))
 
 
-def test_a_failing_refresh_is_reported_and_retried(tmp_path, watch, caplog):
+def watch_a_failing_file(tmp_path, watch) -> tuple[Path, Watcher, Recorder]:
+    """A watcher on a vault whose model fails on ``explodeword``, once a file holding it made its
+    refresh fail: (the vault's root, the watcher, its recorder)."""
     root = Vault.init(tmp_path / "w", profile=False).root
     vault = Vault(root, embedder=FakeEmbedder(fail_on="explodeword"))
     write(vault.topics_dir / "ok.md", topic_text("Ok", "Fine line"))
     watcher, rec = watch(vault)
     write(vault.topics_dir / "bad.md", topic_text("Bad", "This explodeword breaks the model"))
     assert wait_until(lambda: rec.errors)
+    return root, watcher, rec
+
+
+def test_a_failing_refresh_is_reported_and_retried(tmp_path, watch, caplog):
+    root, watcher, rec = watch_a_failing_file(tmp_path, watch)
     assert "updating the index failed: RuntimeError: cannot embed 'explodeword'; retrying in 1 s" == rec.errors[0]
     assert any("updating the index failed" in r.getMessage() for r in caplog.records if r.name == "memkit")
     assert watcher.running
-    write(vault.topics_dir / "bad.md", topic_text("Bad", "Now a calm recoveredword"))
+    write(root / "topics" / "bad.md", topic_text("Bad", "Now a calm recoveredword"))
     assert wait_until(lambda: indexed(root, "recoveredword"))
     assert disk_files(root) == {"topics/ok.md", "topics/bad.md"}
 

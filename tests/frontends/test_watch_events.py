@@ -19,6 +19,7 @@ from test_watch import (  # noqa: F401
     vault,
     wait_until,
     watch,
+    watch_a_failing_file,
     write,
 )
 
@@ -125,14 +126,10 @@ def test_a_burst_of_many_files_lists_topics(vault, watch, listings, monkeypatch)
 def test_a_file_left_behind_is_retried_with_the_next_event(tmp_path, watch):
     """A file the refresh could not index (its model call failed) stays stuck; the next event's
     refresh retries it too, without a listing."""
-    root = Vault.init(tmp_path / "w", profile=False).root
-    vault = Vault(root, embedder=FakeEmbedder(fail_on="explodeword"))
-    write(vault.topics_dir / "ok.md", topic_text("Ok", "Fine line"))
-    watcher, rec = watch(vault)
-    write(vault.topics_dir / "bad.md", topic_text("Bad", "This explodeword breaks the model"))
-    assert wait_until(lambda: rec.errors)
-    write(vault.topics_dir / "bad.md", topic_text("Bad", "Now a calm recoveredword"))
-    write(vault.topics_dir / "other.md", topic_text("Other", "Another otherword"))
+    root, watcher, _ = watch_a_failing_file(tmp_path, watch)
+    topics = root / "topics"
+    write(topics / "bad.md", topic_text("Bad", "Now a calm recoveredword"))
+    write(topics / "other.md", topic_text("Other", "Another otherword"))
     assert wait_until(lambda: indexed(root, "recoveredword") and indexed(root, "otherword"))
     assert watcher.wait_idle(DEADLINE_S)
     assert disk_files(root) == {"topics/ok.md", "topics/bad.md", "topics/other.md"}
@@ -171,6 +168,22 @@ def test_index_txt_waits_for_the_end_of_a_burst(tmp_path, watch, monkeypatch):
     assert updates == [{"first", "second"}]  # once, after the second file's refresh
 
 
+def watch_with_the_mark(vault, watch):
+    """A watcher on ``vault`` (one topic, cooking.md) that has earned the index's watch mark: it
+    holds none after its first refresh (no event heard yet), then one after an edit's event."""
+    from memkit.base.fsutil import lock_held
+
+    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
+    mark = vault.searcher.index.watch_mark
+    assert not lock_held(mark)
+    watcher, _ = watch(debounce_s=0.1)
+    assert not lock_held(mark)  # no event heard yet: searches check the files themselves
+    with (vault.topics_dir / "cooking.md").open("a") as fh:
+        fh.write("- Rinses the rice heardword\n")
+    assert wait_until(lambda: lock_held(mark))
+    return watcher, mark
+
+
 def test_the_watcher_holds_the_watch_mark_while_the_index_is_current(vault, watch, tmp_path):
     """While the watcher keeps the index current it holds the index's watch mark: a search in
     another Vault (another process) then lists no topic files, and still finds a hand edit as
@@ -179,14 +192,7 @@ def test_the_watcher_holds_the_watch_mark_while_the_index_is_current(vault, watc
     from memkit.base.fsutil import lock_held
     from memkit.index.sources import TopicSource
 
-    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
-    mark = vault.searcher.index.watch_mark
-    assert not lock_held(mark)
-    watcher, _ = watch(debounce_s=0.1)
-    assert not lock_held(mark)  # no event heard yet: searches check the files themselves
-    with (vault.topics_dir / "cooking.md").open("a") as fh:
-        fh.write("- Rinses the rice firstword\n")
-    assert wait_until(lambda: lock_held(mark))
+    watcher, mark = watch_with_the_mark(vault, watch)
 
     reader = Vault(vault.root, embedder=FakeEmbedder())
     assert reader.search("bomba rice")  # its first search: the watcher's mark, no listing needed
@@ -237,12 +243,7 @@ def test_a_change_the_periodic_recheck_finds_without_an_event_ends_the_mark(vaul
     re-check finds a change no event announced, the watcher gives the mark back for good."""
     from memkit.base.fsutil import lock_held
 
-    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
-    mark = vault.searcher.index.watch_mark
-    watcher, _ = watch(debounce_s=0.1)
-    with (vault.topics_dir / "cooking.md").open("a") as fh:
-        fh.write("- Rinses the rice heardword\n")
-    assert wait_until(lambda: lock_held(mark))
+    watcher, mark = watch_with_the_mark(vault, watch)
     monkeypatch.setattr(watch_mod.Watcher, "on_event", lambda self, event: None)  # events stop here
     with (vault.topics_dir / "cooking.md").open("a") as fh:
         fh.write("- Toasts the rice silentword\n")
@@ -259,12 +260,7 @@ def test_a_stopped_watcher_never_takes_the_mark_again(vault, watch, monkeypatch)
 
     from memkit.base.fsutil import lock_held
 
-    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Prefers bomba rice", updated="2026-02-12T14:30:00"))
-    mark = vault.searcher.index.watch_mark
-    watcher, _ = watch(debounce_s=0.1)
-    with (vault.topics_dir / "cooking.md").open("a") as fh:
-        fh.write("- Rinses the rice heardword\n")
-    assert wait_until(lambda: lock_held(mark))
+    watcher, mark = watch_with_the_mark(vault, watch)
     gate = threading.Event()
     real = watcher._refresh
 

@@ -348,13 +348,20 @@ def test_a_failing_callback_does_not_stop_the_watcher(vault, no_thread_leaks, ca
 
 # ---- readers and stopping ---------------------------------------------------------------------
 
-def test_search_does_not_wait_for_a_refresh(tmp_path, watch):
+def watch_gated(tmp_path, watch) -> tuple[Path, Vault, Watcher, FakeEmbedder, threading.Event]:
+    """A watcher started on a new vault whose model waits at a gate, open for the first refresh
+    (root, vault, watcher, the model, the gate): clear the gate to hold the next refresh."""
     root = Vault.init(tmp_path / "w", profile=False).root
     gate = threading.Event()
     slow = FakeEmbedder(gate=gate)
     vault = Vault(root, embedder=slow)
     gate.set()
-    watcher, rec = watch(vault)
+    watcher, _ = watch(vault)
+    return root, vault, watcher, slow, gate
+
+
+def test_search_does_not_wait_for_a_refresh(tmp_path, watch):
+    root, vault, watcher, slow, gate = watch_gated(tmp_path, watch)
     gate.clear()
     slow.entered.clear()
     write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Uses readerword stock"))

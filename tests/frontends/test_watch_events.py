@@ -20,6 +20,7 @@ from test_watch import (  # noqa: F401
     wait_until,
     watch,
     watch_a_failing_file,
+    watch_gated,
     write,
 )
 
@@ -138,12 +139,7 @@ def test_a_file_left_behind_is_retried_with_the_next_event(tmp_path, watch):
 def test_index_txt_waits_for_the_end_of_a_burst(tmp_path, watch, monkeypatch):
     """An edit that comes while a refresh runs is indexed first; index.txt follows both at once,
     and is current when the watcher is idle."""
-    root = Vault.init(tmp_path / "w", profile=False).root
-    gate = threading.Event()
-    slow = FakeEmbedder(gate=gate)
-    vault = Vault(root, embedder=slow)
-    gate.set()
-    watcher, rec = watch(vault)
+    root, vault, watcher, slow, gate = watch_gated(tmp_path, watch)
     updates: list[set[str]] = []
     real = vault.frontend_internals.recent_update
 

@@ -74,6 +74,7 @@ import numpy as np
 
 from ..base.pages import release
 from ..formats.words import terms as text_terms
+from . import topk
 from .lexical import BM25Index, encode_terms
 
 __all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "MODEL_THRESHOLD", "speaker_of", "speakers"]
@@ -91,7 +92,6 @@ CANDIDATE_SHARE = 1 / 64  #: … or this share of the entries (but at least MIN_
 MIN_CANDIDATES = 150
 VEC_CANDIDATES = 64  #: entries of best approximate cosine, added (the vector half's maximum)
 LOW_CANDIDATES = 64  #: entries of lowest approximate cosine (the vector half's minimum)
-TOP_SLACK = 1.25  #: a sampled cut-off aims at this many times the entries wanted (rarely fewer)
 THRESHOLD_MARGIN = 0.15  #: an approximate cosine this far below the threshold cannot reach it
 NOISE_Z = 2.0  #: a weak match's cosine stands this many standard deviations above the query's mean
 NOISE_FLOOR = 0.1  #: … and above this cosine
@@ -191,41 +191,6 @@ def speakers(texts: Sequence[str], file_ids: np.ndarray) -> tuple[np.ndarray, li
             if prefix[i] in real:
                 sp[i] = names.setdefault(prefix[i], len(names))  # type: ignore[arg-type]
     return sp, list(names)
-
-
-def _top(x: np.ndarray, c: int, largest: bool = True) -> np.ndarray:
-    """Indexes of (at least) the ``c`` largest (or smallest) values of ``x``, unsorted. On a
-    large array, every value past a cut-off read from a strided sample (a few more than ``c``,
-    in a fraction of an argpartition's time); an exact argpartition when the sample falls short."""
-    n = x.shape[0]
-    if c >= n:
-        return np.arange(n)
-    if n >= 64 * c:
-        sample = x[::n // (32 * c)].copy()
-        m = sample.shape[0]
-        r = min(m, int(np.ceil(TOP_SLACK * c * m / n)) + 3)
-        if largest:
-            sample.partition(m - r)
-            got = (x >= sample[m - r]).nonzero()[0]
-        else:
-            sample.partition(r - 1)
-            got = (x <= sample[r - 1]).nonzero()[0]
-        if got.shape[0] >= c:
-            return got
-    return np.argpartition(x, n - c)[n - c:] if largest else np.argpartition(x, c - 1)[:c]
-
-
-def _runs(seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start, length) of each run of equal values of ``seg`` (sorted)."""
-    m = seg.shape[0]
-    brk = np.empty(m, dtype=bool)
-    brk[:1] = True
-    np.not_equal(seg[1:], seg[:-1], out=brk[1:])
-    starts = brk.nonzero()[0]
-    lens = np.empty_like(starts)
-    lens[:-1] = starts[1:] - starts[:-1]
-    lens[-1:] = m - starts[-1:]
-    return starts, lens
 
 
 Hit = tuple[int, float, float, float]  #: (entry index, score, cosine, lexical)
@@ -456,7 +421,7 @@ class Ranker:
         products of ``rows`` with the first dimensions, already known (used without the whole matrix)."""
         p = self._P.shape[1]
         if self._M is not None:  # one product; rows read whole: contiguous, faster than the strided columns
-            return self._M @ q if rows is None else _rows_dot(self._M, rows, q)
+            return self._M @ q if rows is None else topk.rows_dot(self._M, rows, q)
         if first is not None and rows is not None:
             return first + self._R[rows] @ q[p:] if self._R.shape[1] else first.copy()
         if rows is None:
@@ -567,7 +532,7 @@ class Ranker:
         if p.smooth_next and fused.shape[0] > 1:
             fused[:-1] += np.float32(p.smooth_next) * fused[1:] * next_ok[:-1]
         if p.file_prior and fused.shape[0]:
-            starts, lens = (self.seg_starts, self.seg_lens) if seg is None else _runs(seg)
+            starts, lens = (self.seg_starts, self.seg_lens) if seg is None else topk.runs(seg)
             fused += (np.maximum.reduceat(fused, starts) * np.float32(p.file_prior)).repeat(lens)
         fused *= np.float32(1 / self.top)
         return fused
@@ -663,7 +628,7 @@ class Ranker:
             passed = (np.maximum(cos, ctx) >= np.float32(threshold)) | (
                 (self.lex.coverage(qt) if coverage is None else coverage) >= np.float32(self.params.lexical_keep))
             keep = passed if keep is None else keep & passed
-        best = _best(None if keep is None else keep.nonzero()[0], score, k)
+        best = topk.best(None if keep is None else keep.nonzero()[0], score, k)
         return [(i, s, float(cos[i]) if cos is not None else 0.0, float(lex[i])) for i, s in best]
 
     def _candidates(self) -> int:
@@ -698,8 +663,8 @@ class Ranker:
         if dead.size:  # a live row's value: changes neither the minimum nor the maximum
             approx[dead] = approx[self._a_live_row]
         # the best and the lowest approximate cosines hold the maximum and the minimum
-        best_vec = _top(approx, VEC_CANDIDATES)
-        low = _top(approx, LOW_CANDIDATES, largest=False)
+        best_vec = topk.top(approx, VEC_CANDIDATES)
+        low = topk.top(approx, LOW_CANDIDATES, largest=False)
         amin, amax = float(_MIN(approx[low])), float(_MAX(approx[best_vec]))
         lex_at = lex[lex_rows]
         lmax = float(_MAX(lex_at)) if lex_at.size else 0.0
@@ -715,7 +680,7 @@ class Ranker:
         # candidates and the entry after each (its smoothing); exact cosines for them and the
         # entries before them (context cosine), and for the lowest ones (the vector half's floor)
         mark = np.zeros(n + 2, dtype=bool)
-        top = _top(proxy, self._candidates())
+        top = topk.top(proxy, self._candidates())
         mark[top] = True
         mark[top + 1] = True
         mark[best_vec] = True
@@ -754,22 +719,7 @@ class Ranker:
                 strong = coverage >= np.float32(p.lexical_keep)
                 if (strong & outside).any() or (approx[outside] >= threshold - THRESHOLD_MARGIN).any():
                     return None  # an entry outside the candidates might pass: the exact path decides
-        return [(int(e[i]), s, float(cos[i]), float(lex[e[i]])) for i, s in _best(ok.nonzero()[0], fused, k)]
-
-
-_ROWS_AT_ONCE = 1024  #: rows gathered at a time for their exact cosines (a block stays in the cache)
-
-
-def _rows_dot(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``matrix[rows] @ q``, a block of rows at a time: thousands of rows gathered at once
-    from a large matrix fall out of the cache before the product reads them (at 1M entries 12k
-    rows took ~2x as long in one piece)."""
-    if rows.shape[0] <= _ROWS_AT_ONCE:
-        return np.take(matrix, rows, axis=0) @ q
-    out = np.empty(rows.shape[0], dtype=np.result_type(matrix.dtype, q.dtype))
-    for a in range(0, rows.shape[0], _ROWS_AT_ONCE):
-        np.matmul(np.take(matrix, rows[a:a + _ROWS_AT_ONCE], axis=0), q, out=out[a:a + _ROWS_AT_ONCE])
-    return out
+        return [(int(e[i]), s, float(cos[i]), float(lex[e[i]])) for i, s in topk.best(ok.nonzero()[0], fused, k)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -795,20 +745,3 @@ def _split(vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
     if first.ndim != 2 or rest.ndim != 2 or first.shape[0] != n or rest.shape[0] != n:
         raise ValueError(f"vectors must be ({n}, d); got {first.shape} + {rest.shape}")
     return first, rest, whole
-
-
-def _best(cand: np.ndarray | None, score: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The ``k`` best of ``cand`` (None: every row) by ``score``, best first, ties in entry order."""
-    if cand is None:
-        if score.shape[0] > k:
-            cand = np.argpartition(-score, k - 1)[:k]
-            s = score[cand]
-        else:
-            cand, s = np.arange(score.shape[0]), score
-    else:
-        s = score[cand]
-        if cand.size > k:
-            part = np.argpartition(-s, k - 1)[:k]
-            cand, s = cand[part], s[part]
-    order = np.lexsort((cand, -s))
-    return [(int(cand[i]), float(s[i])) for i in order]

@@ -216,7 +216,6 @@ def test_the_watcher_holds_the_watch_mark_while_the_index_is_current(vault, watc
 def test_a_watcher_that_hears_no_events_never_holds_the_mark(vault, watch, monkeypatch):
     """A file system that sends no events (a network drive, a mount): the watcher never takes the
     mark, so a hand edit is found by a search's own check within about a second, as without it."""
-    import time
 
     from memkit.base.fsutil import lock_held
 
@@ -228,9 +227,8 @@ def test_a_watcher_that_hears_no_events_never_holds_the_mark(vault, watch, monke
     assert reader.search("bomba rice")
     with (vault.topics_dir / "cooking.md").open("a") as fh:
         fh.write("- Soaks the rice deafword\n")
-    start = time.monotonic()
+    # within the test's deadline (5 s), long before the watcher's once-a-minute re-check
     assert wait_until(lambda: any("deafword" in h.text for h in reader.search("deafword rice")))
-    assert time.monotonic() - start < 3
     assert not lock_held(mark)
 
 

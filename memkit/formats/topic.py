@@ -41,6 +41,11 @@ def normalise(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+def entry_body(text: str) -> str:
+    """An entry's text without its ``[kind]`` prefix and its trailing date (:attr:`Entry.body`)."""
+    return _DATE_RE.sub("", KIND_RE.sub("", text, count=1))
+
+
 def text_hash(text: str) -> str:
     """Full hex hash of an entry's normalised text (its content key)."""
     return hashlib.sha1(normalise(text).encode("utf-8")).hexdigest()
@@ -80,8 +85,7 @@ class Entry:
     @property
     def body(self) -> str:
         """The text without the ``[kind]`` prefix and the trailing date."""
-        text = KIND_RE.sub("", self.text, count=1)
-        return _DATE_RE.sub("", text)
+        return entry_body(self.text)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ writer waits for each file's own vectors only (:meth:`EmbedQueue.ready`). Where 
 made in another process (memkit's static model, a model2vec folder: :func:`process_spec`), the
 machine has a second CPU and the refresh is larger still (``PROCESS_MIN_ENTRIES``), that worker
 hands the batches to a child process (:mod:`memkit.index.embed_process`): the embedding then runs
-beside the parsing, not in turns with it (one Python thread runs at a time).
+beside the parsing, not in turns with it (one Python thread runs at a time). The child also
+gives each entry's search terms (:meth:`EmbedQueue.terms_of`), which this process would
+otherwise work out itself.
 
 A refresh written in chunks (:mod:`memkit.index.writer`) hands back each chunk's entries once they
 are written (:meth:`EmbedQueue.release`): the queue then forgets their vectors, unless an entry
@@ -19,13 +21,12 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..formats.fields import strip_provenance
 from ..formats.topic import Entry
-from .embed_process import EmbedProcess, Spec, usable_cpus
+from .embed_process import EmbedProcess, Spec, embed_text, entry_terms, usable_cpus
 
 __all__ = ["EmbedQueue", "EMBED_BATCH", "THREAD_MIN_ENTRIES", "PROCESS_MIN_ENTRIES", "entry_texts", "f32_rows"]
 
@@ -35,6 +36,9 @@ EMBED_BATCH = 2048
 THREAD_MIN_ENTRIES = 4096  #: a refresh embedding this many entries embeds in a thread while it parses
 #: … and this many (a child costs ~0.5 s to start and ~100 MB), in a child process where it can
 PROCESS_MIN_ENTRIES = 20_000
+#: the child works out a batch's search terms too while at most this many batches wait before it
+#: (it keeps up); behind, this process does (the two stay busy rather than one waiting)
+TERMS_BACKLOG = 1
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
 
@@ -57,6 +61,7 @@ class EmbedQueue:
                  known: Callable[[list[str]], dict[str, bytes]] | None, *, embed: bool = True, files: int = 1,
                  total_bytes: int = 1, progress: Progress | None = None, spec: Spec | None = None) -> None:
         self.vectors: dict[str, bytes] = {}  #: hash -> float32 row
+        self._terms: dict[str, tuple[str, str]] = {}  # hash -> (text, its terms joined), from the child
         self.unknown = 0  #: texts whose vectors were not known (embedded unless ``embed`` is off)
         self._embed_rows = embed_rows
         self._known = known
@@ -67,14 +72,14 @@ class EmbedQueue:
         self._progress = progress
         self._queued: list[Entry] = []
         self._held: dict[str, int] = {}  # hash -> entries added and not released yet
-        self._jobs: list[tuple[list[Entry], Future[np.ndarray]]] = []
+        self._jobs: list[tuple[list[Entry], Future[Any]]] = []
         self._batch_of: dict[str, int] = {}  # hash -> number of the worker's batch embedding it
         self._taken = 0  # worker batches collected so far
         self._embedded = 0
         self._worker: ThreadPoolExecutor | None = None
         self._spec = spec
         self._child: EmbedProcess | None = None
-        self._run = embed_rows  # what the worker runs on each batch
+        self._child_run: Callable[[list[Entry], bool], tuple[np.ndarray, list[str] | None]] | None = None
 
     def add(self, entries: Sequence[Entry], parsed_bytes: int) -> None:
         """Queue the entries of one more parsed file (of ``parsed_bytes`` bytes)."""
@@ -105,12 +110,21 @@ class EmbedQueue:
             else:
                 held.pop(e.hash, None)
                 self.vectors.pop(e.hash, None)
+                self._terms.pop(e.hash, None)
                 self._batch_of.pop(e.hash, None)
 
     def ready(self, entries: Sequence[Entry]) -> None:
         """Wait until the vectors of ``entries`` are made (the worker embeds in order)."""
         if self._jobs:
             self._collect(max((self._batch_of.get(e.hash, -1) for e in entries), default=-1))
+
+    def terms_of(self, entry: Entry) -> list[str]:
+        """The search terms of ``entry`` (made :meth:`ready` before): the child's, for a text it
+        embedded (the very text: entries of one hash may differ in case or spacing), else worked out here."""
+        got = self._terms.get(entry.hash)
+        if got is not None and got[0] == entry.text:
+            return got[1].split(" ") if got[1] else []
+        return entry_terms(entry.text)
 
     def close(self) -> None:
         """Stop the worker (waiting for the batch it embeds; the others are dropped) and end the
@@ -139,7 +153,12 @@ class EmbedQueue:
         jobs = self._jobs
         while jobs and (self._taken <= until or jobs[0][1].done()):
             batch, job = jobs.pop(0)
-            self.vectors.update(zip((e.hash for e in batch), f32_rows(job.result())))
+            result = job.result()
+            if isinstance(result, tuple):  # the child's: rows, and each text's terms when asked
+                result, terms = result
+                if terms is not None:
+                    self._terms.update((e.hash, (e.text, t)) for e, t in zip(batch, terms))
+            self.vectors.update(zip((e.hash for e in batch), f32_rows(result)))
             self._embedded += len(batch)
             self._taken += 1
             self._tell(final=not jobs and self._done_bytes >= self._total_bytes)
@@ -162,7 +181,12 @@ class EmbedQueue:
             if self._worker is not None:
                 number = self._taken + len(self._jobs)
                 self._batch_of.update((e.hash, number) for e in part)
-                self._jobs.append((part, self._worker.submit(self._run, part)))
+                job: Future[Any]  # rows; from the child (rows, terms or None)
+                if self._child_run is not None:  # its terms too while the child keeps up
+                    job = self._worker.submit(self._child_run, part, len(self._jobs) <= TERMS_BACKLOG)
+                else:
+                    job = self._worker.submit(self._embed_rows, part)
+                self._jobs.append((part, job))
             else:
                 self.vectors.update(zip((e.hash for e in part), f32_rows(self._embed_rows(part))))
                 self._embedded += len(part)
@@ -179,12 +203,12 @@ class EmbedQueue:
             except OSError as exc:  # no interpreter to start (an embedded Python): the thread embeds
                 log.debug("cannot start the embedding process (%s): embedding in a thread", exc)
                 return
-            self._run = lambda part: child.embed(entry_texts(part))
+            self._child_run = lambda part, terms: child.embed_entries([e.text for e in part], terms)
 
 
 def entry_texts(entries: Sequence[Entry]) -> list[str]:
     """What the model embeds of each entry: its body without the provenance marker."""
-    return [strip_provenance(e.body) for e in entries]
+    return [embed_text(e.text) for e in entries]
 
 
 def f32_rows(rows: np.ndarray) -> list[bytes]:

@@ -28,9 +28,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 import numpy as np
 
 from ..errors import TopicParseError
-from ..formats.fields import strip_provenance
 from ..formats.topic import Entry, Topic
-from ..formats.words import terms as text_terms
 from .embed_process import process_spec
 from .queue import EmbedQueue, f32_rows
 from .sidecar import split_hashes
@@ -71,8 +69,6 @@ class _Parsed:
     source: Changed
     topic: Topic | None
     error: str | None
-    terms: list[str]  #: the search terms of its entries, one after the other
-    counts: list[int]  #: how many each entry has
 
     @property
     def entries(self) -> list[Entry]:
@@ -171,9 +167,8 @@ class Writer:
                 error = str(exc)
         if topic is not None:  # read anyway, reported: a file memkit will not write to until it is fixed
             error = "\n".join(p.message for p in topic.problems if p.blocks_writes) or None  # one per line
-        each = [text_terms(strip_provenance(e.text)) for e in topic.entries] if topic is not None else []
-        self.entries += len(each)
-        return _Parsed(source, topic, error, list(chain.from_iterable(each)), [len(ts) for ts in each])
+        self.entries += len(topic.entries) if topic is not None else 0
+        return _Parsed(source, topic, error)
 
     # ---- the transaction --------------------------------------------------------------------------
     def _begin(self, gone: list[str]) -> sqlite3.Connection:
@@ -234,16 +229,17 @@ class Writer:
         old: dict[str, int] = {}
         if not self.full:
             before, old = self._replaced(con, [p.source.rel for p in chunk])
-        term_id = self.db.term_ids(con, set(chain.from_iterable(p.terms for p in chunk)), self.fresh_terms)
+        queue.ready([e for item in chunk for e in item.entries])  # their vectors, and the child's terms
+        each = [[queue.terms_of(e) for e in item.entries] for item in chunk]  # each file's entries' terms
+        term_id = self.db.term_ids(con, {t for per_file in each for ts in per_file for t in ts}, self.fresh_terms)
         id_of = term_id.__getitem__
         zero = bytes(4 * self.dim)
         block: list[bytes] = []  # the rows appended to the matrix, in order
         now_all: list[str] = []
         gen = self.gen
-        for item in chunk:
+        for item, per_entry in zip(chunk, each):
             src, topic, entries = item.source, item.topic, item.entries
             updated = topic.updated().date().isoformat() if topic is not None else _day(src.stamp[1])
-            queue.ready(entries)
             vecs = [queue.vectors.get(e.hash) for e in entries]
             missing = any(r is None for r in vecs)
             row0 = self.rows + len(block) if entries else -1
@@ -258,8 +254,8 @@ class Writer:
                             "gen = ?, n = ?, pending = ?, row0 = ? WHERE id = ?", (*values, fid))
             assert fid is not None
             self.written[src.rel] = (fid, src.stamp)
-            tids = array("i", map(id_of, item.terms))
-            counts = array("i", item.counts)
+            tids = array("i", map(id_of, chain.from_iterable(per_entry)))
+            counts = array("i", map(len, per_entry))
             days = array("i", [days_of(e.date) for e in entries])
             # texts; kinds, tags and dates that are no real day only where an entry has them
             body = json.dumps([[e.text for e in entries], {p: e.kind for p, e in enumerate(entries) if e.kind},

@@ -63,6 +63,64 @@ def test_a_large_refresh_embeds_in_a_child_the_vectors_this_process_makes(tmp_pa
     assert len({v for _, _, v in vectors(there)}) > 20
 
 
+def with_lookalikes() -> dict[str, str]:
+    """make_topics, and entries of one hash (same words but for case: 'Straße' casefolds to
+    'strasse') whose search terms differ, in one file and across files."""
+    topics = make_topics()
+    topics["t04"] += "- Walk down the Straße to the bakery\n- WALK DOWN THE STRASSE TO THE BAKERY\n"
+    topics["t21"] += "- walk down the strasse to the bakery\n"
+    return topics
+
+
+@pytest.mark.parametrize("backlog", [10**6, -1, 1], ids=["child-terms", "own-terms", "as-keeps-up"])
+def test_the_search_terms_are_the_ones_this_process_works_out(tmp_path, children, monkeypatch, backlog,
+                                                              no_thread_leaks):
+    """The child works out a batch's terms while it keeps up (TERMS_BACKLOG); the index holds the
+    same terms whoever did, each entry its own (not those of another text of its hash)."""
+    monkeypatch.setattr(queue_mod, "TERMS_BACKLOG", backlog)
+    here = vault_with(tmp_path / "here", with_lookalikes(), embedder=model())
+    there = vault_with(tmp_path / "there", with_lookalikes(), embedder=model())
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(queue_mod, "usable_cpus", lambda: 1)  # one CPU: the thread, terms worked out here
+        here.index(full=True)
+    asked: list[bool] = []
+    real = process_mod.EmbedProcess.embed_entries
+
+    def embed_entries(self, texts, with_terms=True):
+        asked.append(with_terms)
+        return real(self, texts, with_terms)
+
+    monkeypatch.setattr(process_mod.EmbedProcess, "embed_entries", embed_entries)
+    there.index(full=True)
+    assert len(children) == 1
+    if backlog == 10**6:
+        assert asked and all(asked)
+    elif backlog == -1:
+        assert asked and not any(asked)
+    assert tables(there) == tables(here)
+    assert vectors(there) == vectors(here)
+    for query in ("straße", "strasse"):  # each spelling finds its own lines first
+        hits = [h.text for h in there.search(query, k=3, mode="lexical")]
+        assert hits == [h.text for h in here.search(query, k=3, mode="lexical")] and hits
+
+
+def test_the_child_embeds_an_entry_as_this_process_does():
+    """embed_entries: the rows of each entry's embedded text (no [kind], date or provenance) and
+    its terms (provenance left out) joined by spaces; without terms when not asked."""
+    texts = ["[idea] a new bike rack #gear (2026-02-03)", "Met Ana at the café (from chat 2026-01-02)", "", "x"]
+    child = process_mod.EmbedProcess(model().process_spec())
+    try:
+        rows, terms = child.embed_entries(texts)
+        bare, none = child.embed_entries(texts, with_terms=False)
+    finally:
+        child.close()
+    assert np.array_equal(rows, model().embed([process_mod.embed_text(t) for t in texts]))
+    assert np.array_equal(bare, rows) and none is None
+    assert terms == [" ".join(process_mod.entry_terms(t)) for t in texts]
+    assert process_mod.embed_text(texts[0]) == "a new bike rack #gear"
+    assert "chat" not in terms[1].split(" ") and "ana" in terms[1].split(" ")
+
+
 @pytest.mark.parametrize("fail_at, how", [(3, "raise"), (12, "raise"), (5, "exit")])
 def test_a_failure_in_the_child_leaves_the_previous_index(tmp_path, children, fail_at, how, no_thread_leaks):
     folder = builtin_model_folder()

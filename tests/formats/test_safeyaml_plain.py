@@ -1,0 +1,86 @@
+"""plain_mapping: the plainest frontmatter read without the YAML parser, to the same values;
+anything else is left to the parser (None). Compared with PyYAML's safe loader on generated
+blocks of plain and tricky lines."""
+from __future__ import annotations
+
+import random
+from datetime import date, datetime
+
+import pytest
+import yaml
+
+from memkit.formats.safeyaml import load_yaml, plain_mapping
+
+KEYS = ["title", "summary", "created", "updated", "pinned", "my-key", "_x", "Key2", "on", "yes", "null", "No", "y"]
+VALUES = [
+    "Abandoned manchester", "arena upper teacher attached", "Café au lait", "日本語のメモ", "don't forget",
+    "C# and F#", "a, b, [c] {d}", "x:y", "path/to/file.md", "Yes please", "No.", "NaN", "inf", "e5", "y", "n",
+    "yes", "Yes", "YES", "no", "NO", "true", "False", "on", "OFF", "null", "Null", "NULL", "~",
+    "0", "7", "42", "123456789012345678", "1234567890123456789", "00", "012", "-1", "+1", "1_000", "0x1F",
+    "1.5", ".inf", "1e5", "1:20", "2024-08-11", "2024-8-1", "2024-02-30", "2024-08-11T10:14:00",
+    "2024-08-11t10:14:00", "2024-08-11 10:14:00", "2024-08-11T10:14:00Z", "2024-08-11T10:14:00.5",
+    "2024-08-11T24:00:00", "a # comment", "a#b", "a: b", "ends with:", "tab\there", "nbsp\u00a0here",
+    "'quoted'", '"quoted"', "[a, b]", "{a: 1}", "- item", "&anchor x", "*alias", "!tag x", "|", ">", "%x",
+    "@x", "`x`", "? x", "x ", "x\r",
+]
+
+
+def both(text: str):
+    return plain_mapping(text), yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+
+
+def test_common_frontmatter_is_read_plainly():
+    text = ("title: Abandoned manchester\nsummary: arena upper teacher attached\ncreated: 2024-08-11T10:14:00\n"
+            "updated: 2024-11-30\npinned: true\nsplit_from: cooking\nentries: 12\n")
+    got, parsed = both(text)
+    assert got == parsed == {"title": "Abandoned manchester", "summary": "arena upper teacher attached",
+                             "created": datetime(2024, 8, 11, 10, 14), "updated": date(2024, 11, 30), "pinned": True,
+                             "split_from": "cooking", "entries": 12}
+    assert load_yaml(text) == parsed
+
+
+@pytest.mark.parametrize("value", VALUES)
+@pytest.mark.parametrize("key", ["title", "on", "my-key"])
+def test_one_line_reads_as_yaml_or_is_left_to_it(key, value):
+    text = f"{key}: {value}\n"
+    try:
+        parsed = both(text)[1]
+    except (yaml.YAMLError, ValueError):  # the parser refuses it: so must the plain reading
+        assert plain_mapping(text) is None
+        return
+    got = plain_mapping(text)
+    assert got is None or (got == parsed and [type(v) for v in got.values()] == [type(v) for v in parsed.values()])
+
+
+def test_generated_blocks_read_as_yaml():
+    rng = random.Random(5)
+    plain = 0
+    for _ in range(3000):
+        lines = []
+        for _ in range(rng.randint(1, 6)):
+            shape = rng.random()
+            key, value = rng.choice(KEYS), rng.choice(VALUES)
+            if shape < 0.8:
+                lines.append(f"{key}:{' ' * rng.randint(1, 3)}{value}{' ' * rng.randint(0, 2)}")
+            elif shape < 0.9:
+                lines.append(rng.choice(["", "# a comment", "  indented: x", f"{key}:", f"{key}:{value}", "- x"]))
+            else:
+                lines.append(f"{key}: {value}")
+        text = "\n".join(lines) + rng.choice(["\n", "", "\n\n"])
+        try:
+            parsed = both(text)[1]
+        except (yaml.YAMLError, ValueError):
+            assert plain_mapping(text) is None, text
+            continue
+        got = plain_mapping(text)
+        if got is not None:
+            plain += 1
+            assert got == parsed, text
+            assert [type(v) for v in got.values()] == [type(v) for v in parsed.values()], text
+    assert plain > 100  # the plain reading is taken, not only for one-liners (most values here are tricky)
+
+
+@pytest.mark.parametrize("text", ["", "\n", "\n\n", "# only a comment\n", "title:\n", "title: x\n  more: y\n",
+                                  "tags: [a, b]\n", "title: 'quoted'\n", "on: x\n", "title: a: b\n"])
+def test_left_to_the_parser(text):
+    assert plain_mapping(text) is None

@@ -34,7 +34,9 @@ _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s|$)")
 _COMMENT_RE = re.compile(r"\s+#.*$")
 KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")  #: an entry's ``[kind]`` prefix
 LIST_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+(?=\S)")  #: a list item's marker ("- ", "* ", "1. ")
-_TAG_RE = re.compile(r"(?:^|(?<=\s))#([^\W\d_][\w/-]*)", re.UNICODE)
+# a ``#tag``: a "#" at the start or after whitespace. Written "#" first (then the look back), so
+# the engine jumps from "#" to "#": ~1 µs a text instead of ~10 with the look back first
+_TAG_RE = re.compile(r"#(?<=(?<!\S)#)([^\W\d_][\w/-]*)")
 _DATE_RE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
 
 

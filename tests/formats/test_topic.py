@@ -16,6 +16,7 @@ from memkit.formats.topic import (
     decode_topic,
     format_entry,
     is_list_line,
+    parse_entry_text,
     parse_topic_text,
     read_topic,
     remove_lines,
@@ -310,3 +311,15 @@ def test_list_items_read_as_with_the_former_pattern(parts):
     if is_list_line(line + "\n"):
         entries = parse_topic_text(line + "\n", "t", "topics/t.md").entries
         assert [e.text for e in entries] == [former.group(2).strip()]
+
+
+_FORMER_TAG = re.compile(r"(?:^|(?<=\s))#([^\W\d_][\w/-]*)", re.UNICODE)  # the tag pattern before 2026-11-28
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(list("#a1_/-é日 \t\x85\xa0\u2028.,(x") + ["##", " #", "#tag", "a#b"]), max_size=30))
+def test_tags_read_as_with_the_former_pattern(parts):
+    """Every text's tags are the ones the former pattern found, in order, lower-cased, once each."""
+    text = "".join(parts)
+    former = tuple(dict.fromkeys(t.lower() for t in _FORMER_TAG.findall(text)))
+    assert parse_entry_text(text)[1] == former

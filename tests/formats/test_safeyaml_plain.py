@@ -9,7 +9,7 @@ from datetime import date, datetime
 import pytest
 import yaml
 
-from memkit.formats.safeyaml import load_yaml, plain_mapping
+from memkit.formats.safeyaml import YamlError, load_yaml, plain_mapping
 
 KEYS = ["title", "summary", "created", "updated", "pinned", "my-key", "_x", "Key2", "on", "yes", "null", "No", "y"]
 VALUES = [
@@ -66,7 +66,7 @@ def test_generated_blocks_read_as_yaml():
                 lines.append(rng.choice(["", "# a comment", "  indented: x", f"{key}:", f"{key}:{value}", "- x"]))
             else:
                 lines.append(f"{key}: {value}")
-        text = "\n".join(lines) + rng.choice(["\n", "", "\n\n"])
+        text = rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["\n", "", "\n\n", "\r\n"])
         try:
             parsed = both(text)[1]
         except (yaml.YAMLError, ValueError):
@@ -81,6 +81,22 @@ def test_generated_blocks_read_as_yaml():
 
 
 @pytest.mark.parametrize("text", ["", "\n", "\n\n", "# only a comment\n", "title:\n", "title: x\n  more: y\n",
-                                  "tags: [a, b]\n", "title: 'quoted'\n", "on: x\n", "title: a: b\n"])
+                                  "tags: [a, b]\n", "title: 'quoted'\n", "on: x\n", "title: a: b\n",
+                                  "title: a\r\rmore: b\n", "k" * 1025 + ": v\n", "a: b\n" + "k" * 1025 + ": v\n"])
 def test_left_to_the_parser(text):
     assert plain_mapping(text) is None
+
+
+def test_a_key_of_yaml_s_longest_and_crlf_lines():
+    """A simple key may have 1,024 characters (one more and the parser refuses the line, as
+    load_yaml still does); a CRLF file's lines read as its LF lines."""
+    text = "k" * 1024 + ": v\r\ntitle: Abandoned manchester\r\ncreated: 2024-08-11T10:14:00\r\n"
+    got, parsed = both(text)
+    assert got == parsed and len(got) == 3
+    with pytest.raises(YamlError, match="line 2"):
+        load_yaml("a: b\n" + "k" * 1025 + ": v\n")
+
+
+def test_deep_brackets_in_a_plain_word_read_as_yaml_reads_them():
+    text = "title: a" + "[" * 100 + "\n"
+    assert plain_mapping(text) == both(text)[1] == {"title": "a" + "[" * 100}

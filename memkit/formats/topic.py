@@ -23,8 +23,7 @@ from .safeyaml import YamlError, load_yaml
 
 MAX_TOPIC_BYTES = 8 * 1024 * 1024  # a topic larger than this is refused, not loaded half
 
-# a list item: its indentation, then its text (whitespace at its end is stripped after the match:
-# a lazy ``(\S.*?)\s*$`` cost ~7 µs a line, retried at each character)
+# a list item: indentation, text (end-stripped after the match: a lazy (\S.*?)\s*$ cost ~7 µs a line)
 _LIST_RE = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])[ \t]+(\S.*)")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _RULE_RE = re.compile(r"^\s{0,3}([-*_=])(\s*\1){2,}\s*$")
@@ -34,8 +33,7 @@ _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s|$)")
 _COMMENT_RE = re.compile(r"\s+#.*$")
 KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")  #: an entry's ``[kind]`` prefix
 LIST_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+(?=\S)")  #: a list item's marker ("- ", "* ", "1. ")
-# a ``#tag``: a "#" at the start or after whitespace. Written "#" first (then the look back), so
-# the engine jumps from "#" to "#": ~1 µs a text instead of ~10 with the look back first
+# a #tag: "#" at the start or after whitespace; "#" first, so the engine jumps from "#" to "#"
 _TAG_RE = re.compile(r"#(?<=(?<!\S)#)([^\W\d_][\w/-]*)")
 _DATE_RE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
 

@@ -112,8 +112,10 @@ def test_the_child_embeds_an_entry_as_this_process_does():
     try:
         rows, terms = child.embed_entries(texts)
         bare, none = child.embed_entries(texts, with_terms=False)
+        as_given = child.embed(texts)  # texts embedded as they are
     finally:
         child.close()
+    assert np.array_equal(as_given, model().embed(texts))
     assert np.array_equal(rows, model().embed([process_mod.embed_text(t) for t in texts]))
     assert np.array_equal(bare, rows) and none is None
     assert terms == [" ".join(process_mod.entry_terms(t)) for t in texts]

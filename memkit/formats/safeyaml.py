@@ -77,6 +77,9 @@ def load_yaml(text: str) -> Any:
         raise YamlError(str(problem), mark.line + 1 if mark is not None else None) from None
     except RecursionError:
         raise YamlError("nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # a value YAML reads but Python cannot hold: 2024-13-45
+        what = "a date or time that does not exist" if isinstance(exc, ValueError) else "a value out of range"
+        raise YamlError(f"{what} ({exc})", _line_failing(text)) from None
     if "*" in text and _expanded(data, {}) > MAX_EXPANDED:
         raise YamlError(f"its aliases (*name) expand to more than {MAX_EXPANDED:,} values", _first_alias(text))
     return data
@@ -136,6 +139,19 @@ def plain_mapping(text: str) -> dict[str, Any] | None:
             except ValueError:  # no such day: the parser says so
                 return None
     return out or None
+
+
+def _line_failing(text: str) -> int | None:
+    """The first line (1-based) that fails alone the way the whole text failed (a value Python
+    cannot hold), or None."""
+    for n, line in enumerate(_LINE_BREAK.split(text), 1):
+        try:
+            yaml.load(line, Loader=_FastLoader)  # noqa: S506 - a safe loader
+        except (ValueError, OverflowError):
+            return n
+        except Exception:  # noqa: BLE001 - a line that is not YAML alone: not the one
+            continue
+    return None
 
 
 def _first_alias(text: str) -> int | None:

@@ -100,3 +100,12 @@ def test_a_key_of_yaml_s_longest_and_crlf_lines():
 def test_deep_brackets_in_a_plain_word_read_as_yaml_reads_them():
     text = "title: a" + "[" * 100 + "\n"
     assert plain_mapping(text) == both(text)[1] == {"title": "a" + "[" * 100}
+
+
+@pytest.mark.parametrize("value", ["2024-13-45", "2024-02-30", "2024-01-01 25:00:00", "'x'\nupdated: 2024-02-30"])
+def test_an_impossible_date_is_a_yaml_error_naming_its_line(value):
+    """PyYAML reads 2024-13-45 as a date and Python refuses it (ValueError): a frontmatter
+    problem naming the line, not an unexpected error that stops every command."""
+    with pytest.raises(YamlError, match="a date or time that does not exist") as got:
+        load_yaml(f"title: T\nupdated: {value}\n")
+    assert got.value.line == (3 if "\n" in value else 2)

@@ -92,13 +92,15 @@ class IndexReport:
     model: str = ""  #: the name of the model the vectors are from
     dim: int = 0  #: their dimension
     judged: int = 0  #: entries given the judge's vector (memkit.index.judge_vectors), after the index
+    judge_seconds: float = 0.0  #: the time that took (not in ``seconds``)
 
     def to_dict(self) -> dict[str, object]:
         """As ``memkit index --json`` prints it."""
         return {"entries": self.entries, "files": self.files, "changed_files": self.changed_files,
                 "new": self.new, "reused": self.reused, "removed": self.removed,
                 "seconds": round(self.seconds, 3), "errors": list(self.errors),
-                "model": self.model, "dim": self.dim, "judged": self.judged}
+                "model": self.model, "dim": self.dim, "judged": self.judged,
+                "judge_seconds": round(self.judge_seconds, 3)}
 
     def summary(self) -> str:
         text = (f"indexed {self.entries:,} entries in {self.seconds:.1f} s: "
@@ -106,7 +108,7 @@ class IndexReport:
         if self.reused:
             text += f", {self.reused:,} reused"
         if self.judged:
-            text += f"; {self.judged:,} judge vector{'s' if self.judged != 1 else ''}"
+            text += f"; {self.judged:,} judge vector{'s' if self.judged != 1 else ''} in {self.judge_seconds:.1f} s"
         return text
 
 

@@ -389,8 +389,8 @@ def test_watch_indexes_changes_until_sigterm(tmp_path, monkeypatch, no_thread_le
     assert result.stderr.splitlines() == [f"watching {vault.root} (topics/); Ctrl-C to stop", "stopped"]
     lines = result.stdout.splitlines()
     assert len(lines) == 2, lines  # the catch-up refresh, then the edit
-    assert re.fullmatch(r"indexed 2 entries in [\d.]+ s: 2 new, 0 removed(; 2 judge vectors)?", lines[0])
-    assert re.fullmatch(r"indexed 3 entries in [\d.]+ s: 1 new, 0 removed, 2 reused(; 1 judge vector)?", lines[1])
+    assert re.fullmatch(r"indexed 2 entries in [\d.]+ s: 2 new, 0 removed(; 2 judge vectors in [\d.]+ s)?", lines[0])
+    assert re.fullmatch(r"indexed 3 entries in [\d.]+ s: 1 new, 0 removed, 2 reused(; 1 judge vector in [\d.]+ s)?", lines[1])
     assert [r.topic for r in vault.recent()] == ["garden"]
 
 

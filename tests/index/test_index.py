@@ -166,7 +166,7 @@ def test_index_report_as_json(tmp_path, fake):
     v = make_vault(tmp_path, fake, {"a": "- apple pie\n- apple tart\n"})
     data = v.index().to_dict()
     assert list(data) == ["entries", "files", "changed_files", "new", "reused", "removed", "seconds", "errors",
-                          "model", "dim", "judged"]
+                          "model", "dim", "judged", "judge_seconds"]
     assert (data["entries"], data["new"], data["model"], data["dim"]) == (2, 2, fake.name, fake.dim)
 
 

@@ -45,8 +45,10 @@ class JudgeParams:
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
+    """``x`` scaled to [0, 1]; all alike (one candidate: a search filtered down to one entry) are
+    each the best, 1 (a lone hit scored 0.00)."""
     lo, hi = float(x.min()), float(x.max())
-    return (x - np.float32(lo)) * np.float32(1 / (hi - lo)) if hi > lo else np.zeros_like(x)
+    return (x - np.float32(lo)) * np.float32(1 / (hi - lo)) if hi > lo else np.ones_like(x)
 
 
 def fuse(static: np.ndarray, judge: np.ndarray, conversation: np.ndarray,

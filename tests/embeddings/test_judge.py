@@ -59,7 +59,9 @@ def test_fuse_weighs_notes_by_the_judge_and_conversations_by_the_finder():
     assert notes[1] > notes[0]
     turns = fuse(static, judge, np.array([True, True]), JudgeParams(conversation_weight=0.8))
     assert turns[0] > turns[1]
-    assert fuse(np.ones(3), np.ones(3), np.zeros(3, bool)).tolist() == [0, 0, 0]  # nothing to tell apart
+    # nothing to tell apart: each is the best (a search filtered down to one entry showed 0.00)
+    assert fuse(np.ones(3), np.ones(3), np.zeros(3, bool)).tolist() == [1, 1, 1]
+    assert fuse(np.array([0.3]), np.array([0.6]), np.array([False])).tolist() == [1]
     with pytest.raises(ValueError):
         JudgeParams(note_weight=1.5)
 

@@ -509,8 +509,8 @@ class Searcher:
             own = ranker.lex.coverage(qt)[rows]
             # confident: the judge says so, or the entry holds the query's words (an exact rare word)
             # and the judge does not rule it out
-            sure = (cosines >= np.float32(threshold)) | (
-                (own >= np.float32(JUDGE_WORDS_KEEP)) & (cosines >= floor))
+            words = own >= np.float32(JUDGE_WORDS_KEEP)
+            sure = (cosines >= np.float32(threshold)) | (words & (cosines >= floor))
             chosen, unsure = [], 0
             for i in order:  # in fused order: the confident ones, and up to ``weak`` close ones among them
                 if sure[i] or (unsure < weak and cosines[i] >= floor):
@@ -518,6 +518,10 @@ class Searcher:
                     chosen.append(i)
                     if len(chosen) == k:
                         break
+            # an entry holding the query's words is never lost: one the judge rates below the floor
+            # (a rare name or part number it does not know: "Garcima" ~0.15) is shown weak, in the room left
+            lost = [i for i in order if words[i] and not sure[i] and cosines[i] < floor]
+            chosen += lost[:max(0, k - len(chosen))]
         hits = hits_at(view, [(int(rows[i]), float(fused[i]), pool[i][2], pool[i][3]) for i in chosen])
         return [replace(h, judge=float(cosines[i]), confident=bool(sure[i])) for h, i in zip(hits, chosen)]
 

@@ -3,7 +3,9 @@ search, index and context). Runs the shipped int8 ONNX model: no network, no dow
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,6 +155,19 @@ def test_exact_rare_words_stay_first_and_confident(tmp_path):
     v = vault_with(tmp_path, topics)
     hits = v.search("hAP ax3")
     assert hits[0].text.startswith("Router is a MikroTik") and hits[0].confident
+
+
+@needs_judge
+def test_an_entry_holding_a_word_the_judge_does_not_know_is_never_lost(tmp_path):
+    """In the sample vault the judge rates "Garcima" (a brand it never saw) ~0.15 and "saeujeot"
+    ~0.15 against the notes holding them, below the weak floor: they are still shown (weak,
+    after the closer ones), not dropped (a new user searched them and got only kimchi notes)."""
+    root = tmp_path / "vault"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "vault", root, ignore=shutil.ignore_patterns(".memkit"))
+    v = Vault(root)
+    for word in ("Garcima", "saeujeot"):
+        holding = {e.text for t in v.store.topic_files() for e in v.store.topic(t.name).entries if word in e.text}
+        assert holding and holding <= {h.text for h in v.search(word)}
 
 
 @needs_judge

@@ -520,8 +520,9 @@ class Searcher:
                         break
             # an entry holding the query's words is never lost: one the judge rates below the floor
             # (a rare name or part number it does not know: "Garcima" ~0.15) is shown weak, in the room left
-            lost = [i for i in order if words[i] and not sure[i] and cosines[i] < floor]
-            chosen += lost[:max(0, k - len(chosen))]
+            if weak > 0:  # weak=0: confident hits only
+                lost = [i for i in order if words[i] and not sure[i] and cosines[i] < floor]
+                chosen += lost[:max(0, k - len(chosen))]
         hits = hits_at(view, [(int(rows[i]), float(fused[i]), pool[i][2], pool[i][3]) for i in chosen])
         return [replace(h, judge=float(cosines[i]), confident=bool(sure[i])) for h, i in zip(hits, chosen)]
 

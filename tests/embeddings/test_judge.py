@@ -168,6 +168,7 @@ def test_an_entry_holding_a_word_the_judge_does_not_know_is_never_lost(tmp_path)
     for word in ("Garcima", "saeujeot"):
         holding = {e.text for t in v.store.topic_files() for e in v.store.topic(t.name).entries if word in e.text}
         assert holding and holding <= {h.text for h in v.search(word)}
+        assert all(h.confident for h in v.search(word, weak=0))  # asked for confident hits only
 
 
 @needs_judge

@@ -150,7 +150,7 @@ def index(ctx: click.Context, full: bool, json_: bool) -> None:
     else:
         click.echo(report.summary())
         if report.errors:
-            click.echo(f"{len(report.errors)} file(s) skipped, see the warnings above", err=True)
+            click.echo(f"{len(report.errors)} file(s) with problems (unreadable ones skipped, the others read around them), see the warnings above", err=True)
 
 
 

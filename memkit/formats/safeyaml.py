@@ -77,9 +77,9 @@ def load_yaml(text: str) -> Any:
         raise YamlError(str(problem), mark.line + 1 if mark is not None else None) from None
     except RecursionError:
         raise YamlError("nested too deeply") from None
-    except (ValueError, OverflowError) as exc:  # a value YAML reads but Python cannot hold: 2024-13-45
-        what = "a date or time that does not exist" if isinstance(exc, ValueError) else "a value out of range"
-        raise YamlError(f"{what} ({exc})", _line_failing(text)) from None
+    except Exception as exc:  # noqa: BLE001 - a value a constructor refuses: 2024-13-45 (ValueError),
+        # !!bool maybe (KeyError), !!int '' (IndexError), !!timestamp soon (AttributeError)
+        raise YamlError(f"a value that cannot be read ({type(exc).__name__}: {exc})", _line_failing(text)) from None
     if "*" in text and _expanded(data, {}) > MAX_EXPANDED:
         raise YamlError(f"its aliases (*name) expand to more than {MAX_EXPANDED:,} values", _first_alias(text))
     return data
@@ -141,16 +141,19 @@ def plain_mapping(text: str) -> dict[str, Any] | None:
     return out or None
 
 
+LINES_LOOKED_AT = 1000  #: lines of a failing block read alone for the one to name (a bound on the cost)
+
+
 def _line_failing(text: str) -> int | None:
-    """The first line (1-based) that fails alone the way the whole text failed (a value Python
-    cannot hold), or None."""
-    for n, line in enumerate(_LINE_BREAK.split(text), 1):
+    """The first line (1-based, of the first ``LINES_LOOKED_AT``) that fails alone the way the
+    whole text failed (a value a constructor refuses, not a YAML error), or None."""
+    for n, line in enumerate(_LINE_BREAK.split(text)[:LINES_LOOKED_AT], 1):
         try:
             yaml.load(line, Loader=_FastLoader)  # noqa: S506 - a safe loader
-        except (ValueError, OverflowError):
-            return n
-        except Exception:  # noqa: BLE001 - a line that is not YAML alone: not the one
+        except (yaml.YAMLError, RecursionError):  # not YAML alone (a line of a block): not the one
             continue
+        except Exception:  # noqa: BLE001 - the constructor refused it
+            return n
     return None
 
 

@@ -6,7 +6,7 @@ gives each its cosine with the query; the two are fused by min-max over the pool
 
     fused = a * (score - min) / (max - min) + (1 - a) * (judge - min) / (max - min)
 
-with ``a`` per entry: ``note_weight`` in notes, where people ask in other words than they wrote
+(a score alike for every candidate — one candidate — counts 1) with ``a`` per entry: ``note_weight`` in notes, where people ask in other words than they wrote
 and the judge knows best, ``conversation_weight`` in conversations (``Name: text`` turns), where
 questions name people, dates and rare words that the word score holds. Each weight was chosen on
 memkit's own sets (``make eval``: the everyday notes and LoCoMo's dev conversations) as the one
@@ -14,7 +14,9 @@ at least as good as the better of the two scores alone on each.
 
 **Confident** hits are those whose judge cosine reaches the threshold (``judge_threshold``,
 calibrated on the everyday set's answerable and unanswerable questions) or whose own text holds
-``lexical_keep`` of the query's word weight (an exact name or part number is never dropped).
+``JUDGE_WORDS_KEEP`` of the query's word weight with a cosine of at least ``WEAK_FLOOR``
+(:mod:`memkit.search.searcher`); a word holder the judge puts below that floor (a name it never
+saw) is shown weak, in the room ``k`` leaves: an exact name or part number is never dropped.
 """
 from __future__ import annotations
 

@@ -106,6 +106,15 @@ def test_deep_brackets_in_a_plain_word_read_as_yaml_reads_them():
 def test_an_impossible_date_is_a_yaml_error_naming_its_line(value):
     """PyYAML reads 2024-13-45 as a date and Python refuses it (ValueError): a frontmatter
     problem naming the line, not an unexpected error that stops every command."""
-    with pytest.raises(YamlError, match="a date or time that does not exist") as got:
+    with pytest.raises(YamlError, match="a value that cannot be read") as got:
         load_yaml(f"title: T\nupdated: {value}\n")
     assert got.value.line == (3 if "\n" in value else 2)
+
+
+@pytest.mark.parametrize("value", ["!!int ''", "!!float ''", "!!bool maybe", "!!timestamp soon", "!!int abc"])
+def test_a_value_a_constructor_refuses_is_a_yaml_error(value):
+    """Explicit tags PyYAML's safe constructors refuse with KeyError, IndexError, AttributeError or
+    ValueError: a frontmatter problem naming the line, not an unexpected error."""
+    with pytest.raises(YamlError, match="a value that cannot be read") as got:
+        load_yaml(f"title: T\nupdated: {value}\n")
+    assert got.value.line == 2

@@ -100,7 +100,7 @@ def test_no_frontmatter_and_empty_file():
         ("---\ntitle: a\nsummary: b: c\n---\n", 3, "frontmatter is not valid YAML"),
         ("---\ntitle: x\n- entry\n", 1, "never closed"),
         ("---\n- a\n- b\n---\n", 2, "must be a mapping"),
-        ("---\ntitle: T\nupdated: 2024-13-45\n---\n- x\n", 3, "a date or time that does not exist"),  # was a crash
+        ("---\ntitle: T\nupdated: 2024-13-45\n---\n- x\n", 3, "a value that cannot be read"),  # was a crash
     ],
 )
 def test_malformed_frontmatter_names_file_and_line(text, line, message):

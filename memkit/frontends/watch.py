@@ -400,9 +400,7 @@ class Watcher:
             if report.rebuilt_model:
                 index.prune_other_models()
             if not report.busy and (report.new or report.reused or report.rebuilt_model or not self.refreshes):
-                started = time.monotonic()
-                report.judged = self.vault.frontend_internals.fill_judge(index)  # the second stage's vectors
-                report.judge_seconds = time.monotonic() - started
+                report.fill_judge(lambda: self.vault.frontend_internals.fill_judge(index))  # the second stage's vectors
             # a topic came, went or changed: index.txt follows (a hand edit counts as an update);
             # while more events wait, their refresh goes first and index.txt follows once after
             if paths is not None:

@@ -102,6 +102,13 @@ class IndexReport:
                 "model": self.model, "dim": self.dim, "judged": self.judged,
                 "judge_seconds": round(self.judge_seconds, 3)}
 
+    def fill_judge(self, fill: Callable[[], int]) -> None:
+        """Run ``fill`` (the judge's vectors after the index: how many it stored) and record its
+        count and its time (``judged``, ``judge_seconds``)."""
+        started = time.monotonic()
+        self.judged = fill()
+        self.judge_seconds = time.monotonic() - started
+
     def summary(self) -> str:
         text = (f"indexed {self.entries:,} entries in {self.seconds:.1f} s: "
                 f"{self.new:,} new, {self.removed:,} removed")

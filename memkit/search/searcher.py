@@ -289,9 +289,7 @@ class Searcher:
         self._freeze(report)
         self.removed_indexes = self.index.prune_other_models()
         if judge and not report.busy:
-            started = time.monotonic()
-            report.judged = self.fill_judge(judge_progress)
-            report.judge_seconds = time.monotonic() - started
+            report.fill_judge(lambda: self.fill_judge(judge_progress))
         return report
 
     def wrote(self, path: str | os.PathLike[str], parsed: Topic | None = None) -> None:

@@ -13,10 +13,9 @@ makes what the model embeds of each (:func:`embed_text`) and, when asked, their 
 writing (at 100k entries ~1.5 s of ~10), asked for while the child keeps up.
 
 The protocol, over the child's stdin and stdout: a message is 8 bytes of length (little-endian)
-and a pickle. The parent sends ``(sys.path, spec)`` once, then batches: a list of texts to embed
-as they are, answered ``("ok", rows)``, or ``("entries", texts, with_terms)``, answered ``("ok",
-rows, terms)``, ``terms`` each text's terms joined by spaces (None without ``with_terms``); a
-failure is ``("error", exception)``. The parent ends an idle child with
+and a pickle. The parent sends ``(sys.path, spec)`` once, then batches ``(texts, with_terms)``,
+each answered ``("ok", rows, terms)``, ``terms`` each text's terms joined by spaces (None without
+``with_terms``), or ``("error", exception)``. The parent ends an idle child with
 SIGTERM (a busy one with SIGKILL) and reaps it; the end of stdin (the parent gone) ends it too.
 """
 from __future__ import annotations
@@ -95,8 +94,8 @@ def _recv(stream: IO[bytes]) -> Any:
 class EmbedProcess:
     """A child process embedding with the model ``spec`` names (see the module docstring).
 
-    :meth:`embed` is called from one thread at a time (the refresh's embedding worker);
-    :meth:`close` from any thread, also while :meth:`embed` waits (it then raises).
+    :meth:`embed_entries` is called from one thread at a time (the refresh's embedding worker);
+    :meth:`close` from any thread, also while :meth:`embed_entries` waits (it then raises).
     """
 
     def __init__(self, spec: Spec) -> None:
@@ -113,30 +112,21 @@ class EmbedProcess:
         except OSError:
             pass  # the child died at once: the first batch says so
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """The ``(len(texts), dim)`` float32 rows of ``texts``, made by the child.
-
-        :raises: the child's own exception when its model failed; :class:`ModelError` when the
-            child is gone."""
-        return np.asarray(self._ask(list(texts))[0])
-
     def embed_entries(self, texts: Sequence[str], with_terms: bool = True) -> tuple[np.ndarray, list[str] | None]:
         """For entries whose texts are ``texts``: the rows of what the model embeds of each
         (:func:`embed_text`) and (``with_terms``) each one's :func:`joined_terms`, made by the child.
 
-        :raises: as :meth:`embed`."""
-        rows, terms = self._ask(("entries", list(texts), with_terms))
-        return np.asarray(rows), terms
-
-    def _ask(self, message: object) -> tuple[Any, ...]:
+        :raises: the child's own exception when its model failed; :class:`ModelError` when the
+            child is gone."""
         try:
-            _send(self._in, message)
+            _send(self._in, (list(texts), with_terms))
             kind, *value = _recv(self._out)
         except (OSError, EOFError, ValueError):  # ValueError: a pipe closed by close()
             raise ModelError(f"memkit's embedding process ended unexpectedly ({self._status()})") from None
         if kind == "error":
             raise value[0]
-        return tuple(value)
+        rows, terms = value
+        return np.asarray(rows), terms
 
     def _status(self) -> str:
         code = self.proc.poll()
@@ -206,16 +196,13 @@ def main() -> None:
             _send(out, ("error", failed))
             continue
         try:
-            if isinstance(message, tuple):  # ("entries", texts as written, with_terms)
-                _, texts, with_terms = message
-                rows = np.ascontiguousarray(embedder.embed([embed_text(t) for t in texts]), dtype=np.float32)
-                answer: tuple[Any, ...] = ("ok", rows, [joined_terms(t) for t in texts] if with_terms else None)
-            else:
-                answer = ("ok", np.ascontiguousarray(embedder.embed(message), dtype=np.float32))
+            texts, with_terms = message  # entries' texts as written
+            rows = np.ascontiguousarray(embedder.embed([embed_text(t) for t in texts]), dtype=np.float32)
+            terms = [joined_terms(t) for t in texts] if with_terms else None
         except Exception as exc:
             _send(out, ("error", _error(exc)))
             continue
-        _send(out, answer)
+        _send(out, ("ok", rows, terms))
 
 
 if __name__ == "__main__":

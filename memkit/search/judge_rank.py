@@ -6,8 +6,8 @@ gives each its cosine with the query; the two are fused by min-max over the pool
 
     fused = a * (score - min) / (max - min) + (1 - a) * (judge - min) / (max - min)
 
-(a score alike for every candidate — one candidate — counts 1) with ``a`` per entry: ``note_weight`` in notes, where people ask in other words than they wrote
-and the judge knows best, ``conversation_weight`` in conversations (``Name: text`` turns), where
+(a score alike for every candidate — one candidate — counts 1) with ``a`` per entry:
+``note_weight`` in notes, where people ask in other words than they wrote and the judge knows best, ``conversation_weight`` in conversations (``Name: text`` turns), where
 questions name people, dates and rare words that the word score holds. Each weight was chosen on
 memkit's own sets (``make eval``: the everyday notes and LoCoMo's dev conversations) as the one
 at least as good as the better of the two scores alone on each.

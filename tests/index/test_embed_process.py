@@ -112,10 +112,8 @@ def test_the_child_embeds_an_entry_as_this_process_does():
     try:
         rows, terms = child.embed_entries(texts)
         bare, none = child.embed_entries(texts, with_terms=False)
-        as_given = child.embed(texts)  # texts embedded as they are
     finally:
         child.close()
-    assert np.array_equal(as_given, model().embed(texts))
     assert np.array_equal(rows, model().embed([process_mod.embed_text(t) for t in texts]))
     assert np.array_equal(bare, rows) and none is None
     assert terms == [" ".join(process_mod.entry_terms(t)) for t in texts]
@@ -183,9 +181,9 @@ def test_a_model_the_child_cannot_load_fails_the_refresh(tmp_path, children):
     child = process_mod.EmbedProcess(spec)
     try:
         with pytest.raises(ModelError, match="cannot load the model"):
-            child.embed(["a text"])
+            child.embed_entries(["a text"])
         with pytest.raises(ModelError, match="cannot load the model"):  # every batch says so
-            child.embed(["a text"])
+            child.embed_entries(["a text"])
     finally:
         child.close()
     assert child.proc.returncode is not None

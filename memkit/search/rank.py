@@ -53,7 +53,11 @@ over the first ``PREFIX_DIMS`` dimensions (model2vec dimensions are PCA-ordered,
 most of the signal) and BM25 pick candidates (1/64 of the vault, at least ``MIN_CANDIDATES``,
 at most ``CANDIDATES`` or 2 √n; read off a sampled cut-off, not a full partition); the exact
 fusion runs on them and their neighbours. The scan reads the prefix transposed,
-``(PREFIX_DIMS, n)`` (a frozen index keeps it so in a file, :mod:`memkit.index.frozen`). Its top
+``(PREFIX_DIMS, n)`` (a frozen index keeps it so in a file, :mod:`memkit.index.frozen`). A
+frozen index keeps the other dimensions too, as 16-bit fixed point (``REST_SCALE``: within
+3e-5 of the float32 product, half the bytes, read without a float16 conversion): a candidate's
+exact cosine is its scanned prefix product plus that product, so a searching process never maps
+the float32 matrix's rows (the rows added after the freeze are read from it). Its top
 10 holds ≥ 99 % of the exact path's at 100k and 1M entries (``bench/bench_scale.py``); when too
 few candidates pass a threshold the exact path answers.
 
@@ -92,6 +96,9 @@ CANDIDATE_SHARE = 1 / 64  #: … or this share of the entries (but at least MIN_
 MIN_CANDIDATES = 150
 VEC_CANDIDATES = 64  #: entries of best approximate cosine, added (the vector half's maximum)
 LOW_CANDIDATES = 64  #: entries of lowest approximate cosine (the vector half's minimum)
+#: a frozen index's rows after the prefix are kept as round(x * REST_SCALE) in int16 (unit rows:
+#: |x| <= 1); one step is 3e-5, a cosine's error a few 1e-6 (at most ~3e-5 measured)
+REST_SCALE = 32767
 THRESHOLD_MARGIN = 0.15  #: an approximate cosine this far below the threshold cannot reach it
 NOISE_Z = 2.0  #: a weak match's cosine stands this many standard deviations above the query's mean
 NOISE_FLOOR = 0.1  #: … and above this cosine
@@ -220,6 +227,9 @@ class Ranker:
     #: a prefix kept in a file (a frozen index's, :meth:`restored`): the first rows of the scan …
     prefix_frozen: np.ndarray | None
     prefix_tail: np.ndarray | None  #: … and the rows after them, in memory
+    #: a frozen index's other dimensions of its first rows, ``(rows, dim - PREFIX_DIMS)`` int16
+    #: (``REST_SCALE``): the fast path's exact cosines of those rows (None: from the matrix)
+    rest_frozen: np.ndarray | None
 
     def __init__(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
                  file_ids: np.ndarray | Sequence[int] | None = None, params: RankParams | None = None, *,
@@ -282,6 +292,19 @@ class Ranker:
                         self._pages()
 
             arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
+            R = self._R
+
+            def fill_rest(out: Any) -> None:  # the rest in fixed point, a block at a time
+                for a in range(0, R.shape[0], 65536):
+                    block = np.clip(R[a:a + 65536], -1, 1)
+                    block *= np.float32(REST_SCALE)
+                    out[a:a + 65536] = np.rint(block, out=block)
+                    out.flush()
+                    release(out)
+                    if self._pages is not None:
+                        self._pages()
+
+            arrays["rest_i16"] = ((self.n, R.shape[1]), "<i2", fill_rest)
         return {"arrays": arrays, "info": {"params": asdict(self.params), "speakers": self.speaker_names}}
 
     @classmethod
@@ -318,9 +341,12 @@ class Ranker:
         self.speaker_terms = [set(text_terms(name)) for name in self.speaker_names]
         self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)
         self.prefix = self.prefix_buffer = self.prefix_tail = None
-        prefix = kept.get("prefix_t")
+        prefix, rest = kept.get("prefix_t"), kept.get("rest_i16")
+        self.rest_frozen = None
         if prefix is not None and prefix.shape == (PREFIX_DIMS, n):
             self.prefix = self.prefix_frozen = prefix
+            if rest is not None and rest.shape == (n, self._R.shape[1]) and rest.dtype == np.int16:
+                self.rest_frozen = rest
         else:
             self.prefix_frozen = None
 
@@ -363,10 +389,11 @@ class Ranker:
                         1).astype(np.float32)
 
     def _set_prefix(self, base: "Ranker | None" = None, scan: bool = True) -> None:
-        self.prefix = self.prefix_buffer = self.prefix_frozen = self.prefix_tail = None
+        self.prefix = self.prefix_buffer = self.prefix_frozen = self.prefix_tail = self.rest_frozen = None
         frozen = base.prefix_frozen if base is not None else None
         if frozen is not None and self.n >= FAST_MIN_N:
             assert base is not None
+            self.rest_frozen = base.rest_frozen
             f, n = frozen.shape[1], self.n
             buf = base.prefix_buffer
             start = base.n if buf is not None else f
@@ -433,6 +460,23 @@ class Ranker:
         if self._R.shape[1]:
             cos += self._R[rows] @ q[p:]
         return cos
+
+    def _exact_rows(self, q: np.ndarray, rows: np.ndarray, approx: np.ndarray) -> np.ndarray:
+        """The exact cosines of ``rows`` (sorted) in the fast path, ``approx`` the scan's products
+        (the first dimensions' share): a frozen index's rows from their fixed-point rest, the
+        others from the matrix."""
+        rest = self.rest_frozen
+        if rest is None:
+            return self._cosines(q, rows, None if self._M is not None else approx[rows])
+        cut = int(np.searchsorted(rows, rest.shape[0]))
+        head = rows[:cut]
+        out = np.empty(rows.shape[0], dtype=np.float32)
+        out[:cut] = topk.rows_dot(rest, head, q[PREFIX_DIMS:] * np.float32(1 / REST_SCALE), np.float32)
+        out[:cut] += approx[head]
+        if cut < rows.shape[0]:
+            tail = rows[cut:]
+            out[cut:] = self._cosines(q, tail, None if self._M is not None else approx[tail])
+        return out
 
     def _vector(self, cos: np.ndarray, prev_cos: np.ndarray, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
         """(context cosine, vector score) of ``rows`` from their cosines and their previous entries'."""
@@ -696,7 +740,7 @@ class Ranker:
         rows = mark[:n].nonzero()[0]
         exact = np.empty(n + 2, dtype=np.float32)  # read at the rows computed only (and [-1]: 0)
         # the scan's products are the first dimensions' share of the exact cosines
-        exact[rows] = self._cosines(q, rows, None if self._M is not None else approx[rows])
+        exact[rows] = self._exact_rows(q, rows, approx)
         exact[-1] = 0
         m = e.shape[0]
         both = np.concatenate([e, low])  # the candidates, then the lowest (their vector scores only)

@@ -3,6 +3,8 @@ score array without sorting it, the runs of a sorted array, rows' products a blo
 the ``k`` best of some candidates."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["top", "runs", "rows_dot", "best", "ROWS_AT_ONCE", "TOP_SLACK"]
@@ -49,15 +51,18 @@ def runs(seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 ROWS_AT_ONCE = 1024  #: rows gathered at a time for their exact cosines (a block stays in the cache)
 
 
-def rows_dot(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+def rows_dot(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray, as_type: Any = None) -> np.ndarray:
     """``matrix[rows] @ q``, a block of rows at a time: thousands of rows gathered at once
     from a large matrix fall out of the cache before the product reads them (at 1M entries 12k
-    rows took ~2x as long in one piece)."""
+    rows took ~2x as long in one piece). ``as_type``: the gathered rows are converted to it
+    first (integer rows: the product in floating point)."""
     if rows.shape[0] <= ROWS_AT_ONCE:
-        return np.take(matrix, rows, axis=0) @ q
-    out = np.empty(rows.shape[0], dtype=np.result_type(matrix.dtype, q.dtype))
+        got = np.take(matrix, rows, axis=0)
+        return (got if as_type is None else got.astype(as_type)) @ q
+    out = np.empty(rows.shape[0], dtype=np.result_type(matrix.dtype if as_type is None else as_type, q.dtype))
     for a in range(0, rows.shape[0], ROWS_AT_ONCE):
-        np.matmul(np.take(matrix, rows[a:a + ROWS_AT_ONCE], axis=0), q, out=out[a:a + ROWS_AT_ONCE])
+        got = np.take(matrix, rows[a:a + ROWS_AT_ONCE], axis=0)
+        np.matmul(got if as_type is None else got.astype(as_type), q, out=out[a:a + ROWS_AT_ONCE])
     return out
 
 

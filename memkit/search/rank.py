@@ -54,10 +54,11 @@ most of the signal) and BM25 pick candidates (1/64 of the vault, at least ``MIN_
 at most ``CANDIDATES`` or 2 √n; read off a sampled cut-off, not a full partition); the exact
 fusion runs on them and their neighbours. The scan reads the prefix transposed,
 ``(PREFIX_DIMS, n)`` (a frozen index keeps it so in a file, :mod:`memkit.index.frozen`). A
-frozen index keeps the other dimensions too, as 16-bit fixed point (``REST_SCALE``: within
-3e-5 of the float32 product, half the bytes, read without a float16 conversion): a candidate's
-exact cosine is its scanned prefix product plus that product, so a searching process never maps
-the float32 matrix's rows (the rows added after the freeze are read from it). Its top
+frozen index also keeps the prefix as int8, which onnxruntime scans 3-4x faster
+(:mod:`memkit.search.int8_scan`; the float32 one where it cannot run), and its rows whole as
+16-bit fixed point (``ROW_SCALE``: within 3e-5 of the float32 product, half the bytes, read
+without a float16 conversion) for the candidates' exact cosines, so a searching process never
+maps the float32 matrix's rows (the rows added after the freeze are read from it). Its top
 10 holds ≥ 99 % of the exact path's at 100k and 1M entries (``bench/bench_scale.py``); when too
 few candidates pass a threshold the exact path answers.
 
@@ -78,7 +79,7 @@ import numpy as np
 
 from ..base.pages import release
 from ..formats.words import terms as text_terms
-from . import topk
+from . import int8_scan, topk
 from .lexical import BM25Index, encode_terms
 
 __all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "MODEL_THRESHOLD", "speaker_of", "speakers"]
@@ -96,9 +97,9 @@ CANDIDATE_SHARE = 1 / 64  #: … or this share of the entries (but at least MIN_
 MIN_CANDIDATES = 150
 VEC_CANDIDATES = 64  #: entries of best approximate cosine, added (the vector half's maximum)
 LOW_CANDIDATES = 64  #: entries of lowest approximate cosine (the vector half's minimum)
-#: a frozen index's rows after the prefix are kept as round(x * REST_SCALE) in int16 (unit rows:
-#: |x| <= 1); one step is 3e-5, a cosine's error a few 1e-6 (at most ~3e-5 measured)
-REST_SCALE = 32767
+#: a frozen index's rows are kept as round(x * ROW_SCALE) in int16 (unit rows: |x| <= 1); one
+#: step is 3e-5, a cosine's error a few 1e-6 (at most ~3e-5 measured)
+ROW_SCALE = 32767
 THRESHOLD_MARGIN = 0.15  #: an approximate cosine this far below the threshold cannot reach it
 NOISE_Z = 2.0  #: a weak match's cosine stands this many standard deviations above the query's mean
 NOISE_FLOOR = 0.1  #: … and above this cosine
@@ -227,9 +228,12 @@ class Ranker:
     #: a prefix kept in a file (a frozen index's, :meth:`restored`): the first rows of the scan …
     prefix_frozen: np.ndarray | None
     prefix_tail: np.ndarray | None  #: … and the rows after them, in memory
-    #: a frozen index's other dimensions of its first rows, ``(rows, dim - PREFIX_DIMS)`` int16
-    #: (``REST_SCALE``): the fast path's exact cosines of those rows (None: from the matrix)
-    rest_frozen: np.ndarray | None
+    #: a frozen index's first rows, ``(rows, dim)`` int16 (``ROW_SCALE``): the fast path's exact
+    #: cosines of those rows (None: from the matrix)
+    rows_frozen: np.ndarray | None
+    #: a frozen index's prefix as int8 and its dimensions' factors (:mod:`memkit.search.int8_scan`)
+    prefix8: tuple[np.ndarray, np.ndarray] | None
+    offsets8: np.ndarray | None  #: what the int8 scan's query offset adds to each row (worked out on the first scan, shared by extended rankers)
 
     def __init__(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
                  file_ids: np.ndarray | Sequence[int] | None = None, params: RankParams | None = None, *,
@@ -292,19 +296,32 @@ class Ranker:
                         self._pages()
 
             arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
-            R = self._R
+            factors = int8_scan.scales(P)
 
-            def fill_rest(out: Any) -> None:  # the rest in fixed point, a block at a time
-                for a in range(0, R.shape[0], 65536):
-                    block = np.clip(R[a:a + 65536], -1, 1)
-                    block *= np.float32(REST_SCALE)
-                    out[a:a + 65536] = np.rint(block, out=block)
+            def fill8(out: Any) -> None:  # the int8 prefix
+                for a in range(0, P.shape[0], 65536):
+                    out[:, a:a + 65536] = int8_scan.quantize(P[a:a + 65536], factors)
                     out.flush()
                     release(out)
                     if self._pages is not None:
                         self._pages()
 
-            arrays["rest_i16"] = ((self.n, R.shape[1]), "<i2", fill_rest)
+            arrays["prefix_i8"] = ((PREFIX_DIMS, self.n), "|i1", fill8)
+            arrays["prefix_factors"] = factors
+            whole = self._M
+
+            def fill_rows(out: Any) -> None:  # the rows in fixed point, a block at a time (16 MB temporaries)
+                for a in range(0, self.n, 16384):
+                    b = min(a + 16384, self.n)
+                    block = np.clip(whole[a:b] if whole is not None else np.hstack([P[a:b], self._R[a:b]]), -1, 1)
+                    block *= np.float32(ROW_SCALE)
+                    out[a:b] = np.rint(block, out=block)
+                    out.flush()
+                    release(out)
+                    if self._pages is not None:
+                        self._pages()
+
+            arrays["rows_i16"] = ((self.n, self.dim), "<i2", fill_rows)
         return {"arrays": arrays, "info": {"params": asdict(self.params), "speakers": self.speaker_names}}
 
     @classmethod
@@ -341,12 +358,16 @@ class Ranker:
         self.speaker_terms = [set(text_terms(name)) for name in self.speaker_names]
         self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)
         self.prefix = self.prefix_buffer = self.prefix_tail = None
-        prefix, rest = kept.get("prefix_t"), kept.get("rest_i16")
-        self.rest_frozen = None
+        prefix, rows = kept.get("prefix_t"), kept.get("rows_i16")
+        p8, factors = kept.get("prefix_i8"), kept.get("prefix_factors")
+        self.rows_frozen = self.prefix8 = self.offsets8 = None
         if prefix is not None and prefix.shape == (PREFIX_DIMS, n):
             self.prefix = self.prefix_frozen = prefix
-            if rest is not None and rest.shape == (n, self._R.shape[1]) and rest.dtype == np.int16:
-                self.rest_frozen = rest
+            if rows is not None and rows.shape == (n, self.dim) and rows.dtype == np.int16:
+                self.rows_frozen = rows
+            if (p8 is not None and p8.shape == (PREFIX_DIMS, n) and p8.dtype == np.int8
+                    and factors is not None and factors.shape == (PREFIX_DIMS,)):
+                self.prefix8 = (p8, np.asarray(factors, dtype=np.float32))
         else:
             self.prefix_frozen = None
 
@@ -389,11 +410,12 @@ class Ranker:
                         1).astype(np.float32)
 
     def _set_prefix(self, base: "Ranker | None" = None, scan: bool = True) -> None:
-        self.prefix = self.prefix_buffer = self.prefix_frozen = self.prefix_tail = self.rest_frozen = None
+        self.prefix = self.prefix_buffer = self.prefix_frozen = self.prefix_tail = None
+        self.rows_frozen = self.prefix8 = self.offsets8 = None
         frozen = base.prefix_frozen if base is not None else None
         if frozen is not None and self.n >= FAST_MIN_N:
             assert base is not None
-            self.rest_frozen = base.rest_frozen
+            self.rows_frozen, self.prefix8, self.offsets8 = base.rows_frozen, base.prefix8, base.offsets8
             f, n = frozen.shape[1], self.n
             buf = base.prefix_buffer
             start = base.n if buf is not None else f
@@ -461,18 +483,30 @@ class Ranker:
             cos += self._R[rows] @ q[p:]
         return cos
 
+    def _scan(self, q0: np.ndarray, approx: np.ndarray) -> None:
+        """The approximate cosines of the frozen prefix's rows into ``approx``: the int8 scan
+        where it runs (:mod:`memkit.search.int8_scan`), else the float32 product."""
+        assert self.prefix is not None
+        f = self.prefix.shape[1]
+        scan = int8_scan.engine(PREFIX_DIMS) if self.prefix8 is not None else None
+        if scan is None or self.prefix8 is None:
+            np.matmul(q0, self.prefix, out=approx[:f])
+            return
+        p8, factors = self.prefix8
+        if self.offsets8 is None:  # once a process (its rows' sums: ~20 ms at 1M rows)
+            self.offsets8 = int8_scan.offsets(p8)
+        approx[:f] = scan.scan(q0, p8, factors, self.offsets8)
+
     def _exact_rows(self, q: np.ndarray, rows: np.ndarray, approx: np.ndarray) -> np.ndarray:
         """The exact cosines of ``rows`` (sorted) in the fast path, ``approx`` the scan's products
-        (the first dimensions' share): a frozen index's rows from their fixed-point rest, the
-        others from the matrix."""
-        rest = self.rest_frozen
-        if rest is None:
+        (the first dimensions' share, exact in float32 without a frozen index): a frozen index's
+        rows from their fixed-point copy, the others from the matrix."""
+        kept = self.rows_frozen
+        if kept is None:
             return self._cosines(q, rows, None if self._M is not None else approx[rows])
-        cut = int(np.searchsorted(rows, rest.shape[0]))
-        head = rows[:cut]
+        cut = int(np.searchsorted(rows, kept.shape[0]))
         out = np.empty(rows.shape[0], dtype=np.float32)
-        out[:cut] = topk.rows_dot(rest, head, q[PREFIX_DIMS:] * np.float32(1 / REST_SCALE), np.float32)
-        out[:cut] += approx[head]
+        out[:cut] = topk.rows_dot(kept, rows[:cut], q * np.float32(1 / ROW_SCALE), np.float32)
         if cut < rows.shape[0]:
             tail = rows[cut:]
             out[cut:] = self._cosines(q, tail, None if self._M is not None else approx[tail])
@@ -701,7 +735,7 @@ class Ranker:
         q0 = q[:PREFIX_DIMS]
         approx = np.empty(n, dtype=np.float32)  # the scan, written in place (no concatenation)
         f = self.prefix.shape[1]
-        np.matmul(q0, self.prefix, out=approx[:f])
+        self._scan(q0, approx)
         if self.prefix_tail is not None:  # rows after a frozen prefix
             np.matmul(q0, self.prefix_tail, out=approx[f:])
         if dead.size:  # a live row's value: changes neither the minimum nor the maximum

@@ -1,6 +1,6 @@
 """The frozen view (memkit.index.frozen): a new process maps what the index kept instead of
 rebuilding it, and searches as a process that rebuilt it (the same hits; the fast path reads a
-frozen index's rows past the scanned prefix in 16-bit fixed point, so scores agree within 1e-4); the files changed since are
+frozen index's rows in 16-bit fixed point, so scores agree within 1e-4); the files changed since are
 added from SQLite; a frozen view that is missing, damaged or of another matrix is ignored."""
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import memkit.index.sidecar as sidecar_mod
 import memkit.search.rank as rank_mod
 from memkit import Vault
 from memkit.index.columns import CodedColumn, TextColumn
+from memkit.search import int8_scan
 
 KWARGS = ({"threshold": None}, {"threshold": 0.3}, {"mode": "lexical"}, {"mode": "vector", "threshold": None},
           {"threshold": None, "topic": "t03"}, {"threshold": None, "kind": "idea"}, {"threshold": None, "tag": "gear"})
@@ -71,12 +72,15 @@ def test_a_new_process_maps_the_frozen_view_and_searches_alike(wide_vault, small
     assert isinstance(view.texts, TextColumn) and isinstance(view.kinds, CodedColumn)
     assert not view.term_ids.flags.writeable  # mapped, not rebuilt
     assert (ranker.prefix is not None) == small_freeze and ranker.prefix_tail is None
-    assert (ranker.rest_frozen is not None) == small_freeze  # the rest of each row, in fixed point
+    assert (ranker.rows_frozen is not None) == small_freeze  # each row in fixed point
     if small_freeze:
-        rest, vectors = ranker.rest_frozen, ranker.vectors
-        assert rest.dtype == np.int16 and not rest.flags.writeable
-        assert rest.shape == (len(view), vectors.shape[1] - rank_mod.PREFIX_DIMS)
-        assert np.abs(rest / rank_mod.REST_SCALE - vectors[:, rank_mod.PREFIX_DIMS:]).max() <= 0.51 / rank_mod.REST_SCALE
+        rows, vectors = ranker.rows_frozen, ranker.vectors
+        assert rows.dtype == np.int16 and not rows.flags.writeable and rows.shape == vectors.shape
+        assert np.abs(rows / rank_mod.ROW_SCALE - vectors).max() <= 0.51 / rank_mod.ROW_SCALE
+        p8, factors = ranker.prefix8  # the int8 prefix of the scan
+        assert p8.dtype == np.int8 and p8.shape == (rank_mod.PREFIX_DIMS, len(view))
+        step = 1 / factors[:, None]  # each value within half a step (none clipped in this vault)
+        assert np.all(np.abs(p8 * step - vectors[:, :rank_mod.PREFIX_DIMS].T) <= 0.51 * step)
     rebuilt = unfrozen(v.root)
     rview, rranker = rebuilt.searcher.ranker()
     assert rview.frozen is None and live_rows(view) == live_rows(rview)
@@ -99,7 +103,8 @@ def test_files_changed_after_the_freeze_come_from_sqlite(wide_vault, small_freez
     assert view.frozen is not None and view.frozen.rows < len(view) and view.live is not None
     assert (ranker.prefix_tail is not None) == small_freeze
     if small_freeze:  # the frozen rows' fixed-point rest; the rows after them are read from the matrix
-        assert ranker.rest_frozen is not None and ranker.rest_frozen.shape[0] == view.frozen.rows
+        assert ranker.rows_frozen is not None and ranker.rows_frozen.shape[0] == view.frozen.rows
+        assert ranker.prefix8 is not None and ranker.prefix8[0].shape[1] == view.frozen.rows
     rebuilt = unfrozen(v.root)
     assert live_rows(view) == live_rows(rebuilt.searcher.index.view())
     for kw in KWARGS:
@@ -195,3 +200,23 @@ def test_tag_column_reads_and_masks_tags():
     assert tag_mask(col, "camp").tolist() == [True, False, True, True, False]
     assert tag_mask(col, "nope").tolist() == [False] * 5
     assert tag_mask([("a",), ()], "a").tolist() == [True, False]
+
+
+def test_the_int8_scan_and_the_float32_scan_find_the_same(wide_vault, monkeypatch):
+    """Candidates chosen by the int8 scan (150 of the vault's entries) or by the float32 one (the
+    judge off: its pool of candidates is more than the fast path gives on so small a vault)."""
+    monkeypatch.setattr(frozen_mod, "FROZEN_MIN_ROWS", 10)
+    monkeypatch.setattr(rank_mod, "FAST_MIN_N", 10)
+    v = wide_vault
+    v.index()
+    fresh = Vault(v.root, embedder=Wide())
+    ranker = fresh.searcher.ranker()[1]
+    assert ranker.prefix8 is not None and ranker.n > rank_mod.MIN_CANDIDATES
+    calls = []
+    scan = int8_scan.Int8Scan.scan
+    monkeypatch.setattr(int8_scan.Int8Scan, "scan", lambda self, *a: calls.append(1) or scan(self, *a))
+    with_int8 = results(fresh.searcher, QUERIES + ["bike rack", "Ana tent"], threshold=None, judge=False)
+    assert len(calls) >= 4  # the fast path ran on the int8 scan (the others: notes and conversations weighed apart)
+    monkeypatch.setenv("MEMKIT_SCAN", "numpy")
+    assert alike(with_int8, results(Vault(v.root, embedder=Wide()).searcher, QUERIES + ["bike rack", "Ana tent"],
+                                    threshold=None, judge=False))

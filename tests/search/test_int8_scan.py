@@ -1,0 +1,84 @@
+"""The int8 scan (memkit.search.int8_scan): rows quantized per dimension, a query product run by
+onnxruntime from a graph memkit writes itself, within a few thousandths of the float32 product;
+where onnxruntime is missing, asked off or computing wrongly, no engine (the float32 scan runs)."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from memkit.search import int8_scan
+
+DIMS = 64
+
+
+def unit_rows(n, d=256, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((n, d)).astype(np.float32)
+    rows[:, :8] *= 4  # the first dimensions carry more, as a PCA-ordered model's do
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows
+
+
+def test_quantize_keeps_each_value_within_half_a_step_and_clips_outliers():
+    rows = unit_rows(5000)[:, :DIMS]
+    factors = int8_scan.scales(rows)
+    assert factors.shape == (DIMS,) and factors.dtype == np.float32 and (factors > 0).all()
+    p8 = int8_scan.quantize(rows, factors)
+    assert p8.dtype == np.int8 and p8.shape == (DIMS, 5000) and np.abs(p8).max() <= 127
+    assert np.all(np.abs(p8 / factors[:, None] - rows.T) <= 0.51 / factors[:, None])
+    big = rows.copy()
+    big[0, 0] = 100.0  # past the factors' room: clipped to the end of the range, not wrapped round
+    assert int8_scan.quantize(big, factors)[0, 0] == 127
+    assert np.array_equal(int8_scan.offsets(p8), p8.sum(axis=0, dtype=np.int32) * int8_scan.OFFSET)
+
+
+def test_the_scan_is_close_to_the_float_product_and_keeps_the_best_rows():
+    scan = int8_scan.engine(DIMS)
+    assert scan is not None  # onnxruntime is memkit's dependency on this machine
+    rows = unit_rows(20_000, seed=1)
+    prefix = rows[:, :DIMS]
+    factors = int8_scan.scales(prefix)
+    p8 = np.ascontiguousarray(int8_scan.quantize(prefix, factors))
+    offs = int8_scan.offsets(p8)
+    rng = np.random.default_rng(2)
+    for i in rng.integers(0, 20_000, 20):
+        q = rows[i] + rng.standard_normal(256).astype(np.float32) * 0.3
+        q /= np.linalg.norm(q)
+        got, want = scan.scan(q[:DIMS], p8, factors, offs), prefix @ q[:DIMS]
+        assert got.dtype == np.float32 and got.shape == (20_000,)
+        assert np.abs(got - want).max() < 0.02
+        best = np.argsort(-want)[:10]
+        assert np.isin(best, np.argsort(-got)[:50]).all()  # the exact best are among its 50 best
+
+
+def test_a_zero_query_or_no_rows_give_zeros():
+    scan = int8_scan.engine(DIMS)
+    assert scan is not None
+    factors = np.ones(DIMS, np.float32)
+    p8 = np.ones((DIMS, 3), np.int8)
+    assert np.array_equal(scan.scan(np.zeros(DIMS, np.float32), p8, factors, int8_scan.offsets(p8)), np.zeros(3))
+    empty = np.zeros((DIMS, 0), np.int8)
+    assert scan.scan(np.ones(DIMS, np.float32), empty, factors, int8_scan.offsets(empty)).shape == (0,)
+
+
+def test_asked_off_or_without_onnxruntime_there_is_no_engine(monkeypatch):
+    monkeypatch.setenv(int8_scan.SCAN_ENV, "numpy")
+    assert int8_scan.engine(DIMS) is None
+    monkeypatch.delenv(int8_scan.SCAN_ENV)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
+    assert int8_scan.engine(40) is None  # a size not made before in this process
+
+
+def test_a_runtime_that_computes_wrongly_is_refused(monkeypatch, caplog):
+    monkeypatch.setattr(int8_scan.Int8Scan, "scan", lambda self, q, p, f, o: np.zeros(p.shape[1], np.float32))
+    with caplog.at_level("INFO", logger="memkit"):
+        assert int8_scan.engine(24) is None
+    assert "the float32 scan runs instead" in caplog.text
+
+
+@pytest.mark.parametrize("dims", [16, 64, 200])
+def test_the_graph_serves_any_width(dims):
+    scan = int8_scan.engine(dims)
+    assert scan is not None and scan.dims == dims

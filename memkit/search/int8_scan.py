@@ -45,9 +45,18 @@ _SCALE_MARGIN = 1.25  #: room over the sample's largest value (values past it ar
 
 def scales(rows: np.ndarray) -> np.ndarray:
     """Each dimension's factor (float32, ``(D,)``) for ``rows`` ``(n, D)``: ±127 over the largest
-    value of a strided sample of the rows, with some room (larger values are clipped)."""
-    step = max(1, rows.shape[0] // _SCALE_SAMPLE)
-    top = np.abs(np.asarray(rows[::step], dtype=np.float32)).max(axis=0) * np.float32(_SCALE_MARGIN)
+    value of a sample of the rows, with some room (larger values are clipped). The sample is 16
+    runs of consecutive rows spread over the matrix: single rows every so often would map its
+    whole file (the kernel maps 64 KB around each page read)."""
+    n = rows.shape[0]
+    if n == 0:
+        return np.ones(rows.shape[1], dtype=np.float32)
+    run = max(1, _SCALE_SAMPLE // 16)
+    top = np.zeros(rows.shape[1], dtype=np.float32)
+    for start in np.linspace(0, max(0, n - run), min(16, max(1, n // run))).astype(np.int64).tolist():
+        block = np.abs(np.asarray(rows[start:start + run], dtype=np.float32))
+        np.maximum(top, block.max(axis=0), out=top)
+    top *= np.float32(_SCALE_MARGIN)
     return (np.float32(_LEVELS) / np.maximum(top, np.float32(1e-6))).astype(np.float32)
 
 

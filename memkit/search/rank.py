@@ -297,6 +297,8 @@ class Ranker:
 
             arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
             factors = int8_scan.scales(P)
+            if self._pages is not None:
+                self._pages()
 
             def fill8(out: Any) -> None:  # the int8 prefix
                 for a in range(0, P.shape[0], 65536):

@@ -377,9 +377,9 @@ class BM25Index:
         key = j.astype(np.int64) if len(qterms) * width >= 2 ** 31 else j
         key = key * width + d0
         scratch[key] += f0  # (term, row) pairs are distinct: a plain scatter adds them
-        cw = np.float32(self.context_weight)
+        cwf = np.float32(self.context_weight) * f0
         for c, nxt in enumerate(self._next, start=1):
-            scratch[key + c] += cw * f0 * nxt[d0]  # 0 where row + c is in another file
+            scratch[key + c] += cwf * nxt[d0]  # 0 where row + c is in another file
         tfs, rows = [], []
         for c in range(c_max + 1):  # each (term, row) once: a sum read is cleared
             at = key + c if c else key

@@ -728,7 +728,8 @@ class Ranker:
         assert self.prefix is not None
         p, n, dead = self.params, self.n, self.dead
         coverage, cov_rows = self.lex.coverage_rows(qt)
-        cov_at = coverage[cov_rows]
+        dense = 8 * cov_rows.shape[0] > n  # many rows reached: whole passes beat gathers (0 elsewhere)
+        cov_at = coverage if dense else coverage[cov_rows]
         weight = self._weights(query, qt, coverage, slice(None), words_first,
                                float(_MAX(cov_at)) if cov_at.size else 0.0)
         if isinstance(weight, np.ndarray):
@@ -746,12 +747,16 @@ class Ranker:
         best_vec = topk.top(approx, VEC_CANDIDATES)
         low = topk.top(approx, LOW_CANDIDATES, largest=False)
         amin, amax = float(_MIN(approx[low])), float(_MAX(approx[best_vec]))
-        lex_at = lex[lex_rows]
+        dense = 8 * lex_rows.shape[0] > n
+        lex_at = lex if dense else lex[lex_rows]
         lmax = float(_MAX(lex_at)) if lex_at.size else 0.0
         # (approx - amin) scaled like the fusion's vector half, less a constant: same candidates
         proxy = approx * ((1 - a) / np.float32(max(amax - amin, 1e-9)))
         if lmax > 0:  # 0 outside lex_rows (a row listed twice is added to once)
-            proxy[lex_rows] += lex_at * (a / np.float32(lmax))
+            if dense:
+                proxy += lex * (a / np.float32(lmax))
+            else:
+                proxy[lex_rows] += lex_at * (a / np.float32(lmax))
         boost = self._boost(_query_words(query))
         if boost is not None:
             proxy += boost

@@ -744,7 +744,9 @@ class Ranker:
         if dead.size:  # a live row's value: changes neither the minimum nor the maximum
             approx[dead] = approx[self._a_live_row]
         # the best and the lowest approximate cosines hold the maximum and the minimum
-        best_vec = topk.top(approx, VEC_CANDIDATES)
+        # (the best trimmed to VEC_CANDIDATES: each is a candidate whose rows are read; the lowest
+        # not, ~1,800 at 1M: their floor is nearer the exact path's, recall@10 0.991 against 0.985)
+        best_vec = topk.top(approx, VEC_CANDIDATES, trim=True)
         low = topk.top(approx, LOW_CANDIDATES, largest=False)
         amin, amax = float(_MIN(approx[low])), float(_MAX(approx[best_vec]))
         dense = 8 * lex_rows.shape[0] > n

@@ -53,7 +53,8 @@ _FILES_AT_ONCE = 256  #: files laid out before their rows are written out (bound
 _UNTIL = "(until"
 
 #: what a search layer computes from a view to keep beside it (``rank.<name>`` arrays and a JSON
-#: ``info``); None: only the view's columns
+#: ``info``; an array given as (shape, dtype, fill) is filled through a map of its file, in the
+#: order given); None: only the view's columns
 Ranking = Callable[[IndexView], dict[str, Any]]
 
 

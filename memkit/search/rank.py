@@ -58,7 +58,8 @@ frozen index also keeps the prefix as int8, which onnxruntime scans 3-4x faster
 (:mod:`memkit.search.int8_scan`; the float32 one where it cannot run), and its rows whole as
 16-bit fixed point (``ROW_SCALE``: within 3e-5 of the float32 product, half the bytes, read
 without a float16 conversion) for the candidates' exact cosines, so a searching process never
-maps the float32 matrix's rows (the rows added after the freeze are read from it). Its top
+maps the float32 matrix's rows in the fast path (the rows added after the freeze are read from
+it; a filtered search, a vector or lexical one and the exact path read the matrix). Its top
 10 holds ≥ 99 % of the exact path's at 100k and 1M entries (``bench/bench_scale.py``); when too
 few candidates pass a threshold the exact path answers.
 
@@ -281,26 +282,30 @@ class Ranker:
     def kept(self) -> dict[str, Any]:
         """What a new process needs to rebuild this ranker without working it out again
         (:meth:`restored`): arrays (BM25 postings, context norms, speakers, the prefix scan's
-        matrix) and a JSON ``info`` (the parameters, the speakers' names)."""
+        matrix) and a JSON ``info`` (the parameters, the speakers' names). An array given as
+        (shape, dtype, fill) is filled in the order given (:func:`memkit.index.frozen.write`):
+        the prefix's fill finds each dimension's largest value, which the int8 prefix and its
+        factors then use (every row read once, none clipped)."""
         arrays: dict[str, Any] = {f"bm25_{k}": v for k, v in self.lex.postings().items()}
         arrays.update(ctx_inv=self.ctx_inv, speaker=self.speaker)
         if self._scans():  # the prefix scan's matrix, transposed a block at a time into the file
             P = self._P
+            top = np.zeros(PREFIX_DIMS, dtype=np.float32)  # each dimension's largest |value|, found by fill()
 
             def fill(out: Any) -> None:  # a np.memmap of the file
                 for a in range(0, P.shape[0], 65536):
-                    out[:, a:a + 65536] = P[a:a + 65536].T
+                    block = P[a:a + 65536]
+                    out[:, a:a + 65536] = block.T
+                    np.maximum(top, np.abs(block).max(axis=0), out=top)
                     out.flush()
                     release(out)
                     if self._pages is not None:
                         self._pages()
 
             arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
-            factors = int8_scan.scales(P)
-            if self._pages is not None:
-                self._pages()
 
-            def fill8(out: Any) -> None:  # the int8 prefix
+            def fill8(out: Any) -> None:  # the int8 prefix (after fill(): its factors from every row)
+                factors = int8_scan.factors(top)
                 for a in range(0, P.shape[0], 65536):
                     out[:, a:a + 65536] = int8_scan.quantize(P[a:a + 65536], factors)
                     out.flush()
@@ -309,7 +314,7 @@ class Ranker:
                         self._pages()
 
             arrays["prefix_i8"] = ((PREFIX_DIMS, self.n), "|i1", fill8)
-            arrays["prefix_factors"] = factors
+            arrays["prefix_factors"] = ((PREFIX_DIMS,), "<f4", lambda out: out.__setitem__(slice(None), int8_scan.factors(top)))
             whole = self._M
 
             def fill_rows(out: Any) -> None:  # the rows in fixed point, a block at a time (16 MB temporaries)

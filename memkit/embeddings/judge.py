@@ -128,6 +128,27 @@ class Judge:
         self._inputs = [i.name for i in session.get_inputs()]
         self.dim = int(session.get_outputs()[0].shape[-1])
         self._lock = threading.Lock()  # one pass at a time: the session's threads are the parallelism
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """Which model this is (its dimension and 4 KB read every MB of ``model.onnx``): stored
+        vectors of another judge of the same size, or of the same judge quantised again, are not
+        taken for its own."""
+        if self._fingerprint is None:
+            h = hashlib.blake2b(digest_size=8)
+            h.update(str(self.dim).encode())
+            try:
+                with open(self.folder / "model.onnx", "rb") as f:
+                    size = f.seek(0, os.SEEK_END)
+                    h.update(str(size).encode())
+                    for at in range(0, size, 1 << 20):
+                        f.seek(at)
+                        h.update(f.read(4096))
+            except OSError:
+                h.update(str(self.folder).encode())
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
 
     def embed(self, texts: Sequence[str], batch: int | None = None) -> np.ndarray:
         """Unit vectors of ``texts`` (as :func:`judge_text` reads them), float32 ``(n, dim)``;

@@ -70,11 +70,14 @@ class JudgeVectors:
             con.execute("PRAGMA synchronous=NORMAL")
             con.execute("CREATE TABLE IF NOT EXISTS vec (key INTEGER PRIMARY KEY, v BLOB NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            row = con.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
-            if row is None:
-                con.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(self.judge.dim),))
-            elif int(row[0]) != self.judge.dim:  # another judge's file under this name: start again
-                con.execute("DELETE FROM vec")
+            # the model's fingerprint, not only its dimension: another judge of the same size (or the
+            # same one quantised again) under this name starts again
+            mark = getattr(self.judge, "fingerprint", str(self.judge.dim))
+            row = con.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+            if row is None or row[0] != mark:
+                if row is not None or con.execute("SELECT 1 FROM vec LIMIT 1").fetchone() is not None:
+                    con.execute("DELETE FROM vec")
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (mark,))
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(self.judge.dim),))
             self._con = con
         except (OSError, sqlite3.Error, ValueError) as exc:

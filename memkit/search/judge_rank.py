@@ -24,10 +24,52 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["JudgeParams", "fuse", "JUDGE_THRESHOLD"]
+__all__ = ["JudgeParams", "fuse", "relevance", "relevance_features", "JUDGE_THRESHOLD", "RELEVANCE_WEIGHTS",
+           "RELEVANCE_CONFIDENT", "EXACT_RELEVANCE"]
 
-#: the judge's cosine a confident hit reaches by default (``make eval``'s calibration)
+#: the judge's cosine a confident hit reaches where memkit.yaml sets ``judge_threshold`` to a
+#: number (before the calibrated relevance, the default's own rule)
 JUDGE_THRESHOLD = 0.40
+#: the calibrated relevance's weights over :func:`relevance_features` and its bias
+#: (``bench/calibrate_relevance.py``: a logistic fit on bench/everyday.json's questions, checked on
+#: bench/everyday-heldout.json)
+RELEVANCE_WEIGHTS = (1.54, 13.43, 0.70, 0.0, -3.64)
+RELEVANCE_CONFIDENT = 0.7  #: a hit whose relevance reaches this is confident
+EXACT_RELEVANCE = 0.95  #: the relevance of an entry holding the query's rare identifying word (:mod:`.exact`)
+
+
+def relevance_features(cosines: np.ndarray, coverage: np.ndarray | None = None) -> np.ndarray:
+    """What the relevance reads of each candidate, from the judge's cosines of the whole pool
+    (float64 ``(n, 4)``): its cosine, its lead over the best other candidate (negative for all
+    but the first), how far it stands above the pool's mean in standard deviations, and the
+    share of the query's word weight its own text holds (``coverage``; None: 0)."""
+    c = np.asarray(cosines, dtype=np.float64)
+    n = c.shape[0]
+    out = np.zeros((n, 4), dtype=np.float64)
+    if coverage is not None:
+        out[:, 3] = np.asarray(coverage, dtype=np.float64)
+    if not n:
+        return out
+    out[:, 0] = c
+    if n > 1:
+        order = np.argsort(-c, kind="stable")
+        best, second = c[order[0]], c[order[1]]
+        out[:, 1] = c - best
+        out[order[0], 1] = best - second
+    if n > 2:
+        out[:, 2] = (c - c.mean()) / max(float(c.std()), 1e-3)
+    return out
+
+
+def relevance(cosines: np.ndarray, coverage: np.ndarray | None = None,
+              weights: tuple[float, ...] = RELEVANCE_WEIGHTS) -> np.ndarray:
+    """How likely each candidate answers the query (0..1, float32): a logistic of
+    :func:`relevance_features` with ``weights`` (four, then the bias), calibrated on memkit's
+    everyday sets. Not normalised to the best hit: a query the vault cannot answer gets low
+    values throughout."""
+    f = relevance_features(cosines, coverage)
+    w = np.asarray(weights[:4], dtype=np.float64)
+    return (1.0 / (1.0 + np.exp(-(f @ w + float(weights[4]))))).astype(np.float32)
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ class _Postings:
                 keys.append(key[ok] + c)
                 tfs.append(f[ok] * np.float32(cw))
             key = np.concatenate(keys)
-            order = np.argsort(key)
+            order = np.argsort(key, kind="stable")  # equal keys summed in one order on every CPU
             key = key[order]
             brk = np.empty(key.shape[0], dtype=bool)
             brk[:1] = True
@@ -407,6 +407,16 @@ class BM25Index:
     def scores_at(self, qterms: list[tuple[int, int]], rows: np.ndarray) -> np.ndarray:
         """``scores(qterms)[rows]``."""
         return BM25Index.scores(self, qterms)[np.asarray(rows, dtype=np.int64)]
+
+    def holders(self, tid: int) -> np.ndarray:
+        """The live rows whose own text holds term ``tid`` (ascending)."""
+        got = self._gather([tid], False)
+        if got is None:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.unique(got[0].astype(np.int64))
+        if self.dead.size:
+            rows = rows[~np.isin(rows, self.dead)]
+        return rows
 
     def coverage(self, qterms: list[tuple[int, int]]) -> np.ndarray:
         """Share (0..1) of the query's IDF mass found in each document's own text, over the query

@@ -47,7 +47,16 @@ from ..index import (
 )
 from ..store import Store, load_people
 from .about import about_mask
-from .judge_rank import JUDGE_THRESHOLD, JudgeParams, fuse
+from .exact import exact_words
+from .judge_rank import (
+    EXACT_RELEVANCE,
+    JUDGE_THRESHOLD,
+    RELEVANCE_CONFIDENT,
+    JudgeParams,
+    fuse,
+    relevance,
+    relevance_features,
+)
 from .query import MODES, Mode, Query, Threshold, since_day
 from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
 
@@ -59,6 +68,10 @@ REFRESH_INTERVAL_S = 1.0  # an in-process index re-checks the files at most this
 REFRESH_WAIT_S = 2.0  # a search waits this long at most for another process's index write
 WEAK_FLOOR = 0.2  #: a judged hit below this cosine is never shown, not even as weak
 JUDGE_WORDS_KEEP = 0.8  #: a judged hit holding this share of the query's word weight is confident
+#: with nothing confident nor above ``WEAK_FLOOR``, a judged search still shows the closest few whose
+#: cosine reaches this and that stand this many standard deviations above the pool's mean, weak
+FALLBACK_FLOOR = 0.1
+FALLBACK_STANDING = 1.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,9 @@ class Hit:
     lexical: float = 0.0  #: BM25 score of the entry for the query (0: no query word in it)
     confident: bool = True  #: False: below the threshold, shown because nothing passed it (a weak match)
     judge: float | None = None  #: the judge's cosine (the second stage, :mod:`memkit.embeddings.judge`); None: not judged
+    #: how likely the hit answers the query, 0..1, calibrated on memkit's sets (:func:`memkit.search.judge_rank.relevance`);
+    #: None: not judged. Unlike ``score`` it is not relative to the best hit
+    relevance: float | None = None
 
     @classmethod
     def from_dict(cls, data: Any) -> "Hit | None":
@@ -89,7 +105,8 @@ class Hit:
                        None if data.get("date") is None else str(data["date"]), str(data["file"]),
                        int(data["line"]), float(data["score"]), float(data["cosine"]),
                        float(data.get("lexical", 0.0)), bool(data.get("confident", True)),
-                       None if data.get("judge") is None else float(data["judge"]))
+                       None if data.get("judge") is None else float(data["judge"]),
+                       None if data.get("relevance") is None else float(data["relevance"]))
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
@@ -103,6 +120,10 @@ class Hit:
             del data["judge"]  # not judged: as before the second stage
         else:
             data["judge"] = round(self.judge, 4)
+        if self.relevance is None:
+            del data["relevance"]
+        else:
+            data["relevance"] = round(self.relevance, 4)
         return data
 
 
@@ -441,7 +462,9 @@ class Searcher:
             mask = worth if mask is None else mask & worth
         if mask is not None and not mask.any():
             return []
-        qt = ranker.lex.counted(view.term_ids_of(text_terms(query)))  # the query's term ids, from the view, once
+        qterms = text_terms(query)
+        qids = view.term_ids_of(qterms)  # the query's term ids, from the view, once
+        qt = ranker.lex.counted(qids)
         qvec = None
         if mode != "lexical":
             try:
@@ -454,8 +477,10 @@ class Searcher:
         judging = self.judge() if (q.judge is not False and mode == "hybrid" and qvec is not None
                                    and not q.words_first) else None
         if judging is not None and qvec is not None:
+            calibrated = asked == "auto" and isinstance(self.config.judge_threshold, str)
             judge_threshold = self.judge_threshold() if asked == "auto" else threshold
-            judged = self._judged(judging, query, qt, qvec, view, ranker, k, judge_threshold, mask, gone, weak)
+            judged = self._judged(judging, query, qt, qvec, view, ranker, k, judge_threshold, mask, gone, weak,
+                                  calibrated=calibrated, exact_terms=(qterms, qids))
             if judged is not None:
                 return judged
         with single_thread():
@@ -475,7 +500,8 @@ class Searcher:
 
     def _judged(self, judge: JudgeVectors, query: str, qt: list[tuple[int, int]], qvec: np.ndarray, view: IndexView,
                 ranker: Ranker, k: int, threshold: float | None, mask: np.ndarray | None, gone: set[int],
-                weak: int) -> list[Hit] | None:
+                weak: int, calibrated: bool = False,
+                exact_terms: tuple[Sequence[str], Sequence[int]] = ((), ())) -> list[Hit] | None:
         """The second stage (:mod:`memkit.search.judge_rank`): the static stage's best ``pool``
         candidates, before any threshold, fused with the judge's cosines, at most ``k`` in fused
         order: the confident ones, and among them up to ``weak`` whose judge cosine reaches
@@ -486,6 +512,12 @@ class Searcher:
             pool = ranker.search_hits(query, qvec, k=max(params.pool, k) + len(gone), mode="hybrid",
                                       threshold=None, mask=mask, qterms=qt)
         pool = [r for r in pool if r[0] not in gone]
+        exact = exact_words(*exact_terms, ranker.lex.holders, view.texts.__getitem__,
+                            lambda rows: rows[[r not in gone and (mask is None or bool(mask[r])) for r in rows.tolist()]])
+        if exact.rows.size:  # an entry holding the query's rare identifier is judged even if the pool missed it
+            inside = {r[0] for r in pool}
+            floor_score = min((r[1] for r in pool), default=0.0)
+            pool += [(int(r), floor_score, 0.0, 0.0) for r in exact.rows.tolist() if int(r) not in inside]
         if not pool:
             return []
         rows = np.array([r[0] for r in pool], dtype=np.int64)
@@ -499,30 +531,50 @@ class Searcher:
         cosines = vectors @ qj
         fused = fuse(np.array([r[1] for r in pool], dtype=np.float32), cosines, ranker.speaker[rows] >= 0, params)
         order = np.argsort(-fused, kind="stable").tolist()
+        first = np.isin(rows, exact.rows)
+        if first.any():  # the entries holding the query's rare identifying words come first
+            order = [i for i in order if first[i]] + [i for i in order if not first[i]]
+        own = ranker.lex.coverage(qt)[rows]
+        rel = relevance(cosines, own)
+        rel[first] = np.maximum(rel[first], np.float32(EXACT_RELEVANCE))
+        words = own >= np.float32(JUDGE_WORDS_KEEP)
         if threshold is None:
             sure = np.ones(len(rows), dtype=bool)
             chosen = order[:k]
         else:
             floor = np.float32(min(float(threshold), WEAK_FLOOR))
-            own = ranker.lex.coverage(qt)[rows]
-            # confident: the judge says so, or the entry holds the query's words (an exact rare word)
-            # and the judge does not rule it out
-            words = own >= np.float32(JUDGE_WORDS_KEEP)
-            sure = (cosines >= np.float32(threshold)) | (words & (cosines >= floor))
+            if calibrated:  # confident: the calibrated relevance says so and the judge's cosine reaches
+                # its threshold (a lone far hit in a small vault leads the rest by far), or an exact rare word
+                sure = ((rel >= np.float32(RELEVANCE_CONFIDENT)) & (cosines >= np.float32(threshold))) | first
+            else:  # a judge_threshold set in memkit.yaml or asked for: on the judge's cosine
+                # confident: the judge says so, or the entry holds the query's words (an exact rare word)
+                # and the judge does not rule it out
+                sure = (cosines >= np.float32(threshold)) | (words & (cosines >= floor)) | first
+            # calibrated: the relevance is the answer's likelihood, so every close one is shown, flagged
+            room = max(k, weak) if calibrated else weak
             chosen, unsure = [], 0
-            for i in order:  # in fused order: the confident ones, and up to ``weak`` close ones among them
-                if sure[i] or (unsure < weak and cosines[i] >= floor):
+            for i in order:  # in fused order: the confident ones, and up to ``room`` close ones among them
+                if sure[i] or (unsure < room and weak > 0 and cosines[i] >= floor):
                     unsure += not sure[i]
                     chosen.append(i)
                     if len(chosen) == k:
                         break
+            if calibrated and not chosen and weak > 0:
+                # nothing confident nor close: the closest few that stand out of the pool, weak (not
+                # "no memories match" for a question whose answer the judge merely rates low: "is
+                # there anything I react badly to?" -> the peanut allergy at a cosine of 0.11)
+                standing = relevance_features(cosines)[:, 2]
+                chosen = [i for i in order if cosines[i] >= FALLBACK_FLOOR and standing[i] >= FALLBACK_STANDING][:min(k, weak)]
             # an entry holding the query's words is never lost: one the judge rates below the floor
             # (a rare name or part number it does not know: "Garcima" ~0.15) is shown weak, in the room left
             if weak > 0:  # weak=0: confident hits only
-                lost = [i for i in order if words[i] and not sure[i] and cosines[i] < floor]
+                lost = [i for i in order if words[i] and not sure[i] and cosines[i] < floor][:k]
+                while lost and len(chosen) + len(lost) > k and any(not sure[i] for i in chosen):
+                    chosen.remove(next(i for i in reversed(chosen) if not sure[i]))  # a close one makes room
                 chosen += lost[:max(0, k - len(chosen))]
         hits = hits_at(view, [(int(rows[i]), float(fused[i]), pool[i][2], pool[i][3]) for i in chosen])
-        return [replace(h, judge=float(cosines[i]), confident=bool(sure[i])) for h, i in zip(hits, chosen)]
+        return [replace(h, judge=float(cosines[i]), confident=bool(sure[i]), relevance=float(rel[i]))
+                for h, i in zip(hits, chosen)]
 
     def _judge_keys(self, view: IndexView, rows: np.ndarray) -> list[int]:
         """The judge's key (:func:`memkit.embeddings.judge.text_keys`) of each of ``rows``, computed once a row

@@ -173,7 +173,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 error, text, found = await call(session, "search_memories", query="Zigbee dongle", k=3)
                 assert not error and found["hits"][0]["id"] == entry["id"]
                 assert json.loads(text) == found["hits"]
-                assert set(found["hits"][0]) - {"judge"} == {"id", "text", "topic", "kind", "tags", "date", "file",
+                assert set(found["hits"][0]) - {"judge", "relevance"} == {"id", "text", "topic", "kind", "tags", "date", "file",
                                                              "line", "score", "cosine", "lexical", "confident"}
 
                 with open(root / "topics" / "cooking.md", "a") as fh:  # a hand edit while the server runs

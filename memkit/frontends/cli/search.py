@@ -21,7 +21,9 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
            sessions: bool, json_: bool) -> None:
     """Search memories: exact words and meaning, fused.
 
-    Indexes changed files first (a cheap check). Prints the best entries with id, topic and score.
+    Indexes changed files first (a cheap check). Prints the best entries with id, topic and their
+    relevance: how likely each answers the question, 0..1, where the judge ran (else the ranking
+    score); "(weak)" marks a hit the vault may not answer the question with.
 
     \b
     Examples:
@@ -64,7 +66,8 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
     else:
         weak = "  (weak)"  # a weak hit among confident ones (the judge ranks it there)
     for h in hits:
-        click.echo(f"{h.score:.2f}  {h.id}  {h.topic:<14} {h.text}{'' if h.confident else weak}")
+        shown = h.score if h.relevance is None else h.relevance
+        click.echo(f"{shown:.2f}  {h.id}  {h.topic:<14} {h.text}{'' if h.confident else weak}")
 
 
 @click.command("context")

@@ -88,7 +88,10 @@ COMPONENTS: dict[str, Any] = {
                        "confident": {"type": "boolean", "description": "false: below the similarity "
                                      "threshold; this is only one of the closest entries"},
                        "judge": {"type": "number", "description": "the judge's cosine (the second search "
-                                 "stage re-scored this hit; absent when it did not run)"}}}]},
+                                 "stage re-scored this hit; absent when it did not run)"},
+                       "relevance": {"type": "number", "minimum": 0, "maximum": 1,
+                                     "description": "how likely this hit answers the query, calibrated on "
+                                     "memkit's sets (not relative to the best hit; absent when the judge did not run)"}}}]},
     "FollowUp": {"allOf": [{"$ref": "#/components/schemas/Entry"}, {
         "type": "object", "required": ["due", "overdue_days"],
         "properties": {"due": {"type": ["string", "null"], "format": "date"},

@@ -37,8 +37,9 @@ TOOLS: dict[str, dict[str, Any]] = {
             "fused). Use it before answering anything that may depend on what the user told you in earlier "
             "conversations. Returns a JSON list of hits, best first, each with id, text, topic, kind, tags, "
             "date, file, line, score (ranking, 0..1), cosine and lexical (the two sides of the first stage's "
-            "score), judge (the second stage's cosine, when it ran) and confident (false: below the "
-            "similarity threshold, only one of the closest; weigh it as such). An empty list means nothing "
+            "score), judge (the second stage's cosine, when it ran), relevance (when the judge ran: how likely "
+            "the hit answers the query, 0..1, not relative to the best hit) and confident (false: only one of "
+            "the closest, the vault may not answer this; weigh it as such). An empty list means nothing "
             "relevant is stored. person, relation and where filter on who and what a memory is about."),
         "annotations": READ,
     },

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Calibrate the judged search's ``relevance`` (memkit/search/judge_rank.py: ``RELEVANCE_WEIGHTS``).
+
+Every question of bench/everyday.json (plain, rare-word, message and unanswerable) is searched in
+its vault as ``Vault.search`` does it, and each candidate the judge scored is recorded with what
+the relevance reads (:func:`memkit.search.judge_rank.relevance_features`: the judge's cosine, its
+lead over the best other candidate, its standing in the pool) and whether it is the question's
+note. A logistic regression over those features is fitted on that set and checked on the held-out
+set (bench/everyday-heldout.json, another person's notes, never fitted on): per decile of the
+predicted relevance, how often such a hit was right (calibration), and at the confident cut
+(``RELEVANCE_CONFIDENT``) how many first hits are right and confident, and how many unanswerable
+questions get a confident first hit.
+
+    python bench/calibrate_relevance.py            # fit, report, print the weights to paste
+    python bench/calibrate_relevance.py --check    # report the shipped weights only
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import eval_everyday as ee  # noqa: E402
+
+import memkit.search.searcher as searcher_module  # noqa: E402
+from memkit.search import judge_rank  # noqa: E402
+
+
+def collect(path: Path) -> list[dict]:
+    """For each question: its group, its answers, and each judged candidate's note id and features."""
+    data = ee.load_set(path)
+    seen: list[np.ndarray] = []
+    original = searcher_module.relevance
+
+    def recording(cosines, coverage=None, *a, **kw):
+        seen.append(judge_rank.relevance_features(cosines, coverage))
+        return original(cosines, coverage, *a, **kw)
+
+    searcher_module.relevance = recording
+    out = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            vault, where = ee.build_vault(Path(tmp) / "v", data)
+            searcher = vault.searcher
+            for q in data["questions"]:
+                seen.clear()
+                rows_seen: list[list[int]] = []
+                hits = vault.search(q["q"], k=50, threshold=None)
+                if not seen:
+                    continue
+                # the hits are the pool in fused order; their judge cosines identify the rows
+                ids = [where.get((h.file, h.line), "?") for h in hits]
+                cos = np.array([h.judge for h in hits], dtype=np.float64)
+                feats = seen[-1]
+                # match each hit to its pool candidate by the judge's cosine
+                pool = feats[:, 0]
+                idx = [int(np.argmin(np.abs(pool - c))) for c in cos]
+                out.append({"group": q["group"], "answers": q["answers"], "ids": ids,
+                            "features": feats[idx], "cosines": cos})
+                del rows_seen, searcher
+                searcher = vault.searcher
+    finally:
+        searcher_module.relevance = original
+    return out
+
+
+#: the features fitted: the cosine, its lead and its standing. Not the word coverage: the plain
+#: questions share no word with their note by construction, so a fit would learn that holding
+#: the query's words makes a hit less likely right (exact words have their own rule, search/exact.py)
+FITTED = [0, 1, 2]
+
+
+def examples(items: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    X = np.concatenate([it["features"] for it in items])
+    y = np.concatenate([[1.0 if i in it["answers"] else 0.0 for i in it["ids"]] for it in items])
+    return X, y
+
+
+def fit(X: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
+    """Logistic regression by Newton's method (weights then bias)."""
+    Xb = np.c_[X, np.ones(len(X))]
+    w = np.zeros(Xb.shape[1])
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(Xb @ w)))
+        grad = Xb.T @ (p - y) + l2 * np.r_[w[:-1], 0]
+        H = Xb.T @ (Xb * (p * (1 - p))[:, None]) + l2 * np.eye(len(w))
+        w -= np.linalg.solve(H, grad)
+    return w
+
+
+def predict(X: np.ndarray, w) -> np.ndarray:
+    return 1 / (1 + np.exp(-(np.c_[X, np.ones(len(X))] @ np.asarray(w))))
+
+
+def sweep(name: str, items: list[dict], w) -> None:
+    """Right-and-confident first hits and confident unanswerable ones at each cut."""
+    print(f"\n{name}: the confident cut's trade-off (first hit)")
+    print("  cut    plain right+confident   message right+confident   unanswerable confident")
+    for cut in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        cells = []
+        for group in ("plain", "message", "unanswerable"):
+            sel = [it for it in items if it["group"] == group]
+            conf = [len(it["ids"]) > 0 and predict(it["features"][:1], w)[0] >= cut for it in sel]
+            if group != "unanswerable":
+                conf = [c and it["ids"][0] in it["answers"] for c, it in zip(conf, sel)]
+            cells.append(f"{sum(conf) / max(1, len(sel)):>6.0%}")
+        print(f"  {cut:.1f}   {cells[0]:>21}   {cells[1]:>23}   {cells[2]:>22}")
+
+
+def report(name: str, items: list[dict], w, cut: float) -> None:
+    X, y = examples(items)
+    p = predict(X, w)
+    brier = float(((p - y) ** 2).mean())
+    print(f"\n{name}: {len(items)} questions, {len(y)} judged candidates, Brier {brier:.4f}")
+    print("  predicted relevance   candidates   right (observed)")
+    for lo in np.arange(0, 1, 0.1):
+        sel = (p >= lo) & (p < lo + 0.1 + (1e-9 if lo >= 0.9 else 0))
+        if sel.any():
+            print(f"  {lo:.1f}-{lo + 0.1:.1f}            {int(sel.sum()):>10}   {y[sel].mean():.2f}")
+    for group in ("plain", "rare", "message", "unanswerable"):
+        sel = [it for it in items if it["group"] == group]
+        if not sel:
+            continue
+        first = [predict(it["features"][:1], w)[0] if len(it["ids"]) else 0.0 for it in sel]
+        right = [bool(it["ids"]) and it["ids"][0] in it["answers"] for it in sel]
+        conf = [f >= cut for f in first]
+        if group == "unanswerable":
+            print(f"  {group:<13} n {len(sel):>3}: first hit confident {sum(conf)}/{len(sel)} = {sum(conf) / len(sel):.0%}")
+        else:
+            rc = sum(c and r for c, r in zip(conf, right))
+            wc = sum(c and not r for c, r in zip(conf, right))
+            print(f"  {group:<13} n {len(sel):>3}: first right {sum(right) / len(sel):.0%}, right and confident "
+                  f"{rc / len(sel):.0%}, confident and wrong {wc / len(sel):.0%}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="report the shipped weights, fit nothing")
+    args = ap.parse_args(argv)
+    print(f"memkit relevance calibration | {platform.machine()} | {ee.cpu_name() if hasattr(ee, 'cpu_name') else platform.processor()}")
+    train = collect(ee.DEFAULT_DATA)
+    held = collect(HERE / "everyday-heldout.json")
+    cut = judge_rank.RELEVANCE_CONFIDENT
+    shipped = judge_rank.RELEVANCE_WEIGHTS
+    if not args.check:
+        X, y = examples(train)
+        part = fit(X[:, FITTED], y)
+        w = np.zeros(X.shape[1] + 1)
+        w[FITTED] = part[:-1]
+        w[-1] = part[-1]
+        print("fitted on bench/everyday.json: RELEVANCE_WEIGHTS = (" + ", ".join(f"{v:.2f}" for v in w) + ")")
+        report("fitted weights, bench/everyday.json (fitted on)", train, w, cut)
+        report("fitted weights, bench/everyday-heldout.json (held out)", held, w, cut)
+        sweep("fitted weights, bench/everyday.json", train, w)
+        sweep("fitted weights, bench/everyday-heldout.json", held, w)
+    print(f"\nshipped RELEVANCE_WEIGHTS = {shipped}, confident from {cut}")
+    report("shipped weights, bench/everyday.json", train, shipped, cut)
+    report("shipped weights, bench/everyday-heldout.json", held, shipped, cut)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -31,9 +31,10 @@ Two more groups test the assistant's flow and the scores' honesty:
   with only weak hits (``confident=False``) and the empty ones, for every group; an unanswerable
   question should get nothing confident.
 
-Targets (issue 25): with the default model, plain questions @1 >= 0.75 and @3 >= 0.90 through
-``Vault.search``; the block holds the note for >= 85 % of the messages; <= 10 % of the
-unanswerable questions get a confident hit. ``--data bench/everyday-heldout.json`` runs the
+Targets (issue 40): with the default model, plain questions @1 >= 0.80 and @3 >= 0.95 through
+``Vault.search``, first *and* confident >= 80 %; the block holds the note for >= 90 % of the
+messages; <= 5 % of the unanswerable questions get a confident hit; every exact-word lookup (an
+identifier one note alone holds, searched alone and in a question) finds its note first. ``--data bench/everyday-heldout.json`` runs the
 held-out set (another person's notes, for confirmation only); ``--json FILE`` writes every item's
 results.
 """
@@ -64,8 +65,9 @@ from memkit.search.rank import Ranker, RankParams  # noqa: E402
 
 DEFAULT_DATA = ROOT / "bench" / "everyday.json"
 MODES = ("default", "hybrid", "lexical", "vector")
-TARGET_AT1, TARGET_AT3 = 0.75, 0.90
-TARGET_BLOCK, TARGET_UNANSWERABLE = 0.85, 0.10  #: messages whose block holds the note; unanswerable with a confident hit
+TARGET_AT1, TARGET_AT3 = 0.80, 0.95  #: issue 40's targets
+TARGET_BLOCK, TARGET_UNANSWERABLE = 0.90, 0.05  #: messages whose block holds the note; unanswerable with a confident hit
+TARGET_RIGHT_CONFIDENT = 0.80  #: plain questions whose first hit is right and confident
 GROUPS = ("plain", "rare", "message", "unanswerable")
 
 
@@ -168,6 +170,35 @@ def run(data: dict, vault: Vault, where: dict, threshold) -> list[dict]:
     return rows
 
 
+def lookup_words(data: dict) -> list[tuple[str, str]]:
+    """(word as written, note id) for every identifying word (a digit or a joiner in it:
+    memkit.search.exact.identifying) that one note alone holds."""
+    from memkit.search.exact import identifying
+
+    holders: dict[str, set[str]] = {}
+    written: dict[str, str] = {}
+    for n in data["notes"]:
+        for t in terms(n["text"]):
+            holders.setdefault(t, set()).add(n["id"])
+        for raw in n["text"].split():
+            word = raw.strip("\"'’‘“”.,;:!?()[]{}<>*`~")
+            if identifying(word.lower()) and terms(word)[:1] == [word.lower().replace("'", "")]:
+                written.setdefault(word.lower().replace("'", ""), word)
+    return [(written[t], next(iter(holders[t]))) for t in sorted(written) if len(holders.get(t, ())) == 1]
+
+
+def run_lookups(data: dict, vault: Vault, where: dict) -> list[dict]:
+    """Each :func:`lookup_words` word searched alone and in a question: is its note first, and confident?"""
+    out = []
+    for word, nid in lookup_words(data):
+        for q in (word, f"what do I have about {word}?"):
+            hits = vault.search(q)
+            got = [where.get((h.file, h.line), "?") for h in hits]
+            out.append({"q": q, "note": nid, "first": bool(got) and got[0] == nid,
+                        "confident": bool(hits) and hits[0].confident, "got": got[:3]})
+    return out
+
+
 def _rank(ranked: list[str], answers: list[str]) -> int | None:
     return next((i for i, nid in enumerate(ranked) if nid in answers), None)
 
@@ -234,6 +265,14 @@ def print_messages(rows: list[dict], cats: list[str]) -> tuple[int, int]:
               f"{f'{right}/{n - right - none}/{none}':>22}{a1:>12.3f}{a3:>6.3f}{empty:>7}{h10:>11}")
         if cat == "overall":
             held, total = len(got), n
+    safety = [r for r in rows if r.get("safety")]
+    if safety:
+        kept = sum(1 for r in safety if r["context"]["held"])
+        print(f"safety messages (a health or safety note bears on them: an allergy and a dish to order, ...): "
+              f"the block holds the note for {kept}/{len(safety)}")
+        for r in safety:
+            if not r["context"]["held"]:
+                print(f"  missed: {r['q']!r} (needs {r['answers'][0]})")
     return held, total
 
 
@@ -358,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         t1 = time.perf_counter()
         rows = run(data, vault, where, threshold)
         t_search = time.perf_counter() - t1
+        lookups = run_lookups(data, vault, where)
     n_search = sum(len(r["ranked"]) for r in rows)
     n_context = sum(1 for r in rows if "context" in r)
 
@@ -386,12 +426,25 @@ def main(argv: list[str] | None = None) -> int:
     held, n_msg = print_messages(by_group["message"], cats) if by_group["message"] else (0, 0)
     conf_wrong, n_un = print_confidence(rows)
 
+    if lookups:
+        first = sum(1 for r in lookups if r["first"])
+        print(f"\nExact-word lookups (every identifier one note alone holds, asked as written and in a question): "
+              f"first {first}/{len(lookups)}, confident {sum(1 for r in lookups if r['confident'])}/{len(lookups)}")
+        for r in lookups:
+            if not r["first"]:
+                print(f"  missed: {r['q']!r} -> {r['got']!r}")
+
     print("\ntargets:")
+    if lookups:
+        print(f"  exact-word lookups first: 100%: {first}/{len(lookups)} -> {'met' if first == len(lookups) else 'NOT met'}")
     if plain:
         _, a1, a3, _ = res[("overall", "default")]
         ok = a1 >= TARGET_AT1 and a3 >= TARGET_AT3
         print(f"  plain questions, default search: @1 >= {TARGET_AT1:.2f} and @3 >= {TARGET_AT3:.2f}: "
               f"@1 {a1:.3f}, @3 {a3:.3f} -> {'met' if ok else 'NOT met'}")
+        rc = sum(1 for r in plain if confidence(r) == "right") / len(plain)
+        print(f"  plain questions, first hit right and confident: >= {TARGET_RIGHT_CONFIDENT:.0%}: {rc:.0%} -> "
+              f"{'met' if rc >= TARGET_RIGHT_CONFIDENT else 'NOT met'}")
     if n_msg:
         print(f"  messages, the block holds the note: >= {TARGET_BLOCK:.0%}: {held}/{n_msg} = {held / n_msg:.0%} -> "
               f"{'met' if held / n_msg >= TARGET_BLOCK else 'NOT met'}")

@@ -41,7 +41,9 @@ whose output still matches is left as it is. So a change of ranking or model is 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
+import inspect
 import io
 import json
 import os
@@ -546,6 +548,7 @@ def test_examples(page, readme_env, monkeypatch):
         return  # a page without examples (the generated CLI reference, the architecture…)
     if judge_status() is not None:  # the pages show searches judged by the second stage
         pytest.skip(f"the examples' searches are judged, and the judge cannot run here: {judge_status()}")
+    searches = record_searches(monkeypatch)
     with demo_llm() as llm:
         outcome = run_blocks(blocks, Shell(readme_env, llm.base_url), lines, monkeypatch)
     if UPDATE and outcome.updates:
@@ -554,8 +557,58 @@ def test_examples(page, readme_env, monkeypatch):
     assert not outcome.failures, f"{page_id(page)}'s examples differ from what the commands print " \
                                  f"(MEMKIT_README_UPDATE=1 rewrites the page; review the diff):\n\n" \
                                  + "\n".join(outcome.failures)
+    near = [tie for query, hits in searches for tie in near_ties(query, hits)]
+    assert not near, f"{page_id(page)}'s examples show answers that another CPU may order or flag otherwise " \
+                     "(pick examples whose hits stand apart):\n" + "\n".join(near)
     if outcome.skipped:
         pytest.skip(f"every other example of {page_id(page)} ran and matched; not run: " + "; ".join(outcome.skipped))
+
+
+#: the least gap between two hits' scores, and between a hit's judge cosine or relevance and a cut
+#: the search or the block applies, that an example may show: another CPU's arithmetic moves the
+#: judge's cosines by ~1e-4 (7-bit weights; with 8-bit ones up to 0.055 without VNNI)
+TIE_MARGIN = 0.003
+
+
+def record_searches(monkeypatch) -> list[tuple[str, list]]:
+    """Every ``memkit search`` the examples run, with its hits (judged ones carry the numbers checked)."""
+    from memkit.search.searcher import Searcher
+
+    seen: list[tuple[str, list]] = []
+    find = Searcher.find
+
+    def recording(self, q, **kw):
+        hits = find(self, q, **kw)
+        if any(f.function == "search" and f.filename.endswith(str(Path("frontends", "cli", "search.py")))
+               for f in inspect.stack(0)):
+            # what `memkit search` prints (not a digest's or a block's inner searches), and the hit
+            # after the last, which must not tie with it either
+            more = find(self, dataclasses.replace(q, k=q.k + 1), refresh=False)
+            shown = {h.id for h in hits}
+            seen.append((q.text, hits + [h for h in more if h.id not in shown][:1]))
+        return hits
+
+    monkeypatch.setattr(Searcher, "find", recording)
+    return seen
+
+
+def near_ties(query: str, hits: list) -> list[str]:
+    """What of a judged search's hits stands too close to a neighbour or a cut (see TIE_MARGIN)."""
+    from memkit.search.judge_rank import JUDGE_THRESHOLD, RELEVANCE_CONFIDENT
+    from memkit.search.searcher import FALLBACK_FLOOR, WEAK_FLOOR
+
+    out = []
+    judged = [h for h in hits if h.judge is not None]
+    for a, b in zip(judged, judged[1:]):
+        if abs(a.score - b.score) < TIE_MARGIN and a.relevance != b.relevance:
+            out.append(f"  {query!r}: {a.text[:40]!r} {a.score:.4f} and {b.text[:40]!r} {b.score:.4f}")
+    for h in judged:
+        for cut in (JUDGE_THRESHOLD, WEAK_FLOOR, FALLBACK_FLOOR):
+            if abs(h.judge - cut) < TIE_MARGIN:
+                out.append(f"  {query!r}: {h.text[:40]!r}'s judge cosine {h.judge:.4f} is at the cut {cut}")
+        if h.relevance is not None and abs(h.relevance - RELEVANCE_CONFIDENT) < TIE_MARGIN:
+            out.append(f"  {query!r}: {h.text[:40]!r}'s relevance {h.relevance:.4f} is at the cut {RELEVANCE_CONFIDENT}")
+    return out
 
 
 def rewrite_later_ids(lines: list[str], block: Block, step: Step, ids: dict[str, str]) -> None:

@@ -623,6 +623,7 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
 
 
 CONTEXT_FLOOR = 0.15  #: a memory the judge scores below this cosine is not put in the block
+SAFETY_AFTER = 2  #: the safety notes that bear on a message come after its best this many memories
 CONTEXT_MEMORIES = 8  #: the judge's best this many (or max_memories_per_search, if more) for a message
 
 
@@ -646,7 +647,13 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     if len(wanted) < 2:  # one word ("hello", "thanks"): only what the judge is sure of
         floor = searcher.judge_threshold()
         return [h for h in hits if h.judge is not None and h.judge >= floor][:searcher.config.max_memories_per_search]
-    return [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR]
+    kept = [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR]
+    # a note that keeps the person safe (an allergy, a medication) and bears on the message at all
+    # goes in after the two best, even where the judge ranks it far down ("a Thai dish to order"
+    # and the shellfish allergy: 0.12)
+    shown = {h.id for h in kept}
+    safety = [h for h in searcher.safety_hits(message) if h.id not in shown]
+    return kept[:SAFETY_AFTER] + safety + kept[SAFETY_AFTER:]
 
 
 def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:

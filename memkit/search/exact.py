@@ -22,7 +22,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-
 __all__ = ["RARE_MAX", "ExactWords", "exact_words", "identifying"]
 
 RARE_MAX = 3  #: a term held by more live entries than this is not rare: no entry is put first for it

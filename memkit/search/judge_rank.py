@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["JudgeParams", "fuse", "relevance", "relevance_features", "JUDGE_THRESHOLD", "RELEVANCE_WEIGHTS",
-           "RELEVANCE_CONFIDENT", "EXACT_RELEVANCE"]
+           "RELEVANCE_CONFIDENT", "EXACT_RELEVANCE", "COSINE_RELEVANCE", "cosine_relevance"]
 
 #: the judge's cosine a confident hit reaches where memkit.yaml sets ``judge_threshold`` to a
 #: number (before the calibrated relevance, the default's own rule)
@@ -33,8 +33,11 @@ JUDGE_THRESHOLD = 0.40
 #: the calibrated relevance's weights over :func:`relevance_features` and its bias
 #: (``bench/calibrate_relevance.py``: a logistic fit on bench/everyday.json's questions, checked on
 #: bench/everyday-heldout.json)
-RELEVANCE_WEIGHTS = (1.54, 13.43, 0.70, 0.0, -3.64)
-RELEVANCE_CONFIDENT = 0.7  #: a hit whose relevance reaches this is confident
+RELEVANCE_WEIGHTS = (1.01, 0.0, 1.98, 0.0, -6.84)
+#: the same fit on the judge's cosine alone (weight, bias): the relevance of a hit whose cosine is
+#: high whatever the others' (``memkit.search.searcher.JUDGE_SURE``: several notes that all answer)
+COSINE_RELEVANCE = (20.84, -8.30)
+RELEVANCE_CONFIDENT = 0.7  #: a hit whose relevance reaches this (and whose cosine reaches the threshold) is confident
 EXACT_RELEVANCE = 0.95  #: the relevance of an entry holding the query's rare identifying word (:mod:`.exact`)
 
 
@@ -59,6 +62,12 @@ def relevance_features(cosines: np.ndarray, coverage: np.ndarray | None = None) 
     if n > 2:
         out[:, 2] = (c - c.mean()) / max(float(c.std()), 1e-3)
     return out
+
+
+def cosine_relevance(cosines: np.ndarray) -> np.ndarray:
+    """:func:`relevance` from the judge's cosine alone (``COSINE_RELEVANCE``), float32."""
+    a, b = COSINE_RELEVANCE
+    return (1.0 / (1.0 + np.exp(-(np.asarray(cosines, dtype=np.float64) * a + b)))).astype(np.float32)
 
 
 def relevance(cosines: np.ndarray, coverage: np.ndarray | None = None,

@@ -53,12 +53,14 @@ from .judge_rank import (
     JUDGE_THRESHOLD,
     RELEVANCE_CONFIDENT,
     JudgeParams,
+    cosine_relevance,
     fuse,
     relevance,
     relevance_features,
 )
 from .query import MODES, Mode, Query, Threshold, since_day
-from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
+from .rank import MODEL_THRESHOLD, NOISE_MIN_N, RECOMMENDED_THRESHOLD, Ranker
+from .safety import safety_mask
 
 log = logging.getLogger("memkit")
 
@@ -68,9 +70,15 @@ REFRESH_INTERVAL_S = 1.0  # an in-process index re-checks the files at most this
 REFRESH_WAIT_S = 2.0  # a search waits this long at most for another process's index write
 WEAK_FLOOR = 0.2  #: a judged hit below this cosine is never shown, not even as weak
 JUDGE_WORDS_KEEP = 0.8  #: a judged hit holding this share of the query's word weight is confident
+#: a judged hit whose cosine reaches this is confident whatever its lead over the others (several
+#: notes that all answer lead each other by little: "what rice do I use" in the cooking topic)
+JUDGE_SURE = 0.55
 #: with nothing confident nor above ``WEAK_FLOOR``, a judged search still shows the closest few whose
 #: cosine reaches this and that stand this many standard deviations above the pool's mean, weak
 FALLBACK_FLOOR = 0.1
+SAFETY_MEMORIES = 2  #: safety notes a memory block adds at most (:meth:`Searcher.safety_hits`)
+SAFETY_FLOOR = 0.1  #: the judge's cosine with the message from which a safety note bears on it
+SAFETY_MAX_ROWS = 500  #: safety notes looked at (a vault of medical notes: the first ones)
 FALLBACK_STANDING = 1.0
 
 
@@ -163,6 +171,7 @@ class Searcher:
         self._expired: tuple[int, int, np.ndarray, int] | None = None
         self._expired_rows: tuple[IndexView, int, np.ndarray] | None = None  #: the last answer, for that view and day
         self._importance: tuple[int, np.ndarray] | None = None  # (view lineage, importance per row)
+        self._safety: tuple[int, np.ndarray] | None = None  # (view lineage, whether each row is a safety note)
         self._judge: JudgeVectors | None = None
         self._judge_off = False  #: the judge cannot run here (said once)
         self._keys: tuple[int, np.ndarray, np.ndarray] | None = None  # (lineage, judge key per row, known)
@@ -545,7 +554,9 @@ class Searcher:
             floor = np.float32(min(float(threshold), WEAK_FLOOR))
             if calibrated:  # confident: the calibrated relevance says so and the judge's cosine reaches
                 # its threshold (a lone far hit in a small vault leads the rest by far), or an exact rare word
-                sure = ((rel >= np.float32(RELEVANCE_CONFIDENT)) & (cosines >= np.float32(threshold))) | first
+                high = cosines >= np.float32(JUDGE_SURE)
+                rel[high] = np.maximum(rel[high], cosine_relevance(cosines[high]))
+                sure = ((rel >= np.float32(RELEVANCE_CONFIDENT)) & (cosines >= np.float32(threshold))) | first | high
             else:  # a judge_threshold set in memkit.yaml or asked for: on the judge's cosine
                 # confident: the judge says so, or the entry holds the query's words (an exact rare word)
                 # and the judge does not rule it out
@@ -559,7 +570,7 @@ class Searcher:
                     chosen.append(i)
                     if len(chosen) == k:
                         break
-            if calibrated and not chosen and weak > 0:
+            if calibrated and not chosen and weak > 0 and len(rows) >= NOISE_MIN_N:  # (a few entries: no statistics)
                 # nothing confident nor close: the closest few that stand out of the pool, weak (not
                 # "no memories match" for a question whose answer the judge merely rates low: "is
                 # there anything I react badly to?" -> the peanut allergy at a cosine of 0.11)
@@ -575,6 +586,39 @@ class Searcher:
         hits = hits_at(view, [(int(rows[i]), float(fused[i]), pool[i][2], pool[i][3]) for i in chosen])
         return [replace(h, judge=float(cosines[i]), confident=bool(sure[i]), relevance=float(rel[i]))
                 for h, i in zip(hits, chosen)]
+
+    def safety_hits(self, message: str, *, k: int = SAFETY_MEMORIES, floor: float = SAFETY_FLOOR) -> list[Hit]:
+        """The safety notes (:mod:`memkit.search.safety`: allergies, medications, conditions) that
+        bear on ``message`` at all: the judge's cosine with it reaches ``floor``; at most ``k``,
+        closest first. Empty without the judge. A note's row is looked for once along the view's
+        lineage, so a large vault reads its new rows only."""
+        judge = self.judge()
+        if judge is None:
+            return []
+        view, _ = self.ranker(others=False)
+        if len(view) == 0:
+            return []
+        cached = self._safety
+        start = cached[1].shape[0] if cached is not None and cached[0] == view.lineage and \
+            cached[1].shape[0] <= len(view) else 0
+        old = cached[1][:start] if cached is not None and start else np.zeros(0, dtype=bool)
+        mask = np.concatenate([old, safety_mask(view.texts[start:])]) if start else safety_mask(view.texts)
+        self._safety = (view.lineage, mask)
+        if view.live is not None:
+            mask = mask & view.live
+        rows = np.flatnonzero(mask)
+        gone = set(self.expired_rows(view).tolist())
+        rows = np.array([r for r in rows.tolist() if r not in gone], dtype=np.int64)[:SAFETY_MAX_ROWS]
+        if not rows.size:
+            return []
+        try:
+            cosines = judge.vectors([view.texts[i] for i in rows.tolist()], self._judge_keys(view, rows)) @ \
+                judge.query(message)
+        except ModelError:
+            return []
+        order = [i for i in np.argsort(-cosines, kind="stable").tolist() if cosines[i] >= floor][:k]
+        hits = hits_at(view, [(int(rows[i]), float(cosines[i]), float(cosines[i]), 0.0) for i in order])
+        return [replace(h, judge=float(cosines[i]), confident=False) for h, i in zip(hits, order)]
 
     def _judge_keys(self, view: IndexView, rows: np.ndarray) -> list[int]:
         """The judge's key (:func:`memkit.embeddings.judge.text_keys`) of each of ``rows``, computed once a row

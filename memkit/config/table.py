@@ -198,7 +198,9 @@ class Config:
         "the static model and words found, and decides which are confident. false: the static stage alone "
         "(faster, weaker on questions worded unlike their answer; `search --fast` does this for one search).")
     judge_threshold: float | str = setting(
-        "auto", Cosine(), "The judge's cosine a confident hit reaches; auto: its calibrated value.")
+        "auto", Cosine(), "When a judged hit is confident. auto: its calibrated relevance reaches 0.7 and the judge's "
+        "cosine 0.40 (or the cosine 0.55, or it holds the query's rare identifier); a number: the judge's cosine alone "
+        "from that value.")
     duplicate_similarity: float | str = setting(
         "auto", Cosine(), "The static model's cosine from which a digest takes a conclusion for a near duplicate "
         "of an entry and does not store it. Lower: fewer memories stored twice, but different memories on one "

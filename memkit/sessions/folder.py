@@ -503,8 +503,10 @@ class Sessions:
         return whole
 
     def add_summary(self, path: Path, summary: SessionSummary) -> None:
-        """Cache a summary in the session's file (appended; see the module docstring)."""
-        self.append_raw(path, [render_summary(summary)])
+        """Cache a summary in the session's file (appended; see the module docstring), its secrets
+        replaced by ``[redacted]`` (an LLM wrote it: docs/privacy.md)."""
+        hidden = self.config.redact.apply(summary.text)
+        self.append_raw(path, [render_summary(replace(summary, text=hidden.text) if hidden.count else summary)])
 
     def delete(self, session: str) -> SessionInfo:
         """Delete a session's file for good (the person asked). Returns what it was."""

@@ -19,7 +19,7 @@ from memkit.formats.redact import REDACTED, compile_rules, redact
     ("password: S3cr3t!x, then login", "password: [redacted], then login"),
     ("Door pin is 4821.", "Door pin is [redacted]."),
     ('Password = "correct horse"', 'Password = "[redacted]"'),
-    ("the code is 1234 and the passphrase: 'blue moon'", "the code is 1234 and the passphrase: '[redacted]'"),
+    ("the passphrase: 'blue moon', fine", "the passphrase: '[redacted]', fine"),
     ("card 4111 1111 1111 1111 exp 12/29", "card [redacted] exp 12/29"),
     ("card 4111-1111-1111-1111", "card [redacted]"),
     ("IBAN GB82 WEST 1234 5698 7654 32 for rent", "IBAN [redacted] for rent"),
@@ -43,6 +43,17 @@ def test_the_built_in_rules_replace_the_secret_only(text, expected):
 def test_ordinary_text_is_left_as_it_is(text):
     got = redact(text)
     assert got.text == text and got.count == 0
+
+
+def test_a_code_next_to_the_word_naming_it_is_redacted_unless_a_word_says_it_is_public():
+    """Issue 41.8: "the code is 1234" was kept (the rule only knew "pin is"); a zip, an error, a
+    flight or a promo code is no secret."""
+    assert redact("the code is 1234 and the passphrase: 'blue moon'").text == \
+        "the code is [redacted] and the passphrase: '[redacted]'"
+    assert redact("PIN 7391 for the debit card").text == "PIN [redacted] for the debit card"
+    assert redact("My bank login is maya / Tr0ub4dor&3").text == "My bank login is maya / [redacted]"
+    for public in ("zip code 10001", "error code 404", "the flight code is TP571", "promo code 2024WINTER"):
+        assert redact(public).count == 0, public
 
 
 def test_several_secrets_are_counted():

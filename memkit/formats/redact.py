@@ -27,13 +27,20 @@ The defaults (each can be turned off by name in memkit.yaml's ``redact:``, and p
 tests/formats/redaction_set.json holds the sentences they are measured on (bench/redaction_rates.py).
 
 A pattern of one's own is a regular expression; where it has a group, only the first group is
-replaced (the first group that matched), else the whole match.
+replaced (the first group that matched), else the whole match. Its time is bounded (issue 41.17):
+:func:`slow_pattern` refuses, when memkit.yaml is read, a pattern whose backtracking can take time
+exponential or polynomial in the text (a repetition inside a repetition, ``(a+)+``; alternatives
+a repetition can take in two ways, ``(a|ab)*``; two repetitions next to each other that can match
+the same characters, ``\\d+\\d+`` or ``(.*)@(.*)``), and a long text is searched
+:data:`WINDOW` characters at a time (a match is at most :data:`REACH` long), so what is left costs
+at most a bounded amount per character.
 """
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import InvalidValue
 
@@ -164,6 +171,8 @@ class Rule:
     check: Callable[[re.Match[str]], bool] | None = None
     #: instead of ``check``: the span of a match to replace (None: none of it)
     fit: Callable[[re.Match[str]], tuple[int, int] | None] | None = None
+    #: a pattern of one's own: searched :data:`WINDOW` characters at a time
+    windowed: bool = False
 
 
 #: the built-in rules, by name (memkit.yaml ``redact: {defaults: [...]}`` picks among them); a name
@@ -196,10 +205,195 @@ def compile_rules(patterns: Iterable[str], defaults: Sequence[str] | None = None
     rules = [rule for n in names for rule in DEFAULT_RULES[n]]
     for i, pattern in enumerate(patterns, 1):
         try:
-            rules.append(Rule(f"pattern {i}", re.compile(pattern)))
+            compiled = re.compile(pattern)
         except re.error as exc:
             raise InvalidValue(f"redaction pattern {i} ({pattern!r}) is not a regular expression: {exc}") from None
+        slow = slow_pattern(pattern)
+        if slow:
+            raise InvalidValue(f"redaction pattern {i} ({pattern!r}) {slow}")
+        rules.append(Rule(f"pattern {i}", compiled, windowed=True))
     return tuple(rules)
+
+
+WINDOW = 512  #: a pattern of one's own searches a longer text this many characters at a time
+REACH = 256  #: the windows overlap by this much: a match up to this long is never cut
+
+
+def _matches(rule: Rule, text: str) -> Iterator[re.Match[str]]:
+    """The rule's matches in ``text``, left to right, none overlapping; a pattern of one's own
+    searches a long text window by window (bounded time per character, see the module docstring)."""
+    if not rule.windowed or len(text) <= WINDOW:
+        yield from rule.pattern.finditer(text)
+        return
+    taken = 0  # where the last match yielded ends: a window's overlap is not matched twice
+    for start in range(0, len(text), WINDOW - REACH):
+        for match in rule.pattern.finditer(text, start, min(len(text), start + WINDOW)):
+            if match.start() >= taken and match.end() > match.start():
+                taken = match.end()
+                yield match
+        if start + WINDOW >= len(text):
+            return
+
+
+# ---- patterns whose time is not bounded -------------------------------------------------------
+
+def _sre() -> Any:
+    """Python's regular expression parser (``re._parser``; ``sre_parse`` before 3.11)."""
+    try:
+        return importlib.import_module("re._parser")
+    except ImportError:  # pragma: no cover - Python 3.10
+        return importlib.import_module("sre_parse")
+
+
+#: the characters two character sets are compared on (any overlap among them counts)
+_PROBE = [chr(c) for c in range(32, 127)] + list("\t\n\r\u00a0\u00e9\u00df\u0416\u0663\u4e2d")
+Chars = Callable[[str], bool]
+
+
+def _category(name: str) -> Chars:
+    test: Chars
+    if "DIGIT" in name:
+        test = str.isdigit
+    elif "SPACE" in name:
+        test = str.isspace
+    elif "WORD" in name:
+        test = lambda ch: ch.isalnum() or ch == "_"  # noqa: E731
+    else:  # LINEBREAK
+        test = lambda ch: ch == "\n"  # noqa: E731
+    return (lambda ch: not test(ch)) if "NOT" in name else test
+
+
+def _chars(sre: Any, op: Any, av: Any) -> Chars | None:
+    """What one character of ``op`` may be, or None when it is not a single character."""
+    if op == sre.LITERAL:
+        return lambda ch: ord(ch) == av
+    if op == sre.NOT_LITERAL:
+        return lambda ch: ord(ch) != av
+    if op == sre.ANY:
+        return lambda ch: True
+    if op == sre.IN:
+        negate = any(o == sre.NEGATE for o, _ in av)
+        parts: list[Chars] = []
+        for o, a in av:
+            if o == sre.LITERAL:
+                parts.append(_between(a, a))
+            elif o == sre.RANGE:
+                parts.append(_between(a[0], a[1]))
+            elif o == sre.CATEGORY:
+                parts.append(_category(str(a)))
+            elif o != sre.NEGATE:
+                parts.append(lambda ch: True)
+        return lambda ch: any(p(ch) for p in parts) != negate
+    return None
+
+
+def _between(low: int, high: int) -> Chars:
+    return lambda ch: low <= ord(ch) <= high
+
+
+def _overlap(a: Chars, b: Chars) -> bool:
+    return any(a(ch) and b(ch) for ch in _PROBE)
+
+
+def _body_chars(sre: Any, body: Any) -> Chars:
+    """Every character a repetition's body may match (the union of its characters, groups and
+    alternatives included; anything, where it holds what this cannot tell)."""
+    parts: list[Chars] = []
+    for op, av in body:
+        found = _chars(sre, op, av)
+        if found is not None:
+            parts.append(found)
+        elif op == sre.SUBPATTERN:
+            parts.append(_body_chars(sre, av[-1]))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            parts.append(_body_chars(sre, av[2]))
+        elif op == sre.BRANCH:
+            parts += [_body_chars(sre, branch) for branch in av[1]]
+        elif op not in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+            return lambda ch: True
+    return lambda ch: any(p(ch) for p in parts)
+
+
+def _first(sre: Any, branch: Any) -> int | None:
+    """The literal a branch starts with, or None."""
+    items = list(branch)
+    while items and items[0][0] == sre.SUBPATTERN:
+        items = list(items[0][1][-1])
+    return items[0][1] if items and items[0][0] == sre.LITERAL else None
+
+
+def slow_pattern(pattern: str) -> str | None:
+    """Why matching ``pattern`` may take time exponential or polynomial in the text (the end of a
+    sentence: "has a repetition inside a repetition…"), or None. A static check of its parse: no
+    text is tried, so the answer never depends on the machine."""
+    sre = _sre()
+    try:
+        tree = sre.parse(pattern)
+    except Exception:  # noqa: BLE001 - re.compile says what is wrong with it
+        return None
+    return _sequence(sre, list(tree), None)
+
+
+def _sequence(sre: Any, items: list[Any], outer: str | None) -> str | None:
+    """Check a sequence of parsed items; ``outer``: inside a repetition (``"bounded"``, or
+    ``"unbounded"`` when it may repeat without end)."""
+    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+    advice = "; write it so that each character can be matched one way only (or with a fixed count: {1,20})"
+    open_chars: Chars | None = None  # what the last unbounded repetition may still take
+    queue = list(items)
+    while queue:
+        op, av = queue.pop(0)
+        if op == sre.SUBPATTERN:  # a group: its items are part of this sequence
+            queue[:0] = list(av[-1])
+            continue
+        if op in repeats:
+            low, high, body = av
+            unbounded = high == sre.MAXREPEAT
+            width = body.getwidth()
+            varies = width[0] != width[1] or low != high
+            if outer is not None and high > 1 and varies and (unbounded or outer == "unbounded"):
+                return "has a repetition inside a repetition (as in (a+)+): it can take exponential time" + advice
+            if high > 1:
+                inner = "unbounded" if unbounded or outer == "unbounded" else "bounded"
+                why = _sequence(sre, list(body), inner)
+                if why:
+                    return why
+            if unbounded and width[1] > 0:
+                chars = _body_chars(sre, body)
+                if open_chars is not None and _overlap(open_chars, chars):
+                    return ("has two repetitions next to each other that can match the same characters (as in "
+                            "\\d+\\d+ or (.*)@(.*)): it can take polynomial time" + advice)
+                open_chars = chars
+            elif low > 0 and open_chars is not None:
+                chars = _body_chars(sre, body)
+                if not _overlap(open_chars, chars):
+                    open_chars = None
+            continue
+        if op == sre.BRANCH:
+            branches = av[1]
+            if outer == "unbounded":
+                firsts = [_first(sre, b) for b in branches]
+                if None in firsts or len(set(firsts)) != len(firsts):
+                    return ("has alternatives a repetition can take in more than one way (as in (a|ab)*): it can "
+                            "take exponential time" + advice)
+            for branch in branches:
+                why = _sequence(sre, list(branch), outer)
+                if why:
+                    return why
+            open_chars = None
+            continue
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            why = _sequence(sre, list(av[1]), None)
+            if why:
+                return why
+            continue
+        if op == getattr(sre, "ATOMIC_GROUP", None) or op == getattr(sre, "POSSESSIVE_REPEAT", None):
+            open_chars = None  # no backtracking into it
+            continue
+        one = _chars(sre, op, av)
+        if one is not None and open_chars is not None and not _overlap(open_chars, one):
+            open_chars = None  # a character the repetition cannot take: it ends there
+    return None
 
 
 def redact(text: str, rules: Sequence[Rule] | None = None) -> Redacted:
@@ -209,7 +403,7 @@ def redact(text: str, rules: Sequence[Rule] | None = None) -> Redacted:
     for rule in _ALL_RULES if rules is None else rules:
         pieces: list[str] = []
         last = 0
-        for match in rule.pattern.finditer(text):
+        for match in _matches(rule, text):
             if rule.check is not None and not rule.check(match):
                 continue
             group = next((i for i in range(1, (match.re.groups or 0) + 1) if match.group(i) is not None), 0)

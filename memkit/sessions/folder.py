@@ -42,6 +42,7 @@ from ..base.fsutil import (
 from ..base.limits import MAX_SESSION_MESSAGE_CHARS
 from ..config import Config
 from ..errors import InvalidValue, MemkitError, SessionConflict, SessionNotFound
+from ..formats.plain import check_plain, check_plain_data
 from ..formats.session import (
     ARCHIVE_DIR,
     MAX_SESSION_BYTES,
@@ -336,6 +337,15 @@ class Sessions:
         :raises InvalidValue: a bad id; SessionConflict: the id is taken.
         """
         when = now_utc(now)
+        for value, what in ((title, "the session's title"), (system, "the system prompt"), (user, "the session's user"),
+                            *((tag, "a tag") for tag in tags)):
+            if value is not None:
+                check_plain(value, what)  # plain text only in the header (memkit.formats.plain)
+        check_plain_data(metadata, "the session's metadata")
+        for m in messages:
+            check_plain(m.content, "a message")
+            if m.name is not None:
+                check_plain(m.name, "a message's name")
         folder = self._ensure_dir()
         title, system, messages = self.redacted(title, system, messages)  # never stored (docs/privacy.md)
         given = session_id is not None
@@ -403,9 +413,9 @@ class Sessions:
             raise InvalidValue("a message's content must be text")
         if len(content) > MAX_SESSION_MESSAGE_CHARS:
             raise InvalidValue(f"the message is {len(content):,} characters; the limit is {MAX_SESSION_MESSAGE_CHARS:,}")
-        if "\0" in content:
-            raise InvalidValue("the message contains a NUL character")
+        check_plain(content, "the message")  # no NUL, ESC or BEL in the file (memkit.formats.plain)
         if name is not None:
+            check_plain(name, "a message's name")
             name = " ".join(name.split()).replace("·", "-") or None
             if name is not None and len(name) > 80:
                 raise InvalidValue("a message's name is at most 80 characters")

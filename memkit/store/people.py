@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..base.fsutil import atomic_write
 from ..errors import InvalidValue
 from ..formats.people import PEOPLE_FILE, Person, handle_of, parse_people, with_person
+from ..formats.plain import check_plain
 from .store import Store
 
 
@@ -31,6 +32,7 @@ def add_person(store: Store, name: str, *, relation: str | None = None, detail: 
     """Append a person to people.md (created with a ``# People`` heading when missing); returns it
     as read back. :raises InvalidValue: a bad name or relation, or a person of that name already there."""
     def one_line(value: str | None, what: str) -> str:
+        check_plain(value or "", f"a person's {what}")  # no NUL, ESC or BEL in people.md
         value = " ".join((value or "").split())
         if any(c in value for c in "()\n"):
             raise InvalidValue(f"a person's {what} cannot hold parentheses: {value!r}")

@@ -154,9 +154,9 @@ def _from_objects(items: list[Any], name: str, fallback_time: str) -> Conversati
         tool_name = item.get("name") if isinstance(item.get("name"), str) else None
         if not timed:
             untimed.add(len(messages))
-        name = tool_name or speaker
+        who = tool_name or speaker
         messages.append(Sessions.message(role, escape_controls(content), important=bool(item.get("important")),
-                                         name=escape_controls(name) if name else None, time=stamp))
+                                         name=escape_controls(who) if who else None, time=stamp))
     return Conversation(messages, system=system, created=created, untimed=untimed)
 
 

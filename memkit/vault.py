@@ -408,16 +408,11 @@ class Vault(VaultAliases, VaultFacts):
 
     def llm(self) -> LLM | None:
         """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm.client`)."""
-        from .llm import make_llm
-        return make_llm(self.config.llm, rules=self.config.redact.rules)
+        return self._llm("auto")
 
-    def _llm(self, choice: LLMChoice) -> LLM | None:
-        """The LLM a flow uses: memkit.yaml's, or the one handed in, its requests redacted by the
-        vault's rules either way (never a secret out: docs/privacy.md)."""
-        if isinstance(choice, str):
-            return self.llm()
-        from .llm import guard
-        return guard(choice, self.config.redact.rules)
+    def _llm(self, choice: LLMChoice) -> LLM | None:  # either way its requests are redacted (docs/privacy.md)
+        from .llm import choose
+        return choose(choice, self.config.llm, self.config.redact.rules)
 
     def private_topics(self) -> list[str]:
         """Topics with ``private: true``: what the servers list and find leaves them out (docs/privacy.md)."""

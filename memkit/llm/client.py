@@ -38,6 +38,7 @@ from ..formats.redact import Rule, redact
 __all__ = [
     "LLM",
     "RedactingLLM",
+    "choose",
     "guard",
     "redact_messages",
     "TextChat",
@@ -391,6 +392,12 @@ class RedactingLLM:
     def chat_text(self, messages: list[dict[str, str]]) -> str:
         hidden = redact_messages(messages, self.rules)
         return self.llm.chat_text(hidden) if isinstance(self.llm, TextChat) else self.llm.chat(hidden)
+
+
+def choose(choice: Any, settings: LLMSettings | None, rules: Sequence[Rule]) -> LLM | None:
+    """The LLM a flow uses (``choice``: :data:`memkit.llm.LLMChoice`): ``"auto"`` the one ``settings``
+    describe, else the one handed in (None: none), its requests redacted by ``rules`` either way."""
+    return make_llm(settings, rules=rules) if isinstance(choice, str) else guard(choice, rules)
 
 
 def guard(llm: LLM | None, rules: Sequence[Rule]) -> LLM | None:

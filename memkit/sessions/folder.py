@@ -348,6 +348,9 @@ class Sessions:
                 check_plain(m.name, "a message's name")
         folder = self._ensure_dir()
         title, system, messages = self.redacted(title, system, messages)  # never stored (docs/privacy.md)
+        hide = self.config.redact.apply
+        user, tags = (hide(user).text if user else user), [hide(tag).text for tag in tags]
+        metadata = _hidden(metadata, lambda text: hide(text).text) if metadata else metadata
         given = session_id is not None
         for _ in range(8):
             sid = check_session_id(session_id) if given else secrets.token_hex(4)  # type: ignore[arg-type]
@@ -561,6 +564,15 @@ class Sessions:
                     raise describe_os_error(exc, self.rel(path)) from exc
             report.sessions.append(info)
         return report
+
+
+def _hidden(value: Any, hide: Any) -> Any:
+    """``value`` (metadata: mappings, lists, texts) with ``hide`` applied to every text in it."""
+    if isinstance(value, str):
+        return hide(value)
+    if isinstance(value, Mapping):
+        return {k: _hidden(v, hide) for k, v in value.items()}
+    return [_hidden(v, hide) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def _create_exclusive(path: Path, data: bytes) -> bool:

@@ -44,7 +44,9 @@ def add_person(store: Store, name: str, *, relation: str | None = None, detail: 
         raise InvalidValue(f"invalid name {name!r}: a person's name starts with a letter and has no ':'")
     if relation and (len(relation.split()) != 1 or ":" in relation):
         raise InvalidValue(f"invalid relation {relation!r}: one word, e.g. family, friend, colleague, self")
-    person = Person(name, relation, one_line(detail, "detail") if relation else "", one_line(about, "about"))
+    hide = store.config.redact.apply  # a secret in a person's line is never stored (docs/privacy.md)
+    person = Person(name, relation, hide(one_line(detail, "detail")).text if relation else "",
+                    hide(one_line(about, "about")).text)
     with store.lock():
         text = read_people_text(store)
         if any(handle_of(p.name) == handle_of(name) for p in parse_people(text)):

@@ -408,11 +408,11 @@ class Vault(VaultAliases, VaultFacts):
 
     def llm(self) -> LLM | None:
         """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm.client`)."""
-        from .llm import make_llm
-        return make_llm(self.config.llm)
+        return self._llm("auto")
 
-    def _llm(self, choice: LLMChoice) -> LLM | None:
-        return self.llm() if isinstance(choice, str) else choice
+    def _llm(self, choice: LLMChoice) -> LLM | None:  # either way its requests are redacted (docs/privacy.md)
+        from .llm import choose
+        return choose(choice, self.config.llm, self.config.redact.rules)
 
     def private_topics(self) -> list[str]:
         """Topics with ``private: true``: what the servers list and find leaves them out (docs/privacy.md)."""

@@ -89,6 +89,9 @@ LAZY_MODULES = {
     "embeddings/choice.py": {".remote"},  # the embedding server's client (urllib, http.client): only for a server
     "split/adding.py": {".split"},  # the clustering: only when an add pushes a topic past the threshold
     "vault_facts.py": {".context"},  # `memkit why` (sessions, the digest's records): only when asked
+    # onnxruntime, imported the one way that turns its telemetry off (issue 41.16): as lazy as the
+    # `import onnxruntime` each replaced (``from ..base.ort import onnxruntime as ort``)
+    "embeddings/judge.py": {"..base.ort"}, "search/int8_scan.py": {"..base.ort"},
 }
 
 

@@ -285,3 +285,14 @@ def test_the_servers_listings_leave_private_topics_out(tmp_path):
         assert [r["topic"] for r in c.call("GET", "/recent")[1]["recent"]] == ["cooking"]
         assert [f["topic"] for f in c.call("GET", "/pending")[1]["pending"]] == ["cooking"]
     assert "health" in cli(vault.root, "topics")
+
+
+def test_a_sessions_user_tags_and_metadata_and_a_persons_line_are_redacted(tmp_path):
+    """Issue 41.11: every write path redacts, the session header's user, tags and metadata and a
+    person's line in people.md included."""
+    vault = make(tmp_path)
+    vault.conversations.new(session_id="m1", user=f"maya password: {SECRET}", tags=[f"key {KEY}"],
+                            metadata={"note": f"card {CARD}", "nested": [f"the wifi password is {SECRET}"]})
+    person = vault.add_person("Ana", relation="family", detail="sister", about=f"her door code is 4821, key {KEY}")
+    assert person.about == "her door code is [redacted], key [redacted]"
+    assert on_disk(vault.root, SECRET, KEY, "4111", "4821") == []

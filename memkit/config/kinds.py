@@ -12,6 +12,7 @@ import re
 import urllib.parse
 from typing import Any, Mapping
 
+from ..formats.redact import slow_pattern
 from ..formats.safeyaml import load_yaml
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -319,6 +320,9 @@ class Regexes(Kind):
                 re.compile(pattern)
             except re.error as exc:
                 raise Invalid(message=f"pattern {i} ({pattern!r}) is not a regular expression: {exc}") from None
+            slow = slow_pattern(pattern)  # its time must be bounded (docs/privacy.md)
+            if slow:
+                raise Invalid(message=f"pattern {i} ({pattern!r}) {slow}")
         return list(value)
 
     def shown(self, value: Any) -> str:

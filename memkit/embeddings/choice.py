@@ -23,7 +23,7 @@ def make_embedder(model: str | None, config: Config, warn: Callable[[str], None]
     try:
         if config.embedder is not None and model is None:  # a server, unless a model is named
             from .remote import HTTPEmbedder  # urllib's HTTP client: only for a server
-            chosen = HTTPEmbedder(config.embedder)
+            chosen = HTTPEmbedder(config.embedder, rules=config.redact.rules)
         elif config.embedder is not None:
             warn(f"both a model ({model}) and an embedder: are set; using the model")
         _ = chosen.dim  # located now, loaded later

@@ -101,7 +101,7 @@ class Judge:
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         folder = Path(folder)
         try:
-            import onnxruntime as ort  # type: ignore[import-untyped]
+            from ..base.ort import onnxruntime as ort  # noqa: I001 - telemetry off (memkit/base/ort.py)
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ModelError(f"the judge needs onnxruntime ({exc})") from None

@@ -7,7 +7,9 @@ memkit.yaml::
 
 The vectors go to the same sidecar as a model2vec model's (one per embedder, named after the
 model and the server), keyed by entry text hash, so only new entries are sent, ``batch_size``
-texts a request. When the server cannot be reached, :class:`memkit.vault.Vault` searches by
+texts a request. Every text is redacted first (the vault's rules, :mod:`memkit.formats.redact`):
+an entry a person typed with a secret in it, or a search query holding one, never leaves the
+process as it is. When the server cannot be reached, :class:`memkit.vault.Vault` searches by
 words only, with one warning.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..base.deadline import Deadline
 from ..base.http import open_within
 from ..config import EmbedderSettings
 from ..errors import ModelError
+from ..formats.redact import Rule, redact
 
 __all__ = ["HTTPEmbedder"]
 
@@ -39,13 +42,17 @@ class HTTPEmbedder:
 
     :param settings: from memkit.yaml's ``embedder:``.
     :param env: where ``api_key_env`` is looked up (default ``os.environ``).
+    :param rules: the redaction every text goes through before it is sent (the vault's
+        ``config.redact.rules``; None: the built-in rules).
     """
 
     loaded = True  #: nothing to load: asking costs a request, not a model load
     available = True
 
-    def __init__(self, settings: EmbedderSettings, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, settings: EmbedderSettings, env: Mapping[str, str] | None = None, *,
+                 rules: Sequence[Rule] | None = None) -> None:
         self.settings = settings
+        self.rules = tuple(rules) if rules is not None else None
         self.url = settings.base_url.rstrip("/") + "/embeddings"
         parts = urllib.parse.urlsplit(self.url)
         self.name = f"{settings.model}@{parts.netloc}"  #: the sidecar's name: two servers on one host differ by port
@@ -101,7 +108,8 @@ class HTTPEmbedder:
             raise
 
     def _send(self, texts: list[str]) -> np.ndarray:
-        payload = json.dumps({"model": self.settings.model, "input": texts}).encode("utf-8")
+        hidden = [redact(t, self.rules).text for t in texts]  # never a secret out (docs/privacy.md)
+        payload = json.dumps({"model": self.settings.model, "input": hidden}).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"

@@ -8,22 +8,39 @@ how many it replaced.
 The defaults (each can be turned off by name in memkit.yaml's ``redact:``, and patterns added):
 
 - ``api-key``: the key formats of the common providers (``sk-…``, ``sk-ant-…``, ``AKIA…``,
-  ``ghp_…``, ``xoxb-…``, ``AIza…``, ``hf_…``) and ``Bearer`` tokens;
-- ``password``: what follows "password is", "password:", "passcode =", "pin is" (the word stays,
-  the secret goes: "the wifi password is [redacted]"), but not a word that only talks about it
-  ("the password is in the drawer", "is not set", "was changed");
-- ``card``: 13 to 19 digits, spaces or dashes between groups, that pass the Luhn check (so a
-  phone number or an order number is left alone);
+  ``ghp_…``, ``github_pat_…``, ``xoxb-…``, ``AIza…``, ``hf_…``, ``glpat-…``, ``sk_live_…``), JSON Web
+  Tokens, ``Bearer`` tokens, PEM private key blocks, and the value of an environment variable
+  named for a secret (``DB_PASSWORD=…``, ``AWS_SECRET_ACCESS_KEY=…``);
+- ``password``: what follows "password is", "password:", "the password for the router is",
+  "api key:", "Wi-Fi key:" (the word stays, the secret goes: "the wifi password is [redacted]"),
+  but not a word that only talks about it ("the password is in the drawer", "is not set", "was
+  changed", "is 12 characters long"); "password qwerty789" without a verb when the word holds a
+  digit or a sign; PINs and codes next to the words naming them ("PIN 7391", "the alarm code is
+  4821", "combination 12-34-56", "CVV 384", "recovery code 8F3K-2M9P": 3 digits at least; a code
+  a word before it makes public is kept: a zip, postal, area, error, status, flight, promo or
+  tracking code…); the password of a login pair ("my bank login is maya / [redacted]"), of a URL
+  (``postgres://admin:[redacted]@db``), and a seed phrase of 12 to 24 words;
+- ``card``: 13 to 19 digits starting with 2 to 6, spaces or dashes between groups, that pass the
+  Luhn check (so a phone number, an order number or an ISBN is left alone);
 - ``iban``: an IBAN whose check digits are right (mod 97), also when a capital word follows it.
 
+tests/formats/redaction_set.json holds the sentences they are measured on (bench/redaction_rates.py).
+
 A pattern of one's own is a regular expression; where it has a group, only the first group is
-replaced (the first group that matched), else the whole match.
+replaced (the first group that matched), else the whole match. Its time is bounded (issue 41.17):
+:func:`slow_pattern` refuses, when memkit.yaml is read, a pattern whose backtracking can take time
+exponential or polynomial in the text (a repetition inside a repetition, ``(a+)+``; alternatives
+a repetition can take in two ways, ``(a|ab)*``; two repetitions next to each other that can match
+the same characters, ``\\d+\\d+`` or ``(.*)@(.*)``), and a long text is searched
+:data:`WINDOW` characters at a time (a match is at most :data:`REACH` long), so what is left costs
+at most a bounded amount per character.
 """
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import InvalidValue
 
@@ -32,17 +49,66 @@ REDACTED = "[redacted]"
 _API_KEY = re.compile(
     r"(?<![\w-])(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
     r"|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,}"
-    r"|glpat-[A-Za-z0-9_-]{20,})(?![\w-])"
-    r"|(?<=\bBearer )[A-Za-z0-9._~+/=-]{20,}")
+    r"|glpat-[A-Za-z0-9_-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})(?![\w-])"
+    r"|(?<=\bBearer )[A-Za-z0-9._~+/=-]{20,}"
+    # a PEM body never holds "-----": each try stops at the next one (many BEGINs cost no more)
+    r"|-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:[^-]|-(?!----)){0,10000}-----END [A-Z ]{0,40}PRIVATE KEY-----")
+#: an environment variable holding a secret, as in a .env file or a shell: ``DB_PASSWORD=…``
+_ENV_SECRET = re.compile(r"\b[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_KEY|ACCESS_KEY)"
+                         r"[A-Z0-9_]{0,40}\s?[=:]\s?[\"']?([^\s\"']{4,200})")
+#: the password in a URL: ``postgres://admin:S3cret@db``
+_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@]{1,64}:([^\s/@]{1,128})@")
 #: words that follow "password is" in a sentence about a password, not in one that gives it away
 _NOT_SECRET = ("in|on|at|not|the|a|an|my|your|his|her|our|their|its|this|that|same|still|now|also|set|reset|"
                "changed|expired|wrong|correct|required|needed|saved|stored|written|kept|somewhere|there|here|empty|"
-               "blank|missing|too|very|hard|easy|long|short|weak|strong|secure|different|new|old|unknown|forgotten")
+               "blank|missing|too|very|hard|easy|long|short|weak|strong|secure|different|new|old|unknown|forgotten|"
+               "and|or|but|for|to|of|with|from|by|must|should|will|can|manager|protected|please")
+#: a number followed by one of these is a size or a time, not a secret ("is 12 characters long")
+_UNITS = (r"(?:characters?|chars?|letters?|digits?|symbols?|words?|long|days?|weeks?|months?|years?|times?|"
+          r"minutes?|hours?|percent|%)")
+#: what may stand between the word and its verb: "the PIN for my Visa is", "the code to the gate is"
+_OF = r"(?:\s+(?:for|to|of|on|at|in)(?:\s+[\w'’-]{1,30}){1,3}?)?"
+#: "is", "was", ":", "="…: what gives the secret away
+_VERB = r"(?:\s+(?:is|was|are|were|=|:|-)|\s?[:=])\s*"
+#: a secret word: quoted (spaces allowed), or one token that is not an ordinary word about it
+_QUOTED = "\"([^\"\n]{1,100})\"|'([^'\n]{1,100})'|“([^”\n]{1,100})”"
+_TOKEN = (rf"(?!(?:{_NOT_SECRET})\b[.,;!?)]*(?:\s|$))(?![a-z]+(?:ed|ing|ly)[.,;!?)]*(?:\s|$))"
+          rf"([^\s\"'“”]{{2,100}}?)(?=[.,;!?)]*(?:\s|$))(?!\s+{_UNITS}\b)")
+#: the words naming a password-like secret (any token after them is one)
+_PASSWORD_WORDS = (r"password|passwd|pwd|passphrase|pass(?=\s?[:=])|master\s+key|"
+                   r"(?:wi-?fi|network|wpa2?|secret|private|secret\s+access|access|api|app)\s+key|api\s+token")
 _PASSWORD = re.compile(
-    r"(?i)\b(?:password|passwd|passcode|passphrase|pin(?: code)?)\b(?:\s+(?:is|was|=|:)|\s*[:=])\s*"
-    r"(?:\"([^\"\n]{1,100})\"|'([^'\n]{1,100})'|“([^”\n]{1,100})”"
-    rf"|(?!(?:{_NOT_SECRET})\b[.,;!?)]*(?:\s|$))([^\s\"'“”]{{2,}}?)(?=[.,;!?)]*(?:\s|$)))")
-_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+    rf"(?i)\b(?:{_PASSWORD_WORDS})\b(?:{_OF}{_VERB}(?:{_QUOTED}|{_TOKEN})"
+    # without a verb ("password qwerty789"): a quoted secret, or a token holding a digit or a sign
+    rf"|\s+(?:{_QUOTED}|(?=[^\s\"'“”]*[\d!@#$%^&*])([^\s\"'“”]{{4,100}}?)(?=[.,;!?)]*(?:\s|$))))")
+#: the words naming a PIN or a code: digits next to them are the secret
+_CODE_WORDS = (r"pin(?:\s+(?:code|number|no\.?))?|passcode|pass\s+code|cvv2?|cvc2?|csc|combination|combo|"
+               r"(?:recovery|backup|verification|one-time|2fa|otp|security|access|unlock|alarm|door|gate|safe|"
+               r"lock|entry)\s+codes?|codes?|otp")
+#: a code: digits, single signs or spaces between them (9 3 1 7, 12-34-56, 4#2#9), or groups of
+#: letters and digits (8F3K-2M9P); :func:`_code` wants 3 digits at least
+_CODE_VALUE = (r"(\d(?:[-#* ]?\d){2,15}#?|(?=[A-Za-z]*\d)[A-Za-z0-9]{2,12}(?:-[A-Za-z0-9]{2,12}){0,6})"
+               rf"(?![\w.,/:%]?\d|\w|%|\s+{_UNITS}\b)")
+_CODE = re.compile(rf"(?i)\b(?:{_CODE_WORDS})\b(?:{_OF}{_VERB}|\s?[:,=]?\s+)\s*{_CODE_VALUE}")
+#: a word before "code" that makes it no secret (a postal code, an error code, a promo code…)
+_PUBLIC_CODE = re.compile(
+    r"(?i)\b(?:zip|postal|post|postcode|area|country|dialling|dialing|error|status|exit|return|response|http|"
+    r"product|promo|promotional|discount|coupon|voucher|referral|gift|tracking|dress|source|bar|qr|morse|colour|"
+    r"color|icd|hs|airport|iata|airline|flight|station|course|class|booking|reference|postal|zone|tax|sort|swift|"
+    r"bic|ean|upc|sku|language|locale|program|programme|machine|cheat|genetic|version|build|release|model|part|"
+    r"item|article|style|sample|line|chapter|section|room|table|seat|bus|route|unit|lot|batch|building\s+regulations)"
+    r"[\s-]*$")
+#: a login and its password: "my bank login is maya / Tr0ub4dor&3" (only the password goes)
+_LOGIN = re.compile(
+    r"(?i)\b(?:log-?in|sign-?in|credentials?|user(?:name)?\s?/\s?pass(?:word)?)(?:\s+(?:details|info))?"
+    rf"{_OF}(?:\s+(?:is|are|was|were)|\s?[:=-])?\s+"
+    r"(?:[^\s/:,]{1,64})\s?(?:/|:|,|\s+and\s+|,?\s+pass(?:word)?\s?:?)\s?"
+    r"([^\s\"'“”]{3,100}?)(?=[.,;!?)]*(?:\s|$))")
+#: a seed or recovery phrase: 12 to 24 words
+_PHRASE = re.compile(r"(?i)\b(?:seed|recovery|mnemonic|backup|secret)\s+(?:phrase|words)\b(?:\s+(?:is|was|are)|\s?[:=])"
+                     r"\s*((?:[a-z]{3,12}[ ,]+){11,23}[a-z]{3,12})\b")
+_CARD = re.compile(r"(?<![\d-])[2-6](?:[ -]?\d){12,18}(?![\d-])")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 
 
@@ -54,6 +120,23 @@ def _luhn(digits: str) -> bool:
             d = d * 2 - 9 if d > 4 else d * 2
         total += d
     return total % 10 == 0
+
+
+def _code(match: re.Match[str]) -> bool:
+    """A PIN or a code: 3 digits at least, and a bare "code" not named public by the word before
+    it (a zip code, an error code, a promo code)."""
+    if sum(ch.isdigit() for ch in match.group(1)) < 3:
+        return False
+    if match.group(0)[:4].lower() != "code":
+        return True
+    return not _PUBLIC_CODE.search(match.string[max(0, match.start() - 40):match.start()])
+
+
+def _strong(match: re.Match[str]) -> bool:
+    """A login's password, not a word: it holds a digit or a sign, or capitals and small letters."""
+    word = match.group(1)
+    return (len(word) >= 4 and word != REDACTED
+            and (any(not ch.isalpha() for ch in word) or (word.lower() != word and word.upper() != word)))
 
 
 def _card(match: re.Match[str]) -> bool:
@@ -88,15 +171,20 @@ class Rule:
     check: Callable[[re.Match[str]], bool] | None = None
     #: instead of ``check``: the span of a match to replace (None: none of it)
     fit: Callable[[re.Match[str]], tuple[int, int] | None] | None = None
+    #: a pattern of one's own: searched :data:`WINDOW` characters at a time
+    windowed: bool = False
 
 
-#: the built-in rules, by name (memkit.yaml ``redact: {defaults: [...]}`` picks among them)
-DEFAULT_RULES: Mapping[str, Rule] = {
-    "api-key": Rule("api-key", _API_KEY),
-    "password": Rule("password", _PASSWORD),
-    "card": Rule("card", _CARD, _card),
-    "iban": Rule("iban", _IBAN, fit=_iban),
+#: the built-in rules, by name (memkit.yaml ``redact: {defaults: [...]}`` picks among them); a name
+#: may stand for several patterns
+DEFAULT_RULES: Mapping[str, tuple[Rule, ...]] = {
+    "api-key": (Rule("api-key", _API_KEY), Rule("api-key", _ENV_SECRET)),
+    "password": (Rule("password", _PASSWORD), Rule("password", _PHRASE), Rule("password", _CODE, _code),
+                 Rule("password", _LOGIN, _strong), Rule("password", _URL_PASSWORD)),
+    "card": (Rule("card", _CARD, _card),),
+    "iban": (Rule("iban", _IBAN, fit=_iban),),
 }
+_ALL_RULES = tuple(rule for rules in DEFAULT_RULES.values() for rule in rules)
 
 
 @dataclass(frozen=True)
@@ -114,23 +202,208 @@ def compile_rules(patterns: Iterable[str], defaults: Sequence[str] | None = None
     unknown = [n for n in names if n not in DEFAULT_RULES]
     if unknown:
         raise InvalidValue(f"unknown built-in redaction {unknown[0]!r}: choose from {', '.join(DEFAULT_RULES)}")
-    rules = [DEFAULT_RULES[n] for n in names]
+    rules = [rule for n in names for rule in DEFAULT_RULES[n]]
     for i, pattern in enumerate(patterns, 1):
         try:
-            rules.append(Rule(f"pattern {i}", re.compile(pattern)))
+            compiled = re.compile(pattern)
         except re.error as exc:
             raise InvalidValue(f"redaction pattern {i} ({pattern!r}) is not a regular expression: {exc}") from None
+        slow = slow_pattern(pattern)
+        if slow:
+            raise InvalidValue(f"redaction pattern {i} ({pattern!r}) {slow}")
+        rules.append(Rule(f"pattern {i}", compiled, windowed=True))
     return tuple(rules)
+
+
+WINDOW = 512  #: a pattern of one's own searches a longer text this many characters at a time
+REACH = 256  #: the windows overlap by this much: a match up to this long is never cut
+
+
+def _matches(rule: Rule, text: str) -> Iterator[re.Match[str]]:
+    """The rule's matches in ``text``, left to right, none overlapping; a pattern of one's own
+    searches a long text window by window (bounded time per character, see the module docstring)."""
+    if not rule.windowed or len(text) <= WINDOW:
+        yield from rule.pattern.finditer(text)
+        return
+    taken = 0  # where the last match yielded ends: a window's overlap is not matched twice
+    for start in range(0, len(text), WINDOW - REACH):
+        for match in rule.pattern.finditer(text, start, min(len(text), start + WINDOW)):
+            if match.start() >= taken and match.end() > match.start():
+                taken = match.end()
+                yield match
+        if start + WINDOW >= len(text):
+            return
+
+
+# ---- patterns whose time is not bounded -------------------------------------------------------
+
+def _sre() -> Any:
+    """Python's regular expression parser (``re._parser``; ``sre_parse`` before 3.11)."""
+    try:
+        return importlib.import_module("re._parser")
+    except ImportError:  # pragma: no cover - Python 3.10
+        return importlib.import_module("sre_parse")
+
+
+#: the characters two character sets are compared on (any overlap among them counts)
+_PROBE = [chr(c) for c in range(32, 127)] + list("\t\n\r\u00a0\u00e9\u00df\u0416\u0663\u4e2d")
+Chars = Callable[[str], bool]
+
+
+def _category(name: str) -> Chars:
+    test: Chars
+    if "DIGIT" in name:
+        test = str.isdigit
+    elif "SPACE" in name:
+        test = str.isspace
+    elif "WORD" in name:
+        test = lambda ch: ch.isalnum() or ch == "_"  # noqa: E731
+    else:  # LINEBREAK
+        test = lambda ch: ch == "\n"  # noqa: E731
+    return (lambda ch: not test(ch)) if "NOT" in name else test
+
+
+def _chars(sre: Any, op: Any, av: Any) -> Chars | None:
+    """What one character of ``op`` may be, or None when it is not a single character."""
+    if op == sre.LITERAL:
+        return lambda ch: ord(ch) == av
+    if op == sre.NOT_LITERAL:
+        return lambda ch: ord(ch) != av
+    if op == sre.ANY:
+        return lambda ch: True
+    if op == sre.IN:
+        negate = any(o == sre.NEGATE for o, _ in av)
+        parts: list[Chars] = []
+        for o, a in av:
+            if o == sre.LITERAL:
+                parts.append(_between(a, a))
+            elif o == sre.RANGE:
+                parts.append(_between(a[0], a[1]))
+            elif o == sre.CATEGORY:
+                parts.append(_category(str(a)))
+            elif o != sre.NEGATE:
+                parts.append(lambda ch: True)
+        return lambda ch: any(p(ch) for p in parts) != negate
+    return None
+
+
+def _between(low: int, high: int) -> Chars:
+    return lambda ch: low <= ord(ch) <= high
+
+
+def _overlap(a: Chars, b: Chars) -> bool:
+    return any(a(ch) and b(ch) for ch in _PROBE)
+
+
+def _body_chars(sre: Any, body: Any) -> Chars:
+    """Every character a repetition's body may match (the union of its characters, groups and
+    alternatives included; anything, where it holds what this cannot tell)."""
+    parts: list[Chars] = []
+    for op, av in body:
+        found = _chars(sre, op, av)
+        if found is not None:
+            parts.append(found)
+        elif op == sre.SUBPATTERN:
+            parts.append(_body_chars(sre, av[-1]))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            parts.append(_body_chars(sre, av[2]))
+        elif op == sre.BRANCH:
+            parts += [_body_chars(sre, branch) for branch in av[1]]
+        elif op not in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+            return lambda ch: True
+    return lambda ch: any(p(ch) for p in parts)
+
+
+def _first(sre: Any, branch: Any) -> int | None:
+    """The literal a branch starts with, or None."""
+    items = list(branch)
+    while items and items[0][0] == sre.SUBPATTERN:
+        items = list(items[0][1][-1])
+    return items[0][1] if items and items[0][0] == sre.LITERAL else None
+
+
+def slow_pattern(pattern: str) -> str | None:
+    """Why matching ``pattern`` may take time exponential or polynomial in the text (the end of a
+    sentence: "has a repetition inside a repetition…"), or None. A static check of its parse: no
+    text is tried, so the answer never depends on the machine."""
+    sre = _sre()
+    try:
+        tree = sre.parse(pattern)
+    except Exception:  # noqa: BLE001 - re.compile says what is wrong with it
+        return None
+    return _sequence(sre, list(tree), None)
+
+
+def _sequence(sre: Any, items: list[Any], outer: str | None) -> str | None:
+    """Check a sequence of parsed items; ``outer``: inside a repetition (``"bounded"``, or
+    ``"unbounded"`` when it may repeat without end)."""
+    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+    advice = "; write it so that each character can be matched one way only (or with a fixed count: {1,20})"
+    open_chars: Chars | None = None  # what the last unbounded repetition may still take
+    queue = list(items)
+    while queue:
+        op, av = queue.pop(0)
+        if op == sre.SUBPATTERN:  # a group: its items are part of this sequence
+            queue[:0] = list(av[-1])
+            continue
+        if op in repeats:
+            low, high, body = av
+            unbounded = high == sre.MAXREPEAT
+            width = body.getwidth()
+            varies = width[0] != width[1] or low != high
+            if outer is not None and high > 1 and varies and (unbounded or outer == "unbounded"):
+                return "has a repetition inside a repetition (as in (a+)+): it can take exponential time" + advice
+            if high > 1:
+                inner = "unbounded" if unbounded or outer == "unbounded" else "bounded"
+                why = _sequence(sre, list(body), inner)
+                if why:
+                    return why
+            if unbounded and width[1] > 0:
+                chars = _body_chars(sre, body)
+                if open_chars is not None and _overlap(open_chars, chars):
+                    return ("has two repetitions next to each other that can match the same characters (as in "
+                            "\\d+\\d+ or (.*)@(.*)): it can take polynomial time" + advice)
+                open_chars = chars
+            elif low > 0 and open_chars is not None:
+                chars = _body_chars(sre, body)
+                if not _overlap(open_chars, chars):
+                    open_chars = None
+            continue
+        if op == sre.BRANCH:
+            branches = av[1]
+            if outer == "unbounded":
+                firsts = [_first(sre, b) for b in branches]
+                if None in firsts or len(set(firsts)) != len(firsts):
+                    return ("has alternatives a repetition can take in more than one way (as in (a|ab)*): it can "
+                            "take exponential time" + advice)
+            for branch in branches:
+                why = _sequence(sre, list(branch), outer)
+                if why:
+                    return why
+            open_chars = None
+            continue
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            why = _sequence(sre, list(av[1]), None)
+            if why:
+                return why
+            continue
+        if op == getattr(sre, "ATOMIC_GROUP", None) or op == getattr(sre, "POSSESSIVE_REPEAT", None):
+            open_chars = None  # no backtracking into it
+            continue
+        one = _chars(sre, op, av)
+        if one is not None and open_chars is not None and not _overlap(open_chars, one):
+            open_chars = None  # a character the repetition cannot take: it ends there
+    return None
 
 
 def redact(text: str, rules: Sequence[Rule] | None = None) -> Redacted:
     """``text`` with every secret the rules find replaced by ``[redacted]`` (the built-in rules when
     ``rules`` is None). A text with nothing to hide comes back as the same string."""
     count = 0
-    for rule in DEFAULT_RULES.values() if rules is None else rules:
+    for rule in _ALL_RULES if rules is None else rules:
         pieces: list[str] = []
         last = 0
-        for match in rule.pattern.finditer(text):
+        for match in _matches(rule, text):
             if rule.check is not None and not rule.check(match):
                 continue
             group = next((i for i in range(1, (match.re.groups or 0) + 1) if match.group(i) is not None), 0)

@@ -19,6 +19,7 @@ import yaml
 from ..base.fsutil import NotRegularFile, read_regular
 from ..errors import InvalidValue, TopicParseError
 from .names import topic_relpath
+from .plain import CONTROL, describe
 from .safeyaml import YamlError, load_yaml
 
 MAX_TOPIC_BYTES = 8 * 1024 * 1024  # a topic larger than this is refused, not loaded half
@@ -667,19 +668,19 @@ def new_topic_text(title: str, summary: str, now: datetime, extra: dict[str, Any
     return f"---\n{head}---\n# {title}\n\n"
 
 
-_BAD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_BAD_CHARS = re.compile(CONTROL.pattern[:-1] + "\ud800-\udfff]")  #: memkit.formats.plain's, and surrogates
 
 
 def check_text(text: str) -> str:
     """``text`` if it can be written into a topic file: valid Unicode without NUL or control
-    characters (a file holding one would no longer be read).
+    characters (:mod:`memkit.formats.plain`: a file holding one would no longer be read).
 
     :raises InvalidValue: naming the character and where.
     """
     m = _BAD_CHARS.search(text)
     if m:
         ch = m.group(0)
-        what = "invalid UTF-8 (an undecodable byte)" if "\ud800" <= ch <= "\udfff" else f"a control character U+{ord(ch):04X}"
+        what = "invalid UTF-8 (an undecodable byte)" if "\ud800" <= ch <= "\udfff" else f"a control character {describe(ch)}"
         raise InvalidValue(f"the text holds {what} at position {m.start() + 1}: memkit writes plain UTF-8 text only")
     return text
 

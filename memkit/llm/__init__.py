@@ -11,11 +11,11 @@ from ..base.face import face
 
 if TYPE_CHECKING:
     from .choice import LLMChoice
-    from .client import LLM, TextChat, ask_json, ask_text, make_llm
+    from .client import LLM, TextChat, ask_json, ask_text, choose, guard, make_llm
 
-__all__ = ["LLM", "LLMChoice", "TextChat", "ask_json", "ask_text", "make_llm"]
+__all__ = ["LLM", "LLMChoice", "TextChat", "ask_json", "ask_text", "choose", "guard", "make_llm"]
 
 __getattr__, __dir__ = face(__name__, {
     ".choice": "LLMChoice",
-    ".client": "LLM TextChat ask_json ask_text make_llm",
+    ".client": "LLM TextChat ask_json ask_text choose guard make_llm",
 })

@@ -7,6 +7,10 @@ Two ways to reach a model, both configured under ``llm:`` in memkit.yaml:
 - ``command``: a shell command that reads the conversation as plain text on stdin and prints
   the answer on stdout.
 
+Nothing secret leaves the process: both clients pass every message through the vault's redaction
+(:mod:`memkit.formats.redact`: the built-in rules and the user's own patterns) in ``chat()``, the
+one place a request is built, and :func:`guard` wraps an LLM a caller hands in the same way.
+
 LLMs do not reliably answer with clean JSON, so :func:`parse_json_reply` digs the JSON out of
 fences and prose, and :func:`ask_json` sends one repair request before giving up.
 """
@@ -29,9 +33,14 @@ from ..base.deadline import Deadline
 from ..base.http import open_within
 from ..config import LLMSettings, check_url
 from ..errors import LLMError
+from ..formats.redact import Rule, redact
 
 __all__ = [
     "LLM",
+    "RedactingLLM",
+    "choose",
+    "guard",
+    "redact_messages",
     "TextChat",
     "LLMSettings",
     "HTTPChatLLM",
@@ -86,13 +95,17 @@ class HTTPChatLLM:
     #: Pause before the one retry on a transient failure.
     retry_delay_s: float = 0.5
 
-    def __init__(self, settings: LLMSettings, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, settings: LLMSettings, env: Mapping[str, str] | None = None, *,
+                 rules: Sequence[Rule] | None = None) -> None:
         """Check the settings and read the API key.
 
         :param settings: needs ``base_url`` and ``model``.
         :param env: where to look up ``settings.api_key_env``; defaults to ``os.environ``.
+        :param rules: the redaction every message goes through before it is sent (the vault's:
+            ``config.redact.rules``); None: the built-in rules.
         :raises LLMError: on a missing URL or model, a URL that is not http(s), or an unset key.
         """
+        self.rules = tuple(rules) if rules is not None else None
         if not settings.base_url or not settings.model:
             raise LLMError("llm.base_url and llm.model are both needed to reach an LLM server")
         check_url(settings.base_url)
@@ -126,7 +139,7 @@ class HTTPChatLLM:
         """
         payload: dict[str, Any] = {
             "model": self.settings.model,
-            "messages": [dict(m) for m in messages],
+            "messages": redact_messages(messages, self.rules),  # never a secret out (docs/privacy.md)
             "temperature": self.settings.temperature,
         }
         if self.json_mode if json_mode is None else json_mode:
@@ -284,13 +297,17 @@ class HTTPChatLLM:
 class CommandLLM:
     """A shell command that reads the conversation on stdin and prints the answer on stdout."""
 
-    def __init__(self, settings: LLMSettings, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, settings: LLMSettings, env: Mapping[str, str] | None = None, *,
+                 rules: Sequence[Rule] | None = None) -> None:
         """Remember the command.
 
         :param settings: needs ``command``; ``timeout_s`` bounds each call.
         :param env: environment for the command; defaults to the current one.
+        :param rules: the redaction the conversation goes through before the command reads it
+            (None: the built-in rules).
         :raises LLMError: if no command is set.
         """
+        self.rules = tuple(rules) if rules is not None else None
         if not settings.command:
             raise LLMError("llm.command is not set")
         self.settings = settings
@@ -310,7 +327,7 @@ class CommandLLM:
         """
         command = self.settings.command
         assert command
-        prompt = render_messages(messages)
+        prompt = render_messages(redact_messages(messages, self.rules))  # docs/privacy.md
         timeout = self.settings.timeout_s
         returncode, stdout, stderr = run_bounded(command, prompt.encode("utf-8"), timeout, self.env)
         err = stderr.decode("utf-8", errors="replace").strip()
@@ -334,11 +351,13 @@ def render_messages(messages: Messages) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def make_llm(settings: LLMSettings | None, env: Mapping[str, str] | None = None) -> LLM | None:
+def make_llm(settings: LLMSettings | None, env: Mapping[str, str] | None = None, *,
+             rules: Sequence[Rule] | None = None) -> LLM | None:
     """Build the client the settings describe.
 
     :param settings: from :meth:`LLMSettings.from_config`; ``None`` means no LLM.
     :param env: environment for the API key (HTTP) or the command; defaults to ``os.environ``.
+    :param rules: the redaction of every request (the vault's ``config.redact.rules``; None: built-in).
     :returns: a :class:`CommandLLM`, an :class:`HTTPChatLLM`, or ``None``.
     :raises LLMError: if the settings cannot work.
     """
@@ -346,8 +365,47 @@ def make_llm(settings: LLMSettings | None, env: Mapping[str, str] | None = None)
         return None
     settings.check()
     if settings.command:
-        return CommandLLM(settings, env=env)
-    return HTTPChatLLM(settings, env=env)
+        return CommandLLM(settings, env=env, rules=rules)
+    return HTTPChatLLM(settings, env=env, rules=rules)
+
+
+def redact_messages(messages: Messages, rules: Sequence[Rule] | None) -> list[dict[str, str]]:
+    """A copy of ``messages`` with the secrets ``rules`` find (None: the built-in rules) replaced by
+    ``[redacted]`` in every text but the role: what a request may carry out of the process."""
+    return [{k: redact(v, rules).text if isinstance(v, str) and k != "role" else v for k, v in m.items()}
+            for m in messages]
+
+
+class RedactingLLM:
+    """An LLM a caller handed in (``llm=``), its requests redacted by the vault's rules first."""
+
+    def __init__(self, llm: LLM, rules: Sequence[Rule]) -> None:
+        self.llm = llm
+        self.rules = tuple(rules) if rules is not None else None
+
+    def __repr__(self) -> str:
+        return f"RedactingLLM({self.llm!r})"
+
+    def chat(self, messages: list[dict[str, str]]) -> str:
+        return self.llm.chat(redact_messages(messages, self.rules))
+
+    def chat_text(self, messages: list[dict[str, str]]) -> str:
+        hidden = redact_messages(messages, self.rules)
+        return self.llm.chat_text(hidden) if isinstance(self.llm, TextChat) else self.llm.chat(hidden)
+
+
+def choose(choice: Any, settings: LLMSettings | None, rules: Sequence[Rule]) -> LLM | None:
+    """The LLM a flow uses (``choice``: :data:`memkit.llm.LLMChoice`): ``"auto"`` the one ``settings``
+    describe, else the one handed in (None: none), its requests redacted by ``rules`` either way."""
+    return make_llm(settings, rules=rules) if isinstance(choice, str) else guard(choice, rules)
+
+
+def guard(llm: LLM | None, rules: Sequence[Rule]) -> LLM | None:
+    """``llm`` with every request redacted by ``rules`` (a vault's): memkit's own clients built with
+    those rules as they are, any other LLM wrapped in a :class:`RedactingLLM`."""
+    if llm is None or (isinstance(llm, (HTTPChatLLM, CommandLLM, RedactingLLM)) and llm.rules == tuple(rules)):
+        return llm
+    return RedactingLLM(llm, rules)
 
 
 # ---------------------------------------------------------------------------- JSON replies

@@ -139,7 +139,7 @@ class Int8Scan:
     """An onnxruntime session running the scan (one thread; safe to share between threads)."""
 
     def __init__(self, dims: int) -> None:
-        import onnxruntime as ort  # type: ignore[import-untyped]
+        from ..base.ort import onnxruntime as ort  # telemetry off (memkit/base/ort.py)
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1  # the scan is bound by memory: a second thread does not help

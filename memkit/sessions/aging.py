@@ -34,6 +34,9 @@ A compressed session file reads::
 - The rewrite is atomic and holds the session file's lock (:meth:`memkit.sessions.folder.Sessions.rewrite`):
   a message saved while the LLM works is kept, after the stage text, and condensed by a later run.
   A file a person edited meanwhile is left alone (compressed by the next run).
+- What the LLM wrote (summary, key points, core memory, traces) is redacted before it is written
+  (:mod:`memkit.formats.redact`, memkit.yaml's ``redact:``): a secret said in the conversation and
+  repeated by the LLM never lands in the session file.
 - With no LLM nothing changes: the sessions due are only counted. A session whose messages hold
   fewer than :data:`MIN_CHARS` characters is too short to condense and stays as it is.
 
@@ -177,7 +180,8 @@ def _compress(sessions: Sessions, path: Path, sid: str, stage: str, llm: LLM, no
     previous = session.stage_block.text if session.stage_block is not None else None
     days = max(0, (now_utc(now) - time_key(session.updated)).days)
     raw_size = _raw_chars(sessions, session, path)
-    condensed = _condense(llm, stage, previous, session.messages, days, raw_size)
+    # the LLM's summary, core and traces go into a git-tracked file: never a secret (docs/privacy.md)
+    condensed = sessions.config.redact.apply(_condense(llm, stage, previous, session.messages, days, raw_size)).text
     with lock if lock is not None else contextlib.nullcontext():
         raw = sessions.keep_raw(path, base, session.messages)
         covers = (session.stage_block.covers if session.stage_block is not None else 0) + len(session.messages)

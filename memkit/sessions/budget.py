@@ -157,12 +157,15 @@ def _summarise(llm: LLM, previous: str | None, messages: Sequence[SessionMessage
 
 def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple", llm: LLM | None = None,
            keep_recent: int = 6, now: datetime | None = None,
-           save_summary: Callable[[SessionSummary], None] | None = None, earlier: int = 0) -> Window:
+           save_summary: Callable[[SessionSummary], None] | None = None, earlier: int = 0,
+           redact: Callable[[str], str] | None = None) -> Window:
     """Fit ``session`` to ``max_tokens`` with ``strategy`` (see the module docstring).
 
     :param llm: condenses older messages (``summary``, ``hybrid``); None: fall back, saying so.
     :param keep_recent: ``hybrid``: the most newest messages kept verbatim.
     :param save_summary: called with a new summary to cache it in the session's file.
+    :param redact: what a summary the LLM made goes through before it is cached or used (the
+        vault's redaction: a secret it repeats is never stored, docs/privacy.md).
     :raises InvalidValue: an unknown strategy or a budget below 1.
     """
     if strategy not in STRATEGIES:
@@ -250,6 +253,8 @@ def window(session: Session, *, max_tokens: int = 4096, strategy: str = "simple"
                              len(messages), cut - len(keep)))
     try:
         text = _summarise(llm, previous, since, words) if since else (previous or "")
+        if since and redact is not None:
+            text = redact(text)
     except LLMError as exc:
         log.warning("cannot summarise session %s: %s; windowing instead", session.id, exc)
         simple.note = f"the LLM failed ({exc}): fell back to simple windowing"

@@ -90,7 +90,8 @@ class Conversations:
         client = self._llm(llm) if chosen != "simple" else None
         return window(conv, max_tokens=max_tokens, strategy=chosen, llm=client,
                       keep_recent=keep_recent or config.session_keep_recent, now=now,
-                      save_summary=(lambda s: folder.add_summary(path, s)) if cache else None, earlier=earlier)
+                      save_summary=(lambda s: folder.add_summary(path, s)) if cache else None, earlier=earlier,
+                      redact=lambda text: config.redact.apply(text).text)
 
     def export(self, session_id: str) -> str:
         """A session as JSONL ``{"role", "content", "time"}`` lines, its system prompt first."""

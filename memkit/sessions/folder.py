@@ -42,6 +42,7 @@ from ..base.fsutil import (
 from ..base.limits import MAX_SESSION_MESSAGE_CHARS
 from ..config import Config
 from ..errors import InvalidValue, MemkitError, SessionConflict, SessionNotFound
+from ..formats.plain import check_plain, check_plain_data
 from ..formats.session import (
     ARCHIVE_DIR,
     MAX_SESSION_BYTES,
@@ -336,8 +337,20 @@ class Sessions:
         :raises InvalidValue: a bad id; SessionConflict: the id is taken.
         """
         when = now_utc(now)
+        for value, what in ((title, "the session's title"), (system, "the system prompt"), (user, "the session's user"),
+                            *((tag, "a tag") for tag in tags)):
+            if value is not None:
+                check_plain(value, what)  # plain text only in the header (memkit.formats.plain)
+        check_plain_data(metadata, "the session's metadata")
+        for m in messages:
+            check_plain(m.content, "a message")
+            if m.name is not None:
+                check_plain(m.name, "a message's name")
         folder = self._ensure_dir()
         title, system, messages = self.redacted(title, system, messages)  # never stored (docs/privacy.md)
+        hide = self.config.redact.apply
+        user, tags = (hide(user).text if user else user), [hide(tag).text for tag in tags]
+        metadata = _hidden(metadata, lambda text: hide(text).text) if metadata else metadata
         given = session_id is not None
         for _ in range(8):
             sid = check_session_id(session_id) if given else secrets.token_hex(4)  # type: ignore[arg-type]
@@ -403,9 +416,9 @@ class Sessions:
             raise InvalidValue("a message's content must be text")
         if len(content) > MAX_SESSION_MESSAGE_CHARS:
             raise InvalidValue(f"the message is {len(content):,} characters; the limit is {MAX_SESSION_MESSAGE_CHARS:,}")
-        if "\0" in content:
-            raise InvalidValue("the message contains a NUL character")
+        check_plain(content, "the message")  # no NUL, ESC or BEL in the file (memkit.formats.plain)
         if name is not None:
+            check_plain(name, "a message's name")
             name = " ".join(name.split()).replace("·", "-") or None
             if name is not None and len(name) > 80:
                 raise InvalidValue("a message's name is at most 80 characters")
@@ -503,8 +516,10 @@ class Sessions:
         return whole
 
     def add_summary(self, path: Path, summary: SessionSummary) -> None:
-        """Cache a summary in the session's file (appended; see the module docstring)."""
-        self.append_raw(path, [render_summary(summary)])
+        """Cache a summary in the session's file (appended; see the module docstring), its secrets
+        replaced by ``[redacted]`` (an LLM wrote it: docs/privacy.md)."""
+        hidden = self.config.redact.apply(summary.text)
+        self.append_raw(path, [render_summary(replace(summary, text=hidden.text) if hidden.count else summary)])
 
     def delete(self, session: str) -> SessionInfo:
         """Delete a session's file for good (the person asked). Returns what it was."""
@@ -549,6 +564,15 @@ class Sessions:
                     raise describe_os_error(exc, self.rel(path)) from exc
             report.sessions.append(info)
         return report
+
+
+def _hidden(value: Any, hide: Any) -> Any:
+    """``value`` (metadata: mappings, lists, texts) with ``hide`` applied to every text in it."""
+    if isinstance(value, str):
+        return hide(value)
+    if isinstance(value, Mapping):
+        return {k: _hidden(v, hide) for k, v in value.items()}
+    return [_hidden(v, hide) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def _create_exclusive(path: Path, data: bytes) -> bool:

@@ -28,13 +28,14 @@ import itertools
 import json
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..digest import claude_code_turns, is_claude_code_entry
 from ..errors import InvalidValue, MemkitError, TranscriptError
+from ..formats.plain import escape_controls
 from ..formats.session import (
     ROLES,
     Session,
@@ -153,8 +154,9 @@ def _from_objects(items: list[Any], name: str, fallback_time: str) -> Conversati
         tool_name = item.get("name") if isinstance(item.get("name"), str) else None
         if not timed:
             untimed.add(len(messages))
-        messages.append(Sessions.message(role, content, important=bool(item.get("important")),
-                                         name=tool_name or speaker, time=stamp))
+        who = tool_name or speaker
+        messages.append(Sessions.message(role, escape_controls(content), important=bool(item.get("important")),
+                                         name=escape_controls(who) if who else None, time=stamp))
     return Conversation(messages, system=system, created=created, untimed=untimed)
 
 
@@ -213,7 +215,7 @@ def _claude_code(lines: list[bytes], name: str, fallback: str) -> Conversation:
         if own is None and last == fallback:
             untimed.add(len(msgs))
         last = own or last
-        msgs.append(Sessions.message(message.role, message.content, time=last))
+        msgs.append(Sessions.message(message.role, escape_controls(message.content), time=last))
     return Conversation(msgs, source_id=sid, metadata={"source": "claude-code"}, untimed=untimed)
 
 
@@ -356,7 +358,7 @@ def import_conversations(sessions: Sessions, conversations: list[Conversation], 
     if session_id is not None and len(conversations) != 1:
         raise InvalidValue(f"--id names one session, but the file holds {len(conversations)} conversations")
     out = []
-    for conv in conversations:
+    for conv in map(_visible, conversations):
         sid = session_id
         if sid is None and conv.source_id:
             try:
@@ -382,6 +384,23 @@ def import_conversations(sessions: Sessions, conversations: list[Conversation], 
         session, added, redacted = _add_lacking(sessions, path, conv)
         out.append(Imported(session, added, False, redacted))
     return out
+
+
+def _visible(conv: Conversation) -> Conversation:
+    """``conv`` with each control character (NUL, ESC, BEL…) of its texts shown as its Unicode
+    control picture (:func:`memkit.formats.plain.escape_controls`): a file memkit imports may hold
+    one (a tool's coloured output), and the session file never does."""
+    def data(value: Any) -> Any:
+        if isinstance(value, str):
+            return escape_controls(value)
+        if isinstance(value, dict):
+            return {data(k): data(v) for k, v in value.items()}
+        return [data(v) for v in value] if isinstance(value, list) else value
+
+    messages = [replace(m, content=escape_controls(m.content), name=escape_controls(m.name) if m.name else m.name)
+                for m in conv.messages]
+    return replace(conv, messages=messages, title=escape_controls(conv.title) if conv.title else conv.title,
+                   system=escape_controls(conv.system) if conv.system else conv.system, metadata=data(conv.metadata))
 
 
 def _add_lacking(sessions: Sessions, path: Path, conv: Conversation) -> tuple[Session, int, int]:

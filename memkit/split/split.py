@@ -131,7 +131,8 @@ def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_pa
     proposals: list[dict[str, str]] | None = None
     if llm is not None and groups:
         try:
-            proposals = ask_names(llm, parent, groups, vectors)
+            proposals = [{key: store.config.redact.apply(value).text for key, value in proposal.items()}
+                         for proposal in ask_names(llm, parent, groups, vectors)]  # never stored: docs/privacy.md
             named_by = "llm"
         except LLMError as exc:
             log.warning("naming the parts of %s: %s; naming them from their own words instead", parent.name, exc)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..base.fsutil import atomic_write
 from ..errors import InvalidValue
 from ..formats.people import PEOPLE_FILE, Person, handle_of, parse_people, with_person
+from ..formats.plain import check_plain
 from .store import Store
 
 
@@ -31,6 +32,7 @@ def add_person(store: Store, name: str, *, relation: str | None = None, detail: 
     """Append a person to people.md (created with a ``# People`` heading when missing); returns it
     as read back. :raises InvalidValue: a bad name or relation, or a person of that name already there."""
     def one_line(value: str | None, what: str) -> str:
+        check_plain(value or "", f"a person's {what}")  # no NUL, ESC or BEL in people.md
         value = " ".join((value or "").split())
         if any(c in value for c in "()\n"):
             raise InvalidValue(f"a person's {what} cannot hold parentheses: {value!r}")
@@ -42,7 +44,9 @@ def add_person(store: Store, name: str, *, relation: str | None = None, detail: 
         raise InvalidValue(f"invalid name {name!r}: a person's name starts with a letter and has no ':'")
     if relation and (len(relation.split()) != 1 or ":" in relation):
         raise InvalidValue(f"invalid relation {relation!r}: one word, e.g. family, friend, colleague, self")
-    person = Person(name, relation, one_line(detail, "detail") if relation else "", one_line(about, "about"))
+    hide = store.config.redact.apply  # a secret in a person's line is never stored (docs/privacy.md)
+    person = Person(name, relation, hide(one_line(detail, "detail")).text if relation else "",
+                    hide(one_line(about, "about")).text)
     with store.lock():
         text = read_people_text(store)
         if any(handle_of(p.name) == handle_of(name) for p in parse_people(text)):

@@ -493,9 +493,13 @@ class Store(VaultFiles):
         end. The entries are found again under the lock by their text (an entry that vanished
         meanwhile is left out); archive.md is written before the topic.
 
+        ``new_lines`` (memkit's, often an LLM's: a compaction, a distilled profile) are redacted
+        first: a secret in them is never written (docs/privacy.md).
+
         :returns: (the unified diff of the topic and archive.md, the entries removed).
         :raises TopicNotWritable: the topic has a merge conflict or bad frontmatter.
         """
+        new_lines = [self.config.redact.apply(line).text for line in new_lines]
         with contextlib.nullcontext() if dry_run else self.lock():
             current = self.topic(topic) if dry_run else self.read_for_write(topic)
             if current is None:

@@ -9,7 +9,10 @@ Problems a person must look at (``check`` exits 1 while any is left):
 - ``skipped``: a file in topics/ memkit does not read (not UTF-8, binary, too large, a FIFO, a
   symlink leading out of the vault or looping);
 - ``parent-recreated``: a topic file beside the subtopics a split made of it;
-- ``inbox-error``: a transcript the watcher could not digest (``inbox/NAME.error``).
+- ``inbox-error``: a transcript the watcher could not digest (``inbox/NAME.error``);
+- ``control``: a control character (NUL, ESC, BEL…; :mod:`memkit.formats.plain`) in a topic file,
+  a session file, people.md, archive.md or index.txt, with its line: invisible in an editor, it
+  recolours or rings a terminal the file is shown in (memkit writes none).
 
 Notes (listed, exit 0, so the pre-commit hook never blocks on them): ``inbox-waiting``, a
 transcript the watcher digests once it is idle; ``inbox-undigested``, one waiting while no LLM is
@@ -33,6 +36,8 @@ from datetime import datetime
 from ..base.fsutil import read_regular
 from ..errors import MemkitError
 from ..formats.archive import ArchiveItem
+from ..formats.people import PEOPLE_FILE
+from ..formats.plain import control_lines
 from ..formats.recent import render_recent
 from ..formats.session import ARCHIVE_DIR, MAX_SESSION_BYTES, RAW_DIR, SESSIONS_DIR, is_session_filename
 from ..formats.topic import (
@@ -51,7 +56,8 @@ from ..store import INBOX_DIR, Store
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 
-PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "session")
+PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "session", "control")
+_MAX_READ = 64 * 1024 * 1024  #: people.md, archive.md and index.txt are read up to this size
 NOTE_KINDS = ("inbox-waiting", "inbox-undigested")
 
 
@@ -117,6 +123,7 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
             report.problems.append(Finding("skipped", rel, getattr(exc, "line", None), f"{exc}; memkit does not read it"))
             continue
         topics[tf.name] = topic
+        report.problems += _control_findings(rel, topic.raw)
         for problem in topic.problems:
             report.problems.append(Finding(problem.kind, rel, problem.line, problem.message,
                                            fixable=problem.kind == "duplicate-key"))
@@ -134,6 +141,13 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
                 f"{rel} exists beside the subtopics a split made of it ({', '.join(sorted(t.name for t in children))}): "
                 f"move its {len(topic.entries)} entries into them (or `memkit split {name}` again), then delete it"))
     report.problems += _session_findings(store)
+    for path in (store.root / PEOPLE_FILE, store.archive_path, store.recent_path):
+        if path.is_file() and not path.is_symlink():
+            try:
+                data, _ = read_regular(path, _MAX_READ)
+            except (OSError, MemkitError):
+                continue
+            report.problems += _control_findings(store.rel(path), data.decode("utf-8", errors="replace"))
     try:
         errors = sorted(store.inbox_dir.glob("*.error")) if store.inbox_dir.is_dir() else []
     except OSError:
@@ -197,7 +211,19 @@ def _session_findings(store: Store) -> list[Finding]:
             except (OSError, MemkitError) as exc:
                 out.append(Finding("skipped", rel, None, f"{rel}: cannot read: {exc}"))
                 continue
-            out += _session_file_findings(rel, data.decode("utf-8", errors="replace"))
+            text = data.decode("utf-8", errors="replace")
+            out += _session_file_findings(rel, text) + _control_findings(rel, text)
+    return out
+
+
+def _control_findings(rel: str, text: str) -> list[Finding]:
+    """A control character in a file a person reads: each line holding one (a few at most)."""
+    found = control_lines(text)
+    out = [Finding("control", rel, number, f"{rel} line {number}: a control character {what}: invisible in an "
+                   "editor, it can recolour or ring a terminal; delete it (memkit writes none)")
+           for number, what in found[:5]]
+    if len(found) > 5:
+        out.append(Finding("control", rel, found[5][0], f"{rel}: {len(found) - 5} more lines with control characters"))
     return out
 
 

@@ -366,6 +366,7 @@ def compact(store: Store, llm: LLM | None, topic: str, *, before: date, dry_run:
     replaced: list[Entry] = []
     unchanged: list[Entry] = []
     for text, nums in rows[:most]:
+        text = store.config.redact.apply(text).text  # the LLM's words: never a secret stored (docs/privacy.md)
         nums = [n for n in dict.fromkeys(nums) if n not in used]  # each original once
         if not nums:
             continue
@@ -436,6 +437,7 @@ def distill(store: Store, llm: LLM | None, *, dry_run: bool = False, lines: Sequ
     """
     if lines is None:
         lines = propose_profile(store, llm)
+    lines = [store.config.redact.apply(text).text for text in lines]  # never a secret stored (docs/privacy.md)
     profile = ensure_profile(store) if not dry_run else (store.topic(store.pinned_topics()[0])
                                                          if store.pinned_topics() else None)
     today = date.today()

@@ -312,6 +312,10 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("index", (
         Param("full", "boolean", "Parse and embed every file again, not only the changed ones.", default=False,
               cli=("--full",)),
+        Param("judge", "boolean", "Also store the judge's vector of every entry that has none (with a progress "
+              "bar; searches embed the ones they meet, and the watcher and the servers fill them as they run).",
+              default=False, cli=("--judge",),
+              absent={"http": "a POST /index job runs in the background: it fills them too"}),
     ), ("index",), None, (("POST", "/index"),),
         absent={"mcp": "the MCP server indexes changed files before each search"}),
     Operation("digest_transcript", (

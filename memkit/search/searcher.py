@@ -254,6 +254,18 @@ class Searcher:
             self.store.warn_once(f"{exc}; searching with the static model alone")
             return 0
 
+    def judge_missing(self) -> int | None:
+        """How many live entries of the index have no judge vector stored (None: no judge here)."""
+        judge = self.judge()
+        if judge is None:
+            return None
+        view = self.index.view()
+        texts = [view.texts[i] for i in range(len(view)) if view.is_live(i)]
+        try:
+            return len(judge.missing(texts))
+        except ModelError:
+            return None
+
     def changed(self) -> None:
         """Say the files just changed (this process wrote them): the next search re-checks them
         (itself, even while a watcher keeps the index current: its event may not have come yet)."""

@@ -66,6 +66,10 @@ class Serving:
         the watcher's); how many were embedded."""
         return self._searcher().fill_judge(progress, index=index)
 
+    def judge_missing(self) -> int | None:
+        """How many live entries have no judge vector stored (None: no judge here)."""
+        return self._searcher().judge_missing()
+
     def fill_judge_aside(self, stop: threading.Event | None = None) -> threading.Thread:
         """Fill the judge's stored vectors in a daemon thread with an index connection of its own
         (a server's start: it serves at once, and a search embeds the candidates it meets without

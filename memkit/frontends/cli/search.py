@@ -130,28 +130,37 @@ class _Progress:
 @cli_params("index")
 @json_option
 @click.pass_context
-def index(ctx: click.Context, full: bool, json_: bool) -> None:
+def index(ctx: click.Context, full: bool, judge: bool, json_: bool) -> None:
     """Update the embedding index (.memkit/) for changed topic files.
 
     Incremental by default: only files whose content changed are re-read, and only entries whose
     text is new are embedded. Search does this by itself; run it to index ahead of time.
 
+    It returns once the first search stage is indexed and says how many entries have no judge
+    vector yet: a search embeds the ones it meets (milliseconds each), and `memkit watch`,
+    `memkit serve` and `memkit mcp` fill them while they run; --judge fills them now.
+
     \b
     Example:
       memkit index
       memkit index --full
+      memkit index --judge
     """
     vault = get_vault(ctx)
     progress, judging = _Progress(), _Progress("judge vectors", 500)
     try:
-        report = vault.index(full=full, progress=progress, judge_progress=judging)
+        report = vault.index(full=full, progress=progress, judge_progress=judging, judge=judge)
     finally:
         progress.close()
         judging.close()
+    missing = None if judge or report.busy else vault.frontend_internals.judge_missing()
     if json_:
-        echo_json(report.to_dict())
+        echo_json(report.to_dict() | ({} if missing is None else {"judge_missing": missing}))
     else:
         click.echo(report.summary())
+        if missing:
+            click.echo(f"{missing:,} entr{'y has' if missing == 1 else 'ies have'} no judge vector yet: searches "
+                       "embed the ones they meet; `memkit index --judge` fills them now", err=True)
         if report.errors:
             click.echo(f"{len(report.errors)} file(s) with problems (unreadable ones skipped, the others read around them), see the warnings above", err=True)
 

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out" / "cold"
 MODEL256 = ROOT.parent / "shared" / "models" / "m2v-minilm-256"
-BUILTIN = ROOT / "memkit" / "models" / "memkit-m2v"
+BUILTIN = ROOT / "memkit" / "embeddings" / "models" / "memkit-m2v"
 QUERIES = ["what rice do I use", "invoice from the plumber", "when is the dentist", "router firmware version",
            "birthday present ideas", "train to Lisbon", "the vet appointment", "running shoes size"]
 

@@ -4,7 +4,8 @@ memkit's static model (:mod:`memkit.embeddings.static`) finds candidates fast, b
 of them answers a question worded unlike its note. The judge is the static model's own teacher,
 all-MiniLM-L6-v2 (Apache-2.0), exported by ``make model`` to an int8 ONNX file
 (``memkit/embeddings/models/memkit-judge/model.onnx``, mean pooling and normalisation inside the graph) and
-run with onnxruntime: a short query costs ~1 ms on two cores, ~1,000 entries a second.
+run with onnxruntime: a short query costs 4-5 ms on two AVX2 cores (~2 ms with VNNI), 150-370 entries a
+second (docs/performance.md).
 
 onnxruntime is a dependency of memkit; where it cannot be installed or loaded (an unusual
 platform), :func:`judge_status` says why once and search works as before, with the static stage

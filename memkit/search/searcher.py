@@ -446,6 +446,9 @@ class Searcher:
     def find(self, q: Query, *, refresh: bool | None = None) -> list[Hit]:
         """The hits of a checked query (:meth:`search`; ``refresh`` as there)."""
         query, k, mode, threshold, weak, name = q.text, q.k, q.mode, q.threshold, q.weak, q.topic
+        if q.judge is not False and mode == "hybrid" and not q.words_first and self.config.judge \
+                and self._judge is None and not self._judge_off:
+            preload_judge()  # loaded beside the index check and the static model: a cold search waits less
         if not self.index.embedder.available:
             mode = "lexical"  # no model (warned when the vault looked for it): exact words only
         asked = threshold
@@ -738,6 +741,20 @@ def ranking_kept(view: IndexView) -> dict[str, Any]:
     kept = ranker.kept()
     release(view.vectors)
     return kept
+
+
+_PRELOAD: threading.Thread | None = None
+
+
+def preload_judge() -> None:
+    """Load the process's judge (onnxruntime's import, the session, the tokenizer: ~0.25 s) in a
+    thread of its own, once: onnxruntime and the tokenizers work outside the GIL, so a cold
+    search's index check and static model load go on meanwhile; the search then takes the judge
+    when it needs it (:class:`memkit.embeddings.judge.LazyJudge` waits for the load)."""
+    global _PRELOAD
+    if _PRELOAD is None and not shared_judge().loaded and shared_judge().available:
+        _PRELOAD = threading.Thread(target=shared_judge().judge, name="memkit-judge-load", daemon=True)
+        _PRELOAD.start()
 
 
 def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> list[Hit]:

@@ -57,6 +57,7 @@ class JudgeVectors:
         self._lock = threading.Lock()
         self._filled: tuple[int, int] | None = None  # (view lineage, rows) known to be stored
         self._recent: dict[int, np.ndarray] = {}  # key -> vector of the candidates searches met lately
+        self._last_query: tuple[str, np.ndarray] | None = None
 
     # ---- storage --------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection | None:
@@ -167,8 +168,14 @@ class JudgeVectors:
         return out
 
     def query(self, text: str) -> np.ndarray:
-        """The judge's unit vector of a query (embedded now: queries are not stored)."""
-        return self.judge.embed([text])[0]
+        """The judge's unit vector of a query (embedded now: queries are not stored; the last one
+        is kept, for the memory block asks twice about its message)."""
+        last = self._last_query
+        if last is not None and last[0] == text:
+            return last[1]
+        vector = self.judge.embed([text])[0]
+        self._last_query = (text, vector)
+        return vector
 
     def missing(self, texts: Sequence[str]) -> list[int]:
         """Positions of ``texts`` whose vector is not stored (the first of each text only)."""

@@ -60,7 +60,7 @@ from .judge_rank import (
 )
 from .query import MODES, Mode, Query, Threshold, since_day
 from .rank import MODEL_THRESHOLD, NOISE_MIN_N, RECOMMENDED_THRESHOLD, Ranker
-from .safety import safety_mask
+from .safety import safety_rows
 
 log = logging.getLogger("memkit")
 
@@ -171,7 +171,6 @@ class Searcher:
         self._expired: tuple[int, int, np.ndarray, int] | None = None
         self._expired_rows: tuple[IndexView, int, np.ndarray] | None = None  #: the last answer, for that view and day
         self._importance: tuple[int, np.ndarray] | None = None  # (view lineage, importance per row)
-        self._safety: tuple[int, np.ndarray] | None = None  # (view lineage, whether each row is a safety note)
         self._judge: JudgeVectors | None = None
         self._judge_off = False  #: the judge cannot run here (said once)
         self._keys: tuple[int, np.ndarray, np.ndarray] | None = None  # (lineage, judge key per row, known)
@@ -605,25 +604,20 @@ class Searcher:
     def safety_hits(self, message: str, *, k: int = SAFETY_MEMORIES, floor: float = SAFETY_FLOOR) -> list[Hit]:
         """The safety notes (:mod:`memkit.search.safety`: allergies, medications, conditions) that
         bear on ``message`` at all: the judge's cosine with it reaches ``floor``; at most ``k``,
-        closest first. Empty without the judge. A note's row is looked for once along the view's
-        lineage, so a large vault reads its new rows only."""
+        closest first. Empty without the judge. The notes are found through the word index
+        (:func:`memkit.search.safety.safety_rows`), a few lookups whatever the vault's size."""
         judge = self.judge()
         if judge is None:
             return []
-        view, _ = self.ranker(others=False)
+        view, ranker = self.ranker(others=False)
         if len(view) == 0:
             return []
-        cached = self._safety
-        start = cached[1].shape[0] if cached is not None and cached[0] == view.lineage and \
-            cached[1].shape[0] <= len(view) else 0
-        old = cached[1][:start] if cached is not None and start else np.zeros(0, dtype=bool)
-        mask = np.concatenate([old, safety_mask(view.texts[start:])]) if start else safety_mask(view.texts)
-        self._safety = (view.lineage, mask)
-        if view.live is not None:
-            mask = mask & view.live
-        rows = np.flatnonzero(mask)
-        gone = set(self.expired_rows(view).tolist())
-        rows = np.array([r for r in rows.tolist() if r not in gone], dtype=np.int64)[:SAFETY_MAX_ROWS]
+        rows = safety_rows(view.term_ids_of, ranker.lex.holders)
+        if rows.size:
+            gone = self.expired_rows(view)
+            if gone.size:
+                rows = rows[~np.isin(rows, gone)]
+        rows = rows[:SAFETY_MAX_ROWS]
         if not rows.size:
             return []
         try:

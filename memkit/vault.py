@@ -436,17 +436,20 @@ class Vault(VaultAliases, VaultFacts):
         reset_session(self.store, session)
 
     def digest(self, transcript: str | os.PathLike[str], *, llm: LLMChoice = "auto",
-               dry_run: bool = False, force: bool = False) -> DigestReport:
+               dry_run: bool = False, force: bool = False, allow_many_supersedes: bool = False) -> DigestReport:
         """Digest a transcript file into memory entries (see :mod:`memkit.digest.digest`).
 
         :param transcript: ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL.
         :param llm: ``"auto"``: the LLM configured in memkit.yaml; or an LLM client (None fails:
             a digest needs one).
         :param dry_run: only compute the change (``report.diff``); :param force: read it all again.
+        :param allow_many_supersedes: let it archive more than 3 entries as outdated (else it stops,
+            writes nothing and raises :class:`memkit.errors.TooManySupersedes`).
         """
         from .digest import digest_file
         try:
-            return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run, force=force)
+            return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run, force=force,
+                               allow_many_supersedes=allow_many_supersedes)
         finally:
             self.changed()
 

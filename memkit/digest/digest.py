@@ -33,7 +33,7 @@ from typing import Any, Iterable, Sequence
 
 from ..base.fsutil import atomic_write, file_lock
 from ..base.similarity import similarities
-from ..errors import LLMError, MemkitError, NumericError, TopicNotFound, TranscriptError
+from ..errors import LLMError, MemkitError, NumericError, TooManySupersedes, TopicNotFound, TranscriptError
 from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
 from ..formats.fields import provenance_marker
 from ..formats.lifecycle import core_text
@@ -64,6 +64,19 @@ NEAR_DUPLICATE_COSINE = 0.92  #: duplicate_similarity for a model not calibrated
 NEAR_DUPLICATE_JACCARD = 0.8
 NEAR_DUPLICATE_CONTAINMENT = 1.0  #: share of the new text's words already in an entry (all: it says nothing new)
 UPDATE_CANDIDATES = 3
+#: the most entries one conversation may archive as outdated; beyond it the digest stops and asks
+#: (``allow_many_supersedes``): a transcript that says "mark every memory outdated" to a model that obeys
+MAX_SUPERSEDES = 3
+#: the static model's cosine from which a conclusion bears on an entry it says is outdated, with no word
+#: and no topic in common. Measured with memkit-m2v (issue 41.10): pairs where one replaces the other
+#: 0.27-0.98 (7 of 10 at 0.51 or more: "Switched to a vegan diet" / "Is vegetarian" 0.515), unrelated
+#: pairs -0.07-0.26 ("The user's AWS key is [redacted]" / "The user likes zebras" 0.228); the vault's
+#: own similarity threshold counts where it is higher (another model)
+SUPERSEDE_COSINE = 0.45
+#: the judge's cosine (all-MiniLM-L6-v2, the search's second stage) from which a conclusion bears on an
+#: entry, where the judge runs. Measured on the same pairs: replacing 0.35-0.96 ("Moved to Porto" /
+#: "Lives in Lisbon, in Arroios" 0.525, which the static model puts at 0.35), unrelated -0.06-0.20
+SUPERSEDE_JUDGE = 0.30
 _DATE_TAIL = re.compile(r"\s*\((?:due |until )?\d{4}-\d{2}-\d{2}\)")
 
 __all__ = ["DigestReport", "InboxResult", "Conclusion", "MAX_CONCLUSIONS", "digest_file", "digest_messages",
@@ -79,6 +92,9 @@ class DigestReport:
     written: list[tuple[str, str]] = field(default_factory=list)  #: (topic, entry line)
     skipped: list[tuple[str, str]] = field(default_factory=list)  #: (text, reason)
     superseded: list[tuple[str, str, str]] = field(default_factory=list)  #: (topic, old text, new text)
+    #: (topic, old text, new text, why kept): entries the LLM called outdated that the new one does not bear on
+    refused: list[tuple[str, str, str, str]] = field(default_factory=list)
+    many_supersedes: bool = False  #: a dry run: more than MAX_SUPERSEDES; the real digest stops and asks
     judged: list[tuple[str, str]] = field(default_factory=list)  #: (entry line, why it matters that much)
     new_topics: list[str] = field(default_factory=list)
     split: list[str] = field(default_factory=list)  #: topics split afterwards
@@ -98,6 +114,7 @@ class DigestReport:
             "written": [{"topic": t, "line": line} for t, line in self.written],
             "skipped": [{"text": t, "reason": r} for t, r in self.skipped],
             "superseded": [{"topic": t, "old": o, "new": n} for t, o, n in self.superseded],
+            "refused": [{"topic": t, "old": o, "new": n, "why": w} for t, o, n, w in self.refused],
             "judged": [{"line": line, "why": why} for line, why in self.judged],
             "new_topics": self.new_topics, "split": self.split, "diff": self.diff, "redacted": self.redacted,
             "facts": self.facts,
@@ -112,6 +129,10 @@ class DigestReport:
             parts[0] += f" from the {self.count - self.read_from} message(s) after the {self.read_from} digested before"
         if self.superseded:
             parts.append(f"archived {len(self.superseded)} outdated")
+        if self.many_supersedes:
+            parts.append(f"more than {MAX_SUPERSEDES} outdated: the digest stops and asks for --allow-many-supersedes")
+        if self.refused:
+            parts.append(f"kept {len(self.refused)} the LLM called outdated (not outdated by anything said here)")
         if self.skipped:
             parts.append(f"skipped {len(self.skipped)}")
         if self.new_topics:
@@ -166,7 +187,8 @@ def digested_prefix(digested: dict[str, Any], messages: Sequence[Message]) -> in
 
 
 def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | None, *, dry_run: bool = False,
-                now: datetime | None = None, split: bool = True, force: bool = False) -> DigestReport:
+                now: datetime | None = None, split: bool = True, force: bool = False,
+                allow_many_supersedes: bool = False) -> DigestReport:
     """Digest one transcript file. See the module docstring.
 
     :param searcher: searches (and through its store, writes) the vault.
@@ -177,11 +199,14 @@ def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | Non
     :param split: split topics that end up over ``topic_split_threshold_lines``.
     :param force: read the whole transcript again, even one digested before (what is in the
         vault already, or was forgotten, is still not added again).
+    :param allow_many_supersedes: archive more than :data:`MAX_SUPERSEDES` entries as outdated
+        (else the digest stops, writes nothing and raises :class:`~memkit.errors.TooManySupersedes`).
     """
     path = Path(path)
     messages, data = read_transcript(path)
     return digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
-                           now=now, split=split, force=force, source=(path.name, None))
+                           now=now, split=split, force=force, source=(path.name, None),
+                           allow_many_supersedes=allow_many_supersedes)
 
 
 def digest_text(searcher: Searcher, text: str, llm: LLM | None, *, name: str = "transcript",
@@ -198,7 +223,8 @@ def digest_text(searcher: Searcher, text: str, llm: LLM | None, *, name: str = "
 def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | None, *, name: str = "transcript",
                     sha: str | None = None, dry_run: bool = False, now: datetime | None = None,
                     split: bool = True, force: bool = False,
-                    source: tuple[str, str | None] | None = None) -> DigestReport:
+                    source: tuple[str, str | None] | None = None,
+                    allow_many_supersedes: bool = False) -> DigestReport:
     """Digest a conversation given as messages (see :func:`digest_file`). A conversation that
     continues one digested before (the same first messages) has only its new messages read, the
     last few before them shown as context. Each entry written ends with ``(from SOURCE DAY)``
@@ -235,12 +261,22 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     for c in fresh:  # the LLM named no topic: the one the context detected for the session
         c.topic_hint = c.topic_hint or hint
     _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
-    pairs = _update_candidates(searcher, fresh, nearest)
+    pairs, seen = _update_candidates(searcher, fresh, nearest)
     if pairs:
         try:
             find_updates(llm, pairs)
         except LLMError as exc:  # keep the new entries; keep the old ones too (nothing is lost)
             log.warning("could not check which entries are outdated (%s); kept them all", exc)
+    _check_supersedes(searcher, fresh, seen, report)
+    outdated = {e.hash: (e, c) for c in fresh for e in c.supersedes}
+    if len(outdated) > MAX_SUPERSEDES and not allow_many_supersedes:
+        if not dry_run:
+            named = "; ".join(f'{e.topic}: "{e.text}" (by "{c.text}")' for e, c in outdated.values())
+            raise TooManySupersedes(
+                f"{name}: the digest would archive {len(outdated)} entries as outdated, more than the "
+                f"{MAX_SUPERSEDES} one conversation may: {named}. Nothing was written; if they are all "
+                "outdated, digest it again with --allow-many-supersedes (Python: allow_many_supersedes=True)")
+        report.many_supersedes = True
     _apply(store, fresh, new_topic, report, now, dry_run)
     if not report.already_digested:
         written = [c for c in fresh if any(c.text in line for _, line in report.written)]
@@ -401,12 +437,13 @@ def _near_duplicate(found: list[Hit], text: str, cosine: float = NEAR_DUPLICATE_
 
 
 def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
-                       nearest: _Nearest) -> list[tuple[Conclusion, list[Entry]]]:
+                       nearest: _Nearest) -> tuple[list[tuple[Conclusion, list[Entry]]], dict[tuple[int, str], float]]:
     """The entries each conclusion may make outdated, once it is routed: the vault's own search's
     best hits for it (what ``memkit search`` answers: the closest entries that are more than
     noise), its nearest hits that are real evidence (:func:`memkit.search.route.is_confident`), and
     the latest entries of its topic of the same kind (or of no kind): "moved to Porto" is shown
-    "Lives in Lisbon" though they share no word."""
+    "Lives in Lisbon" though they share no word. Also returns the cosine the search saw for each
+    (conclusion's ``id()``, entry id) it found confidently (:func:`_check_supersedes` reads it)."""
     threshold = searcher.threshold()
     entries = searcher.store.entries()
     by_id = {e.id: e for e in entries}
@@ -414,9 +451,13 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
     for e in entries:
         by_topic.setdefault(e.topic, []).append(e)
     pairs = []
+    seen: dict[tuple[int, str], float] = {}
     for c in conclusions:
         hits = searcher.search(c.text, k=UPDATE_CANDIDATES, weak=UPDATE_CANDIDATES)
         hits += [h for h in nearest(c.text) if is_confident(h, threshold)]
+        for h in hits:
+            if h.confident:
+                seen[(id(c), h.id)] = max(h.cosine, seen.get((id(c), h.id), -1.0))
         shown = {h.id: by_id[h.id] for h in hits if h.id in by_id}
         shown = dict(list(shown.items())[:UPDATE_CANDIDATES])
         alike = [e for e in by_topic.get(c.topic or "", []) if e.is_list and e.kind in (c.kind, None)]
@@ -424,7 +465,67 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
             shown.setdefault(e.id, e)
         if shown:
             pairs.append((c, list(shown.values())))
-    return pairs
+    return pairs, seen
+
+
+def _bears_on(c: Conclusion, e: Entry, cosine: float | None, limit: float, judged: float | None) -> str | None:
+    """Why conclusion ``c`` plainly bears on entry ``e`` (so it may make it outdated), or None:
+    they share evidence (:func:`shares_evidence`, either way round), they are of one topic (not
+    ``general``, which holds what belongs to none) and one kind (an entry without a kind is of
+    any), or their meanings are close: the static model's ``cosine`` is ``limit`` or more, or the
+    judge's (``judged``) :data:`SUPERSEDE_JUDGE` or more."""
+    if shares_evidence(c.text, e.text) or shares_evidence(e.text, c.text):
+        return "shared words"
+    if c.topic and c.topic == e.topic and c.topic != "general" and e.kind in (None, c.kind):
+        return "same topic and kind"
+    if cosine is not None and cosine >= limit:
+        return f"similar ({cosine:.2f})"
+    if judged is not None and judged >= SUPERSEDE_JUDGE:
+        return f"similar to the judge ({judged:.2f})"
+    return None
+
+
+def _judge_cosines(searcher: Searcher, text: str, entries: Sequence[Entry]) -> dict[str, float]:
+    """The judge's cosine of ``text`` with each entry (by id); none where the judge does not run."""
+    vectors = searcher.judge()
+    if vectors is None:
+        return {}
+    try:
+        rows = vectors.judge.embed([core_text(text)] + [core_text(e.text) for e in entries])
+    except (MemkitError, OSError, RuntimeError, ValueError) as exc:
+        log.warning("could not judge which entries a conclusion bears on (%s): the static model alone", exc)
+        return {}
+    return {e.id: float(rows[0] @ rows[i]) for i, e in enumerate(entries, 1)}
+
+
+def _check_supersedes(searcher: Searcher, conclusions: list[Conclusion], seen: dict[tuple[int, str], float],
+                      report: DigestReport) -> None:
+    """Keep of each conclusion's supersedes only the entries it plainly bears on
+    (:func:`_bears_on`): the transcript is data, and a model that obeys "mark every memory as
+    outdated" names entries the conversation never touched. The others stay, named in
+    ``report.refused``."""
+    limit = max(SUPERSEDE_COSINE, searcher.threshold())
+    for c in conclusions:
+        if not c.supersedes:
+            continue
+        cosines: dict[str, float] = {}
+        try:
+            vectors = searcher.embed([core_text(c.text)] + [core_text(e.text) for e in c.supersedes])
+            cosines = {e.id: float(vectors[0] @ vectors[i]) for i, e in enumerate(c.supersedes, 1)}
+        except MemkitError:  # no model (words only): the search's cosines, the words and the topics
+            pass
+        judged = _judge_cosines(searcher, c.text, c.supersedes)
+        kept = []
+        for e in c.supersedes:
+            found = [x for x in (cosines.get(e.id), seen.get((id(c), e.id))) if x is not None]
+            if _bears_on(c, e, max(found) if found else None, limit, judged.get(e.id)) is not None:
+                kept.append(e)
+            else:
+                report.refused.append((e.topic, e.text, c.text, "the LLM called it outdated, but the new entry "
+                                       "shares no words, topic or meaning with it"))
+                log.warning("kept %s (%s): the LLM called it outdated by %r, which does not bear on it",
+                            e.id, e.topic, c.text)
+        c.supersedes = kept
 
 
 def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,

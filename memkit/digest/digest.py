@@ -4,11 +4,14 @@ Steps: parse the transcript (a conversation that continues one digested before: 
 messages); ask the LLM for conclusions (decisions, discoveries, preferences, confirmed
 observations; not small talk or common sense); drop exact and near duplicates of anything in the
 whole vault, compared without kind, tags, dates and markers, and what archive.md says was
-forgotten, edited away or done; route each conclusion (LLM topic hint if it names an existing
+forgotten, edited away or done (a near duplicate that adds a date, a number, a name or a changed
+state supersedes the entry instead); route each conclusion (LLM topic hint if it names an existing
 topic, else embedding detection; unrouted ones form a new topic when there are at least
 ``min_conclusions_for_new_topic`` of them, else go to ``general``); ask the LLM which existing
 entries each conclusion updates (only entries shown to it can be named: the search's best hits
-and its topic's entries of its kind); then, under the vault lock, archive superseded entries
+and its topic's entries of its kind), keep of those only the entries it plainly bears on (at
+most ``MAX_SUPERSEDES`` in all, else stop and ask), and move a replacement to the topic of the entry
+it replaces unless the LLM named one; then, under the vault lock, archive superseded entries
 first and write the topic files (a crash in between duplicates, never loses). Transcript hashes
 are remembered in ``.memkit/digested.json``: the same transcript twice adds nothing.
 
@@ -35,8 +38,8 @@ from ..base.fsutil import atomic_write, file_lock
 from ..base.similarity import similarities
 from ..errors import LLMError, MemkitError, NumericError, TooManySupersedes, TopicNotFound, TranscriptError
 from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
-from ..formats.fields import provenance_marker
-from ..formats.lifecycle import core_text
+from ..formats.fields import FACTS_TOPIC, provenance_marker
+from ..formats.lifecycle import core_text, plain_text
 from ..formats.names import slugify, topic_relpath
 from ..formats.session import NAME_RE as SESSION_NAME_RE
 from ..formats.topic import (
@@ -257,10 +260,12 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     nearest = _Nearest(searcher)
     fresh = _drop_duplicates(searcher, conclusions, report, nearest)
     _mark_source(fresh, source, now)
+    existing = {name for name, _ in topics}
+    named = {id(c) for c in fresh if _names_topic(store, c.topic_hint, existing)}  # by the LLM
     hint = _session_topic(store, name)
     for c in fresh:  # the LLM named no topic: the one the context detected for the session
         c.topic_hint = c.topic_hint or hint
-    _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
+    _route(searcher, fresh, new_topic, existing, nearest)
     pairs, seen = _update_candidates(searcher, fresh, nearest)
     if pairs:
         try:
@@ -268,6 +273,10 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
         except LLMError as exc:  # keep the new entries; keep the old ones too (nothing is lost)
             log.warning("could not check which entries are outdated (%s); kept them all", exc)
     _check_supersedes(searcher, fresh, seen, report)
+    for c in fresh:  # a replacement stays where the entry it replaces was, unless the LLM named a topic
+        where = next((e.topic for e in c.supersedes if e.topic != FACTS_TOPIC), None)  # facts.md holds key: value
+        if where is not None and id(c) not in named:
+            c.topic = split_target(searcher, where, c.text)
     outdated = {e.hash: (e, c) for c in fresh for e in c.supersedes}
     if len(outdated) > MAX_SUPERSEDES and not allow_many_supersedes:
         if not dry_run:
@@ -311,6 +320,12 @@ def session_source(name: str) -> tuple[str, str | None] | None:
     maybe followed by `` (messages 3-9)``), the name a session's digest is given; else None."""
     found = SESSION_NAME_RE.match(name.split(" (", 1)[0].replace("\\", "/").rsplit("/", 1)[-1])
     return (found.group(2), found.group(1)) if found else None
+
+
+def _names_topic(store: Store, hint: str | None, existing: set[str]) -> bool:
+    """Whether the LLM's topic hint names a topic of the vault (or one split since)."""
+    slug = slugify(hint or "")
+    return bool(slug) and (slug in existing or bool(store.subtopics(slug)))
 
 
 def _session_topic(store: Store, name: str) -> str | None:
@@ -361,8 +376,12 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
                      nearest: _Nearest) -> list[Conclusion]:
     """The conclusions that say something new: not what an entry says already, nor what was
     forgotten, edited away or done (archive.md), each compared by its core (text without markers,
-    kind, tags and dates: :func:`memkit.formats.lifecycle.core_text`)."""
-    existing = {core_text(e.text): e for e in searcher.store.entries()}
+    kind, tags and dates: :func:`memkit.formats.lifecycle.core_text`). A near duplicate that adds a
+    date, a number, a name or a changed state (:func:`adds_to`) is kept, and supersedes the entry
+    it repeats."""
+    entries = searcher.store.entries()
+    existing = {core_text(e.text): e for e in entries}
+    by_id = {e.id: e for e in entries}
     gone = _gone(searcher.store.archived())
     gone_words = [(set(terms(key)), a) for key, a in gone.items()]
     seen: dict[str, Conclusion] = {}
@@ -381,11 +400,55 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
             continue
         near = _near_duplicate(nearest(c.text), c.text, searcher.duplicate_similarity())
         if near is not None:
-            report.skipped.append((c.text, f"near duplicate of {near.id} in {near.topic}: {near.text}"))
-            continue
+            added = adds_to(c.text, near.text)
+            old = by_id.get(near.id)
+            if added is None or old is None:
+                report.skipped.append((c.text, f"near duplicate of {near.id} in {near.topic}: {near.text}"))
+                continue
+            # the newer, more specific fact wins (the Lo-Bug rule): it supersedes the entry it repeats
+            log.info("%r adds %s to %s: it supersedes it", c.text, added, near.id)
+            c.supersedes.append(old)
         seen[key] = c
         fresh.append(c)
     return fresh
+
+
+#: words that say a state changed: "planning a trip" -> "booked the trip", "likes jazz" -> "likes jazz, not rock"
+STATE_WORDS = frozenset("""
+    accepted approved arrived bought booked broke broken canceled cancelled changed closed completed confirmed
+    declined decided delivered divorced done dropped ended engaged failed finished fired fixed graduated hired
+    instead joined left longer married moved never no not nowadays opened paid passed postponed quit rejected
+    rescheduled retired scheduled signed sold started stopped switched anymore finally
+""".split())
+_FIELD_MARKER_RE = re.compile(r"\((?:people|[a-z][a-z0-9-]{0,39}):[^()]*\)")  #: ``(people: …)``, ``(city: Porto)``
+_TOKEN_RE = re.compile(r"[^\W_][\w'.:/-]*[^\W_]|[^\W_]")
+
+
+def _tokens(text: str) -> list[str]:
+    """The words of a memory's text without its markers, kind, tags and date (case kept)."""
+    return _TOKEN_RE.findall(_FIELD_MARKER_RE.sub(" ", plain_text(text)))
+
+
+def adds_to(text: str, entry: str) -> str | None:
+    """What ``text``, a near duplicate of ``entry``, adds to it that makes it a newer fact rather
+    than the same one reworded, or None: a number or date ("May 20 to 27"), a name (a capitalised
+    word not first in the sentence: "moved to Porto"), or a word saying a state changed
+    (:data:`STATE_WORDS`: "booked", "not", "stopped"). "Has a tree nut allergy" adds nothing to
+    "Allergic to tree nuts"."""
+    new, old = _tokens(text), _tokens(entry)
+    had = {w.casefold() for w in old}
+    had |= {w.rstrip("s") for w in had}
+    fresh = [(i, w) for i, w in enumerate(new) if w.casefold() not in had and w.casefold().rstrip("s") not in had]
+    numbers = [w for _, w in fresh if any(ch.isdigit() for ch in w)]
+    if numbers:
+        return "the number" + ("s " if len(numbers) > 1 else " ") + ", ".join(numbers)
+    names = [w for i, w in fresh if i > 0 and w[:1].isupper() and w.casefold() not in STATE_WORDS]
+    if names:
+        return "the name" + ("s " if len(names) > 1 else " ") + ", ".join(names)
+    states = [w for _, w in fresh if w.casefold() in STATE_WORDS]
+    if states:
+        return "a changed state (" + ", ".join(states) + ")"
+    return None
 
 
 def _gone(archived: Sequence[ArchivedEntry]) -> dict[str, ArchivedEntry]:

@@ -190,8 +190,14 @@ def core_text(text: str) -> str:
     ``(urgency …)``, ``(ask: …)``, ``(importance …)``, ``(from … DAY)``), spaces and case folded, end punctuation
     dropped. ``- [fact] Moved to Porto (importance 0.8) (2026-11-21)`` and ``Moved to Porto.``
     have the same core."""
+    return plain_text(text).strip(" .;,!").casefold()
+
+
+def plain_text(text: str) -> str:
+    """A memory's words as written (case kept): its text without the list marker, the ``[kind]``,
+    the trailing tags and date, and memkit's markers (see :func:`core_text`)."""
     text = LIST_MARKER_RE.sub("", text.strip(), count=1)
     text = KIND_RE.sub("", text, count=1)
     text = _TRAILING_DATE_RE.sub("", text)
     text = _TRAILING_TAGS_RE.sub("", _ANY_MARKER_RE.sub(" ", _TRAILING_TAGS_RE.sub("", text)))
-    return " ".join(text.split()).strip(" .;,!").casefold()
+    return " ".join(text.split())

@@ -11,7 +11,8 @@ the versions before it), then the conversation:
   holds only its summary);
 - a transcript in ``inbox/done/`` (where a digested one goes; ``NAME-2.txt``… when one of that name
   was there already), still in ``inbox/``, or where it lay in the vault when ``memkit digest FILE``
-  read it (``.memkit/digested.json`` keeps that path; a file outside the vault is never read).
+  read it (``.memkit/digested.json`` keeps that path; a file outside the vault is never read: the
+  digest keeps a copy of it in ``inbox/done/``, redacted, which digested.json names instead).
 
 Then it shows the messages that best support the entry — most of the entry's words in common
 (:func:`memkit.formats.words.terms`), at most :data:`MAX_SHOWN`, and none that shares less than half

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Sequence
 
-from ..formats.fields import field_marker, people_marker
+from ..formats.fields import field_marker, people_marker, provenance, provenance_marker
 from ..formats.people import USER_WORDS, Person, handle_of, render_person, resolve
 from ..store import Store, get_fact, load_people, set_fact
 from .extract import Conclusion
@@ -57,6 +57,7 @@ def set_facts(store: Store, conclusions: Sequence[Conclusion], now: datetime, dr
     """Set the keyed fact of each conclusion that states one (the last one wins for a key); a dry
     run only says what would change."""
     wanted = {c.fact[0]: c.fact[1] for c in conclusions if c.fact is not None}
+    sources = {c.fact[0]: _source_marker(c.markers) for c in conclusions if c.fact is not None}
     out = []
     for key, value in wanted.items():
         if dry_run:
@@ -65,5 +66,11 @@ def set_facts(store: Store, conclusions: Sequence[Conclusion], now: datetime, dr
             out.append({"key": key, "value": value, "old": old.value if old else None,
                         "changed": old is None or old.value != value, "id": None})
         else:
-            out.append(set_fact(store, key, value, today=now.date()).to_dict())
+            out.append(set_fact(store, key, value, today=now.date(), source=sources.get(key)).to_dict())
     return out
+
+
+def _source_marker(markers: str) -> str | None:
+    """The ``(from …)`` marker among a conclusion's markers (the conversation it came from)."""
+    found = provenance(markers)
+    return provenance_marker(*found) if found else None

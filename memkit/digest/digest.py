@@ -38,7 +38,7 @@ from ..base.fsutil import atomic_write, file_lock
 from ..base.similarity import similarities
 from ..errors import LLMError, MemkitError, NumericError, TooManySupersedes, TopicNotFound, TranscriptError
 from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
-from ..formats.fields import FACTS_TOPIC, provenance_marker
+from ..formats.fields import FACTS_TOPIC, provenance, provenance_marker
 from ..formats.lifecycle import core_text, plain_text
 from ..formats.names import slugify, topic_relpath
 from ..formats.session import NAME_RE as SESSION_NAME_RE
@@ -207,9 +207,47 @@ def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | Non
     """
     path = Path(path)
     messages, data = read_transcript(path)
-    return digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
-                           now=now, split=split, force=force, source=(path.name, None),
-                           allow_many_supersedes=allow_many_supersedes)
+    report = digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
+                             now=now, split=split, force=force, source=(path.name, None),
+                             allow_many_supersedes=allow_many_supersedes)
+    if report.written and not dry_run and not report.already_digested:
+        _keep_copy(searcher.store, path, data, report)
+    return report
+
+
+def _keep_copy(store: Store, path: Path, data: bytes, report: DigestReport) -> None:
+    """Keep a transcript digested from outside the vault in ``inbox/done/`` (where ``memkit why``
+    looks), under the name its entries' ``(from …)`` marker gives it (``NAME-2.txt``… when another
+    transcript holds that name; the same bytes are not kept twice), its secrets redacted
+    (docs/privacy.md), written atomically; ``.memkit/digested.json`` records where."""
+    try:
+        if store.is_inside(path.resolve()):
+            return  # `memkit why` reads it where it lies (digested.json says where)
+    except OSError:
+        return
+    marked = provenance(provenance_marker(path.name))
+    name = marked[0] if marked else "transcript.txt"
+    text = data.decode("utf-8", errors="replace")
+    kept = store.config.redact.apply(text).text.encode("utf-8")
+    done = store.inbox_dir / "done"
+    stem, suffix = os.path.splitext(name)
+    try:
+        with store.lock():
+            done.mkdir(parents=True, exist_ok=True)
+            target, n = done / name, 2
+            while target.exists() or target.is_symlink():
+                if target.is_file() and not target.is_symlink() and target.read_bytes() == kept:
+                    break
+                target, n = done / f"{stem}-{n}{suffix}", n + 1
+            else:
+                atomic_write(target, kept)
+        with file_lock(store.state_dir / "digested.lock"):
+            digested = load_digested(store)
+            if isinstance(digested.get(report.sha), dict):
+                digested[report.sha]["path"] = store.rel(target)
+                atomic_write(_digested_path(store), json.dumps(digested, indent=1, ensure_ascii=False))
+    except OSError as exc:  # the memories are written; only `memkit why` cannot show their conversation
+        log.warning("could not keep a copy of %s in inbox/done/ (%s): `memkit why` cannot show it", path, exc)
 
 
 def digest_text(searcher: Searcher, text: str, llm: LLM | None, *, name: str = "transcript",

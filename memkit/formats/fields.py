@@ -92,7 +92,8 @@ def parse_fact(text: str) -> Fact | None:
     found = _FACT_LINE_RE.match(text.strip())
     if not found or found.group("key") in RESERVED or not found.group("value"):
         return None
-    return Fact(found.group("key"), found.group("value"), found.group("day"))
+    value = strip_provenance(found.group("value")).strip()  # `city: Porto (from chat.txt) (DAY)`: a digest's
+    return Fact(found.group("key"), value, found.group("day")) if value else None
 
 
 def fact_text(key: str, value: str) -> str:

@@ -222,3 +222,65 @@ def test_moved_to_seattle_replaces_lives_in_portland_in_home(tmp_path):
     assert report.superseded == [("home", "Lives in Portland (2025-05-01)", "Moved to Seattle")]
     assert [t for t, _ in report.written] == ["home"]
     assert not (vault.topics_dir / "general.md").exists() or "Seattle" not in (vault.topics_dir / "general.md").read_text()
+
+
+# ---- 3: provenance holes -----------------------------------------------------------------------
+
+def concluding(conclusions):
+    def answer(request):
+        if "1. NEW: " in last_user_message(request):
+            return json.dumps({"updates": []})
+        return json.dumps({"conclusions": conclusions, "new_topic": None})
+    return answer
+
+
+def test_a_transcript_from_outside_the_vault_is_kept_for_why(tmp_path):
+    vault = vault_with(tmp_path, {"home": "- Has a standing desk (2025-05-01)\n"})
+    outside = write(tmp_path / "elsewhere" / "chat.txt",
+                    "user: our cat is called Miso, and my AWS key is AKIAIOSFODNN7EXAMPLE\nassistant: noted\n")
+    with FakeLLM(concluding([{"kind": "fact", "text": "Has a cat named Miso", "topic": "home"}])) as fake:
+        report = digest_file(vault.searcher, outside, loopback_llm(fake), now=NOW, split=False)
+    outside.unlink()  # the folder it came from is cleaned up, or on another machine
+    entry = next(e for e in vault.entries() if "Miso" in e.text)
+    why = vault.why(entry.id)
+    assert (why.kind, why.file) == ("transcript", "inbox/done/chat.txt")
+    assert any(w.match and "Miso" in w.text for w in why.lines)
+    kept = (vault.root / "inbox" / "done" / "chat.txt").read_text()
+    assert "AKIAIOSFODNN7EXAMPLE" not in kept and "[redacted]" in kept  # a secret is never stored
+    assert sorted(p.name for p in (vault.root / "inbox" / "done").iterdir()) == ["chat.txt"]  # no temp file left
+    assert report.written
+
+
+def test_a_second_transcript_of_the_same_name_is_kept_beside_the_first(tmp_path):
+    vault = vault_with(tmp_path, {})
+    with FakeLLM(concluding([{"kind": "fact", "text": "Has a cat named Miso", "topic": None}])) as fake:
+        digest_file(vault.searcher, write(tmp_path / "a" / "chat.txt", "user: the cat is Miso\n"), loopback_llm(fake),
+                    now=NOW, split=False)
+    with FakeLLM(concluding([{"kind": "fact", "text": "Owns a green Brompton bike", "topic": None}])) as fake:
+        digest_file(vault.searcher, write(tmp_path / "b" / "chat.txt", "user: my bike is a green Brompton\n"),
+                    loopback_llm(fake), now=NOW, split=False)
+    bike = next(e for e in vault.entries() if "Brompton" in e.text)
+    assert vault.why(bike.id).file == "inbox/done/chat-2.txt"
+    assert sorted(p.name for p in (vault.root / "inbox" / "done").iterdir()) == ["chat-2.txt", "chat.txt"]
+
+
+def test_a_dry_run_keeps_no_copy(tmp_path):
+    vault = vault_with(tmp_path, {})
+    with FakeLLM(concluding([{"kind": "fact", "text": "Has a cat named Miso", "topic": None}])) as fake:
+        digest_file(vault.searcher, write(tmp_path / "a" / "chat.txt", "user: the cat is Miso\n"), loopback_llm(fake),
+                    now=NOW, split=False, dry_run=True)
+    assert not (vault.root / "inbox" / "done").exists()
+
+
+def test_a_fact_the_digest_sets_says_where_it_came_from(tmp_path):
+    vault = vault_with(tmp_path, {})
+    chat = write(tmp_path / "chat.txt", "user: we moved to Porto last week\nassistant: congratulations!\n")
+    said = [{"kind": "event", "text": "Moved to Porto", "key": "city", "value": "Porto", "topic": None}]
+    with FakeLLM(concluding(said)) as fake:
+        digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False)
+    line = next(e for e in vault.topic("facts").entries if e.text.startswith("city:"))
+    assert vault.get("city").value == "Porto"
+    why = vault.why(line.id)
+    assert why.kind == "transcript" and any(w.match and "Porto" in w.text for w in why.lines)
+    vault.set("city", "Porto", today=NOW.date())  # the same value: nothing changes
+    assert next(e for e in vault.topic("facts").entries if e.text.startswith("city:")).id == line.id

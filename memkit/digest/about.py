@@ -39,13 +39,19 @@ def _names(said: Sequence[str], people: Sequence[Person]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _is_user(name: str, people: Sequence[Person]) -> bool:
+    return handle_of(name) in {handle_of(w) for w in USER_WORDS} | {handle_of(p.name) for p in people
+                                                                  if p.relation == "self"}
+
+
 def mark_about(conclusions: Sequence[Conclusion], people: Sequence[Person]) -> None:
     """Add each conclusion's ``(people: …)`` and ``(key: value)`` markers (before its own)."""
     for c in conclusions:
         names = _names(c.people, people)
         c.people = names
         extra = []
-        if names and "(people:" not in c.text:
+        # about the user alone: no marker (an entry naming no one is the user's; `--with me` finds it)
+        if names and "(people:" not in c.text and not all(_is_user(n, people) for n in names):
             extra.append(people_marker(names))
         if c.fact is not None and f"({c.fact[0]}:" not in c.text:
             extra.append(field_marker(*c.fact))

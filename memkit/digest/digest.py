@@ -318,10 +318,10 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     outdated = {e.hash: (e, c) for c in fresh for e in c.supersedes}
     if len(outdated) > MAX_SUPERSEDES and not allow_many_supersedes:
         if not dry_run:
-            named = "; ".join(f'{e.topic}: "{e.text}" (by "{c.text}")' for e, c in outdated.values())
+            said = "; ".join(f'{e.topic}: "{e.text}" (by "{c.text}")' for e, c in outdated.values())
             raise TooManySupersedes(
                 f"{name}: the digest would archive {len(outdated)} entries as outdated, more than the "
-                f"{MAX_SUPERSEDES} one conversation may: {named}. Nothing was written; if they are all "
+                f"{MAX_SUPERSEDES} one conversation may: {said}. Nothing was written; if they are all "
                 "outdated, digest it again with --allow-many-supersedes (Python: allow_many_supersedes=True)")
         report.many_supersedes = True
     _apply(store, fresh, new_topic, report, now, dry_run)
@@ -386,7 +386,8 @@ def _mark_source(conclusions: Sequence[Conclusion], source: tuple[str, str | Non
     its name and the digest's day."""
     if not source:
         return
-    marker = provenance_marker(source[0], source[1] or now.date().isoformat())
+    day = now.date().isoformat()  # the entries' date: a marker of that day leaves its day out (one date)
+    marker = provenance_marker(source[0], source[1] or day, entry_day=day)
     for c in conclusions:
         c.markers = f"{c.markers} {marker}".strip()
 

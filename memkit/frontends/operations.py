@@ -274,6 +274,8 @@ OPERATIONS: tuple[Operation, ...] = (
               "stays).", default=False, cli=("--reset",)),
         Param("clear", "boolean", "End the conversation's window first: later blocks show only the messages saved "
               "after now; the conversation file keeps them all.", default=False, cli=("--clear",)),
+        Param("markers", "boolean", "Show the entries' markers ((importance 0.8), (people: Ana), (city: Porto)…), "
+              "which the block leaves out by default.", default=False, cli=("--markers",)),
     ), ("context",), "get_context", (("POST", "/context"),)),
     Operation("topics", (), ("topics",), "list_topics", (("GET", "/topics"),)),
     Operation("show", (

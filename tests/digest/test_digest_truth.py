@@ -284,3 +284,45 @@ def test_a_fact_the_digest_sets_says_where_it_came_from(tmp_path):
     assert why.kind == "transcript" and any(w.match and "Porto" in w.text for w in why.lines)
     vault.set("city", "Porto", today=NOW.date())  # the same value: nothing changes
     assert next(e for e in vault.topic("facts").entries if e.text.startswith("city:")).id == line.id
+
+
+# ---- 4: lines that say what they must, once ----------------------------------------------------
+
+def test_a_digested_line_says_its_day_once_and_no_literal_user(tmp_path):
+    vault = vault_with(tmp_path, {"home": "- Has a standing desk (2025-05-01)\n"})
+    said = [{"kind": "fact", "text": "Has a cat named Miso", "topic": "home", "people": ["user"]},
+            {"kind": "fact", "text": "Ana feeds the cat on Sundays", "topic": "home", "people": ["user", "Ana"]}]
+    chat = write(tmp_path / "chat.txt", "user: our cat is Miso; Ana feeds her on Sundays\n")
+    with FakeLLM(concluding(said)) as fake:
+        report = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False)
+    assert [line for _, line in report.written] == [
+        "- [fact] Has a cat named Miso (from chat.txt) (2026-12-06)",
+        "- [fact] Ana feeds the cat on Sundays (people: user, Ana) (from chat.txt) (2026-12-06)"]
+    miso = next(e for e in vault.entries() if "Miso" in e.text)
+    assert vault.why(miso.id).file == "chat.txt" or vault.why(miso.id).kind == "transcript"
+    vault.changed()
+    mine = {h.text.split(" (")[0] for h in vault.search("cat", person="me", threshold=None, k=10)}
+    assert "[fact] Has a cat named Miso" in mine  # about the user, with no marker saying so
+
+
+def test_old_lines_with_two_dates_read_as_before(tmp_path):
+    from memkit.formats.fields import provenance, strip_provenance
+    from memkit.formats.lifecycle import core_text
+
+    old, new = "Has a cat named Miso (from chat.txt 2026-12-06) (2026-12-06)", "Has a cat named Miso (from chat.txt) (2026-12-06)"
+    assert provenance(old) == provenance(new) == ("chat.txt", "2026-12-06")
+    assert strip_provenance(old) == strip_provenance(new) == "Has a cat named Miso (2026-12-06)"
+    assert core_text(old) == core_text(new) == core_text("Has a cat named Miso")
+    assert core_text("Brought olive oil (from Lisbon)") == "brought olive oil (from lisbon)"  # a person's words
+
+
+def test_the_memory_block_leaves_markers_out_unless_asked(tmp_path):
+    line = ("- [decision] Maya and Ana will share a flat in Porto (people: Maya, Ana) (city: Porto) (importance 0.8) "
+            "(from chat.txt) (2026-12-06)\n")
+    vault = vault_with(tmp_path, {"home": line})
+    block = vault.context("where will Maya and Ana share a flat?").text
+    assert "Maya and Ana will share a flat in Porto" in block
+    for marker in ("(people:", "(city:", "(importance", "(from"):
+        assert marker not in block
+    shown = vault.context("where will Maya and Ana share a flat?", markers=True).text
+    assert "(people: Maya, Ana) (city: Porto) (importance 0.8)" in shown and "(from" not in shown

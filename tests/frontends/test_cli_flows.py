@@ -31,7 +31,7 @@ from memkit.frontends.cli.group import main
 
 DEADLINE_S = 10.0
 DATE = r"\(\d{4}-\d\d-\d\d\)"  # today's date, whatever day the test runs
-FROM = r"\(from chat\.txt \d{4}-\d\d-\d\d\)"  # the conversation a digested entry came from
+FROM = r"\(from chat\.txt\)"  # the conversation a digested entry came from (its day: the entry's date)
 
 
 def cli(vault: Vault, *args: str, input: str | None = None, catch: bool = True) -> Result:

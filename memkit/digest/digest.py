@@ -328,6 +328,10 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     if not report.already_digested:
         written = [c for c in fresh if any(c.text in line for _, line in report.written)]
         report.facts = set_facts(store, written, now, dry_run)
+    if not dry_run and (report.written or report.superseded):
+        # the next digest of this process (the watcher's pass over inbox/) checks its conclusions
+        # against these entries at once, not up to a second later (what `memkit digest A B` does)
+        searcher.changed()
     if not dry_run:
         if not report.written and not report.already_digested:
             _remember(store, report, now)  # nothing to write: still digested

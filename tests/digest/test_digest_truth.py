@@ -326,3 +326,35 @@ def test_the_memory_block_leaves_markers_out_unless_asked(tmp_path):
         assert marker not in block
     shown = vault.context("where will Maya and Ana share a flat?", markers=True).text
     assert "(people: Maya, Ana) (city: Porto) (importance 0.8)" in shown and "(from" not in shown
+
+
+# ---- 13: the watcher's pass over two transcripts writes a conclusion once ---------------------------
+
+def test_one_inbox_pass_over_two_transcripts_writes_a_conclusion_once(tmp_path):
+    """The second digest of a pass sees what the first wrote, as `memkit digest A B` does: a
+    near duplicate of it (found by the search, not by the text) is skipped."""
+    import os
+    import time
+
+    from memkit.digest.digest import process_inbox
+
+    vault = vault_with(tmp_path, {"home": "- Has a standing desk (2025-05-01)\n"})
+    vault.search("desk")  # a long-running process: the index is loaded and checked at most once a second
+    old = time.time() - 3600
+    said = {"a.txt": "Has a grey cat named Miso", "b.txt": "Has a cat named Miso"}
+    for name in said:
+        os.utime(write(vault.root / "inbox" / name, f"user: our cat is called Miso ({name})\n"), (old, old))
+
+    def answer(request):
+        prompt = last_user_message(request)
+        if "1. NEW: " in prompt:
+            return json.dumps({"updates": []})
+        text = next(t for n, t in said.items() if f"({n})" in prompt)
+        return json.dumps({"conclusions": [{"kind": "fact", "text": text, "topic": "home"}], "new_topic": None})
+
+    with FakeLLM(answer) as fake:
+        results = process_inbox(vault.searcher, loopback_llm(fake))
+    assert [r.error for r in results] == [None, None]
+    assert vault.topic("home").raw.count("cat named Miso") == 1
+    second = results[1].report
+    assert second is not None and second.written == [] and second.skipped[0][1].startswith("near duplicate of")

@@ -44,6 +44,10 @@ _UNTIL_END_RE = re.compile(r"\(until\s+(\d{4}-\d{2}-\d{2})\)(?:\s*\(\d{4}-\d{2}-
 #: importance, the conversation it came from
 _ANY_MARKER_RE = re.compile(r"\((?:(?:due|until)\s+\d{4}-\d{2}-\d{2}|urgency\s+\w+|ask:[^()]*|importance\s+[\d.]+)\)"
                             "|" + PROVENANCE_MARKER, re.IGNORECASE)
+#: the kinds memkit knows without being told (``[kind]`` of an entry); memkit.yaml's ``expire:`` may
+#: name more (a kind of your own: ``expire: {recipe: never}``). A file may hold any ``[word]``.
+KNOWN_KINDS = ("fact", "preference", "decision", "discovery", "event", "context", "observation", "pending",
+               "conversation")
 _TRAILING_DATE_RE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 _TRAILING_TAGS_RE = re.compile(r"(?:\s+#[^\W\d_][\w/-]*)+\s*$")
 

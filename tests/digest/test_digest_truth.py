@@ -358,3 +358,28 @@ def test_one_inbox_pass_over_two_transcripts_writes_a_conclusion_once(tmp_path):
     assert vault.topic("home").raw.count("cat named Miso") == 1
     second = results[1].report
     assert second is not None and second.written == [] and second.skipped[0][1].startswith("near duplicate of")
+
+
+# ---- 6: the rest of what a person meets --------------------------------------------------------
+
+def test_add_compares_as_the_digest_does(tmp_path):
+    vault = vault_with(tmp_path, {"cooking": "- Prefers bomba rice for paella (2026-01-01)\n"})
+    entry = vault.add("prefers bomba rice for paella.", topic="cooking")
+    assert entry.duplicate
+    assert vault.topic("cooking").raw.count("omba rice") == 1
+    assert not vault.add("Prefers bomba rice for risotto", topic="cooking").duplicate
+
+
+def test_an_unknown_kind_is_an_error_naming_the_known_ones(tmp_path):
+    from memkit.errors import InvalidValue
+
+    vault = vault_with(tmp_path, {})
+    with pytest.raises(InvalidValue, match=r"unknown kind 'banana': the known kinds are context, conversation, "
+                                           r"decision, discovery, event, fact, observation, pending, preference"):
+        vault.add("Likes bananas", kind="banana")
+    assert not (vault.topics_dir / "general.md").exists()
+    result = cli(vault, "add", "Likes bananas", "--kind", "banana")
+    assert result.exit_code != 0 and "the known kinds are" in result.output
+    (vault.root / "memkit.yaml").write_text("expire: {recipe: never}\n")
+    vault = Vault(vault.root, embedder=vault.searcher.index.embedder)
+    assert vault.add("Grandma's paella: bomba rice, saffron", kind="Recipe").kind == "recipe"  # named in settings

@@ -324,7 +324,7 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
                 f"{MAX_SUPERSEDES} one conversation may: {said}. Nothing was written; if they are all "
                 "outdated, digest it again with --allow-many-supersedes (Python: allow_many_supersedes=True)")
         report.many_supersedes = True
-    _apply(store, fresh, new_topic, report, now, dry_run)
+    _apply(store, fresh, new_topic, report, now, dry_run, force)
     if not report.already_digested:
         written = [c for c in fresh if any(c.text in line for _, line in report.written)]
         report.facts = set_facts(store, written, now, dry_run)
@@ -754,7 +754,7 @@ def _new_topic_name(proposed: dict[str, Any] | None, conclusions: list[Conclusio
 
 
 def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
-           report: DigestReport, now: datetime, dry_run: bool) -> None:
+           report: DigestReport, now: datetime, dry_run: bool, force: bool = False) -> None:
     if not conclusions:
         return
     day = now.date().isoformat()
@@ -763,7 +763,8 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
         by_topic.setdefault(c.topic or "general", []).append(c)
     proposed = new_topic or {}
     with (contextlib.nullcontext() if dry_run else store.lock()):
-        if not dry_run and report.sha in load_digested(store):  # another digest of it just finished
+        # another digest of it just finished (--force reads it again on purpose: what is there is skipped below)
+        if not dry_run and not force and report.sha in load_digested(store):
             report.already_digested = True
             return
         # exact duplicates written by another writer since we looked (a concurrent digest)

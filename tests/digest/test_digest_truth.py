@@ -383,3 +383,22 @@ def test_an_unknown_kind_is_an_error_naming_the_known_ones(tmp_path):
     (vault.root / "memkit.yaml").write_text("expire: {recipe: never}\n")
     vault = Vault(vault.root, embedder=vault.searcher.index.embedder)
     assert vault.add("Grandma's paella: bomba rice, saffron", kind="Recipe").kind == "recipe"  # named in settings
+
+
+def test_force_digests_again_and_reports_every_skip(tmp_path):
+    vault = vault_with(tmp_path, {"home": "- Lives in Portland Oregon (2025-05-01)\n- Has a standing desk (2025-05-01)\n"})
+    chat = write(tmp_path / "chat.txt", "user: we moved from Portland Oregon to Seattle; the cat Miso came too\n")
+    moved = {"kind": "event", "text": "Moved from Portland Oregon to Seattle", "topic": "home"}
+    with FakeLLM(outdating([moved], "Portland")) as fake:
+        first = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False)
+    assert [old for _, old, _ in first.superseded] == ["Lives in Portland Oregon (2025-05-01)"]
+    again = [{"kind": "fact", "text": "Lives in Portland Oregon", "topic": "home"}, moved,
+             {"kind": "fact", "text": "Has a cat named Miso", "topic": "home"}]
+    with FakeLLM(concluding(again)) as fake:
+        forced = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False, force=True)
+    assert not forced.already_digested
+    assert [line.split(" (")[0] for _, line in forced.written] == ["- [fact] Has a cat named Miso"]
+    reasons = dict(forced.skipped)
+    assert reasons["Lives in Portland Oregon"].startswith("superseded on")  # what was archived is not written back
+    assert reasons["Moved from Portland Oregon to Seattle"] == "already in home"
+    assert forced.summary() == "%s: wrote 1 entry, skipped 2" % chat

@@ -288,6 +288,7 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
         return report
     earlier, messages = list(messages[:start]), list(messages[start:])
     report.read_from = start
+    asked, llm = llm, _Replies(store, sha, llm)  # a dry run's answers serve the real digest after it
     topics = [(t.name, t.summary) for t in store.topics()]
     people, listed = people_lines(store)
     conclusions, new_topic, skipped = extract_conclusions(llm, messages, topics, _profile(store),
@@ -332,12 +333,64 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
         # the next digest of this process (the watcher's pass over inbox/) checks its conclusions
         # against these entries at once, not up to a second later (what `memkit digest A B` does)
         searcher.changed()
-    if not dry_run:
+    if dry_run:
+        llm.keep()
+    else:
+        llm.drop()
         if not report.written and not report.already_digested:
             _remember(store, report, now)  # nothing to write: still digested
         if split and not report.already_digested:
-            report.split = _split_big(searcher, {t for t, _ in report.written}, llm)
+            report.split = _split_big(searcher, {t for t, _ in report.written}, asked)
     return report
+
+
+class _Replies:
+    """The LLM, with the answers a dry run got kept for the real digest of the same transcript by
+    the same model (``.memkit/digest-cache/SHA.json``): ``digest --dry-run`` then ``digest`` pays
+    the LLM once. An answer is found by the request it answered (the prompt holds the day, the
+    topics and the entries shown), so a vault that changed in between is asked again. The answers
+    are kept with their secrets redacted (docs/privacy.md); the real digest removes the file."""
+
+    def __init__(self, store: Store, sha: str, llm: LLM) -> None:
+        self.llm = llm
+        self.path = store.state_dir / CACHE_DIR / f"{sha}.json"
+        self.redact = store.config.redact.apply
+        settings = getattr(llm, "settings", None)
+        self.model = " ".join([type(llm).__name__] + [str(getattr(settings, a, None) or "")
+                                                      for a in ("base_url", "model", "command")])
+        self.replies: dict[str, str] = {}
+        self.fresh: dict[str, str] = {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("model") == self.model and isinstance(data.get("replies"), dict):
+                self.replies = {str(k): v for k, v in data["replies"].items() if isinstance(v, str)}
+        except (OSError, ValueError):
+            pass
+
+    def chat(self, messages: list[dict[str, str]]) -> str:
+        key = hashlib.sha256(json.dumps([self.model, messages], ensure_ascii=False, sort_keys=True)
+                             .encode("utf-8", errors="surrogatepass")).hexdigest()
+        if key in self.replies:
+            return self.replies[key]
+        reply = self.llm.chat(messages)
+        self.fresh[key] = reply
+        return reply
+
+    def keep(self) -> None:
+        """A dry run: keep its answers for the real digest."""
+        if not self.fresh:
+            return
+        replies = {**self.replies, **{k: self.redact(v).text for k, v in self.fresh.items()}}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, json.dumps({"model": self.model, "replies": replies}, ensure_ascii=False))
+        except OSError as exc:
+            log.warning("could not keep the dry run's answers (%s): the digest asks the LLM again", exc)
+
+    def drop(self) -> None:
+        """The real digest is done: its dry run's answers are no longer needed."""
+        with contextlib.suppress(OSError):
+            self.path.unlink()
 
 
 def _redact(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any] | None) -> int:
@@ -396,6 +449,7 @@ def _mark_source(conclusions: Sequence[Conclusion], source: tuple[str, str | Non
         c.markers = f"{c.markers} {marker}".strip()
 
 
+CACHE_DIR = "digest-cache"  #: under .memkit/: a dry run's LLM answers, until the real digest (:class:`_Replies`)
 NEAREST = 5  #: hits of a conclusion looked at (duplicates, updates, routing): searched once each
 EARLIER_SHOWN = 6  #: messages before a continued conversation's new part shown to the LLM as context
 SAME_TOPIC_CANDIDATES = 5  #: entries of a conclusion's topic and kind shown as what it may update

@@ -402,3 +402,38 @@ def test_force_digests_again_and_reports_every_skip(tmp_path):
     assert reasons["Lives in Portland Oregon"].startswith("superseded on")  # what was archived is not written back
     assert reasons["Moved from Portland Oregon to Seattle"] == "already in home"
     assert forced.summary() == "%s: wrote 1 entry, skipped 2" % chat
+
+
+def test_a_dry_run_then_the_digest_pays_the_llm_once(tmp_path):
+    vault = vault_with(tmp_path, {"home": "- Lives in Portland Oregon (2025-05-01)\n"})
+    chat = write(tmp_path / "chat.txt", "user: we moved from Portland Oregon to Seattle; my key is AKIAIOSFODNN7EXAMPLE\n")
+    said = [{"kind": "event", "text": "Moved from Portland Oregon to Seattle", "topic": "home"},
+            {"kind": "fact", "text": "The user's AWS key is AKIAIOSFODNN7EXAMPLE", "topic": "home"}]
+    with FakeLLM(outdating(said, "Portland")) as fake:
+        dry = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False, dry_run=True)
+        asked = len(fake.requests)
+        cached = list((vault.root / ".memkit" / "digest-cache").iterdir())
+        assert len(cached) == 1 and "AKIAIOSFODNN7EXAMPLE" not in cached[0].read_text()  # never a secret on disk
+        real = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False)
+        assert len(fake.requests) == asked  # the dry run's answers
+    assert asked == 2 and real.written == dry.written and real.superseded == dry.superseded
+    assert not cached[0].exists()  # done with
+
+
+def test_a_dry_run_answer_serves_only_the_same_model_and_vault(tmp_path):
+    from memkit.llm.client import HTTPChatLLM, LLMSettings
+
+    vault = vault_with(tmp_path, {"home": "- Has a standing desk (2025-05-01)\n"})
+    with FakeLLM(concluding([{"kind": "fact", "text": "Has a cat named Miso", "topic": "home"}])) as fake:
+        chat = write(tmp_path / "chat.txt", "user: our cat is Miso\n")
+        digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False, dry_run=True)
+        asked = len(fake.requests)
+        vault.add("Has a dog named Rex", topic="pets")  # the vault changed: the prompt's topics differ
+        digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False)
+        assert len(fake.requests) == 2 * asked
+        other = HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="another", timeout_s=5))
+        chat2 = write(tmp_path / "chat2.txt", "user: our cat Miso is grey\n")
+        digest_file(vault.searcher, chat2, loopback_llm(fake), now=NOW, split=False, dry_run=True)
+        before = len(fake.requests)
+        digest_file(vault.searcher, chat2, other, now=NOW, split=False)
+        assert len(fake.requests) > before  # another model is asked

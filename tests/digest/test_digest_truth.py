@@ -437,3 +437,17 @@ def test_a_dry_run_answer_serves_only_the_same_model_and_vault(tmp_path):
         before = len(fake.requests)
         digest_file(vault.searcher, chat2, other, now=NOW, split=False)
         assert len(fake.requests) > before  # another model is asked
+
+
+# ---- 9: session import of something that is no conversation ------------------------------------
+
+@pytest.mark.parametrize("data", [b'{"not": "a transcript"}', b"[]", b'[{"role": "user", "content": ""}]'])
+def test_importing_what_holds_no_conversation_is_an_error_and_writes_nothing(tmp_path, data):
+    vault = vault_with(tmp_path, {})
+    path = write(tmp_path / "notes.json", data)
+    before = sorted(p.name for p in (vault.root / "sessions").rglob("*")) if (vault.root / "sessions").exists() else []
+    result = cli(vault, "session", "import", str(path))
+    assert result.exit_code != 0, result.output
+    assert "notes.json" in result.output and "no conversation" in result.output
+    after = sorted(p.name for p in (vault.root / "sessions").rglob("*")) if (vault.root / "sessions").exists() else []
+    assert after == before

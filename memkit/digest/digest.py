@@ -319,6 +319,7 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     outdated = {e.hash: (e, c) for c in fresh for e in c.supersedes}
     if len(outdated) > MAX_SUPERSEDES and not allow_many_supersedes:
         if not dry_run:
+            llm.keep()  # digested again with --allow-many-supersedes, it does not pay the LLM twice
             said = "; ".join(f'{e.topic}: "{e.text}" (by "{c.text}")' for e, c in outdated.values())
             raise TooManySupersedes(
                 f"{name}: the digest would archive {len(outdated)} entries as outdated, more than the "
@@ -377,7 +378,8 @@ class _Replies:
         return reply
 
     def keep(self) -> None:
-        """A dry run: keep its answers for the real digest."""
+        """A dry run, or a digest that stopped to ask (TooManySupersedes): keep the answers for the
+        digest after it."""
         if not self.fresh:
             return
         replies = {**self.replies, **{k: self.redact(v).text for k, v in self.fresh.items()}}

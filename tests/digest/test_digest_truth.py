@@ -81,8 +81,10 @@ def test_more_supersedes_than_the_limit_stop_the_digest_and_ask(tmp_path):
         for old, _ in RELATED:
             assert old in str(err.value)  # each one is named
         assert (vault.topics_dir / "life.md").read_text() == before  # nothing written
+        asked = len(fake.requests)
         report = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False,
                              allow_many_supersedes=True)
+        assert len(fake.requests) == asked  # the answers it stopped on
     assert sorted(old for _, old, _ in report.superseded) == sorted(f"{old} (2026-01-01)" for old, _ in RELATED)
 
 

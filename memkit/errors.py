@@ -92,3 +92,8 @@ class SessionConflict(MemkitError):
 class NumericError(MemkitError):
     """A similarity matrix came out with values that are not numbers (inf/NaN), most likely from a
     faulty BLAS; memkit refuses to use it rather than act on garbage."""
+
+
+class TooManySupersedes(MemkitError):
+    """A digest would archive more entries than one conversation may (``MAX_SUPERSEDES``): it
+    stopped, wrote nothing, and names them; ``--allow-many-supersedes`` lets it go on."""

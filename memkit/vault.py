@@ -419,16 +419,16 @@ class Vault(VaultAliases, VaultFacts):
         return self.store.private_topics()
 
     def context(self, message: str, *, session: str | None = None, budget_tokens: int = 2000,
-                now: datetime | None = None, clear: bool = False) -> Context:
+                now: datetime | None = None, clear: bool = False, markers: bool = False) -> Context:
         """The memory block for an assistant's system prompt, for the user's ``message``.
 
         :param message: the user's latest message (may be empty; never saved here: ``conversations.append``).
         :param session: a conversation session's id (started if new): its last turns join the block, memories
             accumulate across calls that share it; ``clear`` ends its window first. ``now``: default now.
-        :param budget_tokens: the most the block may take (~4 characters a token)."""
+        :param budget_tokens: the most the block may take (~4 characters a token); ``markers``: show markers."""
         from .context import build_context
         return build_context(self.searcher, message, session=session, budget_tokens=budget_tokens, now=now,
-                             conversations=self.conversations if session else None, clear=clear)
+                             conversations=self.conversations if session else None, clear=clear, markers=markers)
 
     def reset_session(self, session: str) -> None:
         """Forget a context session's accumulated memories and topic."""
@@ -436,17 +436,17 @@ class Vault(VaultAliases, VaultFacts):
         reset_session(self.store, session)
 
     def digest(self, transcript: str | os.PathLike[str], *, llm: LLMChoice = "auto",
-               dry_run: bool = False, force: bool = False) -> DigestReport:
+               dry_run: bool = False, force: bool = False, allow_many_supersedes: bool = False) -> DigestReport:
         """Digest a transcript file into memory entries (see :mod:`memkit.digest.digest`).
 
         :param transcript: ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL.
-        :param llm: ``"auto"``: the LLM configured in memkit.yaml; or an LLM client (None fails:
-            a digest needs one).
-        :param dry_run: only compute the change (``report.diff``); :param force: read it all again.
-        """
+        :param llm: ``"auto"``: the LLM configured in memkit.yaml; or an LLM client (None fails).
+        :param dry_run: only compute the change (``report.diff``); ``force``: read it all again;
+            ``allow_many_supersedes``: archive over 3 outdated entries (else TooManySupersedes)."""
         from .digest import digest_file
         try:
-            return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run, force=force)
+            return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run, force=force,
+                               allow_many_supersedes=allow_many_supersedes)
         finally:
             self.changed()
 

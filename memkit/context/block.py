@@ -148,7 +148,7 @@ def reset_session(store: Store, session: str) -> None:
 
 def build_context(searcher: Searcher, message: str, *, session: str | None = None, budget_tokens: int = 2000,
                   now: datetime | None = None, conversations: Conversations | None = None,
-                  clear: bool = False) -> Context:
+                  clear: bool = False, markers: bool = False) -> Context:
     """Build the memory block for the user's ``message``.
 
     :param searcher: searches the vault.
@@ -161,6 +161,8 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
     :param conversations: the vault's conversation sessions: with a session id, the block gets the
         conversation layer (:mod:`memkit.context.conversation`); None: no conversation layer.
     :param clear: end the conversation's window first (later blocks show only the messages after now).
+    :param markers: show the entries' markers (``(importance 0.8)``, ``(people: Ana)``, ``(city: Porto)``…);
+        by default the assistant reads what they say, not memkit's bookkeeping.
     :raises MemkitError: for a budget below 1, unwritable session state or an unreadable conversation.
     """
     if budget_tokens < 1:
@@ -173,7 +175,7 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
     store = searcher.store
     if session is None:
         state = _new_state(None, now)
-        return _build(searcher, message, state, budget_tokens, now)
+        return _build(searcher, message, state, budget_tokens, now, None, markers)
     path = session_path(store, session)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -185,7 +187,7 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
         if conversations is not None:
             turns = int(store.config.context_turns)
             conv = conversation_of(conversations, session, message, state, turns=turns, clear=clear, now=now)
-        result = _build(searcher, message, state, budget_tokens, now, conv)
+        result = _build(searcher, message, state, budget_tokens, now, conv, markers)
         state["updated"] = now.strftime(TIME_FORMAT)
         try:
             atomic_write(path, json.dumps(state, indent=1) + "\n")  # ASCII: ids may hold surrogates
@@ -280,7 +282,7 @@ def _check_state(state: Any) -> str | None:
 # ---- the layers ---------------------------------------------------------------------------------
 
 def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_tokens: int, now: datetime,
-           conv: Conversation | None = None) -> Context:
+           conv: Conversation | None = None, markers: bool = False) -> Context:
     """Update ``state`` with ``message`` (search, accumulate, detect) and render the block."""
     hits: list[Hit] = []
     if message:
@@ -326,7 +328,8 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
                         "cannot rank the topic's entries; the oldest are left out first")
     fresh = {h.id for h in hits}
     own = sum(1 for h in memories if h.id in fresh)  # this message's memories lead the list
-    return _fit(recent, memories, topic, state["session"], budget_tokens, now, profile, follow, order, own, conv)
+    return _fit(recent, memories, topic, state["session"], budget_tokens, now, profile, follow, order, own, conv,
+                markers)
 
 
 def _relevance_order(searcher: Searcher, topic: Topic, message: str) -> list[int]:
@@ -421,13 +424,26 @@ def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
 
 # ---- rendering within the budget ----------------------------------------------------------------
 
-def _one_line(text: str) -> str:
-    """An entry on one line, as the LLM reads it: without the conversation it came from."""
-    return " ".join(strip_provenance(str(text)).split())
+#: the markers an entry's text carries for memkit and for filters, not for the assistant's reading:
+#: importance, urgency, the follow-up's question, who it is about, ``(key: value)`` fields (the due
+#: and until days stay: they are part of what it says)
+_READ_NOISE = re.compile(r"[ \t]*\((?:importance\s+[\d.]+|urgency\s+\w+|people:[^()]*"
+                         r"|(?!due\b|until\b|from\b|ask\b)[a-z][a-z0-9_-]{0,39}:[^()\n]*)\)", re.IGNORECASE)
+_ASK_NOISE = re.compile(r"[ \t]*\(ask:[^()]*\)", re.IGNORECASE)  #: a follow-up's question: said in "To follow up"
 
 
-def _profile_section(profile: Sequence[Entry], shown: int) -> str:
-    lines = ["## About the user"] + [f"- {_one_line(e.text)}" for e in profile[:shown]]
+def _one_line(text: str, markers: bool = False, ask: bool = False) -> str:
+    """An entry on one line, as the LLM reads it: without the conversation it came from, and
+    without memkit's markers (:data:`_READ_NOISE`; the follow-up's question too unless ``ask``)
+    unless ``markers``."""
+    text = strip_provenance(str(text))
+    if not markers:
+        text = _READ_NOISE.sub("", text if ask else _ASK_NOISE.sub("", text))
+    return " ".join(text.split())
+
+
+def _profile_section(profile: Sequence[Entry], shown: int, markers: bool = False) -> str:
+    lines = ["## About the user"] + [f"- {_one_line(e.text, markers)}" for e in profile[:shown]]
     if shown < len(profile):
         lines.append(f"- ({len(profile) - shown} more not shown)")
     return "\n".join(lines) + "\n"
@@ -445,7 +461,7 @@ def _follow_section(follow: Sequence[tuple[str, str, date]], today: date) -> str
         text = _FOLLOW_NOISE.sub("", text).strip()  # the kind and the dates are said below
         late = (today - due).days
         when = "due today" if late == 0 else f"{late} day{'s' if late != 1 else ''} overdue"
-        lines.append(f"- {_one_line(text)} ({when}; topic: {topic})")
+        lines.append(f"- {_one_line(text, ask=True)} ({when}; topic: {topic})")
     if len(follow) > MAX_FOLLOW_UPS:
         lines.append(f"- ({len(follow) - MAX_FOLLOW_UPS} more: `memkit pending`)")
     return "\n".join(lines) + "\n"
@@ -464,10 +480,10 @@ def _recent_section(recent: Sequence[RecentTopic], shown: int, now: datetime) ->
     return "\n".join(lines) + "\n"
 
 
-def _memories_section(memories: Sequence[Hit], shown: int) -> str:
+def _memories_section(memories: Sequence[Hit], shown: int, markers: bool = False) -> str:
     lines = ["## Relevant memories"]
     for h in memories[:shown]:
-        lines.append(f"- {_one_line(h.text)} (topic: {h.topic})")
+        lines.append(f"- {_one_line(h.text, markers)} (topic: {h.topic})")
     if not memories:
         lines.append("- none found for this conversation")
     elif shown < len(memories):
@@ -499,7 +515,8 @@ def _age_order(entries: Sequence[Entry]) -> list[int]:
     return [pos for _, pos in sorted(keys)]
 
 
-def _topic_section(topic: Topic, keep: set[int] | None, above: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+def _topic_section(topic: Topic, keep: set[int] | None, above: set[str] = frozenset(),  # type: ignore[assignment]
+                   markers: bool = False) -> str:
     """The topic file as written; ``above``: ids of entries the memories show already (not repeated)."""
     entries = topic.entries
     head = [f"## Current topic: {_one_line(topic.title)}"]
@@ -514,11 +531,11 @@ def _topic_section(topic: Topic, keep: set[int] | None, above: set[str] = frozen
         if (keep is not None and pos not in keep) or e.id in above:
             continue
         if e.is_list:
-            current.append(f"- {_one_line(e.text)}")
+            current.append(f"- {_one_line(e.text, markers)}")
             continue
         if current:
             blocks.append(current)
-        blocks.append([_one_line(e.text)])
+        blocks.append([_one_line(e.text, markers)])
         current = []
     if not entries:
         current.append("- no entries yet")
@@ -530,7 +547,7 @@ def _topic_section(topic: Topic, keep: set[int] | None, above: set[str] = frozen
 def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, session: str | None,
          budget_tokens: int, now: datetime, profile: Sequence[Entry] = (),
          follow: Sequence[tuple[str, str, date]] = (), order: list[int] | None = None, own: int = 0,
-         conv: Conversation | None = None) -> Context:
+         conv: Conversation | None = None, markers: bool = False) -> Context:
     """Render the block, shedding items in the documented order until it fits the budget.
 
     :param order: the topic's entry positions, the first to leave out first (default: oldest first).
@@ -552,15 +569,15 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
     def render(n_recent: int, n_mem: int, n_topic: int) -> str:
         parts = ["# Memory\n"]
         if profile:
-            parts.append(_profile_section(profile, n_profile))
+            parts.append(_profile_section(profile, n_profile, markers))
         if head:
             parts.append(head)
         parts.append(_recent_section(recent, n_recent, now))
         if memories or topic is None:
-            parts.append(_memories_section(memories, n_mem))
+            parts.append(_memories_section(memories, n_mem, markers))
         if topic is not None:
             keep = None if n_topic >= n_entries else set(order[n_entries - n_topic:])
-            parts.append(_topic_section(topic, keep, {h.id for h in memories[:n_mem]}))
+            parts.append(_topic_section(topic, keep, {h.id for h in memories[:n_mem]}, markers))
         if turn_lines or earlier_lines[:n_earlier]:
             parts.append(_conversation_section(turn_lines, n_turns, earlier_lines, n_earlier))
         parts.append(INSTRUCTIONS)

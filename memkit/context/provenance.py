@@ -11,7 +11,8 @@ the versions before it), then the conversation:
   holds only its summary);
 - a transcript in ``inbox/done/`` (where a digested one goes; ``NAME-2.txt``… when one of that name
   was there already), still in ``inbox/``, or where it lay in the vault when ``memkit digest FILE``
-  read it (``.memkit/digested.json`` keeps that path; a file outside the vault is never read).
+  read it (``.memkit/digested.json`` keeps that path; a file outside the vault is never read: the
+  digest keeps a copy of it in ``inbox/done/``, redacted, which digested.json names instead).
 
 Then it shows the messages that best support the entry — most of the entry's words in common
 (:func:`memkit.formats.words.terms`), at most :data:`MAX_SHOWN`, and none that shares less than half
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,7 +116,9 @@ def why(store: Store, ref: str) -> Why:
     if "/" in source or "\\" in source or source.startswith("."):  # a marker a person wrote: never a path
         raise ProvenanceNotFound(f"entry {step.id} came from {source!r}, which names no session or transcript file")
     looked: list[str] = []
-    found = _session_rows(store, sessions, source, day, looked) or _transcript_rows(store, source, looked)
+    found = _session_rows(store, sessions, source, day, looked) or \
+        (_session_rows(store, sessions, source, None, []) if day and _undated(steps[:at + 1]) else []) or \
+        _transcript_rows(store, source, looked)
     if not found:
         raise ProvenanceNotFound(f"entry {step.id} came from {source}{' of ' + day if day else ''}, but that "
                                  f"conversation is gone: looked for {', '.join(looked)}")
@@ -122,6 +126,13 @@ def why(store: Store, ref: str) -> Why:
     scored = [(_best(rows, step.text), file, kind) for file, kind, rows in found]
     (score, lines), file, kind = max(scored, key=lambda x: x[0][0])
     return Why(step.id, step.text, step.topic, step.status, source, day, file, kind, lines)
+
+
+def _undated(steps: list[Any]) -> bool:
+    """Whether the marker says no day of its own (``(from 3f1c2a9e)``: the entry's date, which an
+    edit since may have changed): the session is then looked for on any day too."""
+    text = next((s.text for s in reversed(steps) if provenance(s.text)), "")
+    return not re.search(r"\(from\s+[^\s()]+\s+\d{4}-\d{2}-\d{2}\)", text)
 
 
 # ---- finding the conversation -----------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Sequence
 
-from ..formats.fields import field_marker, people_marker
+from ..formats.fields import field_marker, people_marker, provenance, provenance_marker
 from ..formats.people import USER_WORDS, Person, handle_of, render_person, resolve
 from ..store import Store, get_fact, load_people, set_fact
 from .extract import Conclusion
@@ -39,13 +39,19 @@ def _names(said: Sequence[str], people: Sequence[Person]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _is_user(name: str, people: Sequence[Person]) -> bool:
+    return handle_of(name) in {handle_of(w) for w in USER_WORDS} | {handle_of(p.name) for p in people
+                                                                  if p.relation == "self"}
+
+
 def mark_about(conclusions: Sequence[Conclusion], people: Sequence[Person]) -> None:
     """Add each conclusion's ``(people: …)`` and ``(key: value)`` markers (before its own)."""
     for c in conclusions:
         names = _names(c.people, people)
         c.people = names
         extra = []
-        if names and "(people:" not in c.text:
+        # about the user alone: no marker (an entry naming no one is the user's; `--with me` finds it)
+        if names and "(people:" not in c.text and not all(_is_user(n, people) for n in names):
             extra.append(people_marker(names))
         if c.fact is not None and f"({c.fact[0]}:" not in c.text:
             extra.append(field_marker(*c.fact))
@@ -57,6 +63,7 @@ def set_facts(store: Store, conclusions: Sequence[Conclusion], now: datetime, dr
     """Set the keyed fact of each conclusion that states one (the last one wins for a key); a dry
     run only says what would change."""
     wanted = {c.fact[0]: c.fact[1] for c in conclusions if c.fact is not None}
+    sources = {c.fact[0]: _source_marker(c.markers) for c in conclusions if c.fact is not None}
     out = []
     for key, value in wanted.items():
         if dry_run:
@@ -65,5 +72,11 @@ def set_facts(store: Store, conclusions: Sequence[Conclusion], now: datetime, dr
             out.append({"key": key, "value": value, "old": old.value if old else None,
                         "changed": old is None or old.value != value, "id": None})
         else:
-            out.append(set_fact(store, key, value, today=now.date()).to_dict())
+            out.append(set_fact(store, key, value, today=now.date(), source=sources.get(key)).to_dict())
     return out
+
+
+def _source_marker(markers: str) -> str | None:
+    """The ``(from …)`` marker among a conclusion's markers (the conversation it came from)."""
+    found = provenance(markers)
+    return provenance_marker(*found) if found else None

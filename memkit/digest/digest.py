@@ -4,11 +4,14 @@ Steps: parse the transcript (a conversation that continues one digested before: 
 messages); ask the LLM for conclusions (decisions, discoveries, preferences, confirmed
 observations; not small talk or common sense); drop exact and near duplicates of anything in the
 whole vault, compared without kind, tags, dates and markers, and what archive.md says was
-forgotten, edited away or done; route each conclusion (LLM topic hint if it names an existing
+forgotten, edited away or done (a near duplicate that adds a date, a number, a name or a changed
+state supersedes the entry instead); route each conclusion (LLM topic hint if it names an existing
 topic, else embedding detection; unrouted ones form a new topic when there are at least
 ``min_conclusions_for_new_topic`` of them, else go to ``general``); ask the LLM which existing
 entries each conclusion updates (only entries shown to it can be named: the search's best hits
-and its topic's entries of its kind); then, under the vault lock, archive superseded entries
+and its topic's entries of its kind), keep of those only the entries it plainly bears on (at
+most ``MAX_SUPERSEDES`` in all, else stop and ask), and move a replacement to the topic of the entry
+it replaces unless the LLM named one; then, under the vault lock, archive superseded entries
 first and write the topic files (a crash in between duplicates, never loses). Transcript hashes
 are remembered in ``.memkit/digested.json``: the same transcript twice adds nothing.
 
@@ -33,10 +36,10 @@ from typing import Any, Iterable, Sequence
 
 from ..base.fsutil import atomic_write, file_lock
 from ..base.similarity import similarities
-from ..errors import LLMError, MemkitError, NumericError, TopicNotFound, TranscriptError
+from ..errors import LLMError, MemkitError, NumericError, TooManySupersedes, TopicNotFound, TranscriptError
 from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
-from ..formats.fields import provenance_marker
-from ..formats.lifecycle import core_text
+from ..formats.fields import FACTS_TOPIC, provenance, provenance_marker
+from ..formats.lifecycle import core_text, plain_text
 from ..formats.names import slugify, topic_relpath
 from ..formats.session import NAME_RE as SESSION_NAME_RE
 from ..formats.topic import (
@@ -64,6 +67,19 @@ NEAR_DUPLICATE_COSINE = 0.92  #: duplicate_similarity for a model not calibrated
 NEAR_DUPLICATE_JACCARD = 0.8
 NEAR_DUPLICATE_CONTAINMENT = 1.0  #: share of the new text's words already in an entry (all: it says nothing new)
 UPDATE_CANDIDATES = 3
+#: the most entries one conversation may archive as outdated; beyond it the digest stops and asks
+#: (``allow_many_supersedes``): a transcript that says "mark every memory outdated" to a model that obeys
+MAX_SUPERSEDES = 3
+#: the static model's cosine from which a conclusion bears on an entry it says is outdated, with no word
+#: and no topic in common. Measured with memkit-m2v (issue 41.10): pairs where one replaces the other
+#: 0.27-0.98 (7 of 10 at 0.51 or more: "Switched to a vegan diet" / "Is vegetarian" 0.515), unrelated
+#: pairs -0.07-0.26 ("The user's AWS key is [redacted]" / "The user likes zebras" 0.228); the vault's
+#: own similarity threshold counts where it is higher (another model)
+SUPERSEDE_COSINE = 0.45
+#: the judge's cosine (all-MiniLM-L6-v2, the search's second stage) from which a conclusion bears on an
+#: entry, where the judge runs. Measured on the same pairs: replacing 0.35-0.96 ("Moved to Porto" /
+#: "Lives in Lisbon, in Arroios" 0.525, which the static model puts at 0.35), unrelated -0.06-0.20
+SUPERSEDE_JUDGE = 0.30
 _DATE_TAIL = re.compile(r"\s*\((?:due |until )?\d{4}-\d{2}-\d{2}\)")
 
 __all__ = ["DigestReport", "InboxResult", "Conclusion", "MAX_CONCLUSIONS", "digest_file", "digest_messages",
@@ -79,6 +95,9 @@ class DigestReport:
     written: list[tuple[str, str]] = field(default_factory=list)  #: (topic, entry line)
     skipped: list[tuple[str, str]] = field(default_factory=list)  #: (text, reason)
     superseded: list[tuple[str, str, str]] = field(default_factory=list)  #: (topic, old text, new text)
+    #: (topic, old text, new text, why kept): entries the LLM called outdated that the new one does not bear on
+    refused: list[tuple[str, str, str, str]] = field(default_factory=list)
+    many_supersedes: bool = False  #: a dry run: more than MAX_SUPERSEDES; the real digest stops and asks
     judged: list[tuple[str, str]] = field(default_factory=list)  #: (entry line, why it matters that much)
     new_topics: list[str] = field(default_factory=list)
     split: list[str] = field(default_factory=list)  #: topics split afterwards
@@ -98,6 +117,7 @@ class DigestReport:
             "written": [{"topic": t, "line": line} for t, line in self.written],
             "skipped": [{"text": t, "reason": r} for t, r in self.skipped],
             "superseded": [{"topic": t, "old": o, "new": n} for t, o, n in self.superseded],
+            "refused": [{"topic": t, "old": o, "new": n, "why": w} for t, o, n, w in self.refused],
             "judged": [{"line": line, "why": why} for line, why in self.judged],
             "new_topics": self.new_topics, "split": self.split, "diff": self.diff, "redacted": self.redacted,
             "facts": self.facts,
@@ -112,6 +132,10 @@ class DigestReport:
             parts[0] += f" from the {self.count - self.read_from} message(s) after the {self.read_from} digested before"
         if self.superseded:
             parts.append(f"archived {len(self.superseded)} outdated")
+        if self.many_supersedes:
+            parts.append(f"more than {MAX_SUPERSEDES} outdated: the digest stops and asks for --allow-many-supersedes")
+        if self.refused:
+            parts.append(f"kept {len(self.refused)} the LLM called outdated (not outdated by anything said here)")
         if self.skipped:
             parts.append(f"skipped {len(self.skipped)}")
         if self.new_topics:
@@ -166,7 +190,8 @@ def digested_prefix(digested: dict[str, Any], messages: Sequence[Message]) -> in
 
 
 def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | None, *, dry_run: bool = False,
-                now: datetime | None = None, split: bool = True, force: bool = False) -> DigestReport:
+                now: datetime | None = None, split: bool = True, force: bool = False,
+                allow_many_supersedes: bool = False) -> DigestReport:
     """Digest one transcript file. See the module docstring.
 
     :param searcher: searches (and through its store, writes) the vault.
@@ -177,11 +202,52 @@ def digest_file(searcher: Searcher, path: str | os.PathLike[str], llm: LLM | Non
     :param split: split topics that end up over ``topic_split_threshold_lines``.
     :param force: read the whole transcript again, even one digested before (what is in the
         vault already, or was forgotten, is still not added again).
+    :param allow_many_supersedes: archive more than :data:`MAX_SUPERSEDES` entries as outdated
+        (else the digest stops, writes nothing and raises :class:`~memkit.errors.TooManySupersedes`).
     """
     path = Path(path)
     messages, data = read_transcript(path)
-    return digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
-                           now=now, split=split, force=force, source=(path.name, None))
+    report = digest_messages(searcher, messages, llm, name=str(path), sha=transcript_sha(data), dry_run=dry_run,
+                             now=now, split=split, force=force, source=(path.name, None),
+                             allow_many_supersedes=allow_many_supersedes)
+    if report.written and not dry_run and not report.already_digested:
+        _keep_copy(searcher.store, path, data, report)
+    return report
+
+
+def _keep_copy(store: Store, path: Path, data: bytes, report: DigestReport) -> None:
+    """Keep a transcript digested from outside the vault in ``inbox/done/`` (where ``memkit why``
+    looks), under the name its entries' ``(from …)`` marker gives it (``NAME-2.txt``… when another
+    transcript holds that name; the same bytes are not kept twice), its secrets redacted
+    (docs/privacy.md), written atomically; ``.memkit/digested.json`` records where."""
+    try:
+        if store.is_inside(path.resolve()):
+            return  # `memkit why` reads it where it lies (digested.json says where)
+    except OSError:
+        return
+    marked = provenance(provenance_marker(path.name))
+    name = marked[0] if marked else "transcript.txt"
+    text = data.decode("utf-8", errors="replace")
+    kept = store.config.redact.apply(text).text.encode("utf-8")
+    done = store.inbox_dir / "done"
+    stem, suffix = os.path.splitext(name)
+    try:
+        with store.lock():
+            done.mkdir(parents=True, exist_ok=True)
+            target, n = done / name, 2
+            while target.exists() or target.is_symlink():
+                if target.is_file() and not target.is_symlink() and target.read_bytes() == kept:
+                    break
+                target, n = done / f"{stem}-{n}{suffix}", n + 1
+            else:
+                atomic_write(target, kept)
+        with file_lock(store.state_dir / "digested.lock"):
+            digested = load_digested(store)
+            if isinstance(digested.get(report.sha), dict):
+                digested[report.sha]["path"] = store.rel(target)
+                atomic_write(_digested_path(store), json.dumps(digested, indent=1, ensure_ascii=False))
+    except OSError as exc:  # the memories are written; only `memkit why` cannot show their conversation
+        log.warning("could not keep a copy of %s in inbox/done/ (%s): `memkit why` cannot show it", path, exc)
 
 
 def digest_text(searcher: Searcher, text: str, llm: LLM | None, *, name: str = "transcript",
@@ -198,7 +264,8 @@ def digest_text(searcher: Searcher, text: str, llm: LLM | None, *, name: str = "
 def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | None, *, name: str = "transcript",
                     sha: str | None = None, dry_run: bool = False, now: datetime | None = None,
                     split: bool = True, force: bool = False,
-                    source: tuple[str, str | None] | None = None) -> DigestReport:
+                    source: tuple[str, str | None] | None = None,
+                    allow_many_supersedes: bool = False) -> DigestReport:
     """Digest a conversation given as messages (see :func:`digest_file`). A conversation that
     continues one digested before (the same first messages) has only its new messages read, the
     last few before them shown as context. Each entry written ends with ``(from SOURCE DAY)``
@@ -221,6 +288,7 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
         return report
     earlier, messages = list(messages[:start]), list(messages[start:])
     report.read_from = start
+    asked, llm = llm, _Replies(store, sha, llm)  # a dry run's answers serve the real digest after it
     topics = [(t.name, t.summary) for t in store.topics()]
     people, listed = people_lines(store)
     conclusions, new_topic, skipped = extract_conclusions(llm, messages, topics, _profile(store),
@@ -231,26 +299,100 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     nearest = _Nearest(searcher)
     fresh = _drop_duplicates(searcher, conclusions, report, nearest)
     _mark_source(fresh, source, now)
+    existing = {name for name, _ in topics}
+    named = {id(c) for c in fresh if _names_topic(store, c.topic_hint, existing)}  # by the LLM
     hint = _session_topic(store, name)
     for c in fresh:  # the LLM named no topic: the one the context detected for the session
         c.topic_hint = c.topic_hint or hint
-    _route(searcher, fresh, new_topic, {name for name, _ in topics}, nearest)
-    pairs = _update_candidates(searcher, fresh, nearest)
+    _route(searcher, fresh, new_topic, existing, nearest)
+    pairs, seen = _update_candidates(searcher, fresh, nearest)
     if pairs:
         try:
             find_updates(llm, pairs)
         except LLMError as exc:  # keep the new entries; keep the old ones too (nothing is lost)
             log.warning("could not check which entries are outdated (%s); kept them all", exc)
-    _apply(store, fresh, new_topic, report, now, dry_run)
+    _check_supersedes(searcher, fresh, seen, report)
+    for c in fresh:  # a replacement stays where the entry it replaces was, unless the LLM named a topic
+        where = next((e.topic for e in c.supersedes if e.topic != FACTS_TOPIC), None)  # facts.md holds key: value
+        if where is not None and id(c) not in named:
+            c.topic = split_target(searcher, where, c.text)
+    outdated = {e.hash: (e, c) for c in fresh for e in c.supersedes}
+    if len(outdated) > MAX_SUPERSEDES and not allow_many_supersedes:
+        if not dry_run:
+            llm.keep()  # digested again with --allow-many-supersedes, it does not pay the LLM twice
+            said = "; ".join(f'{e.topic}: "{e.text}" (by "{c.text}")' for e, c in outdated.values())
+            raise TooManySupersedes(
+                f"{name}: the digest would archive {len(outdated)} entries as outdated, more than the "
+                f"{MAX_SUPERSEDES} one conversation may: {said}. Nothing was written; if they are all "
+                "outdated, digest it again with --allow-many-supersedes (Python: allow_many_supersedes=True)")
+        report.many_supersedes = True
+    _apply(store, fresh, new_topic, report, now, dry_run, force)
     if not report.already_digested:
         written = [c for c in fresh if any(c.text in line for _, line in report.written)]
         report.facts = set_facts(store, written, now, dry_run)
-    if not dry_run:
+    if not dry_run and (report.written or report.superseded):
+        # the next digest of this process (the watcher's pass over inbox/) checks its conclusions
+        # against these entries at once, not up to a second later (what `memkit digest A B` does)
+        searcher.changed()
+    if dry_run:
+        llm.keep()
+    else:
+        llm.drop()
         if not report.written and not report.already_digested:
             _remember(store, report, now)  # nothing to write: still digested
         if split and not report.already_digested:
-            report.split = _split_big(searcher, {t for t, _ in report.written}, llm)
+            report.split = _split_big(searcher, {t for t, _ in report.written}, asked)
     return report
+
+
+class _Replies:
+    """The LLM, with the answers a dry run got kept for the real digest of the same transcript by
+    the same model (``.memkit/digest-cache/SHA.json``): ``digest --dry-run`` then ``digest`` pays
+    the LLM once. An answer is found by the request it answered (the prompt holds the day, the
+    topics and the entries shown), so a vault that changed in between is asked again. The answers
+    are kept with their secrets redacted (docs/privacy.md); the real digest removes the file."""
+
+    def __init__(self, store: Store, sha: str, llm: LLM) -> None:
+        self.llm = llm
+        self.path = store.state_dir / CACHE_DIR / f"{sha}.json"
+        self.redact = store.config.redact.apply
+        settings = getattr(llm, "settings", None)
+        self.model = " ".join([type(llm).__name__] + [str(getattr(settings, a, None) or "")
+                                                      for a in ("base_url", "model", "command")])
+        self.replies: dict[str, str] = {}
+        self.fresh: dict[str, str] = {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("model") == self.model and isinstance(data.get("replies"), dict):
+                self.replies = {str(k): v for k, v in data["replies"].items() if isinstance(v, str)}
+        except (OSError, ValueError):
+            pass
+
+    def chat(self, messages: list[dict[str, str]]) -> str:
+        key = hashlib.sha256(json.dumps([self.model, messages], ensure_ascii=False, sort_keys=True)
+                             .encode("utf-8", errors="surrogatepass")).hexdigest()
+        if key in self.replies:
+            return self.replies[key]
+        reply = self.llm.chat(messages)
+        self.fresh[key] = reply
+        return reply
+
+    def keep(self) -> None:
+        """A dry run, or a digest that stopped to ask (TooManySupersedes): keep the answers for the
+        digest after it."""
+        if not self.fresh:
+            return
+        replies = {**self.replies, **{k: self.redact(v).text for k, v in self.fresh.items()}}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, json.dumps({"model": self.model, "replies": replies}, ensure_ascii=False))
+        except OSError as exc:
+            log.warning("could not keep the dry run's answers (%s): the digest asks the LLM again", exc)
+
+    def drop(self) -> None:
+        """The real digest is done: its dry run's answers are no longer needed."""
+        with contextlib.suppress(OSError):
+            self.path.unlink()
 
 
 def _redact(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any] | None) -> int:
@@ -277,6 +419,12 @@ def session_source(name: str) -> tuple[str, str | None] | None:
     return (found.group(2), found.group(1)) if found else None
 
 
+def _names_topic(store: Store, hint: str | None, existing: set[str]) -> bool:
+    """Whether the LLM's topic hint names a topic of the vault (or one split since)."""
+    slug = slugify(hint or "")
+    return bool(slug) and (slug in existing or bool(store.subtopics(slug)))
+
+
 def _session_topic(store: Store, name: str) -> str | None:
     """The topic ``memkit context --session ID`` detected for the session a digest's messages come
     from (``name``: its file), read from the context's state (``.memkit/sessions/<id>.json``,
@@ -297,11 +445,13 @@ def _mark_source(conclusions: Sequence[Conclusion], source: tuple[str, str | Non
     its name and the digest's day."""
     if not source:
         return
-    marker = provenance_marker(source[0], source[1] or now.date().isoformat())
+    day = now.date().isoformat()  # the entries' date: a marker of that day leaves its day out (one date)
+    marker = provenance_marker(source[0], source[1] or day, entry_day=day)
     for c in conclusions:
         c.markers = f"{c.markers} {marker}".strip()
 
 
+CACHE_DIR = "digest-cache"  #: under .memkit/: a dry run's LLM answers, until the real digest (:class:`_Replies`)
 NEAREST = 5  #: hits of a conclusion looked at (duplicates, updates, routing): searched once each
 EARLIER_SHOWN = 6  #: messages before a continued conversation's new part shown to the LLM as context
 SAME_TOPIC_CANDIDATES = 5  #: entries of a conclusion's topic and kind shown as what it may update
@@ -325,8 +475,12 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
                      nearest: _Nearest) -> list[Conclusion]:
     """The conclusions that say something new: not what an entry says already, nor what was
     forgotten, edited away or done (archive.md), each compared by its core (text without markers,
-    kind, tags and dates: :func:`memkit.formats.lifecycle.core_text`)."""
-    existing = {core_text(e.text): e for e in searcher.store.entries()}
+    kind, tags and dates: :func:`memkit.formats.lifecycle.core_text`). A near duplicate that adds a
+    date, a number, a name or a changed state (:func:`adds_to`) is kept, and supersedes the entry
+    it repeats."""
+    entries = searcher.store.entries()
+    existing = {core_text(e.text): e for e in entries}
+    by_id = {e.id: e for e in entries}
     gone = _gone(searcher.store.archived())
     gone_words = [(set(terms(key)), a) for key, a in gone.items()]
     seen: dict[str, Conclusion] = {}
@@ -345,11 +499,55 @@ def _drop_duplicates(searcher: Searcher, conclusions: list[Conclusion], report: 
             continue
         near = _near_duplicate(nearest(c.text), c.text, searcher.duplicate_similarity())
         if near is not None:
-            report.skipped.append((c.text, f"near duplicate of {near.id} in {near.topic}: {near.text}"))
-            continue
+            added = adds_to(c.text, near.text)
+            old = by_id.get(near.id)
+            if added is None or old is None:
+                report.skipped.append((c.text, f"near duplicate of {near.id} in {near.topic}: {near.text}"))
+                continue
+            # the newer, more specific fact wins (the Lo-Bug rule): it supersedes the entry it repeats
+            log.info("%r adds %s to %s: it supersedes it", c.text, added, near.id)
+            c.supersedes.append(old)
         seen[key] = c
         fresh.append(c)
     return fresh
+
+
+#: words that say a state changed: "planning a trip" -> "booked the trip", "likes jazz" -> "likes jazz, not rock"
+STATE_WORDS = frozenset("""
+    accepted approved arrived bought booked broke broken canceled cancelled changed closed completed confirmed
+    declined decided delivered divorced done dropped ended engaged failed finished fired fixed graduated hired
+    instead joined left longer married moved never no not nowadays opened paid passed postponed quit rejected
+    rescheduled retired scheduled signed sold started stopped switched anymore finally
+""".split())
+_FIELD_MARKER_RE = re.compile(r"\((?:people|[a-z][a-z0-9-]{0,39}):[^()]*\)")  #: ``(people: …)``, ``(city: Porto)``
+_TOKEN_RE = re.compile(r"[^\W_][\w'.:/-]*[^\W_]|[^\W_]")
+
+
+def _tokens(text: str) -> list[str]:
+    """The words of a memory's text without its markers, kind, tags and date (case kept)."""
+    return _TOKEN_RE.findall(_FIELD_MARKER_RE.sub(" ", plain_text(text)))
+
+
+def adds_to(text: str, entry: str) -> str | None:
+    """What ``text``, a near duplicate of ``entry``, adds to it that makes it a newer fact rather
+    than the same one reworded, or None: a number or date ("May 20 to 27"), a name (a capitalised
+    word not first in the sentence: "moved to Porto"), or a word saying a state changed
+    (:data:`STATE_WORDS`: "booked", "not", "stopped"). "Has a tree nut allergy" adds nothing to
+    "Allergic to tree nuts"."""
+    new, old = _tokens(text), _tokens(entry)
+    had = {w.casefold() for w in old}
+    had |= {w.rstrip("s") for w in had}
+    fresh = [(i, w) for i, w in enumerate(new) if w.casefold() not in had and w.casefold().rstrip("s") not in had]
+    numbers = [w for _, w in fresh if any(ch.isdigit() for ch in w)]
+    if numbers:
+        return "the number" + ("s " if len(numbers) > 1 else " ") + ", ".join(numbers)
+    names = [w for i, w in fresh if i > 0 and w[:1].isupper() and w.casefold() not in STATE_WORDS]
+    if names:
+        return "the name" + ("s " if len(names) > 1 else " ") + ", ".join(names)
+    states = [w for _, w in fresh if w.casefold() in STATE_WORDS]
+    if states:
+        return "a changed state (" + ", ".join(states) + ")"
+    return None
 
 
 def _gone(archived: Sequence[ArchivedEntry]) -> dict[str, ArchivedEntry]:
@@ -401,12 +599,13 @@ def _near_duplicate(found: list[Hit], text: str, cosine: float = NEAR_DUPLICATE_
 
 
 def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
-                       nearest: _Nearest) -> list[tuple[Conclusion, list[Entry]]]:
+                       nearest: _Nearest) -> tuple[list[tuple[Conclusion, list[Entry]]], dict[tuple[int, str], float]]:
     """The entries each conclusion may make outdated, once it is routed: the vault's own search's
     best hits for it (what ``memkit search`` answers: the closest entries that are more than
     noise), its nearest hits that are real evidence (:func:`memkit.search.route.is_confident`), and
     the latest entries of its topic of the same kind (or of no kind): "moved to Porto" is shown
-    "Lives in Lisbon" though they share no word."""
+    "Lives in Lisbon" though they share no word. Also returns the cosine the search saw for each
+    (conclusion's ``id()``, entry id) it found confidently (:func:`_check_supersedes` reads it)."""
     threshold = searcher.threshold()
     entries = searcher.store.entries()
     by_id = {e.id: e for e in entries}
@@ -414,9 +613,13 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
     for e in entries:
         by_topic.setdefault(e.topic, []).append(e)
     pairs = []
+    seen: dict[tuple[int, str], float] = {}
     for c in conclusions:
         hits = searcher.search(c.text, k=UPDATE_CANDIDATES, weak=UPDATE_CANDIDATES)
         hits += [h for h in nearest(c.text) if is_confident(h, threshold)]
+        for h in hits:
+            if h.confident:
+                seen[(id(c), h.id)] = max(h.cosine, seen.get((id(c), h.id), -1.0))
         shown = {h.id: by_id[h.id] for h in hits if h.id in by_id}
         shown = dict(list(shown.items())[:UPDATE_CANDIDATES])
         alike = [e for e in by_topic.get(c.topic or "", []) if e.is_list and e.kind in (c.kind, None)]
@@ -424,7 +627,67 @@ def _update_candidates(searcher: Searcher, conclusions: list[Conclusion],
             shown.setdefault(e.id, e)
         if shown:
             pairs.append((c, list(shown.values())))
-    return pairs
+    return pairs, seen
+
+
+def _bears_on(c: Conclusion, e: Entry, cosine: float | None, limit: float, judged: float | None) -> str | None:
+    """Why conclusion ``c`` plainly bears on entry ``e`` (so it may make it outdated), or None:
+    they share evidence (:func:`shares_evidence`, either way round), they are of one topic (not
+    ``general``, which holds what belongs to none) and one kind (an entry without a kind is of
+    any), or their meanings are close: the static model's ``cosine`` is ``limit`` or more, or the
+    judge's (``judged``) :data:`SUPERSEDE_JUDGE` or more."""
+    if shares_evidence(c.text, e.text) or shares_evidence(e.text, c.text):
+        return "shared words"
+    if c.topic and c.topic == e.topic and c.topic != "general" and e.kind in (None, c.kind):
+        return "same topic and kind"
+    if cosine is not None and cosine >= limit:
+        return f"similar ({cosine:.2f})"
+    if judged is not None and judged >= SUPERSEDE_JUDGE:
+        return f"similar to the judge ({judged:.2f})"
+    return None
+
+
+def _judge_cosines(searcher: Searcher, text: str, entries: Sequence[Entry]) -> dict[str, float]:
+    """The judge's cosine of ``text`` with each entry (by id); none where the judge does not run."""
+    vectors = searcher.judge()
+    if vectors is None:
+        return {}
+    try:
+        rows = vectors.judge.embed([core_text(text)] + [core_text(e.text) for e in entries])
+    except (MemkitError, OSError, RuntimeError, ValueError) as exc:
+        log.warning("could not judge which entries a conclusion bears on (%s): the static model alone", exc)
+        return {}
+    return {e.id: float(rows[0] @ rows[i]) for i, e in enumerate(entries, 1)}
+
+
+def _check_supersedes(searcher: Searcher, conclusions: list[Conclusion], seen: dict[tuple[int, str], float],
+                      report: DigestReport) -> None:
+    """Keep of each conclusion's supersedes only the entries it plainly bears on
+    (:func:`_bears_on`): the transcript is data, and a model that obeys "mark every memory as
+    outdated" names entries the conversation never touched. The others stay, named in
+    ``report.refused``."""
+    limit = max(SUPERSEDE_COSINE, searcher.threshold())
+    for c in conclusions:
+        if not c.supersedes:
+            continue
+        cosines: dict[str, float] = {}
+        try:
+            vectors = searcher.embed([core_text(c.text)] + [core_text(e.text) for e in c.supersedes])
+            cosines = {e.id: float(vectors[0] @ vectors[i]) for i, e in enumerate(c.supersedes, 1)}
+        except MemkitError:  # no model (words only): the search's cosines, the words and the topics
+            pass
+        judged = _judge_cosines(searcher, c.text, c.supersedes)
+        kept = []
+        for e in c.supersedes:
+            found = [x for x in (cosines.get(e.id), seen.get((id(c), e.id))) if x is not None]
+            if _bears_on(c, e, max(found) if found else None, limit, judged.get(e.id)) is not None:
+                kept.append(e)
+            else:
+                report.refused.append((e.topic, e.text, c.text, "the LLM called it outdated, but the new entry "
+                                       "shares no words, topic or meaning with it"))
+                log.warning("kept %s (%s): the LLM called it outdated by %r, which does not bear on it",
+                            e.id, e.topic, c.text)
+        c.supersedes = kept
 
 
 def _route(searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
@@ -547,7 +810,7 @@ def _new_topic_name(proposed: dict[str, Any] | None, conclusions: list[Conclusio
 
 
 def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
-           report: DigestReport, now: datetime, dry_run: bool) -> None:
+           report: DigestReport, now: datetime, dry_run: bool, force: bool = False) -> None:
     if not conclusions:
         return
     day = now.date().isoformat()
@@ -556,7 +819,8 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
         by_topic.setdefault(c.topic or "general", []).append(c)
     proposed = new_topic or {}
     with (contextlib.nullcontext() if dry_run else store.lock()):
-        if not dry_run and report.sha in load_digested(store):  # another digest of it just finished
+        # another digest of it just finished (--force reads it again on purpose: what is there is skipped below)
+        if not dry_run and not force and report.sha in load_digested(store):
             report.already_digested = True
             return
         # exact duplicates written by another writer since we looked (a concurrent digest)

@@ -298,7 +298,8 @@ def find_updates(llm: LLM, pairs: list[tuple[Conclusion, list[Entry]]]) -> None:
         conclusion, candidates = pairs[n - 1]
         wanted = {str(i).strip("[] ").lower() for i in update.get("outdated") or [] if isinstance(i, (str, int))}
         # only entries that were shown for this conclusion can be archived, at most the candidates
-        conclusion.supersedes = [e for e in candidates if e.id in wanted]
+        # (added to what the digest found it supersedes already: a near duplicate it makes newer)
+        conclusion.supersedes += [e for e in candidates if e.id in wanted and e not in conclusion.supersedes]
 
 
 __all__ = ["Conclusion", "extract_conclusions", "find_updates", "validate_extraction", "EXTRACT_PROMPT", "UPDATE_PROMPT",

@@ -3,7 +3,7 @@
 Markers are what memkit already writes at the end of an entry — ``(due 2026-12-01)``,
 ``(importance 0.8)`` — so a field is one more of them, readable and editable in any editor::
 
-    - Moved to Porto last spring (city: Porto) (from lisbon-chat 2026-11-23) (2026-11-23)
+    - Moved to Porto last spring (city: Porto) (from lisbon-chat.txt) (2026-11-23)
 
 - **Fields.** ``(key: value)``: ``key`` is a lowercase word (letters, digits, ``-``, ``_``; not one
   of memkit's own marker words), ``value`` any text without parentheses. ``search --where
@@ -13,7 +13,10 @@ Markers are what memkit already writes at the end of an entry — ``(due 2026-12
   A new value replaces the line and the old one goes to archive.md with its date (the store does
   that; this module only reads and writes the lines).
 - **Provenance.** ``(from SOURCE DAY)``: the conversation a digested entry came from, short — a
-  session id's first 8 characters or a transcript's file name, and the conversation's day.
+  session id's first 8 characters or a transcript's file name, and the conversation's day. The day
+  is left out where it is the entry's own date and the source is plainly a conversation's — a file
+  name with a transcript's suffix (``.txt``, ``.json``, ``.jsonl``, ``.md``, ``.log``) or a session
+  id's 8 hex digits: ``(from chat.txt) (2026-12-06)``, one date. (A person's "(from Lisbon)" is text.)
 """
 from __future__ import annotations
 
@@ -32,10 +35,15 @@ _KEY_RE = re.compile(rf"^{_KEY}$")
 _FIELD_RE = re.compile(rf"\((?P<key>{_KEY}):\s*(?P<value>[^()\n]*?)\s*\)")
 _FACT_LINE_RE = re.compile(rf"^(?P<key>{_KEY}):\s+(?P<value>[^\n]*?)(?:\s*\((?P<day>\d{{4}}-\d{{2}}-\d{{2}})\))?\s*$")
 _FROM_RE = re.compile(r"\(from\s+(?P<source>[^\s()]+)(?:\s+(?P<day>\d{4}-\d{2}-\d{2}))?\)")
-#: a digest's ``(from SOURCE DAY)`` as it writes it (with its day): what search, dedup and the
-#: context leave out of an entry's text (a person's "(from Lisbon)" in prose, with no day, stays text)
-PROVENANCE_MARKER = r"\(from\s+[^\s()]+\s+\d{4}-\d{2}-\d{2}\)"
+#: a source a ``(from …)`` marker may name without its day: a transcript's file name, a session id's beginning
+DAYLESS_SOURCE = r"(?:[^\s()]+\.(?:txt|text|json|jsonl|md|log)|[0-9a-f]{8})"
+_DAYLESS_RE = re.compile(rf"^{DAYLESS_SOURCE}$")
+#: a digest's ``(from SOURCE DAY)`` as it writes it (with its day, or a plain conversation's name without
+#: it): what search, dedup and the context leave out of an entry's text (a person's "(from Lisbon)" in
+#: prose, with no day, stays text)
+PROVENANCE_MARKER = r"\(from\s+(?:[^\s()]+\s+\d{4}-\d{2}-\d{2}|" + DAYLESS_SOURCE + r")\)"
 _STRIP_FROM_RE = re.compile(r"[ \t]*" + PROVENANCE_MARKER)
+_ENTRY_DATE_RE = re.compile(r"\((\d{4}-\d{2}-\d{2})\)\s*$")
 _PEOPLE_RE = re.compile(r"\(people:\s*(?P<names>[^()\n]*?)\s*\)")
 
 
@@ -92,7 +100,8 @@ def parse_fact(text: str) -> Fact | None:
     found = _FACT_LINE_RE.match(text.strip())
     if not found or found.group("key") in RESERVED or not found.group("value"):
         return None
-    return Fact(found.group("key"), found.group("value"), found.group("day"))
+    value = strip_provenance(found.group("value")).strip()  # `city: Porto (from chat.txt) (DAY)`: a digest's
+    return Fact(found.group("key"), value, found.group("day")) if value else None
 
 
 def fact_text(key: str, value: str) -> str:
@@ -100,19 +109,31 @@ def fact_text(key: str, value: str) -> str:
     return f"{check_key(key)}: {check_value(value)}"
 
 
-def provenance_marker(source: str, day: str | None = None) -> str:
-    """``(from SOURCE DAY)``: a session id is cut to its first 8 characters, a file to its name."""
+def provenance_marker(source: str, day: str | None = None, *, entry_day: str | None = None) -> str:
+    """``(from SOURCE DAY)``: a session id is cut to its first 8 characters, a file to its name.
+    ``entry_day``: the date the entry is written with; where ``day`` is that day and the source is
+    plainly a conversation's (:data:`DAYLESS_SOURCE`), the day is said once, by the entry's date:
+    ``(from chat.txt)``."""
     short = source.replace("\\", "/").rsplit("/", 1)[-1]
     if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f-]{27}", short):
         short = short[:8]
     short = re.sub(r"[\s()]+", "-", short).strip("-") or "unknown"
+    if day and day == entry_day and _DAYLESS_RE.match(short):
+        return f"(from {short})"
     return f"(from {short} {day})" if day else f"(from {short})"
 
 
 def provenance(text: str) -> tuple[str, str | None] | None:
-    """(source, day) of an entry's ``(from …)`` marker, or None."""
+    """(source, day) of an entry's ``(from …)`` marker, or None; a marker that leaves its day out
+    (``(from chat.txt) (2026-12-06)``) is of the entry's date."""
     found = _FROM_RE.search(text)
-    return (found.group("source"), found.group("day")) if found else None
+    if not found:
+        return None
+    source, day = found.group("source"), found.group("day")
+    if day is None and _DAYLESS_RE.match(source):
+        dated = _ENTRY_DATE_RE.search(text)
+        day = dated.group(1) if dated else None
+    return source, day
 
 
 def strip_provenance(text: str) -> str:

@@ -44,6 +44,10 @@ _UNTIL_END_RE = re.compile(r"\(until\s+(\d{4}-\d{2}-\d{2})\)(?:\s*\(\d{4}-\d{2}-
 #: importance, the conversation it came from
 _ANY_MARKER_RE = re.compile(r"\((?:(?:due|until)\s+\d{4}-\d{2}-\d{2}|urgency\s+\w+|ask:[^()]*|importance\s+[\d.]+)\)"
                             "|" + PROVENANCE_MARKER, re.IGNORECASE)
+#: the kinds memkit knows without being told (``[kind]`` of an entry); memkit.yaml's ``expire:`` may
+#: name more (a kind of your own: ``expire: {recipe: never}``). A file may hold any ``[word]``.
+KNOWN_KINDS = ("fact", "preference", "decision", "discovery", "event", "context", "observation", "pending",
+               "conversation")
 _TRAILING_DATE_RE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 _TRAILING_TAGS_RE = re.compile(r"(?:\s+#[^\W\d_][\w/-]*)+\s*$")
 
@@ -190,8 +194,14 @@ def core_text(text: str) -> str:
     ``(urgency …)``, ``(ask: …)``, ``(importance …)``, ``(from … DAY)``), spaces and case folded, end punctuation
     dropped. ``- [fact] Moved to Porto (importance 0.8) (2026-11-21)`` and ``Moved to Porto.``
     have the same core."""
+    return plain_text(text).strip(" .;,!").casefold()
+
+
+def plain_text(text: str) -> str:
+    """A memory's words as written (case kept): its text without the list marker, the ``[kind]``,
+    the trailing tags and date, and memkit's markers (see :func:`core_text`)."""
     text = LIST_MARKER_RE.sub("", text.strip(), count=1)
     text = KIND_RE.sub("", text, count=1)
     text = _TRAILING_DATE_RE.sub("", text)
     text = _TRAILING_TAGS_RE.sub("", _ANY_MARKER_RE.sub(" ", _TRAILING_TAGS_RE.sub("", text)))
-    return " ".join(text.split()).strip(" .;,!").casefold()
+    return " ".join(text.split())

@@ -198,7 +198,8 @@ OPERATIONS: tuple[Operation, ...] = (
         Param("text", "string", "The memory: one self-contained sentence.",
               required=True, max_length=MAX_ENTRY_CHARS, nonempty=True, argument=True),
         _topic(f"Where it belongs (default: general; created if new). {TOPIC_NAME}"),
-        Param("kind", "string", "One word: fact, preference, decision, discovery, event, context, observation…",
+        Param("kind", "string", "One word memkit knows: fact, preference, decision, discovery, event, context, "
+              "observation, pending, conversation, or one memkit.yaml's expire: names (else an error).",
               max_length=40, nonempty=True, cli=("--kind",), metavar="KIND"),
         Param("tags", "array", "#tags, one word each, without the '#'.", names={"cli": "tags"}, cli=("--tag",),
               metavar="TAG", overrides={"cli": {"help": "A #tag; repeat for several."}}),
@@ -207,7 +208,8 @@ OPERATIONS: tuple[Operation, ...] = (
               metavar="DATE"),
         Param("until", "string", "The memory expires after this day, YYYY-MM-DD: adds '(until DAY)'.",
               max_length=10, format="date", cli=("--until",), metavar="DATE"),
-        Param("allow_duplicate", "boolean", "Write it even when the topic holds the same text already.",
+        Param("allow_duplicate", "boolean", "Write it even when the topic holds the same text already (compared "
+              "as the digest does: kind, tags, markers, case and end punctuation aside).",
               default=False, cli=("--allow-duplicate",),
               absent={"mcp": "a model or a client must not write the same memory twice",
                       "http": "a model or a client must not write the same memory twice"}),
@@ -274,6 +276,8 @@ OPERATIONS: tuple[Operation, ...] = (
               "stays).", default=False, cli=("--reset",)),
         Param("clear", "boolean", "End the conversation's window first: later blocks show only the messages saved "
               "after now; the conversation file keeps them all.", default=False, cli=("--clear",)),
+        Param("markers", "boolean", "Show the entries' markers ((importance 0.8), (people: Ana), (city: Porto)…), "
+              "which the block leaves out by default.", default=False, cli=("--markers",)),
     ), ("context",), "get_context", (("POST", "/context"),)),
     Operation("topics", (), ("topics",), "list_topics", (("GET", "/topics"),)),
     Operation("show", (

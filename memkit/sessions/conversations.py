@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ..errors import MemkitError
+from ..errors import MemkitError, TranscriptError
 from ..formats.names import session_file_name
 from ..formats.session import PruneReport, Session, SessionInfo, SessionMessage, check_session_id
 from ..search import Searcher
@@ -158,6 +158,11 @@ class Conversations:
         ChatGPT export (``fmt``: ``auto`` detects it) as sessions; into an existing ``session_id``
         only the messages it lacks are appended."""
         _, conversations = parse_conversations(data, name, fmt, now)
+        conversations = [c for c in conversations if c.messages]  # an empty one is no session to make
+        if not conversations:
+            raise TranscriptError(f"{name}: holds no conversation (no message with text found); nothing imported. "
+                                  "Give JSONL or JSON {role, content} messages, a Claude Code transcript or a "
+                                  "ChatGPT export")
         for conv in conversations:  # before comparing with a session's messages, which were redacted too
             conv.title, conv.system, conv.messages = self.folder.redacted(conv.title, conv.system, conv.messages)
         with self.store.lock():

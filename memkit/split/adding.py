@@ -7,12 +7,14 @@ when a split topic or a split needs it (a plain add loads no model).
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from ..errors import MemkitError
+from ..errors import InvalidValue, MemkitError
+from ..formats.lifecycle import KNOWN_KINDS
 from ..formats.topic import Entry, Topic
 from ..search import Searcher, split_target
 from ..store import Store
@@ -60,6 +62,18 @@ def split_quietly(searcher: Searcher, topic: str) -> SplitPlan | None:
         return None
 
 
+def check_kind(kind: str, expire: Mapping[str, object]) -> str:
+    """``kind`` when memkit knows it (:data:`memkit.formats.lifecycle.KNOWN_KINDS`, or a kind
+    memkit.yaml's ``expire:`` names). :raises InvalidValue: an unknown kind, naming the known ones."""
+    known = sorted({*KNOWN_KINDS, *expire})
+    if not re.fullmatch(r"[^\W\d_][\w-]{0,39}", kind.strip()):  # one word first (as the store says), then known
+        raise InvalidValue(f"invalid kind {kind.strip()!r}: use one word of letters, digits, '-' or '_'")
+    if kind.strip().lower() not in known:
+        raise InvalidValue(f"unknown kind {kind!r}: the known kinds are {', '.join(known)} (a kind of your own: "
+                           f"name it under expire: in memkit.yaml, e.g. expire: {{{kind.strip().lower()}: never}})")
+    return kind.strip().lower()
+
+
 def add_entry(store: Store, searcher: Callable[[], Searcher], text: str, *, topic: str | None, kind: str | None,
               tags: Sequence[str], when: datetime | None, split: bool, allow_duplicate: bool,
               wrote: Callable[[str, Path, Topic | None], None]) -> Entry:
@@ -70,6 +84,8 @@ def add_entry(store: Store, searcher: Callable[[], Searcher], text: str, *, topi
     (the facade hands the topic as written, when the store knows it, to the index: the file is
     not read again). The topic's entry of the same text is returned unwritten
     (``.duplicate``) unless ``allow_duplicate``."""
+    if kind is not None:
+        check_kind(kind, store.config.expire)
     path = route(store, searcher, topic or "general", text)
     entry, count, written = store.add(text, kind=kind, tags=tags, when=when, path=path,
                                       allow_duplicate=allow_duplicate)

@@ -64,10 +64,12 @@ def all_facts(store: Store) -> dict[str, Fact]:
     return out
 
 
-def set_fact(store: Store, key: str, value: str, *, today: date | None = None) -> FactChange:
+def set_fact(store: Store, key: str, value: str, *, today: date | None = None, source: str | None = None) -> FactChange:
     """Give ``key`` the value ``value``: a new line in facts.md, or the key's line replaced where it
     stands (the old one to archive.md, ``replaced by NEWID``). Every other line of the key (a second
-    one a person wrote) goes to archive.md too, so one value stays live."""
+    one a person wrote) goes to archive.md too, so one value stays live. ``source``: the
+    ``(from SOURCE DAY)`` marker of the conversation it came from (a digest's), written after the
+    value (``city: Porto (from chat.txt) (2026-12-06)``: ``memkit why`` finds the conversation)."""
     hidden = store.config.redact.apply(check_value(value))  # what is never stored (docs/privacy.md)
     key, value = check_key(key), check_value(hidden.text)
     current = _current(store, key)
@@ -77,7 +79,7 @@ def set_fact(store: Store, key: str, value: str, *, today: date | None = None) -
     day = (today or date.today()).isoformat()
     now = datetime.combine(today, datetime.now().time()).replace(microsecond=0) if today else \
         datetime.now().replace(microsecond=0)
-    text = fact_text(key, value)
+    text = fact_text(key, value) + (f" {source}" if source else "")
     if not current:
         entry = store.add(text, topic=FACTS_TOPIC, when=now, allow_duplicate=True).entry
         return FactChange(key, value, None, entry, redacted=hidden.count)

@@ -41,6 +41,7 @@ from ..errors import (
     TopicParseError,
 )
 from ..formats.archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
+from ..formats.lifecycle import core_text
 from ..formats.names import check_topic_name, topic_relpath
 from ..formats.topic import (
     KIND_RE,
@@ -95,7 +96,10 @@ class ExistingEntry(Entry):
 
 
 def _undated(text: str) -> str:
-    return " ".join(_DAY_TAIL_RE.sub("", text).split()).casefold()
+    """What an entry says, as the digest compares it (:func:`memkit.formats.lifecycle.core_text`:
+    its kind, tags, date and markers aside, case, spacing and end punctuation folded):
+    "prefers bomba rice for paella." is "Prefers bomba rice for paella"."""
+    return core_text(" ".join(_DAY_TAIL_RE.sub("", text).split()))
 
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  #: archive.md is read up to this size (history, stats)
 

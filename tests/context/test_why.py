@@ -149,7 +149,9 @@ def test_a_marker_naming_a_path_is_never_followed(tmp_path):
         v.why(vegetarian(v).id)
 
 
-def test_a_transcript_digested_where_it_lay_in_the_vault_but_never_one_outside(tmp_path):
+def test_a_transcript_digested_where_it_lay_in_the_vault_and_a_copy_of_one_outside(tmp_path):
+    """A file outside the vault is never read by `memkit why`: the digest keeps a copy of it in
+    inbox/done/ (issue 41.3), which is what `why` reads."""
     with FakeLLM(answer) as fake:
         v = make(tmp_path, fake)
         write(v.root / "chats" / "dinner.txt", CHAT)
@@ -162,6 +164,7 @@ def test_a_transcript_digested_where_it_lay_in_the_vault_but_never_one_outside(t
         v.digest(outside, llm=loopback_llm(fake))
     digested = json.loads((v.root / ".memkit" / "digested.json").read_text())
     assert {r["transcript"]: r.get("path") for r in digested.values()} == {"dinner.txt": "chats/dinner.txt",
-                                                                          "lunch.txt": None}
-    with pytest.raises(ProvenanceNotFound, match="lunch.txt and inbox/lunch.txt"):
-        v.why(vegetarian(v).id)
+                                                                          "lunch.txt": "inbox/done/lunch.txt"}
+    outside.write_text("Maya: something else entirely\n")  # never read: the copy is
+    why = v.why(vegetarian(v).id)
+    assert (why.kind, why.file) == ("transcript", "inbox/done/lunch.txt") and any("Mon." in w.text for w in why.lines)

@@ -192,7 +192,7 @@ def test_queued_file_is_digested_by_the_inbox_and_now(tmp_path):
         assert (vault.root / "inbox" / "done" / queued.file.split("/")[-1]).is_file()
         name = queued.file.split("/")[-1]  # the entry says the captured conversation it came from (issue 30.3)
         porto = next(e for e in vault.entries() if "Porto" in e.text)
-        assert f"(from {name} " in porto.text and vault.why(porto.id).file == f"inbox/done/{name}"
+        assert f"(from {name}) " in porto.text and vault.why(porto.id).file == f"inbox/done/{name}"
         # captured again after the digest: the same bytes are not queued a second time
         assert vault.capture(stdin=hook_payload(transcript).encode()).status == "already-digested"
 

@@ -93,14 +93,14 @@ def test_routes_to_hinted_detected_new_and_general(tmp_path, vault):
         report = digest_file(vault.searcher, transcript(tmp_path), llm_for(fake), now=NOW)
     assert [t for t, _ in report.written] == ["cooking", "cooking", "general"]
     text = (vault.topics_dir / "cooking.md").read_text()
-    assert text.endswith("- [preference] Prefers bomba rice over carnaroli for paella rice dishes (from t.txt 2026-11-21) "
+    assert text.endswith("- [preference] Prefers bomba rice over carnaroli for paella rice dishes (from t.txt) "
                          "(2026-11-21)\n"  # each says the conversation it came from (`memkit why`)
-                         "- [decision] Bakes sourdough bread with rye flour on sundays now (from t.txt 2026-11-21) "
+                         "- [decision] Bakes sourdough bread with rye flour on sundays now (from t.txt) "
                          "(2026-11-21)\n")
     assert "updated: 2026-01-01T00:00:00" in text  # appends only: the frontmatter is left as the person wrote it
     assert vault.topic("cooking").updated().date().isoformat() == "2026-11-21"  # the newest entry's date counts
     assert (vault.topics_dir / "general.md").read_text().endswith(
-        "- [fact] Owns a kayak named Blue Heron (from t.txt 2026-11-21) (2026-11-21)\n")
+        "- [fact] Owns a kayak named Blue Heron (from t.txt) (2026-11-21)\n")
     assert [r.topic for r in vault.recent()][:2] in (["cooking", "general"], ["general", "cooking"])
     assert "wrote 3 entries" in report.summary()
 
@@ -128,7 +128,7 @@ def test_duplicates_skipped_across_the_vault(tmp_path, vault):
     ]
     with FakeLLM(responder(conclusions)) as fake:
         report = digest_file(vault.searcher, transcript(tmp_path), llm_for(fake), now=NOW)
-    assert [line for _, line in report.written] == ["- [fact] Has a cat named Miso (from t.txt 2026-11-21) (2026-11-21)"]
+    assert [line for _, line in report.written] == ["- [fact] Has a cat named Miso (from t.txt) (2026-11-21)"]
     reasons = [r for _, r in report.skipped]
     assert reasons[:2] == ["already in cooking"] * 2 and reasons[2].startswith("near duplicate of")
     assert reasons[3] == "repeated in this transcript"
@@ -165,7 +165,7 @@ def test_dry_run_writes_nothing_and_shows_a_diff(tmp_path, vault):
     conclusions = [{"kind": "fact", "text": "Has a cat named Miso", "topic": "home"}]
     with FakeLLM(responder(conclusions)) as fake:
         report = digest_file(vault.searcher, transcript(tmp_path), llm_for(fake), now=NOW, dry_run=True)
-    assert "+- [fact] Has a cat named Miso (from t.txt 2026-11-21) (2026-11-21)" in report.diff
+    assert "+- [fact] Has a cat named Miso (from t.txt) (2026-11-21)" in report.diff
     assert report.diff.startswith("--- a/topics/home.md\n+++ b/topics/home.md\n")
     after = {p: p.read_bytes() for p in vault.root.rglob("*") if p.is_file() and ".memkit" not in p.parts}
     assert after == {p: b for p, b in before.items() if ".memkit" not in p.parts}
@@ -180,7 +180,7 @@ def test_dry_run_diff_of_a_file_without_a_final_newline(tmp_path):
         "--- a/topics/home.md\n+++ b/topics/home.md\n@@ -1 +1,2 @@\n"
         "-- Lives in Portland Oregon with partner (2025-05-01)\n\\ No newline at end of file\n"
         "+- Lives in Portland Oregon with partner (2025-05-01)\n"
-        "+- [fact] Has a cat named Miso (from t.txt 2026-11-21) (2026-11-21)\n")
+        "+- [fact] Has a cat named Miso (from t.txt) (2026-11-21)\n")
 
 
 def test_dry_run_diff_of_a_new_topic(tmp_path, vault):
@@ -390,15 +390,15 @@ def test_the_digest_judges_conclusions_against_the_profile(tmp_path):
     assert "- Family comes first: her daughter Lina is 7" in system  # the pinned profile is what it judges by
     lines = dict((line, topic) for topic, line in report.written)
     assert lines == {
-        "- [event] Lina won the school chess tournament (importance 0.9) (from t.txt 2026-11-21) #pride (2026-11-21)":
+        "- [event] Lina won the school chess tournament (importance 0.9) (from t.txt) #pride (2026-11-21)":
             "home",
         "- [pending] Lina has a dentist appointment on Friday and is scared of it (due 2026-11-27) (urgency high) "
-        "(ask: How did Lina do at the dentist was she ok?) (importance 0.7) (from t.txt 2026-11-21) (2026-11-21)": "home",
-        "- [fact] Prefers oat milk in coffee (from t.txt 2026-11-21) (2026-11-21)": "cooking"}
+        "(ask: How did Lina do at the dentist was she ok?) (importance 0.7) (from t.txt) (2026-11-21)": "home",
+        "- [fact] Prefers oat milk in coffee (from t.txt) (2026-11-21)": "cooking"}
     assert ("The office coffee machine was broken on Tuesday",
             "not worth keeping for this person: a passing annoyance") in report.skipped
     assert report.judged[0] == ("- [event] Lina won the school chess tournament (importance 0.9) "
-                                "(from t.txt 2026-11-21) #pride (2026-11-21)",
+                                "(from t.txt) #pride (2026-11-21)",
                                 "her daughter, a proud moment")
     follow_up, = v.pending(today=NOW.date())
     assert (follow_up.urgency, follow_up.question) == ("high", "How did Lina do at the dentist was she ok?")

@@ -40,9 +40,9 @@ def test_people_and_a_keyed_fact_from_a_conversation_of_two(tmp_path):
         prompt = fake.requests[0]["messages"][0]["content"]
     assert "- Ana (family: sister): lives in Porto" in prompt and '"people"' in prompt
     lines = [line for _, line in report.written]
-    assert "- [decision] Maya and Ana will share a flat in Porto (people: Maya, Ana) (city: Porto) (from chat.txt 2026-11-21) (2026-11-21)" in lines
-    assert "- [fact] Ana starts a climbing course in March (people: Ana) (from chat.txt 2026-11-21) (2026-11-21)" in lines
-    assert "- [fact] The router was replaced (from chat.txt 2026-11-21) (2026-11-21)" in lines  # malformed people and a reserved key: left out
+    assert "- [decision] Maya and Ana will share a flat in Porto (people: Maya, Ana) (city: Porto) (from chat.txt) (2026-11-21)" in lines
+    assert "- [fact] Ana starts a climbing course in March (people: Ana) (from chat.txt) (2026-11-21)" in lines
+    assert "- [fact] The router was replaced (from chat.txt) (2026-11-21)" in lines  # malformed people and a reserved key: left out
     assert [(f["key"], f["value"], f["old"]) for f in report.facts] == [("city", "Porto", "Lisbon")]
     assert "set city: Porto" in report.summary() and report.to_dict()["facts"][0]["changed"] is True
     assert [(v.value, v.live) for v in vault.fact_history("city")] == [("Lisbon", False), ("Porto", True)]

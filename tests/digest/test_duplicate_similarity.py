@@ -47,7 +47,7 @@ def test_auto_takes_reworded_memories_for_the_entries_they_repeat(tmp_path):
 def test_a_higher_value_stores_them_and_a_number_is_used_as_given(tmp_path):
     vault, report = digest_into(tmp_path, "0.95")
     assert vault.searcher.duplicate_similarity() == 0.95
-    assert sorted(line for _, line in report.written) == sorted(f"- [fact] {t} (from chat.txt 2026-11-21) (2026-11-21)"
+    assert sorted(line for _, line in report.written) == sorted(f"- [fact] {t} (from chat.txt) (2026-11-21)"
                                                                 for t in REWORDED)
 
 

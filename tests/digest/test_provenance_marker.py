@@ -36,7 +36,7 @@ def test_a_transcript_file_names_itself_and_the_day(tmp_path):
     chat = write(tmp_path / "in" / "chat 1.txt", "Maya: our cat is called Miso\n")
     with FakeLLM(responder(CAT)) as fake:
         report = digest_file(v.searcher, chat, loopback_llm(fake), now=NOW)
-    assert [line for _, line in report.written] == ["- [fact] Has a cat named Miso (from chat-1.txt 2026-11-21) (2026-11-21)"]
+    assert [line for _, line in report.written] == ["- [fact] Has a cat named Miso (from chat-1.txt) (2026-11-21)"]
     entry = next(e for e in v.entries() if "Miso" in e.text)
     assert provenance(entry.text) == ("chat-1.txt", "2026-11-21")
 
@@ -66,7 +66,7 @@ def test_the_marker_is_no_part_of_what_an_entry_says():
     line = "- [fact] Has a cat named Miso (importance 0.8) (from 3f1c2a9e 2026-11-23) #pets (2026-11-23)"
     assert core_text(line) == core_text("Has a cat named Miso.")
     assert judge_text(line[2:]) == "Has a cat named Miso pets"
-    assert strip_provenance("Has a cat (from chat.txt 2026-11-23) (2026-11-23)") == "Has a cat (2026-11-23)"
+    assert strip_provenance("Has a cat (from chat.txt) (2026-11-23)") == "Has a cat (2026-11-23)"
     # a person's own "(from …)" without a day is their text
     assert core_text("Brought olive oil (from Lisbon)") == "brought olive oil (from lisbon)"
 

@@ -31,7 +31,7 @@ from memkit.frontends.cli.group import main
 
 DEADLINE_S = 10.0
 DATE = r"\(\d{4}-\d\d-\d\d\)"  # today's date, whatever day the test runs
-FROM = r"\(from chat\.txt \d{4}-\d\d-\d\d\)"  # the conversation a digested entry came from
+FROM = r"\(from chat\.txt\)"  # the conversation a digested entry came from (its day: the entry's date)
 
 
 def cli(vault: Vault, *args: str, input: str | None = None, catch: bool = True) -> Result:
@@ -413,6 +413,35 @@ def test_watch_digests_an_idle_inbox_transcript(tmp_path, monkeypatch, no_thread
     assert "inbox/s1.txt: wrote 2 entries, archived 1 outdated, skipped 1 (moved to inbox/done/)\n" in result.stdout
     assert not transcript.exists()
     assert "Has a cat named Miso" in (vault.topics_dir / "home.md").read_text()
+
+
+def test_watch_digesting_two_transcripts_in_one_pass_writes_a_conclusion_once(tmp_path, monkeypatch, no_thread_leaks):
+    """Issue 41.13: the second digest of the pass sees what the first wrote (as `memkit digest A B`
+    does): its near duplicate, which only the search finds, is skipped."""
+    said = {"s1.txt": "Has a grey cat named Miso", "s2.txt": "Has a cat named Miso"}
+
+    def answer(request: dict[str, Any]) -> str:
+        prompt = request["messages"][-1]["content"]
+        if "NEW: " in prompt:
+            return json.dumps({"updates": []})
+        text = next(t for n, t in said.items() if f"({n})" in prompt)
+        return json.dumps({"conclusions": [{"kind": "fact", "text": text, "topic": "home"}], "new_topic": None})
+
+    with FakeLLM(answer) as fake:
+        vault = llm_vault(tmp_path, fake)
+        old = time.time() - 3600
+        for name in said:
+            os.utime(write(vault.root / "inbox" / name, f"Maya: our cat is called Miso ({name})\n"), (old, old))
+
+        def digested(watcher: memkit.frontends.watch.Watcher) -> None:
+            assert wait_until(lambda: all((vault.root / "inbox" / "done" / n).exists() for n in said))
+            assert watcher.wait_idle(DEADLINE_S)
+
+        result, failure = run_watch_command(vault, monkeypatch, digested, "--debounce", "0.05")
+    assert failure is None, failure
+    text = (vault.topics_dir / "home.md").read_text()
+    assert text.count("cat named Miso") == 1, text
+    assert "inbox/s2.txt: wrote 0 entries, skipped 1 (moved to inbox/done/)" in result.stdout, result.stdout
 
 
 # ---- unexpected errors -------------------------------------------------------------------------

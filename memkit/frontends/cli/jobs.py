@@ -18,15 +18,19 @@ from .common import BadValue, cli_params, echo_json, get_vault, json_option, plu
 @click.argument("transcripts", nargs=-1, required=True, type=click.Path(dir_okay=False), metavar="TRANSCRIPT...")
 @click.option("--dry-run", is_flag=True, help="Show the change as a unified diff; write nothing.")
 @click.option("--force", is_flag=True, help="Read a transcript again, even one digested before.")
+@click.option("--allow-many-supersedes", is_flag=True,
+              help="Archive more than 3 entries as outdated by one transcript (else the digest stops and asks).")
 @json_option
 @click.pass_context
-def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, force: bool, json_: bool) -> None:
+def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, force: bool, allow_many_supersedes: bool,
+           json_: bool) -> None:
     """Turn conversation transcripts into memory entries with the configured LLM.
 
     A transcript is `Speaker: text` lines, a JSON list of {role, content} messages, or JSONL.
     Conclusions go to the topic they belong to (or a new topic, or general); duplicates are
     skipped, and so is what was forgotten, edited away or done (archive.md); entries they make
-    outdated move to archive.md. Digesting a transcript twice adds nothing; a conversation that
+    outdated move to archive.md, only those it plainly bears on (shared words, the same topic and
+    kind, or a close meaning), at most 3 (--allow-many-supersedes: more). Digesting a transcript twice adds nothing; a conversation that
     went on is read from where the last digest ended (--force reads it all again). Each
     transcript ends in a report of what was written where and what was skipped.
 
@@ -40,7 +44,8 @@ def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, forc
     reports, failed = [], 0
     for path in transcripts:
         try:
-            report = vault.digest(path, llm=llm, dry_run=dry_run, force=force)
+            report = vault.digest(path, llm=llm, dry_run=dry_run, force=force,
+                                  allow_many_supersedes=allow_many_supersedes)
         except MemkitError as exc:
             if len(transcripts) == 1:
                 raise
@@ -57,6 +62,8 @@ def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, forc
             click.echo(f"  + {topic}: {line}")
         for topic, old, new in report.superseded:
             click.echo(f"  ~ {topic}: archived \"{old}\" (superseded by \"{new}\")")
+        for topic, old, new, _why in report.refused:
+            click.echo(f"  ! {topic}: kept \"{old}\" (the LLM called it outdated by \"{new}\", which does not bear on it)")
         for text, reason in report.skipped:
             click.echo(f"  - skipped \"{text}\": {reason}")
         for name in report.split:

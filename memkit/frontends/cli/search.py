@@ -75,7 +75,7 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
 @json_option
 @click.pass_context
 def context_cmd(ctx: click.Context, message: str, session: str | None, budget: int, reset: bool, clear: bool,
-                json_: bool) -> None:
+                markers: bool, json_: bool) -> None:
     """Print the memory block to put in an assistant's system prompt for MESSAGE.
 
     Recent topics (with relative times), then the memories relevant to the conversation so far
@@ -98,7 +98,7 @@ def context_cmd(ctx: click.Context, message: str, session: str | None, budget: i
         message = sys.stdin.read()
     if reset and session:
         vault.reset_session(session)
-    result = vault.context(message, session=session, budget_tokens=budget, clear=clear)
+    result = vault.context(message, session=session, budget_tokens=budget, clear=clear, markers=markers)
     if json_:
         echo_json(result.to_dict())
     else:

@@ -259,10 +259,11 @@ class Api:
         return {"recent": [r.to_dict() for r in without_private(self.vault, self.vault.recent(), lambda r: r.topic)]}
 
     def context(self, message: str, session: str | None, budget_tokens: int, reset: bool,
-                clear: bool = False) -> dict[str, Any]:
+                clear: bool = False, markers: bool = False) -> dict[str, Any]:
         if reset and session:
             self.vault.reset_session(session)
-        return self.vault.context(message, session=session, budget_tokens=budget_tokens, clear=clear).to_dict()
+        return self.vault.context(message, session=session, budget_tokens=budget_tokens, clear=clear,
+                                  markers=markers).to_dict()
 
     def pending(self) -> dict[str, Any]:
         return {"pending": [f.to_dict() for f in without_private(self.vault, self.vault.pending(), lambda f: f.entry.topic)]}

@@ -166,10 +166,10 @@ class Memory:
         return Outcome(found.render(), found.to_dict())
 
     def get_context(self, message: str, session: str | None, budget_tokens: int, reset: bool,
-                    clear: bool = False) -> Outcome:
+                    clear: bool = False, markers: bool = False) -> Outcome:
         if reset and session:
             self.vault.reset_session(session)
-        ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens, clear=clear)
+        ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens, clear=clear, markers=markers)
         return Outcome(ctx.text, ctx.to_dict())
 
     def list_topics(self) -> Outcome:

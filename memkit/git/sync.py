@@ -252,7 +252,7 @@ def merge_files(base: str, ours: str, theirs: str, path: str | None = None) -> i
         merged, left = merge_session_bytes(old, mine, other, path)
     else:
         merged, left = merge_topic(old, mine, other)
-    Path(ours).write_bytes(merged)
+    atomic_write(Path(ours), merged)  # a driver killed mid-write leaves git's %A whole, never cut short
     return 1 if left else 0
 
 

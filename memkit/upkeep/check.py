@@ -10,6 +10,8 @@ Problems a person must look at (``check`` exits 1 while any is left):
   symlink leading out of the vault or looping);
 - ``parent-recreated``: a topic file beside the subtopics a split made of it;
 - ``inbox-error``: a transcript the watcher could not digest (``inbox/NAME.error``);
+- ``emptied``: an empty topic file (0 bytes) whose last commit in git holds entries (a write or a
+  merge cut short; the pre-commit hook would record the topic as empty);
 - ``control``: a control character (NUL, ESC, BEL…; :mod:`memkit.formats.plain`) in a topic file,
   a session file, people.md, archive.md or index.txt, with its line: invisible in an editor, it
   recolours or rings a terminal the file is shown in (memkit writes none).
@@ -30,6 +32,7 @@ Problems ``--fix`` repairs (reported, but they need no person):
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
@@ -56,7 +59,8 @@ from ..store import INBOX_DIR, Store
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 
-PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "session", "control")
+PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "session", "control",
+                "emptied")
 _MAX_READ = 64 * 1024 * 1024  #: people.md, archive.md and index.txt are read up to this size
 NOTE_KINDS = ("inbox-waiting", "inbox-undigested")
 
@@ -102,6 +106,21 @@ class CheckReport:
                 "fixed": self.fixed, "needs_person": self.needs_person, "clean": self.clean}
 
 
+def _committed_entries(store: Store, rel: str) -> int:
+    """How many entries git's last commit (HEAD) of the topic file ``rel`` holds (0: none, not
+    tracked, no git, or git cannot say)."""
+    try:
+        shown = subprocess.run(["git", "show", f"HEAD:./{rel}"], cwd=store.root, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    if shown.returncode != 0:
+        return 0
+    try:
+        return len(parse_topic_text(shown.stdout.decode("utf-8", errors="replace"), "committed", rel).entries)
+    except MemkitError:
+        return 0
+
+
 def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = False) -> CheckReport:
     """Find every problem in the vault; with ``fix``, repair what is safe first and report the rest.
 
@@ -123,6 +142,14 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
             report.problems.append(Finding("skipped", rel, getattr(exc, "line", None), f"{exc}; memkit does not read it"))
             continue
         topics[tf.name] = topic
+        if not topic.raw.strip():  # 0 bytes: what a write cut short leaves (a forget keeps the frontmatter)
+            committed = _committed_entries(store, rel)
+            if committed:
+                report.problems.append(Finding(
+                    "emptied", rel, None,
+                    f"{rel} is empty, but git's last commit of it holds {committed} entries: a write or a merge "
+                    f"cut short? `git checkout -- {rel}` brings them back; if you emptied it on purpose, "
+                    "delete the file"))
         report.problems += _control_findings(rel, topic.raw)
         for problem in topic.problems:
             report.problems.append(Finding(problem.kind, rel, problem.line, problem.message,

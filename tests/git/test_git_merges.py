@@ -190,3 +190,38 @@ def test_two_raw_conversations_added_on_both_clones_merge_message_by_message() -
     assert left == 0
     assert [m.content for m in parse_session(merged, "raw", "lisbon").messages] == [t for _, t in CHAT] + ["one more"]
     assert merged.startswith(head) and merged.count("---\n") == 2
+
+
+def test_a_merge_driver_killed_mid_write_leaves_ours_whole(tmp_path: Path, monkeypatch) -> None:
+    """The merge result is written atomically: a driver that dies while writing leaves git's %A as
+    it was (it was cut to 0 bytes), never a half or empty topic file."""
+    from memkit.base import fsutil
+    from memkit.git.sync import merge_files
+
+    base, ours, theirs = (tmp_path / n for n in ("base", "ours", "theirs"))
+    base.write_text("- Has a cat named Miso\n")
+    ours.write_text("- Has a cat named Miso\n- The vet is Dr. Alves\n")
+    theirs.write_text("- Has a cat named Miso\n- Miso eats wet food\n")
+    before = ours.read_bytes()
+
+    def killed(path, data):
+        raise KeyboardInterrupt  # the process is stopped while it writes the merged file
+
+    monkeypatch.setattr(fsutil, "_write_temp", killed)
+    with pytest.raises(KeyboardInterrupt):
+        merge_files(str(base), str(ours), str(theirs), "topics/pets.md")
+    assert ours.read_bytes() == before
+
+
+def test_check_refuses_a_topic_git_knows_that_lost_every_entry(clones: tuple[Path, Path]) -> None:
+    a, _ = clones
+    (a / "topics" / "pets.md").write_bytes(b"")  # what a driver killed mid-write used to leave
+    result = cli(a, "check")
+    assert result.exit_code == 1, result.output
+    assert "topics/pets.md is empty, but git's last commit of it holds 3 entries" in result.output
+    git(a, "checkout", "--", "topics/pets.md")
+    assert cli(a, "check").exit_code == 0
+    vault = open_vault(a)  # forgetting every entry keeps the file's frontmatter: not a problem
+    for entry in vault.store.topic("pets").entries:
+        vault.forget(entry.id)
+    assert cli(a, "check").exit_code == 0

@@ -46,7 +46,7 @@ def collect(path: Path) -> list[dict]:
     original = searcher_module.relevance
 
     def recording(cosines, coverage=None, *a, **kw):
-        seen.append(judge_rank.relevance_features(cosines, coverage))
+        seen.append(judge_rank.relevance_features(cosines, coverage, kw.get("reference")))
         return original(cosines, coverage, *a, **kw)
 
     searcher_module.relevance = recording

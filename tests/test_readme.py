@@ -595,15 +595,15 @@ def record_searches(monkeypatch) -> list[tuple[str, list]]:
 def near_ties(query: str, hits: list) -> list[str]:
     """What of a judged search's hits stands too close to a neighbour or a cut (see TIE_MARGIN)."""
     from memkit.search.judge_rank import JUDGE_THRESHOLD, RELEVANCE_CONFIDENT
-    from memkit.search.searcher import FALLBACK_FLOOR, WEAK_FLOOR
+    from memkit.search.searcher import FALLBACK_FLOOR, JUDGE_SURE, WEAK_FLOOR
 
     out = []
     judged = [h for h in hits if h.judge is not None]
     for a, b in zip(judged, judged[1:]):
-        if abs(a.score - b.score) < TIE_MARGIN and a.relevance != b.relevance:
+        if abs(a.score - b.score) < TIE_MARGIN and a.score != b.score:
             out.append(f"  {query!r}: {a.text[:40]!r} {a.score:.4f} and {b.text[:40]!r} {b.score:.4f}")
     for h in judged:
-        for cut in (JUDGE_THRESHOLD, WEAK_FLOOR, FALLBACK_FLOOR):
+        for cut in (JUDGE_THRESHOLD, WEAK_FLOOR, FALLBACK_FLOOR, JUDGE_SURE):
             if abs(h.judge - cut) < TIE_MARGIN:
                 out.append(f"  {query!r}: {h.text[:40]!r}'s judge cosine {h.judge:.4f} is at the cut {cut}")
         if h.relevance is not None and abs(h.relevance - RELEVANCE_CONFIDENT) < TIE_MARGIN:

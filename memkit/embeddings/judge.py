@@ -214,6 +214,11 @@ class LazyJudge:
     def loaded(self) -> bool:
         return self._judge is not None
 
+    @property
+    def loading(self) -> bool:
+        """Whether a thread is loading the judge now."""
+        return self._lock.locked()
+
     def judge(self) -> Judge | None:
         """The loaded judge, or None where it cannot run (the reason logged once)."""
         if self._judge is None and self.reason is None:
@@ -232,6 +237,24 @@ class LazyJudge:
 
 _SHARED: LazyJudge | None = None
 _SHARED_LOCK = threading.Lock()
+
+
+_ABANDONED: list[LazyJudge] = []  #: a forked child's copies of a judge its parent was loading: never freed
+
+
+def _forked() -> None:
+    """A forked child whose parent was loading the judge (a preload thread held its lock, and that
+    thread is not in the child) makes its own. The copy is kept, not freed: freeing an onnxruntime
+    session in a forked child waits for its parent's threads forever."""
+    global _SHARED, _SHARED_LOCK
+    _SHARED_LOCK = threading.Lock()
+    if _SHARED is not None and _SHARED.loading:
+        _ABANDONED.append(_SHARED)
+        _SHARED = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def shared_judge() -> LazyJudge:

@@ -1,4 +1,4 @@
-"""The judge's vectors of a vault's entries: ``.memkit/judge/<model>.sqlite3``, filled as you go.
+"""The judge's vectors of a vault's entries: ``.memkit/judge/<model>-<fingerprint>.sqlite3``, filled as you go.
 
 One table, ``vec (key INTEGER PRIMARY KEY, v BLOB)``: the key is :func:`memkit.embeddings.judge.text_keys`
 of an entry's text (so an unchanged line keeps its vector wherever it moves, and a forgotten
@@ -51,7 +51,10 @@ class JudgeVectors:
 
     def __init__(self, state_dir: Path, judge: Judge) -> None:
         self.judge = judge
-        self.path = state_dir / JUDGE_DIR / f"{judge.name}.sqlite3"
+        # the model's fingerprint in the name: vectors of another build of the judge (a memkit not yet
+        # upgraded still running beside this one) never land in this file
+        mark = getattr(judge, "fingerprint", None)
+        self.path = state_dir / JUDGE_DIR / (f"{judge.name}-{mark}.sqlite3" if mark else f"{judge.name}.sqlite3")
         self._con: sqlite3.Connection | None = None
         self._memory: dict[int, np.ndarray] | None = None  # the file cannot be used
         self._lock = threading.Lock()
@@ -65,6 +68,7 @@ class JudgeVectors:
             return self._con
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._remove_other_builds()
             con = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, check_same_thread=False,
                                   isolation_level=None)
             con.execute("PRAGMA journal_mode=WAL")
@@ -85,6 +89,17 @@ class JudgeVectors:
             log.debug("judge vectors kept in memory: %s (%s)", self.path, exc)
             self._memory = {}
         return self._con
+
+    def _remove_other_builds(self) -> None:
+        """Delete the vector files of this judge's other builds (derived data, made anew if needed)."""
+        name = self.judge.name
+        for other in self.path.parent.glob(f"{name}*.sqlite3*"):
+            base = other.name.split(".sqlite3", 1)[0]
+            if base != self.path.name.split(".sqlite3", 1)[0] and (base == name or base.startswith(name + "-")):
+                try:
+                    other.unlink()
+                except OSError as exc:
+                    log.debug("cannot remove %s: %s", other, exc)
 
     def _fallback(self, exc: Exception) -> None:
         log.debug("judge vectors kept in memory from now on: %s (%s)", self.path, exc)

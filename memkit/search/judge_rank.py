@@ -41,11 +41,14 @@ RELEVANCE_CONFIDENT = 0.7  #: a hit whose relevance reaches this (and whose cosi
 EXACT_RELEVANCE = 0.95  #: the relevance of an entry holding the query's rare identifying word (:mod:`.exact`)
 
 
-def relevance_features(cosines: np.ndarray, coverage: np.ndarray | None = None) -> np.ndarray:
-    """What the relevance reads of each candidate, from the judge's cosines of the whole pool
-    (float64 ``(n, 4)``): its cosine, its lead over the best other candidate (negative for all
-    but the first), how far it stands above the pool's mean in standard deviations, and the
-    share of the query's word weight its own text holds (``coverage``; None: 0)."""
+def relevance_features(cosines: np.ndarray, coverage: np.ndarray | None = None,
+                       reference: int | None = None) -> np.ndarray:
+    """What the relevance reads of each candidate, from the judge's cosines of the pool (float64
+    ``(n, 4)``): its cosine, its lead over the best other candidate (negative for all but the
+    first), how far it stands above the pool's mean in standard deviations, and the share of the
+    query's word weight its own text holds (``coverage``; None: 0). ``reference``: the mean and
+    deviation are those of the first this many candidates (the pool the search asked for, not
+    rows added to it), so that the number a hit gets does not move with ``k``."""
     c = np.asarray(cosines, dtype=np.float64)
     n = c.shape[0]
     out = np.zeros((n, 4), dtype=np.float64)
@@ -59,8 +62,9 @@ def relevance_features(cosines: np.ndarray, coverage: np.ndarray | None = None) 
         best, second = c[order[0]], c[order[1]]
         out[:, 1] = c - best
         out[order[0], 1] = best - second
-    if n > 2:
-        out[:, 2] = (c - c.mean()) / max(float(c.std()), 1e-3)
+    ref = c if reference is None else c[:reference]
+    if ref.shape[0] > 2:
+        out[:, 2] = (c - ref.mean()) / max(float(ref.std()), 1e-3)
     return out
 
 
@@ -71,12 +75,12 @@ def cosine_relevance(cosines: np.ndarray) -> np.ndarray:
 
 
 def relevance(cosines: np.ndarray, coverage: np.ndarray | None = None,
-              weights: tuple[float, ...] = RELEVANCE_WEIGHTS) -> np.ndarray:
+              weights: tuple[float, ...] = RELEVANCE_WEIGHTS, reference: int | None = None) -> np.ndarray:
     """How likely each candidate answers the query (0..1, float32): a logistic of
-    :func:`relevance_features` with ``weights`` (four, then the bias), calibrated on memkit's
-    everyday sets. Not normalised to the best hit: a query the vault cannot answer gets low
-    values throughout."""
-    f = relevance_features(cosines, coverage)
+    :func:`relevance_features` (``reference`` as there) with ``weights`` (four, then the bias),
+    calibrated on memkit's everyday sets. Not normalised to the best hit: a query the vault
+    cannot answer gets low values throughout."""
+    f = relevance_features(cosines, coverage, reference)
     w = np.asarray(weights[:4], dtype=np.float64)
     return (1.0 / (1.0 + np.exp(-(f @ w + float(weights[4]))))).astype(np.float32)
 

@@ -25,7 +25,7 @@ SAFETY_WORDS = (
     "allergy allergic anaphylaxis anaphylactic epipen intolerant intolerance coeliac celiac lactose gluten "
     "diabetes diabetic insulin asthma asthmatic inhaler salbutamol epilepsy epileptic seizure pregnant "
     "pregnancy medication penicillin amoxicillin ibuprofen paracetamol aspirin warfarin anticoagulant "
-    "pacemaker hypertension levothyroxine thyroid migraine meniscus hives sumatriptan antihistamine"
+    "pacemaker hypertension levothyroxine thyroid migraine meniscus sumatriptan antihistamine"
 ).split()
 SAFETY_TERMS: frozenset[str] = frozenset(t for w in SAFETY_WORDS for t in terms(w))
 

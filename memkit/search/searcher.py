@@ -78,7 +78,8 @@ JUDGE_SURE = 0.55
 FALLBACK_FLOOR = 0.1
 SAFETY_MEMORIES = 2  #: safety notes a memory block adds at most (:meth:`Searcher.safety_hits`)
 SAFETY_FLOOR = 0.1  #: the judge's cosine with the message from which a safety note bears on it
-SAFETY_MAX_ROWS = 500  #: safety notes looked at (a vault of medical notes: the first ones)
+SAFETY_MAX_ROWS = 500  #: safety notes looked at (a vault of medical notes: the newest ones)
+SAFETY_EMBED = 16  #: of them, at most this many without a stored judge vector are embedded for one message
 FALLBACK_STANDING = 1.0
 
 
@@ -253,17 +254,25 @@ class Searcher:
             self.store.warn_once(f"{exc}; searching with the static model alone")
             return 0
 
+    @staticmethod
+    def _relevance(cosines: np.ndarray, reference: int) -> np.ndarray:
+        """:func:`memkit.search.judge_rank.relevance` of the judged candidates, its statistics read
+        over the first ``reference`` of them (the pool, not the rows an exact word added: ``k`` and
+        expired rows do not move it); from the cosine alone where the pool is too small for
+        statistics (a few entries, a narrow filter)."""
+        if reference < NOISE_MIN_N:
+            return cosine_relevance(cosines)
+        return relevance(cosines, reference=reference)
+
     def judge_missing(self) -> int | None:
-        """How many live entries of the index have no judge vector stored (None: no judge here)."""
+        """About how many live entries of the index have no judge vector stored (the live entries less
+        the vectors stored; None: no judge here)."""
         judge = self.judge()
         if judge is None:
             return None
         view = self.index.view()
-        texts = [view.texts[i] for i in range(len(view)) if view.is_live(i)]
-        try:
-            return len(judge.missing(texts))
-        except ModelError:
-            return None
+        live = len(view) if view.live is None else int(np.count_nonzero(view.live))
+        return max(0, live - judge.count())  # about: a count, not a lookup of every entry (1M: seconds, 1 GB)
 
     def changed(self) -> None:
         """Say the files just changed (this process wrote them): the next search re-checks them
@@ -535,12 +544,25 @@ class Searcher:
             pool = ranker.search_hits(query, qvec, k=max(params.pool, k) + len(gone), mode="hybrid",
                                       threshold=None, mask=mask, qterms=qt)
         pool = [r for r in pool if r[0] not in gone]
-        exact = exact_words(*exact_terms, ranker.lex.holders, view.texts.__getitem__,
-                            lambda rows: rows[[r not in gone and (mask is None or bool(mask[r])) for r in rows.tolist()]])
+        pool = pool[:max(params.pool, k)]
+        reference = len(pool)  # the candidates the relevance's statistics are read over (not the rows added below)
+        gone_rows = np.fromiter(gone, dtype=np.int64, count=len(gone))
+
+        def allowed(rows: np.ndarray) -> np.ndarray:
+            keep = np.ones(rows.shape[0], dtype=bool) if mask is None else mask[rows]
+            return rows[keep & ~np.isin(rows, gone_rows)] if gone_rows.size else rows[keep]
+
+        lex = ranker.lex
+        exact = exact_words(query, *exact_terms, lambda tid: int(lex.df[tid]) if tid < lex.n_terms else 0,
+                            lex.holders, view.texts.__getitem__, allowed)
         if exact.rows.size:  # an entry holding the query's rare identifier is judged even if the pool missed it
             inside = {r[0] for r in pool}
-            floor_score = min((r[1] for r in pool), default=0.0)
-            pool += [(int(r), floor_score, 0.0, 0.0) for r in exact.rows.tolist() if int(r) not in inside]
+            extra = np.array([int(r) for r in exact.rows.tolist() if int(r) not in inside], dtype=np.int64)
+            if extra.size:
+                floor_score = min((r[1] for r in pool), default=0.0)
+                cos = np.asarray(view.vectors[extra], dtype=np.float32) @ qvec
+                bm25 = lex.scores_at(qt, extra)
+                pool += [(int(r), floor_score, float(c), float(b)) for r, c, b in zip(extra.tolist(), cos, bm25)]
         if not pool:
             return []
         rows = np.array([r[0] for r in pool], dtype=np.int64)
@@ -558,25 +580,27 @@ class Searcher:
         if first.any():  # the entries holding the query's rare identifying words come first
             order = [i for i in order if first[i]] + [i for i in order if not first[i]]
         own = ranker.lex.coverage(qt)[rows]
-        rel = relevance(cosines, own)
-        rel[first] = np.maximum(rel[first], np.float32(EXACT_RELEVANCE))
+        rel = self._relevance(cosines, reference)
+        floor = np.float32(WEAK_FLOOR if threshold is None else min(float(threshold), WEAK_FLOOR))
+        # an entry holding the query's rare identifier is confident where the query is hardly more than
+        # it ("node-3", "where did I order item7x3?") or the judge does not rule it out
+        pinned = first & (exact.alone | (cosines >= floor))
+        rel[pinned] = np.maximum(rel[pinned], np.float32(EXACT_RELEVANCE))
         words = own >= np.float32(JUDGE_WORDS_KEEP)
         if threshold is None:
             sure = np.ones(len(rows), dtype=bool)
             chosen = order[:k]
         else:
-            floor = np.float32(min(float(threshold), WEAK_FLOOR))
             if calibrated:  # confident: the calibrated relevance says so and the judge's cosine reaches
                 # its threshold (a lone far hit in a small vault leads the rest by far), or an exact rare word
                 high = cosines >= np.float32(JUDGE_SURE)
                 rel[high] = np.maximum(rel[high], cosine_relevance(cosines[high]))
-                sure = ((rel >= np.float32(RELEVANCE_CONFIDENT)) & (cosines >= np.float32(threshold))) | first | high
+                sure = ((rel >= np.float32(RELEVANCE_CONFIDENT)) & (cosines >= np.float32(threshold))) | pinned | high
             else:  # a judge_threshold set in memkit.yaml or asked for: on the judge's cosine
                 # confident: the judge says so, or the entry holds the query's words (an exact rare word)
                 # and the judge does not rule it out
-                sure = (cosines >= np.float32(threshold)) | (words & (cosines >= floor)) | first
-            # calibrated: the relevance is the answer's likelihood, so every close one is shown, flagged
-            room = max(k, weak) if calibrated else weak
+                sure = (cosines >= np.float32(threshold)) | (words & (cosines >= floor))
+            room = weak
             chosen, unsure = [], 0
             for i in order:  # in fused order: the confident ones, and up to ``room`` close ones among them
                 if sure[i] or (unsure < room and weak > 0 and cosines[i] >= floor):
@@ -617,16 +641,25 @@ class Searcher:
             gone = self.expired_rows(view)
             if gone.size:
                 rows = rows[~np.isin(rows, gone)]
-        rows = rows[:SAFETY_MAX_ROWS]
+            private = self.store.private_topics()
+            if private:  # never in a block: left out before the cut, so they take no public note's place
+                rows = rows[~np.isin(view.file_ids[rows], [i for i, t in enumerate(view.topics) if t in private])]
+        rows = rows[-SAFETY_MAX_ROWS:]  # the newest, where a vault holds very many
         if not rows.size:
             return []
+        texts = [view.texts[i] for i in rows.tolist()]
         try:
-            cosines = judge.vectors([view.texts[i] for i in rows.tolist()], self._judge_keys(view, rows)) @ \
-                judge.query(message)
+            # their stored vectors, and at most SAFETY_EMBED embedded now: a message never waits seconds
+            later = set(judge.missing(texts)[SAFETY_EMBED:])
+            keep = [i for i in range(len(texts)) if i not in later]
+            rows = rows[keep]
+            cosines = judge.vectors([texts[i] for i in keep], self._judge_keys(view, rows)) @ judge.query(message)
         except ModelError:
             return []
         order = [i for i in np.argsort(-cosines, kind="stable").tolist() if cosines[i] >= floor][:k]
-        hits = hits_at(view, [(int(rows[i]), float(cosines[i]), float(cosines[i]), 0.0) for i in order])
+        static = np.asarray(view.vectors[rows[order]], dtype=np.float32) @ self.index.embedder.embed([message])[0] \
+            if order else np.zeros(0, np.float32)
+        hits = hits_at(view, [(int(rows[i]), float(cosines[i]), float(c), 0.0) for i, c in zip(order, static)])
         return [replace(h, judge=float(cosines[i]), confident=False) for h, i in zip(hits, order)]
 
     def _judge_keys(self, view: IndexView, rows: np.ndarray) -> list[int]:
@@ -738,6 +771,16 @@ def ranking_kept(view: IndexView) -> dict[str, Any]:
 
 
 _PRELOAD: threading.Thread | None = None
+
+
+def _forked() -> None:
+    """A forked child loads its own judge: the parent's loader thread is not in it."""
+    global _PRELOAD
+    _PRELOAD = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def preload_judge() -> None:

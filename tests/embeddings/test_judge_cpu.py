@@ -17,7 +17,7 @@ import pytest
 from memkit.embeddings.judge import Judge, judge_folder, judge_status
 
 REFERENCE = Path(__file__).with_name("judge_reference.npy")
-MIN_COSINE = 0.999  #: the saturating path with 8-bit weights scored 0.979 against the exact one
+MIN_COSINE = 0.9995  #: the saturating path with 8-bit weights scored 0.979 against the exact one
 
 TEXTS = [
     "Sister Ana lives in Porto with her husband and their twins",

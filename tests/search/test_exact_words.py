@@ -11,6 +11,7 @@ import pytest
 
 from memkit import Vault
 from memkit.embeddings.judge import judge_status
+from memkit.formats.words import terms
 from memkit.search.exact import RARE_MAX, exact_words, identifying
 
 needs_judge = pytest.mark.skipif(judge_status() is not None, reason=f"judge unavailable: {judge_status()}")
@@ -19,28 +20,33 @@ SAMPLE = Path(__file__).resolve().parents[2] / "vault"
 
 def test_identifying_terms_have_a_digit_or_a_joiner():
     assert all(identifying(t) for t in ("node-3", "item7x3", "ds224", "adr-0042", "v1.31.4", "2019", "a@b.org"))
-    assert not any(identifying(t) for t in ("3", "paella", "node", "x"))
+    assert not any(identifying(t) for t in ("3", "30", "paella", "node", "x", "plain-text"))
 
 
-def _pick(texts: list[str], query_terms: list[str]) -> list[int]:
-    vocab = {}
+def _pick(texts: list[str], query: str) -> list[int]:
+    vocab: dict[str, set[int]] = {}
     for i, text in enumerate(texts):
-        for word in text.lower().replace(",", " ").split():
-            vocab.setdefault(word, set()).add(i)
-    ids = list(range(len(query_terms)))
-    holders = {n: np.array(sorted(vocab.get(t, ())), dtype=np.int64) for n, t in enumerate(query_terms)}
-    return exact_words(query_terms, ids, holders.__getitem__, texts.__getitem__).rows.tolist()
+        for t in terms(text):
+            vocab.setdefault(t, set()).add(i)
+    qterms = terms(query)
+    ids = list(range(len(qterms)))
+    holders = {n: np.array(sorted(vocab.get(t, ())), dtype=np.int64) for n, t in enumerate(qterms)}
+    return exact_words(query, qterms, ids, lambda n: len(holders[n]), holders.__getitem__, texts.__getitem__).rows.tolist()
 
 
 def test_the_rarest_identifier_picks_its_holders():
     texts = ["NAS is a DS224 with two drives", "Router is a hAP ax3", "Old router was a hAP ac2",
-             "Lunch with Garcima", "paella is made with rice", "Paella night on Friday"]
-    assert _pick(texts, ["ds224"]) == [0]
-    assert _pick(texts, ["hap", "ax3"]) == [1]  # "hap" is not identifying; "ax3" is, and held once
-    assert _pick(texts, ["garcima"]) == [3]  # a name: written capitalised inside its sentence
-    assert _pick(texts, ["paella"]) == []  # capitalised only where a sentence starts: a plain word
+             "Lunch with Garcima", "paella is made with rice", "Paella night on Friday",
+             "Tutor comes in November at 10:00", "Call Kelly about the lease"]
+    assert _pick(texts, "DS224") == [0]
+    assert _pick(texts, "hAP ax3") == [1]  # "hap" is not identifying; "ax3" is, and held once
+    assert _pick(texts, "garcima") == [3]  # a name: written capitalised inside its sentence
+    assert _pick(texts, "Kelly's number") == [7]  # found by the word as written, not its stem ("kelli")
+    assert _pick(texts, "paella") == []  # capitalised only where a sentence starts: a plain word
+    assert _pick(texts, "best book to read in November") == []  # a month is not a name
+    assert _pick(texts, "anything at 10?") == []  # a bare two-digit number identifies nothing
     common = [f"node-7 log line {i}" for i in range(RARE_MAX + 1)]
-    assert _pick(common, ["node-7"]) == []  # held by more than RARE_MAX entries: not rare
+    assert _pick(common, "node-7") == []  # held by more than RARE_MAX entries: not rare
 
 
 @needs_judge

@@ -159,7 +159,7 @@ def index(ctx: click.Context, full: bool, judge: bool, json_: bool) -> None:
     else:
         click.echo(report.summary())
         if missing:
-            click.echo(f"{missing:,} entr{'y has' if missing == 1 else 'ies have'} no judge vector yet: searches "
+            click.echo(f"about {missing:,} entr{'y has' if missing == 1 else 'ies have'} no judge vector yet: searches "
                        "embed the ones they meet; `memkit index --judge` fills them now", err=True)
         if report.errors:
             click.echo(f"{len(report.errors)} file(s) with problems (unreadable ones skipped, the others read around them), see the warnings above", err=True)

@@ -75,6 +75,21 @@ WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by
 
 Progress = Callable[[int, int], None]  # (done, total) entries embedded
 
+#: what a broken index file's errors say (not a lock, a full disk or a read-only folder: those are
+#: left to their cause)
+_NOT_DAMAGE = ("locked", "busy", "readonly", "read-only", "disk is full", "unable to open", "disk i/o",
+               "interrupted", "out of memory")
+
+
+def damaged(exc: BaseException) -> bool:
+    """Whether an SQLite error says the index file itself is broken (malformed pages, a column that
+    no longer decodes, not a database at all), so that making it anew from the files is the cure."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    text = str(exc).lower()
+    return not any(word in text for word in _NOT_DAMAGE)
+
+
 @dataclass
 class IndexReport:
     """What an index run did."""
@@ -275,6 +290,24 @@ class Index:
     def refresh(self, *, full: bool = False, progress: Progress | None = None, wait: float = WRITE_WAIT_S,
                 embed: bool = True, paths: Iterable[str | os.PathLike[str]] | None = None,
                 parsed: Sequence[Topic] = ()) -> IndexReport:
+        """:meth:`_refresh`; an index file found damaged (inner pages a disk or a copy broke:
+        "database disk image is malformed", a column that no longer decodes) is deleted and made
+        anew from the topic files, once."""
+        try:
+            return self._refresh(full=full, progress=progress, wait=wait, embed=embed, paths=paths, parsed=parsed)
+        except sqlite3.DatabaseError as exc:
+            if self._rebuilding or not damaged(exc):
+                raise
+            self._rebuild(exc)
+            self._rebuilding = True
+            try:
+                return self._refresh(full=True, progress=progress, wait=wait, embed=embed)
+            finally:
+                self._rebuilding = False
+
+    def _refresh(self, *, full: bool = False, progress: Progress | None = None, wait: float = WRITE_WAIT_S,
+                 embed: bool = True, paths: Iterable[str | os.PathLike[str]] | None = None,
+                 parsed: Sequence[Topic] = ()) -> IndexReport:
         """Bring the sidecar up to date with the topic files.
 
         :param full: parse every file again and re-embed every entry.
@@ -432,10 +465,25 @@ class Index:
     # ---- the view ---------------------------------------------------------------------------------
     def view(self, *, others: bool = True) -> IndexView:
         """All entries as arrays (see :class:`IndexView`); brought up to date when the sidecar
-        changed (read again whole, or only the files that changed).
+        changed (read again whole, or only the files that changed). A damaged index file is made
+        anew from the topic files, once (see :meth:`refresh`).
 
         :param others: also look for writes of other connections (``PRAGMA data_version``);
             False: only this object's own writes (a search between two freshness checks)."""
+        try:
+            return self._current_view(others)
+        except sqlite3.DatabaseError as exc:
+            if self._rebuilding or not damaged(exc):
+                raise
+            self._rebuild(exc)
+            self._rebuilding = True
+            try:
+                self._refresh(full=True)
+            finally:
+                self._rebuilding = False
+            return self._current_view(True)
+
+    def _current_view(self, others: bool) -> IndexView:
         with self._mutex:
             epoch = self._sync() if others or self._data_version is None else self._epoch
             if self._view is not None and not self.db.matrix.intact(self._view.matrix, len(self._view)):
@@ -461,6 +509,28 @@ class Index:
             self._view_epoch = epoch
             assert self._view is not None
             return self._view
+
+    def damage(self) -> str | None:
+        """What SQLite's quick check finds wrong in the index file (None: nothing, or no file);
+        on a connection of its own, read-only."""
+        if not self.path.is_file():
+            return None
+        try:
+            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5.0)
+            try:
+                rows = con.execute("PRAGMA quick_check(5)").fetchall()
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as exc:
+            return str(exc) if damaged(exc) else None
+        found = [str(r[0]) for r in rows if r and r[0] != "ok"]
+        return "; ".join(found) or None
+
+    def remake(self, why: str) -> IndexReport:
+        """Delete the index file and make it anew from the topic files (a damaged one)."""
+        with self._mutex:
+            self._rebuild(sqlite3.DatabaseError(why))
+        return self.refresh(full=True)
 
     def _rebuild(self, why: Exception) -> None:
         """The matrix does not hold what the index says: delete both (when still the files this

@@ -308,6 +308,17 @@ class Searcher:
         (:meth:`memkit.frontends.watch.Watcher._mark_current` says when)."""
         return lock_held(self.index.watch_mark)
 
+    def index_damage(self) -> str | None:
+        """What is wrong with the index file (SQLite's quick check), or None."""
+        return self.index.damage()
+
+    def remake_index(self, why: str) -> IndexReport:
+        """Make the index anew from the topic files (a damaged one)."""
+        report = self.index.remake(why)
+        self._ranked = None
+        self._freeze(report)
+        return report
+
     def index_state(self) -> dict[str, Any]:
         """The index as ``memkit stats`` shows it: model, dimension, file, topic files it is behind."""
         index = self.index

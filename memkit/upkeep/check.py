@@ -26,7 +26,8 @@ Problems ``--fix`` repairs (reported, but they need no person):
   extra copies move to archive.md;
 - ``duplicate-key``: a frontmatter key written twice: one line is kept (the newest ``updated``);
 - ``recent``: index.txt out of step with the topic files: rewritten;
-- ``index``: another model's search index is left: removed (an index behind the files is not a
+- ``index``: another model's search index is left: removed; or the index file is damaged (SQLite's
+  quick check fails): made anew from the topic files (an index behind the files is not a
   problem: every search refreshes it; ``--fix`` refreshes it too).
 """
 from __future__ import annotations
@@ -210,6 +211,12 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
                                        "index.txt is out of step with the topic files; `memkit check --fix` rewrites it",
                                        fixable=True))
     if index is not None:
+        broken = index.index_damage()
+        if broken:
+            rel = store.rel(index.index.path)
+            report.problems.append(Finding("index", rel, None,
+                                           f"{rel} is damaged ({broken}); `memkit check --fix` (or the next search) "
+                                           "makes it anew from the topic files", fixable=True))
         # an index behind the files is not reported: every search brings it up to date by itself
         for other in index.other_indexes():
             report.problems.append(Finding("index", other, None,
@@ -332,6 +339,10 @@ def _fix(store: Store, index: Searcher | None) -> list[str]:
     if store.recent_path.is_file() and store.recent_path.read_text(encoding="utf-8", errors="replace") != before:
         fixed.append("index.txt rewritten")
     if index is not None:
+        broken = index.index_damage()
+        if broken:
+            index.remake_index(broken)
+            fixed.append(f"search index made anew from the topic files (it was damaged: {broken})")
         report = index.reindex()
         if report.changed_files:
             fixed.append(f"search index: {report.changed_files} file(s) re-indexed")

@@ -308,9 +308,11 @@ class Searcher:
         (:meth:`memkit.frontends.watch.Watcher._mark_current` says when)."""
         return lock_held(self.index.watch_mark)
 
-    def index_damage(self) -> str | None:
-        """What is wrong with the index file (SQLite's quick check), or None."""
-        return self.index.damage()
+    def index_damage(self) -> tuple[str, str] | None:
+        """The index file (relative to the vault) and what is wrong with it (SQLite's quick check),
+        or None."""
+        found = self.index.damage()
+        return None if found is None else (self.store.rel(self.index.path), found)
 
     def remake_index(self, why: str) -> IndexReport:
         """Make the index anew from the topic files (a damaged one)."""

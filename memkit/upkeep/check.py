@@ -213,9 +213,9 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
     if index is not None:
         broken = index.index_damage()
         if broken:
-            rel = store.rel(index.index.path)
+            rel, why = broken
             report.problems.append(Finding("index", rel, None,
-                                           f"{rel} is damaged ({broken}); `memkit check --fix` (or the next search) "
+                                           f"{rel} is damaged ({why}); `memkit check --fix` (or the next search) "
                                            "makes it anew from the topic files", fixable=True))
         # an index behind the files is not reported: every search brings it up to date by itself
         for other in index.other_indexes():
@@ -341,8 +341,8 @@ def _fix(store: Store, index: Searcher | None) -> list[str]:
     if index is not None:
         broken = index.index_damage()
         if broken:
-            index.remake_index(broken)
-            fixed.append(f"search index made anew from the topic files (it was damaged: {broken})")
+            index.remake_index(broken[1])
+            fixed.append(f"search index made anew from the topic files (it was damaged: {broken[1]})")
         report = index.reindex()
         if report.changed_files:
             fixed.append(f"search index: {report.changed_files} file(s) re-indexed")

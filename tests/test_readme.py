@@ -33,6 +33,7 @@ examples never expire, and outputs are shown as on ``README_DAY``. Files the exa
 
 A ```python block is executed (``Vault("~/memory")`` is the sample vault copy) and must not raise.
 
+``MEMKIT_README_SCORES=1`` compares the score a search result line starts with as well.
 ``MEMKIT_README_UPDATE=1 python -m pytest tests/test_readme.py`` rewrites the pages (``-k git.md``
 for one): the output of each command that no longer matches is replaced whole by what it prints now (elide it again
 by hand where it is long), and later commands of the block take the ids it shows. A command
@@ -165,7 +166,9 @@ VARIABLE = [
     (ID, "<id>"),
     (re.compile(r"\b(?:just now|in the future|yesterday|\d+ (?:second|minute|hour|day|week|month|year)s? ago)\b"),
      "<when>"),
-    (re.compile(r"\d+\.\d+"), "<num>"),
+    # MEMKIT_README_SCORES=1: the score a search line starts with must match too (with
+    # MEMKIT_README_UPDATE=1, stale ones are rewritten)
+    (re.compile(r"(?<=.)\d+\.\d+" if os.environ.get("MEMKIT_README_SCORES") else r"\d+\.\d+"), "<num>"),
     (re.compile(r"(<when>|<num>) +"), r"\1 "),  # a column padded after a value of varying width
 ]
 

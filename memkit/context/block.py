@@ -309,6 +309,7 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
     pinned: list[str] = [t for t in _safely(store.pinned_topics, [], "cannot find the pinned profile")
                          if t not in private]
     profile = _safely(lambda: _profile(store, pinned, today), [], "cannot read the pinned profile")
+    memories = [h for h in memories if h.topic not in pinned]  # shown once, "About the user", not again below
     follow = [f for f in _safely(lambda: _due(searcher, today), [], "cannot list the follow-ups") if f[1] not in private]
     topic: Topic | None = None
     if state["topic"]:

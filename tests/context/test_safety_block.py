@@ -39,3 +39,18 @@ def test_a_thai_dish_to_order_brings_the_peanut_allergy(tmp_path):
     assert "Loves Thai green curry" in block  # the best memories stay first
     assert block.index("Loves Thai green curry") < block.index("Peanut allergy")
     assert "Peanut allergy" not in vault.context("hi").text  # small talk brings nothing
+
+
+@needs_judge
+def test_a_pinned_profile_line_is_shown_once(tmp_path):
+    """Issue 41, item 6: the profile's line appeared under "About the user" and again under the
+    message's memories."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    (root / "topics" / "profile.md").write_text("---\ntitle: Profile\npinned: true\n---\n"
+                                                "- Peanut allergy: carries an EpiPen everywhere\n")
+    for name, lines in NOTES.items():
+        if name != "health":
+            (root / "topics" / f"{name}.md").write_text(
+                f"---\ntitle: {name}\n---\n" + "".join(f"- {line}\n" for line in lines))
+    block = Vault(root).context("Can you suggest a Thai dish I could order tonight? I have a peanut allergy").text
+    assert block.count("Peanut allergy: carries an EpiPen") == 1, block

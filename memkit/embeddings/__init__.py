@@ -11,17 +11,17 @@ from ..base.face import face
 
 if TYPE_CHECKING:
     from .choice import make_embedder
-    from .judge import Judge, shared_judge, text_keys
+    from .judge import Judge, preload_judge, shared_judge, text_keys
     from .protocol import Embedder, complete
     from .remote import HTTPEmbedder
     from .static import LazyEmbedder, MissingModel
 
 __all__ = ["Embedder", "HTTPEmbedder", "Judge", "LazyEmbedder", "MissingModel", "complete", "make_embedder",
-           "shared_judge", "text_keys"]
+           "preload_judge", "shared_judge", "text_keys"]
 
 __getattr__, __dir__ = face(__name__, {
     ".choice": "make_embedder",
-    ".judge": "Judge shared_judge text_keys",
+    ".judge": "Judge preload_judge shared_judge text_keys",
     ".protocol": "Embedder complete",
     ".remote": "HTTPEmbedder",
     ".static": "LazyEmbedder MissingModel",

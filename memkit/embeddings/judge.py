@@ -29,7 +29,8 @@ import numpy as np
 from ..errors import ModelError
 from ..formats.fields import PROVENANCE_MARKER
 
-__all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "text_keys", "shared_judge", "JUDGE_NAME"]
+__all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "text_keys", "shared_judge",
+           "preload_judge", "JUDGE_NAME"]
 
 JUDGE_NAME = "memkit-judge"
 MAX_TOKENS = 128  #: longer texts are cut (an entry's first ~100 words say what it is about)
@@ -240,17 +241,29 @@ _SHARED_LOCK = threading.Lock()
 
 
 _ABANDONED: list[LazyJudge] = []  #: a forked child's copies of a judge its parent was loading: never freed
+_PRELOAD: threading.Thread | None = None
 
 
 def _forked() -> None:
     """A forked child whose parent was loading the judge (a preload thread held its lock, and that
     thread is not in the child) makes its own. The copy is kept, not freed: freeing an onnxruntime
     session in a forked child waits for its parent's threads forever."""
-    global _SHARED, _SHARED_LOCK
-    _SHARED_LOCK = threading.Lock()
+    global _SHARED, _SHARED_LOCK, _PRELOAD
+    _SHARED_LOCK, _PRELOAD = threading.Lock(), None
     if _SHARED is not None and _SHARED.loading:
         _ABANDONED.append(_SHARED)
         _SHARED = None
+
+
+def preload_judge() -> None:
+    """Load the process's judge (onnxruntime's import, the session, the tokenizer: ~0.25 s) in a
+    thread of its own, once: onnxruntime and the tokenizers work outside the GIL, so a cold
+    search's index check and static model load go on meanwhile; the search then takes the judge
+    when it needs it (:class:`LazyJudge` waits for the load)."""
+    global _PRELOAD
+    if _PRELOAD is None and not shared_judge().loaded and shared_judge().available:
+        _PRELOAD = threading.Thread(target=shared_judge().judge, name="memkit-judge-load", daemon=True)
+        _PRELOAD.start()
 
 
 if hasattr(os, "register_at_fork"):

@@ -48,7 +48,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -82,8 +82,11 @@ _NOT_DAMAGE = ("locked", "busy", "readonly", "read-only", "disk is full", "unabl
 
 
 def damaged(exc: BaseException) -> bool:
-    """Whether an SQLite error says the index file itself is broken (malformed pages, a column that
-    no longer decodes, not a database at all), so that making it anew from the files is the cure."""
+    """Whether an error says the index itself is broken, so that making it anew from the files is
+    the cure: a matrix deleted or cut short by hand (:class:`MatrixError`), or an SQLite error of a
+    broken file (malformed pages, a column that no longer decodes, not a database at all)."""
+    if isinstance(exc, MatrixError):
+        return True
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
     text = str(exc).lower()
@@ -295,13 +298,19 @@ class Index:
         anew from the topic files, once."""
         try:
             return self._refresh(full=full, progress=progress, wait=wait, embed=embed, paths=paths, parsed=parsed)
-        except sqlite3.DatabaseError as exc:
-            if self._rebuilding or not damaged(exc):
-                raise
+        except (sqlite3.DatabaseError, MatrixError) as exc:
+            return self._remade(exc, lambda: self._refresh(full=True, progress=progress, wait=wait, embed=embed))
+
+    def _remade(self, exc: Exception, redo: Callable[[], Any]) -> Any:
+        """After ``exc``: where it says the index is broken (:func:`damaged`), delete it and ``redo``
+        (which makes it anew), once; else, or when that breaks again, raise ``exc``."""
+        if self._rebuilding or not damaged(exc):
+            raise exc
+        with self._mutex:
             self._rebuild(exc)
             self._rebuilding = True
             try:
-                return self._refresh(full=True, progress=progress, wait=wait, embed=embed)
+                return redo()
             finally:
                 self._rebuilding = False
 
@@ -356,18 +365,9 @@ class Index:
                     self._embed_pending(report, progress, wait)
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
+                    raise  # (a damaged file or matrix is made anew by refresh, once)
                 log.debug("index %s busy (%s): left for the next refresh", self.path, exc)
                 report.busy = True
-            except MatrixError as exc:  # the .npy was deleted or cut short by hand: made anew, once
-                if self._rebuilding:
-                    raise
-                self._rebuild(exc)
-                self._rebuilding = True
-                try:
-                    return self.refresh(full=True, progress=progress, wait=wait, embed=embed)
-                finally:
-                    self._rebuilding = False
             if report.files < 0:
                 report.files = int(self.db.connect().execute("SELECT COUNT(*) FROM files").fetchone()[0])
             report.entries = int(self.db.meta("entries") or 0)
@@ -472,15 +472,8 @@ class Index:
             False: only this object's own writes (a search between two freshness checks)."""
         try:
             return self._current_view(others)
-        except sqlite3.DatabaseError as exc:
-            if self._rebuilding or not damaged(exc):
-                raise
-            self._rebuild(exc)
-            self._rebuilding = True
-            try:
-                self._refresh(full=True)
-            finally:
-                self._rebuilding = False
+        except (sqlite3.DatabaseError, MatrixError) as exc:
+            self._remade(exc, lambda: self._refresh(full=True))
             return self._current_view(True)
 
     def _current_view(self, others: bool) -> IndexView:
@@ -494,18 +487,7 @@ class Index:
                 return self._view
             current = self._view
             if current is None or current.generation != int(self.db.meta("generation") or 0):
-                try:
-                    self._view = self._read_view(current)
-                except MatrixError as exc:  # the .npy was deleted or cut short by hand: made anew
-                    if self._rebuilding:
-                        raise
-                    self._rebuild(exc)
-                    self._rebuilding = True
-                    try:
-                        self.refresh(full=True)
-                    finally:
-                        self._rebuilding = False
-                    return self.view()
+                self._view = self._read_view(current)  # (a deleted or cut-short matrix: view makes it anew)
             self._view_epoch = epoch
             assert self._view is not None
             return self._view

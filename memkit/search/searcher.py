@@ -26,7 +26,7 @@ from ..base.fsutil import lock_held
 from ..base.limits import WEAK_HITS
 from ..base.pages import release
 from ..config import Config
-from ..embeddings import Embedder, shared_judge, text_keys
+from ..embeddings import Embedder, preload_judge, shared_judge, text_keys
 from ..errors import MemkitError, ModelError, TopicNotFound
 from ..formats.lifecycle import importance, last_day
 from ..formats.names import in_topic
@@ -76,11 +76,11 @@ JUDGE_SURE = 0.55
 #: with nothing confident nor above ``WEAK_FLOOR``, a judged search still shows the closest few whose
 #: cosine reaches this and that stand this many standard deviations above the pool's mean, weak
 FALLBACK_FLOOR = 0.1
+FALLBACK_STANDING = 1.0
 SAFETY_MEMORIES = 2  #: safety notes a memory block adds at most (:meth:`Searcher.safety_hits`)
 SAFETY_FLOOR = 0.1  #: the judge's cosine with the message from which a safety note bears on it
 SAFETY_MAX_ROWS = 500  #: safety notes looked at (a vault of medical notes: the newest ones)
 SAFETY_EMBED = 16  #: of them, at most this many without a stored judge vector are embedded for one message
-FALLBACK_STANDING = 1.0
 
 
 @dataclass(frozen=True)
@@ -613,10 +613,9 @@ class Searcher:
                 # confident: the judge says so, or the entry holds the query's words (an exact rare word)
                 # and the judge does not rule it out
                 sure = (cosines >= np.float32(threshold)) | (words & (cosines >= floor))
-            room = weak
             chosen, unsure = [], 0
-            for i in order:  # in fused order: the confident ones, and up to ``room`` close ones among them
-                if sure[i] or (unsure < room and weak > 0 and cosines[i] >= floor):
+            for i in order:  # in fused order: the confident ones, and up to ``weak`` close ones among them
+                if sure[i] or (unsure < weak and cosines[i] >= floor):
                     unsure += not sure[i]
                     chosen.append(i)
                     if len(chosen) == k:
@@ -781,30 +780,6 @@ def ranking_kept(view: IndexView) -> dict[str, Any]:
     kept = ranker.kept()
     release(view.vectors)
     return kept
-
-
-_PRELOAD: threading.Thread | None = None
-
-
-def _forked() -> None:
-    """A forked child loads its own judge: the parent's loader thread is not in it."""
-    global _PRELOAD
-    _PRELOAD = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forked)
-
-
-def preload_judge() -> None:
-    """Load the process's judge (onnxruntime's import, the session, the tokenizer: ~0.25 s) in a
-    thread of its own, once: onnxruntime and the tokenizers work outside the GIL, so a cold
-    search's index check and static model load go on meanwhile; the search then takes the judge
-    when it needs it (:class:`memkit.embeddings.judge.LazyJudge` waits for the load)."""
-    global _PRELOAD
-    if _PRELOAD is None and not shared_judge().loaded and shared_judge().available:
-        _PRELOAD = threading.Thread(target=shared_judge().judge, name="memkit-judge-load", daemon=True)
-        _PRELOAD.start()
 
 
 def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> list[Hit]:

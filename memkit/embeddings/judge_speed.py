@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..base.fsutil import atomic_write
 from .judge import judge_folder, judge_threads, shared_judge
 
-__all__ = ["BUDGET_MS", "machine_key", "cached_fits", "measure", "record", "judge_too_slow"]
+__all__ = ["BUDGET_MS", "machine_key", "cached_fits", "measure", "record", "judge_too_slow", "judge_known_fast"]
 
 BUDGET_MS = 40.0  #: one query's pass may take this long for ``judge: auto`` to keep the judge
 RUNS = 5  #: passes timed (the median counts)
@@ -87,6 +87,14 @@ def record(folder: Path, key: str, ms: float) -> None:
     data[key] = {"ms": round(ms, 3), "budget_ms": BUDGET_MS}
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write(folder / _FILE, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def judge_known_fast(folder: Path) -> bool:
+    """Whether ``folder``'s record says the judge fits the budget on this machine (no record:
+    False; nothing is measured here): a cold search may then load it beside its other work."""
+    model = judge_folder()
+    known = None if model is None else cached_fits(folder, machine_key(model / "model.onnx", judge_threads()))
+    return known is not None and known[0]
 
 
 def judge_too_slow(folder: Path) -> str | None:

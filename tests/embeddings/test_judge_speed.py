@@ -83,3 +83,25 @@ def test_the_setting_takes_true_false_and_auto(tmp_path):
     (tmp_path / "memkit.yaml").write_text("judge: sometimes\n")
     with pytest.raises(ConfigError, match="true, false or auto"):
         load_config(tmp_path)
+
+
+def test_a_cold_search_preloads_the_judge_only_where_auto_knows_it_is_fast(tmp_path, monkeypatch):
+    from memkit.search import searcher as searcher_mod
+
+    root = auto_vault(tmp_path)
+    timed(monkeypatch, 3.0)
+    loads = []
+    monkeypatch.setattr(searcher_mod, "preload_judge", lambda: loads.append(1))
+    v = Vault(root)
+    assert not judge_speed.judge_known_fast(v.store.state_dir / "judge")
+    v.search("car", threshold=None, judge=False)
+    v.searcher.find(v.searcher.query("car"))  # no record yet: not preloaded (it is timed when needed)
+    assert loads == []
+    if judge_speed.judge_folder() is None:
+        return
+    key = judge_speed.machine_key(judge_speed.judge_folder() / "model.onnx", judge_speed.judge_threads())
+    judge_speed.record(v.store.state_dir / "judge", key, 2.0)
+    assert judge_speed.judge_known_fast(v.store.state_dir / "judge")
+    fresh = Vault(root)
+    fresh.searcher.find(fresh.searcher.query("car"))
+    assert loads == [1]

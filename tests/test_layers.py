@@ -82,7 +82,8 @@ def _late_imports(tree: ast.AST):
 #: the top. Nothing here is to dodge an import cycle: .importlinter checks these imports too.
 LAZY_MODULES = {
     "frontends/cli/jobs.py": {"..watch"}, "frontends/cli/vault.py": {"..mcp"}, "frontends/cli/serve.py": {"..http"},
-    "frontends/cli/search.py": {".session"},  # `search --sessions` prints as `memkit session search`: not a plain search
+    "frontends/cli/search.py": {".session"},
+    "frontends/hook/warm.py": {"...vault"},  # the hook's cold path: a warm answer never loads the library  # `search --sessions` prints as `memkit session search`: not a plain search
     "vault.py": {".context", ".digest", ".embeddings", ".formats.session", ".formats.transcript", ".git", ".llm",
                  ".sessions", ".split", ".upkeep"},
     # moved out of vault.py with the flows they serve (issue 28.2), lazy as they were there:

@@ -39,6 +39,7 @@ COMMANDS = {
     "get": "memkit.frontends.cli.facts:get_cmd",
     "git-setup": "memkit.frontends.cli.vault:git_setup",
     "history": "memkit.frontends.cli.memories:history",
+    "hook": "memkit.frontends.cli.hook:hook_group",
     "index": "memkit.frontends.cli.search:index",
     "init": "memkit.frontends.cli.vault:init",
     "mcp": "memkit.frontends.cli.vault:mcp_cmd",

@@ -4,7 +4,7 @@ Routes (``GET /openapi.json`` describes each, :mod:`memkit.frontends.http.spec` 
 :mod:`memkit.frontends.http.routes` what each does): ``GET /search``, ``POST /add``, ``POST /edit``,
 ``POST /forget``, ``GET /topics``, ``GET /topics/{topic}``, ``GET /recent``, ``POST /context``,
 ``GET /pending``, ``POST /pending/done``, ``GET /proactive``, ``GET /stats``, ``GET /busy``,
-``GET /index`` and ``POST /index``; the conversation sessions' ``GET /sessions``, ``POST /sessions``,
+``GET /index`` and ``POST /index``, ``GET /health`` (for a supervisor: ok, the vault, the index's state); the conversation sessions' ``GET /sessions``, ``POST /sessions``,
 ``GET /sessions/search``, ``GET /sessions/{session}``, ``POST /sessions/{session}/window`` and
 ``POST /sessions/{session}/messages``; ``POST /upkeep``; with ``mcp=True`` also MCP over
 streamable HTTP at ``/mcp`` (:mod:`memkit.frontends.mcp.server`'s tools). Built on Starlette and uvicorn, which the ``mcp`` extra
@@ -315,7 +315,11 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
     async def openapi_json(request: Any) -> Any:
         return _json(spec)
 
-    routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
+    async def health(request: Any) -> Any:
+        state = await api.call("health", {})
+        return _json(state, 200 if state["ok"] else 503)
+
+    routes = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/health", health, methods=["GET"])]
     by_path: dict[str, list[Operation]] = {}
     for op in OPERATIONS:
         by_path.setdefault(op.path, []).append(op)

@@ -295,6 +295,11 @@ class Api:
             state["job"] = self.index_job.to_dict()
         return state
 
+    def health(self) -> dict[str, Any]:
+        """``GET /health``: ok (the index can be read; 503 otherwise), the vault, the index's state."""
+        state = self.index_status()
+        return {"ok": not state.get("error"), "vault": str(self.vault.root), "index": state}
+
     def busy(self) -> dict[str, Any]:
         jobs = []
         with self._jobs_lock:

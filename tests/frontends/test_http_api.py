@@ -126,7 +126,7 @@ def test_openapi_lists_exactly_the_routes(served):
     app = served.app.app  # the Starlette app inside the Guard
     served_routes = {(m, r.path) for r in app.routes for m in r.methods if m != "HEAD"}
     assert documented == served_routes
-    assert {(op.method, op.path) for op in OPERATIONS} | {("GET", "/openapi.json")} == served_routes
+    assert {(op.method, op.path) for op in OPERATIONS} | {("GET", "/openapi.json"), ("GET", "/health")} == served_routes
     jsonschema.Draft202012Validator.check_schema({"$defs": spec["components"]["schemas"]})
     for ops in spec["paths"].values():
         for op in ops.values():

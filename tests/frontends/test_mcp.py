@@ -204,7 +204,17 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
 
                 # ---- resources
                 resources = {str(r.uri): r for r in (await session.list_resources()).resources}
-                assert set(resources) == {"memkit://topics/cooking", "memkit://topics/home-lab", "memkit://topics/health"}
+                assert set(resources) == {"memkit://context", "memkit://topics/cooking", "memkit://topics/home-lab",
+                                          "memkit://topics/health"}
+                block = (await session.read_resource("memkit://context")).contents[0].text
+                assert "## Recent topics" in block and "## Memory instructions" in block
+                # ---- the memory prompt (issue 44.4): the block for a message
+                prompts = (await session.list_prompts()).prompts
+                assert [p.name for p in prompts] == ["memory"]
+                got = await session.get_prompt("memory", {"message": "what bread do I bake?"})
+                assert "Bakes sourdough bread" in got.messages[0].content.text
+                with pytest.raises(mcp.MCPError, match="unknown prompt"):
+                    await session.get_prompt("nosuch", {})
                 read = await session.read_resource("memkit://topics/cooking")
                 assert read.contents[0].text == (root / "topics" / "cooking.md").read_text()
                 templates = (await session.list_resource_templates()).resource_templates

@@ -61,7 +61,8 @@ class HookAnswer:
     """What the hook command prints: ``stdout`` (JSON, or "" for no context) and notes for stderr."""
 
     stdout: str
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  #: problems: always said on stderr
+    info: list[str] = field(default_factory=list)  #: how it went: said with --verbose
     how: str = "none"  #: ``warm``, ``cold`` or ``none`` (no context given)
     ms: float = 0.0  #: how long the answer took
 
@@ -141,7 +142,7 @@ def answer_claude_code(stdin_text: str, *, vault: str | None = None, env_vault: 
         result: dict[str, Any] | None = None
         sock = socket_path(root)
         if sock is None:
-            answer.notes.append(f"the vault's path is too long for a Unix socket ({root}): answered cold")
+            answer.info.append(f"the vault's path is too long for a Unix socket ({root}): answered cold")
         else:
             try:
                 result = ask_warm(sock, "/context", body, timeout=wait_s, token=token)
@@ -150,7 +151,7 @@ def answer_claude_code(stdin_text: str, *, vault: str | None = None, env_vault: 
             except NoServer:
                 if start:
                     pid = start_server(root, sock)
-                    answer.notes.append(f"started memkit serve on {sock} (pid {pid}) for the next prompts"
+                    answer.info.append(f"started memkit serve on {sock} (pid {pid}) for the next prompts"
                                         if pid is not None else "a memkit serve is starting for the next prompts")
             except ServerFailed as exc:
                 answer.notes.append(f"{exc}: answered cold")

@@ -43,6 +43,8 @@ def run(stdin_text: str, *, vault: str | None, budget: int, wait_s: float, start
     for note in answer.notes:
         print(f"memkit hook: {note}", file=sys.stderr)
     if verbose:
+        for note in answer.info:
+            print(f"memkit hook: {note}", file=sys.stderr)
         print(f"memkit hook: answered {answer.how} in {answer.ms:.0f} ms", file=sys.stderr)
     return answer.stdout
 

@@ -337,7 +337,15 @@ def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
         "summary": "This description.", "operationId": "openapi",
         "responses": {"200": {"description": "The OpenAPI document.",
                               "content": {"application/json": {"schema": {"type": "object"}}}},
-                      **error_responses(set())}}}}
+                      **error_responses(set())}}},
+        "/health": {"get": {
+            "summary": "For a supervisor: ok, the vault, the index's state (as GET /index).", "operationId": "health",
+            "responses": {"200": {"description": "Serving, the index readable.",
+                                  "content": {"application/json": {"schema": {
+                                      "type": "object", "required": ["ok", "vault", "index"],
+                                      "properties": {"ok": {"type": "boolean"}, "vault": {"type": "string"},
+                                                     "index": {"type": "object"}}}}}},
+                          **error_responses({503})}}}}
     for op in OPERATIONS:
         spec: dict[str, Any] = {"summary": op.summary, "operationId": op.handler}
         parameters = [

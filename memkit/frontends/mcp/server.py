@@ -7,7 +7,9 @@ conversation sessions' ``list_sessions``, ``start_session``, ``load_session``, `
 ``digest_transcript``. The HTTP API (:mod:`memkit.frontends.http.spec`) and the CLI offer the same
 operations with the same parameters and limits: all three are made from one table
 (:mod:`memkit.frontends.operations`).
-Topic files are resources too: ``memkit://topics/NAME``.
+Topic files are resources too: ``memkit://topics/NAME``; ``memkit://context`` is the memory block
+without a message, and the prompt ``memory`` (arguments ``message``, ``session``) yields the block
+for a message, for the clients that put prompts or resources into the conversation (docs/hooks.md).
 
 Same guarantees as the CLI: every write goes through the public :class:`memkit.Vault` methods
 (the vault's write lock, atomic writes); the Vault and its model are created once and kept warm
@@ -41,7 +43,7 @@ from typing import Any, Callable
 from urllib.parse import quote, unquote
 
 from ... import InvalidValue, MemkitError, Vault, __version__
-from ...base.limits import MAX_TRANSCRIPT_BYTES
+from ...base.limits import MAX_MESSAGE_CHARS, MAX_TRANSCRIPT_BYTES
 from ...vault import parse_day
 from ..facts import add_person_answer, get_answer, people_answer, set_answer
 from ..operations import OPERATIONS, ArgumentError, Style, check, schema, time_value
@@ -52,6 +54,8 @@ log = logging.getLogger("memkit")
 
 INSTALL_HINT = "pip install 'mcp>=2'"
 TOPIC_URI = "memkit://topics/"
+CONTEXT_URI = "memkit://context"  #: the memory block without a message (profile, due, recent topics, instructions)
+MEMORY_PROMPT = "memory"  #: the prompt that yields the memory block for a message
 
 # ---- the tools: methods of Memory --------------------------------------------------------------
 # Each tool is a method of Memory; its parameters, their limits and the input schema the client
@@ -369,6 +373,10 @@ def build_server(memory: Memory) -> Any:
         except MemkitError as exc:
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         return types.ListResourcesResult(resources=[
+            types.Resource(uri=CONTEXT_URI, name="context", title="memkit memory block",
+                           description="The memory block for a new conversation: the profile, what is due, the "
+                                       "recent topics and the memory instructions.", mime_type="text/markdown"),
+        ] + [
             types.Resource(uri=TOPIC_URI + quote(t.name, safe=""), name=t.name, title=f"memkit topic {t.name}",
                            description=f"{t.summary + ' — ' if t.summary else ''}{t.entries} entries ({t.file})",
                            mime_type="text/markdown")
@@ -384,6 +392,13 @@ def build_server(memory: Memory) -> Any:
 
     async def read_resource(ctx: Any, params: Any) -> Any:
         uri = str(params.uri)
+        if uri == CONTEXT_URI:
+            try:
+                block = await run(lambda: memory.vault.context("").text)
+            except MemkitError as exc:
+                raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+            return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=block,
+                                                                                 mime_type="text/markdown")])
         if not uri.startswith(TOPIC_URI) or not uri[len(TOPIC_URI):]:
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri}: memkit serves {TOPIC_URI}NAME",
                            {"uri": uri})
@@ -394,11 +409,36 @@ def build_server(memory: Memory) -> Any:
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text,
                                                                              mime_type="text/markdown")])
 
+    prompt = types.Prompt(
+        name=MEMORY_PROMPT, title="memkit memory",
+        description="The memory block (what memkit remembers about the user) for the user's message.",
+        arguments=[types.PromptArgument(name="message", description="The user's message (may be empty).",
+                                        required=False),
+                   types.PromptArgument(name="session", description="A context session's id: memories accumulate "
+                                        "across the calls that share it.", required=False)])
+
+    async def list_prompts(ctx: Any, params: Any) -> Any:
+        return types.ListPromptsResult(prompts=[prompt])
+
+    async def get_prompt(ctx: Any, params: Any) -> Any:
+        if params.name != MEMORY_PROMPT:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}: memkit offers {MEMORY_PROMPT!r}")
+        args = params.arguments or {}
+        message = str(args.get("message") or "")[:MAX_MESSAGE_CHARS]
+        session = str(args.get("session") or "").strip() or None
+        try:
+            block = await run(lambda: memory.vault.context(message, session=session).text)
+        except MemkitError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        return types.GetPromptResult(description="memkit's memory block", messages=[
+            types.PromptMessage(role="user", content=types.TextContent(type="text", text=block))])
+
     return Server(
         "memkit", version=__version__, title="memkit memory",
         description=f"Long-term memory in {memory.vault.root}", instructions=INSTRUCTIONS, lifespan=lifespan,
         on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates, on_read_resource=read_resource,
+        on_list_prompts=list_prompts, on_get_prompt=get_prompt,
     )
 
 

@@ -41,7 +41,7 @@ def serve(ctx: click.Context, host: str | None, port: int | None, token: str | N
     GET /why/ID, GET /recent, POST /context, GET /pending, POST /pending/done, GET /proactive, GET /stats,
     GET /busy, GET /index, POST /index; the sessions' GET and POST /sessions, GET
     /sessions/search, GET /sessions/ID, POST /sessions/ID/window, POST /sessions/ID/messages;
-    POST /upkeep; with --mcp, MCP at /mcp. Binds 127.0.0.1:8765 by default; binding any other
+    POST /upkeep; GET /health; a web page at /; with --mcp, MCP at /mcp. Binds 127.0.0.1:8765 by default; binding any other
     address needs a token. Requests from web pages of other sites are refused. Runs until Ctrl-C
     or SIGTERM. Needs Starlette and uvicorn, which the MCP extra installs: pip install 'mcp>=2'.
 

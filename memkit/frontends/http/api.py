@@ -158,6 +158,23 @@ def _error(status: int, message: str, headers: Mapping[str, str] | None = None) 
     return _json({"error": message, "status": status}, status, headers)
 
 
+#: the local web page (issue 44.5): plain HTML, JS and CSS shipped in the package, no build step;
+#: its files hold no vault data, so they are served without the token (the page asks for it)
+PAGE_DIR = Path(__file__).parent / "page"
+PAGE_PATHS = ("/", "/page/{name}")
+PAGE_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+              ".css": "text/css; charset=utf-8"}
+PAGE_FILES = {p.name: (PAGE_TYPES[p.suffix], p.read_bytes()) for p in sorted(PAGE_DIR.iterdir())
+              if p.suffix in PAGE_TYPES} if PAGE_DIR.is_dir() else {}
+#: the page runs only its own script and loads only from this server; no other site may frame it
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+                "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+
+
+def _is_page(path: str) -> bool:
+    return path == "/" or (path.startswith("/page/") and path.count("/") == 2)
+
+
 def needs_token(host: str) -> bool:
     """Whether binding ``host`` needs a token: every address but a loopback one does."""
     return not is_loopback(host)
@@ -218,7 +235,7 @@ class Guard:
         if foreign is not None:
             problem = (403, f"{foreign} is another site: this server answers no request a web page of "
                             "another site makes (call it from a program, not a browser page)", {})
-        elif self.token is not None:
+        elif self.token is not None and not (_is_page(scope.get("path", "")) and scope.get("method") in ("GET", "HEAD")):
             given = headers.get("authorization", b"")
             scheme, _, value = given.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):
@@ -319,7 +336,16 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
         state = await api.call("health", {})
         return _json(state, 200 if state["ok"] else 503)
 
-    routes = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/health", health, methods=["GET"])]
+    async def page(request: Any) -> Any:
+        from starlette.responses import Response
+
+        name = request.path_params.get("name", "index.html")
+        if name not in PAGE_FILES:
+            return _error(404, f"no page file {name!r}")
+        return Response(PAGE_FILES[name][1], media_type=PAGE_FILES[name][0], headers=PAGE_HEADERS)
+
+    routes = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/health", health, methods=["GET"]),
+              Route("/", page, methods=["GET"]), Route("/page/{name}", page, methods=["GET"])]
     by_path: dict[str, list[Operation]] = {}
     for op in OPERATIONS:
         by_path.setdefault(op.path, []).append(op)

@@ -165,3 +165,23 @@ def test_the_servers_hooks_are_under_frontend_internals(vault):
         assert index.embedder.name == vault.embedder.name
     finally:
         index.close()
+
+
+def test_value_sets_are_declared_once():
+    """Issue 43.1: the search modes and the session strategies, one tuple each (memkit.base.limits),
+    which the types, the config table and the front ends' choices agree with."""
+    from typing import get_args
+
+    from memkit.base.limits import SEARCH_MODES, SESSION_STRATEGIES
+    from memkit.config.table import SETTINGS
+    from memkit.frontends.operations import operation
+    from memkit.search.query import MODES, Mode
+    from memkit.sessions.budget import STRATEGIES, Strategy
+
+    assert MODES is SEARCH_MODES and get_args(Mode) == SEARCH_MODES
+    assert STRATEGIES is SESSION_STRATEGIES and get_args(Strategy) == SESSION_STRATEGIES
+    (strategy,) = [s for s in SETTINGS if s.name == "session_strategy"]
+    assert strategy.kind.words == SESSION_STRATEGIES  # type: ignore[attr-defined]
+    choices = {p.name: p.choices for p in operation("load_session").params}
+    assert choices["strategy"] is SESSION_STRATEGIES
+    assert {p.name: p.choices for p in operation("search").params}["mode"] is SEARCH_MODES

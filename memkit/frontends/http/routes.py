@@ -1,5 +1,5 @@
 """What each route of `memkit serve` (:mod:`memkit.frontends.http.api`) does, on the served vault: the
-:class:`Api` object, one method per route (``Operation.handler`` in :mod:`memkit.frontends.http.spec`), and
+:class:`Api` object, one method per route (``HttpRoute.handler`` in :mod:`memkit.frontends.http.spec`), and
 where each runs (:meth:`Api.call`).
 
 Threads: every call on the served :class:`Vault` runs in one worker thread, one at a time

@@ -294,3 +294,16 @@ def test_install_for_the_user_and_a_settings_file_it_must_not_touch(runner, tmp_
                                   str(tmp_path / "p")])
     assert result.exit_code == 1 and "is not valid JSON" in result.output
     assert bad.read_text() == "{not json"
+
+
+def test_a_compacted_session_gets_its_memories_again(tmp_path):
+    """SessionStart after compact: the session's accumulated memories are forgotten first (cold path)."""
+    vault = make_vault(tmp_path)
+    first = answer_claude_code(hook_input(), vault=str(vault.root), start=False)
+    assert first.how == "cold" and "bomba rice" in first.stdout
+    state = list((vault.root / ".memkit" / "sessions").glob("claude-code*.json"))
+    assert len(state) == 1 and "bomba" in state[0].read_text()
+    again = answer_claude_code(hook_input("SessionStart", prompt=None, source="compact"), vault=str(vault.root),
+                               start=False)
+    assert again.how == "cold" and json.loads(again.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "bomba" not in state[0].read_text()  # forgotten: the next prompts give them again

@@ -116,11 +116,8 @@ def ask_cold(root: Path, body: dict[str, Any]) -> dict[str, Any]:
     """
     from ...vault import Vault  # the cold path alone loads the library (numpy, the models)
 
-    vault = Vault(root)
-    session = body.get("session")
-    if body.get("reset") and session:
-        vault.reset_session(session)
-    return vault.context(body["message"], session=session, budget_tokens=body["budget_tokens"]).to_dict()
+    return Vault(root).context(body["message"], session=body.get("session"), budget_tokens=body["budget_tokens"],
+                               reset=bool(body.get("reset"))).to_dict()
 
 
 def serve_command(root: Path, sock: Path, python: str | None = None) -> list[str]:

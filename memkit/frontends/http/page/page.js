@@ -42,8 +42,8 @@ function entryItem(entry, refresh) {
     save.onclick = async () => {
       try {
         await api("POST", "/edit", {id: entry.id, text: area.value});
-        say("edited " + entry.id);
         await refresh();
+        say("edited " + entry.id);
       } catch (e) { say(e.message); }
     };
     text.replaceWith(area);
@@ -52,8 +52,8 @@ function entryItem(entry, refresh) {
   forget.onclick = async () => {
     try {
       await api("POST", "/forget", {id: entry.id});
-      say("forgot " + entry.id + " (kept in archive.md)");
       await refresh();
+      say("forgot " + entry.id + " (kept in archive.md)");
     } catch (e) { say(e.message); }
   };
   meta.append(" ", edit, " ", forget);

@@ -96,6 +96,17 @@ class Vault(VaultAliases, VaultFacts):
         """
         return cls(Store.init(path, profile=profile).root)
 
+    @classmethod
+    def adopt(cls, path: str | os.PathLike[str]) -> "Vault":
+        """Make an existing folder of markdown notes (an Obsidian vault, a notes repo) a vault, as
+        it is: its notes at any depth are the topics (``topics_folder: .``), and no file already
+        there is written, renamed or removed (new: memkit.yaml, index.txt, a .gitignore when it has
+        none). docs/folders.md.
+
+        :raises VaultExists: if ``path`` already holds a vault.
+        """
+        return cls(Store.adopt(path).root)
+
     # ---- where things are ---------------------------------------------------------------------------
     @property
     def root(self) -> Path:

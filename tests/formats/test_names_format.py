@@ -25,13 +25,23 @@ FAST = settings(max_examples=30, deadline=None, derandomize=True)
 
 
 @pytest.mark.parametrize("name", [
-    "../../etc/passwd", "..", "../x", "a/../b", "a/b", "/etc/passwd", "a\\b", "..\\..\\windows",
+    "../../etc/passwd", "..", "../x", "a/../b", "/etc/passwd", "a//b", "a/.obsidian/b", "a/", "a\\b", "..\\..\\windows",
     ".hidden", ".md.md", "x\x00y", "C:\\x",
 ])
 def test_names_that_could_leave_topics_are_refused(name):
     with pytest.raises(TopicNameError) as exc:
         check_topic_name(name)
     assert "'..'" in str(exc.value) or "'/'" in str(exc.value) or "letters" in str(exc.value)
+
+
+@pytest.mark.parametrize("name, canonical", [
+    ("work/harbor", "work/harbor"), ("Work/Harbor Project", "work/harbor-project"), ("a/b/c.md", "a/b/c"),
+])
+def test_a_topic_in_a_folder_is_named_by_its_path(name, canonical):
+    assert check_topic_name(name) == canonical
+    assert in_topic(canonical, "work") == canonical.startswith("work/")
+    assert in_topic("Work/Harbor Project", "work") and in_topic("work/harbor", "work/harbor")
+    assert not in_topic("workshop/x", "work")
 
 
 @pytest.mark.parametrize("name", ["", "   ", ".md", " .md "])

@@ -28,6 +28,7 @@ from .search import Hit, Mode, Searcher, Serving, Threshold
 from .store import Store, TopicInfo, find_vault
 from .vault_aliases import VaultAliases
 from .vault_facts import VaultFacts
+from .vault_links import VaultLinks
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
     from .context import Context, Nudge
@@ -59,7 +60,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
-class Vault(VaultAliases, VaultFacts):
+class Vault(VaultAliases, VaultFacts, VaultLinks):
     """A memkit vault on disk: ``Vault("~/memory").search("what rice do I use")``.
 
     :param path: the vault folder (must exist; see :meth:`init` to create one).
@@ -95,17 +96,6 @@ class Vault(VaultAliases, VaultFacts):
         :raises VaultExists: if ``path`` already holds a vault.
         """
         return cls(Store.init(path, profile=profile).root)
-
-    @classmethod
-    def adopt(cls, path: str | os.PathLike[str]) -> "Vault":
-        """Make an existing folder of markdown notes (an Obsidian vault, a notes repo) a vault, as
-        it is: its notes at any depth are the topics (``topics_folder: .``), and no file already
-        there is written, renamed or removed (new: memkit.yaml, index.txt, a .gitignore when it has
-        none). docs/folders.md.
-
-        :raises VaultExists: if ``path`` already holds a vault.
-        """
-        return cls(Store.adopt(path).root)
 
     # ---- where things are ---------------------------------------------------------------------------
     @property
@@ -397,7 +387,7 @@ class Vault(VaultAliases, VaultFacts):
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
                min_importance: float | None = None, judge: bool | None = None, private: bool = True,
                person: str | None = None, relation: str | None = None,
-               where: Mapping[str, str] | Sequence[str] | None = None) -> list[Hit]:
+               where: Mapping[str, str] | Sequence[str] | None = None, linked: str | None = None) -> list[Hit]:
         """Hybrid lexical + vector search: the ``k`` best entries for ``query`` (default
         ``max_memories_per_search``) that pass ``threshold`` and the filters (``topic`` and its
         subtopics, ``kind``, ``tag``, ``since``, ``min_importance``), re-scored by the judge unless
@@ -406,11 +396,10 @@ class Vault(VaultAliases, VaultFacts):
         (``{"city": "Porto"}`` or ``["city=Porto"]``) filter on who and what an entry is about.
         Each parameter: :meth:`memkit.search.Searcher.search` (the query is checked once, a
         :class:`memkit.search.Query`); ``private=False`` leaves out ``private: true`` topics unless
-        ``topic`` names them (what the servers do: docs/privacy.md)."""
-        return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
-                                    since=since, mode=mode, refresh=refresh, weak=weak,
-                                    min_importance=min_importance, judge=judge, private=private, person=person,
-                                    relation=relation, where=where)
+        ``topic`` names them (docs/privacy.md); ``linked``: a topic and the topics it links with."""
+        return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag, since=since,
+                                    mode=mode, refresh=refresh, weak=weak, min_importance=min_importance, judge=judge,
+                                    private=private, person=person, relation=relation, where=where, linked=linked)
 
     # ---- the flows ----------------------------------------------------------------------------------
     def waiting_transcripts(self) -> list[Path]:

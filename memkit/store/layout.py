@@ -145,7 +145,7 @@ class VaultFiles:
         """The vault-relative path of topic ``name``'s file (``topics/work/harbor.md``)."""
         return f"{self.topics_rel}/{name}.md" if self.topics_rel else f"{name}.md"
 
-    def name_of(self, path: Path | str) -> str:
+    def name_of(self, path: str | os.PathLike[str]) -> str:
         """The topic name of a file under the topics folder: its path there without ``.md``
         (``work/harbor``); a path outside it gives its stem."""
         text = os.fspath(path)
@@ -201,10 +201,10 @@ class VaultFiles:
         path = self.topics_dir / f"{canonical}.md"
         if "/" in canonical:  # in a folder: a person's names ("Work/Harbor Project") found by their canonical one
             if not path.exists():
-                same = [tf for tf in self.topic_files() if "/" in tf.name and not is_canonical_path(tf.name)
-                        and canonical_name(tf.name) == canonical]
-                if len(same) == 1:
-                    return same[0].path
+                found = [tf for tf in self.topic_files() if "/" in tf.name and not is_canonical_path(tf.name)
+                         and canonical_name(tf.name) == canonical]
+                if len(found) == 1:
+                    return found[0].path
                 folder, _, leaf = canonical.rpartition("/")
                 return self._folder_for(folder) / f"{leaf}.md"  # a new topic: in the folder there is
             return path

@@ -30,7 +30,7 @@ from ..errors import ModelError
 from ..formats.fields import PROVENANCE_MARKER
 
 __all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "text_keys", "shared_judge",
-           "preload_judge", "JUDGE_NAME"]
+           "preload_judge", "judge_threads", "JUDGE_NAME"]
 
 JUDGE_NAME = "memkit-judge"
 MAX_TOKENS = 128  #: longer texts are cut (an entry's first ~100 words say what it is about)
@@ -86,7 +86,8 @@ def judge_status() -> str | None:
     return None
 
 
-def _threads() -> int:
+def judge_threads() -> int:
+    """The judge's threads: ``MEMKIT_JUDGE_THREADS``, else up to 2."""
     try:
         return max(1, int(os.environ.get(THREADS_ENV, "")))
     except ValueError:
@@ -112,7 +113,7 @@ class Judge:
             tok.enable_truncation(MAX_TOKENS)
             tok.no_padding()
             opts = ort.SessionOptions()
-            opts.intra_op_num_threads = _threads()
+            opts.intra_op_num_threads = judge_threads()
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
             # the file was saved already optimised (bench/make_judge.py): the basic passes only

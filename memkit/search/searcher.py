@@ -26,13 +26,14 @@ from ..base.fsutil import lock_held
 from ..base.limits import WEAK_HITS
 from ..base.pages import release
 from ..config import Config
-from ..embeddings import Embedder, preload_judge, shared_judge, text_keys
+from ..embeddings import Embedder, judge_known_fast, judge_too_slow, preload_judge, shared_judge, text_keys
 from ..errors import MemkitError, ModelError, TopicNotFound
 from ..formats.lifecycle import importance, last_day
 from ..formats.names import in_topic
 from ..formats.topic import Topic
 from ..formats.words import terms as text_terms
 from ..index import (
+    JUDGE_DIR,
     NO_DAY,
     TRIM_MIN_ROWS,
     Index,
@@ -225,9 +226,16 @@ class Searcher:
 
     def judge(self) -> JudgeVectors | None:
         """The judge and its stored vectors of this vault, or None where it does not run: turned
-        off (memkit.yaml ``judge: false``) or unable to run here (said once)."""
+        off (memkit.yaml ``judge: false``; ``judge: auto`` on a processor too slow for it) or
+        unable to run here (said once)."""
         if not self.config.judge or self._judge_off:
             return None
+        if self._judge is None and self.config.judge == "auto":
+            slow = judge_too_slow(self.store.state_dir / JUDGE_DIR)
+            if slow is not None:
+                self._judge_off = True
+                self.store.warn_once(slow)
+                return None
         if self._judge is None:
             lazy = shared_judge()
             loaded = lazy.judge()
@@ -486,7 +494,8 @@ class Searcher:
         """The hits of a checked query (:meth:`search`; ``refresh`` as there)."""
         query, k, mode, threshold, weak, name = q.text, q.k, q.mode, q.threshold, q.weak, q.topic
         if q.judge is not False and mode == "hybrid" and not q.words_first and self.config.judge \
-                and self._judge is None and not self._judge_off:
+                and self._judge is None and not self._judge_off \
+                and (self.config.judge is True or judge_known_fast(self.store.state_dir / JUDGE_DIR)):
             preload_judge()  # loaded beside the index check and the static model: a cold search waits less
         if not self.index.embedder.available:
             mode = "lexical"  # no model (warned when the vault looked for it): exact words only

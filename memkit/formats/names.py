@@ -99,7 +99,7 @@ def check_topic_name(name: str) -> str:
     raw = topic_stem(name)
     if "/" in raw:
         parts = raw.split("/")
-        if any(not p.strip() for p in parts) or len(parts) > MAX_DEPTH:
+        if any(not p.strip() or p.strip().startswith(".") for p in parts) or len(parts) > MAX_DEPTH:
             raise TopicNameError(f"invalid topic name {name!r}: a topic in a folder is folder/name under topics/ "
                                  f"(no leading '/', no '..', at most {MAX_DEPTH} parts)")
         return "/".join(check_topic_name(p.strip()) for p in parts)

@@ -82,7 +82,7 @@ def adopt_folder(path: str | os.PathLike[str]) -> Path:
                           "(docs/folders.md); nothing changed")
     text = DEFAULT_CONFIG_TEXT.replace("\ntopics_folder: topics\n", "\ntopics_folder: .\n")
     try:
-        atomic_write(root / INDEX_TXT, b"")
+        atomic_write(root / INDEX_TXT, b"")  # Store.adopt fills it from the notes
         if not (root / ".gitignore").exists():
             _add_lines(root / ".gitignore", GITIGNORE_LINES)
         atomic_write(root / CONFIG_NAME, text)  # last: a vault only once it is whole

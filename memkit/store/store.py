@@ -65,6 +65,7 @@ from ..formats.topic import (
 )
 from .inbox import Inbox
 from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, TOPICS_DIR, TopicFile, VaultFiles, find_vault
+from .links import link_graph
 from .newvault import adopt_folder, create_vault
 from .recent_file import RecentFile
 from .recovery import aside_path, write_split_journal
@@ -147,7 +148,9 @@ class Store(VaultFiles):
     @classmethod
     def adopt(cls, path: str | os.PathLike[str]) -> "Store":
         """Make a folder of notes a vault as it is (:func:`memkit.store.newvault.adopt_folder`) and open it."""
-        return cls(adopt_folder(path))
+        store = cls(adopt_folder(path))
+        store.index_txt.rebuild(store.iter_topics())  # memkit's own file: in step from the start
+        return store
 
     # ---- reading -------------------------------------------------------------------------------
     def iter_topics(self) -> Iterator[Topic]:
@@ -225,7 +228,12 @@ class Store(VaultFiles):
             if not (children := self.subtopics(name)):
                 raise
             return {"name": name, "split_into": children}
-        return dict(t.to_dict(), file=self.rel(t.path), split_into=self.subtopics(t.name))
+        shown = dict(t.to_dict(), file=self.rel(t.path), split_into=self.subtopics(t.name))
+        backlinks = link_graph(self).backlinks(t.name)
+        if backlinks:  # the entries whose [[links]] name it
+            shown["linked_from"] = [dict(e.to_dict(), link=link.target + (f"#{link.heading}" if link.heading else ""))
+                                    for e, link in backlinks]
+        return shown
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, last update (as index.txt has it, which follows every

@@ -64,7 +64,7 @@ __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "session", "control",
                 "emptied")
 _MAX_READ = 64 * 1024 * 1024  #: people.md, archive.md and index.txt are read up to this size
-NOTE_KINDS = ("inbox-waiting", "inbox-undigested")
+NOTE_KINDS = ("inbox-waiting", "inbox-undigested", "broken-link")
 
 
 @dataclass(frozen=True)

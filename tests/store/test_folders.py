@@ -71,7 +71,8 @@ def test_an_obsidian_tree_is_adopted_and_searched_without_a_file_changing(notes,
         "Work/Budget", "Work/Projects/Harbor Project"}
     assert not [h for h in vault.search("zebrawords", threshold=None) if "zebrawords" in h.text]  # .trash/, attachments/
     for args in (["topics"], ["search", "harbor"], ["show", "work/projects/harbor-project"], ["check"],
-                 ["recent"], ["search", "Marta", "--topic", "Journal"]):
+                 ["recent"], ["search", "Marta", "--topic", "Journal"], ["related", "work/budget"],
+                 ["show", "work/budget"], ["search", "harbor", "--linked", "Harbour"]):
         got = runner.invoke(main, ["--vault", str(notes), *args])
         assert got.exit_code == 0, (args, got.output)
     after = hashes(notes)

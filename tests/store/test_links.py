@@ -13,7 +13,7 @@ from memkit.formats.links import LinkResolver, find_links, rewrite_links
 def test_links_are_parsed_as_obsidian_writes_them():
     text = "See [[Harbor]], [[work/Budget#Q1|the budget]] and ![[pier.png]] and ![[Notes.md]]"
     links = find_links(text)
-    assert [(l.target, l.heading, l.alias) for l in links] == [
+    assert [(k.target, k.heading, k.alias) for k in links] == [
         ("Harbor", None, None), ("work/Budget", "Q1", "the budget"), ("Notes.md", None, None)]
     assert find_links("no links [here] [[]]") == []
 

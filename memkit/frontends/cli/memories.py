@@ -82,11 +82,13 @@ def topics(ctx: click.Context, json_: bool) -> None:
 @json_option
 @click.pass_context
 def show(ctx: click.Context, topic: str, json_: bool) -> None:
-    """Show a topic's entries with their ids (for `memkit forget ID`).
+    """Show a topic's entries with their ids (for `memkit forget ID`), and the entries of other
+    topics that link to it ([[topic]], [[topic#heading]]: its backlinks).
 
     \b
-    Example:
+    Examples:
       memkit show cooking
+      memkit show work/harbor
     """
     vault = get_vault(ctx)
     if json_:
@@ -107,6 +109,11 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
         click.echo(f"{e.id}  {e.text}")
     if children:
         click.echo(f"(it was split into {', '.join(children)}; `memkit check` says how to fold this file into them)")
+    backlinks = vault.backlinks(t.name)
+    if backlinks:
+        click.echo(f"linked from ({len(backlinks)}):")
+        for e in backlinks:
+            click.echo(f"{e.id}  {e.topic}: {e.text}")
 
 
 @click.command()

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from .formats.topic import Entry
 from .search import Related, Searcher, related_to
-from .store import Store, link_graph
+from .store import Renamed, Store, link_graph, rename_topic
 
 __all__ = ["VaultLinks"]
 
@@ -57,3 +57,14 @@ class VaultLinks:
     def broken_links(self) -> list[tuple[Entry, str]]:
         """Every ``[[link]]`` that names no topic: (the entry it is in, its target)."""
         return [(entry, link.target) for entry, link in link_graph(self.store).broken()]
+
+    def rename(self, old: str, new: str) -> Renamed:
+        """Rename topic ``old`` to ``new`` (a new folder too) and rewrite every ``[[link]]`` to it,
+        as Obsidian does (:mod:`memkit.store.rename`). :raises TopicNotFound: no topic ``old``;
+        :raises MemkitError: ``new`` exists already."""
+        done = rename_topic(self.store, old, new)
+        self.changed()
+        return done
+
+    def changed(self) -> None:  # pragma: no cover - the Vault's
+        raise NotImplementedError

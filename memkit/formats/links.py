@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from .names import canonical_name
+from .topic import Topic
 
-__all__ = ["Link", "find_links", "link_key", "LinkResolver", "rewrite_links", "has_links"]
+__all__ = ["aliases_of", "Link", "find_links", "link_key", "LinkResolver", "rewrite_links", "has_links"]
 
 _LINK_RE = re.compile(r"(!?)\[\[([^\[\]|#\n]+?)\s*(?:#([^\[\]|\n]*?))?\s*(?:\|([^\[\]\n]*))?\]\]")
 _OTHER_FILE = re.compile(r"\.(?!md$)[A-Za-z0-9]{1,5}$")  # pier.png, scan.pdf: an attachment, no note
@@ -86,6 +87,11 @@ class LinkResolver:
             for alias in given:
                 self.by_alias.setdefault(link_key(str(alias)), name)
         self.split = {link_key(k): list(v) for k, v in (split or {}).items()}
+        self._aliases = {name: list(given) for name, given in (aliases or {}).items()}
+
+    def by_alias_lists(self) -> dict[str, list[str]]:
+        """Each topic's aliases, as given."""
+        return {name: list(given) for name, given in self._aliases.items()}
 
     def resolve(self, target: str) -> list[str]:
         """The topics ``target`` names: one, the parts of a split topic, or none (a broken link).
@@ -130,7 +136,7 @@ def rewrite_links(text: str, resolver: LinkResolver, old: str, new: str) -> str:
     links = find_links(text)
     if not links:
         return text
-    before = LinkResolver([n for n in resolver.names if n != new] + [old], {}, {})
+    before = LinkResolver([n for n in resolver.names if n != new] + [old], resolver.by_alias_lists(), {})
     out = []
     at = 0
     for link in links:
@@ -145,3 +151,12 @@ def rewrite_links(text: str, resolver: LinkResolver, old: str, new: str) -> str:
         at = link.end
     out.append(text[at:])
     return "".join(out)
+
+
+def aliases_of(topic: Topic) -> list[str]:
+    """A topic's frontmatter ``aliases`` (a list, or one string), as Obsidian reads them."""
+    raw = topic.meta.get("aliases", topic.meta.get("alias"))
+    if raw is None:
+        return []
+    items = raw if isinstance(raw, list) else [raw]
+    return [str(a).strip() for a in items if a is not None and str(a).strip()]

@@ -11,21 +11,12 @@ from dataclasses import dataclass, field
 
 from ..base.fsutil import read_regular
 from ..errors import MemkitError
-from ..formats.links import Link, LinkResolver, find_links
+from ..formats.links import Link, LinkResolver, aliases_of, find_links
 from ..formats.names import canonical_name
 from ..formats.topic import MAX_TOPIC_BYTES, Entry, Topic, decode_topic, parse_topic_text
 from .layout import VaultFiles
 
-__all__ = ["LinkGraph", "link_graph", "aliases_of"]
-
-
-def aliases_of(topic: Topic) -> list[str]:
-    """A topic's frontmatter ``aliases`` (a list, or one string), as Obsidian reads them."""
-    raw = topic.meta.get("aliases", topic.meta.get("alias"))
-    if raw is None:
-        return []
-    items = raw if isinstance(raw, list) else [raw]
-    return [str(a).strip() for a in items if a is not None and str(a).strip()]
+__all__ = ["LinkGraph", "link_graph"]
 
 
 @dataclass

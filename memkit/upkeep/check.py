@@ -40,7 +40,7 @@ from datetime import datetime
 from ..base.fsutil import read_regular
 from ..errors import MemkitError
 from ..formats.archive import ArchiveItem
-from ..formats.links import LinkResolver, find_links
+from ..formats.links import LinkResolver, aliases_of, find_links
 from ..formats.people import PEOPLE_FILE
 from ..formats.plain import control_lines
 from ..formats.recent import render_recent
@@ -57,7 +57,7 @@ from ..formats.topic import (
     split_lines,
 )
 from ..search import Searcher
-from ..store import INBOX_DIR, Store, aliases_of
+from ..store import INBOX_DIR, Store
 
 __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 

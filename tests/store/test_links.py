@@ -6,7 +6,7 @@ import pytest
 from util import FakeEmbedder, write
 
 from memkit import Vault
-from memkit.errors import TopicNotFound
+from memkit.errors import MemkitError, TopicNotFound
 from memkit.formats.links import LinkResolver, find_links, rewrite_links
 
 
@@ -73,3 +73,21 @@ def test_related_finds_what_is_like_an_entry_or_a_topic_without_itself(linked):
     assert "work/harbor" not in {h.topic for h in of_topic.hits}
     with pytest.raises(TopicNotFound):
         linked.related("no-such-thing")
+
+
+def test_a_rename_moves_the_file_and_rewrites_the_links_to_it(linked):
+    root = linked.root
+    harbor = (root / "topics" / "work" / "harbor.md").read_bytes()
+    journal = (root / "topics" / "journal.md").read_bytes()
+    done = linked.rename("work/budget", "money/budget-2026")
+    assert done.new == "money/budget-2026" and done.links_in == ["work/harbor"]
+    assert not (root / "topics" / "work" / "budget.md").exists()
+    assert (root / "topics" / "money" / "budget-2026.md").read_text() == "# Budget\n\n- Q1 budget is two million euros\n"
+    assert (root / "topics" / "work" / "harbor.md").read_bytes() == harbor.replace(b"[[Budget#Q1]]", b"[[budget-2026#Q1]]")
+    assert [e.topic for e in linked.backlinks("money/budget-2026")] == ["work/harbor"]
+    linked.rename("work/harbor", "harbor")  # linked to by its alias: that link still names it
+    assert (root / "topics" / "journal.md").read_bytes() == journal
+    assert [e.topic for e in linked.backlinks("harbor")] == ["journal"]
+    assert "harbor" in [r.topic for r in linked.recent()] and linked.search("euros", threshold=None)
+    with pytest.raises(MemkitError, match="exists already"):
+        linked.rename("journal", "garden")

@@ -60,6 +60,7 @@ COMMANDS = {
     "upkeep": "memkit.frontends.cli.jobs:upkeep",
     "watch": "memkit.frontends.cli.jobs:watch",
     "why": "memkit.frontends.cli.memories:why",
+    "rename": "memkit.frontends.cli.memories:rename",
 }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping
 
+from ..base.limits import SESSION_STRATEGIES
 from ..errors import ConfigError, LLMConfigError
 from ..formats.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ..formats.redact import DEFAULT_RULES, Redacted, Rule, compile_rules, redact
@@ -255,7 +256,7 @@ class Config:
     upkeep_hour: int = setting(4, Whole(0, 23, what="an hour"),
                                "`memkit watch` runs `memkit upkeep` once a day, from this hour.")
     session_strategy: str = setting(
-        "simple", Choice("simple", "summary", "hybrid"),
+        "simple", Choice(*SESSION_STRATEGIES),
         "How `memkit session load` fits a long conversation to its token budget: simple (the newest messages "
         "that fit), summary (older ones condensed by the LLM, cached in the session file) or hybrid (system and "
         "important messages kept verbatim, routine ones condensed). Without an LLM, summary and hybrid fall "

@@ -10,13 +10,13 @@ is not. This module parses, resolves and rewrites links in a text; it reads no f
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from .names import canonical_name
 from .topic import Topic
 
-__all__ = ["aliases_of", "Link", "find_links", "link_key", "LinkResolver", "rewrite_links", "has_links"]
+__all__ = ["aliases_of", "Renamed", "Link", "find_links", "link_key", "LinkResolver", "rewrite_links", "has_links"]
 
 _LINK_RE = re.compile(r"(!?)\[\[([^\[\]|#\n]+?)\s*(?:#([^\[\]|\n]*?))?\s*(?:\|([^\[\]\n]*))?\]\]")
 _OTHER_FILE = re.compile(r"\.(?!md$)[A-Za-z0-9]{1,5}$")  # pier.png, scan.pdf: an attachment, no note
@@ -160,3 +160,16 @@ def aliases_of(topic: Topic) -> list[str]:
         return []
     items = raw if isinstance(raw, list) else [raw]
     return [str(a).strip() for a in items if a is not None and str(a).strip()]
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """What a rename did: the topic's old and new names and files, the topics whose links changed."""
+
+    old: str
+    new: str
+    file: str
+    links_in: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"old": self.old, "new": self.new, "file": self.file, "links_rewritten_in": self.links_in}

@@ -8,30 +8,19 @@ text changes, every other byte stays), all under the vault's write lock.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..base.fsutil import describe_os_error
 from ..errors import MemkitError
-from ..formats.links import LinkResolver, rewrite_links
+from ..formats.links import LinkResolver, Renamed, rewrite_links
 from ..formats.names import check_topic_name
 from .links import link_graph
-from .store import Store
 
-__all__ = ["Renamed", "rename_topic"]
+if TYPE_CHECKING:
+    from .store import Store
 
-
-@dataclass(frozen=True)
-class Renamed:
-    """What a rename did: the topic's old and new names and files, the topics whose links changed."""
-
-    old: str
-    new: str
-    file: str
-    links_in: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, object]:
-        return {"old": self.old, "new": self.new, "file": self.file, "links_rewritten_in": self.links_in}
+__all__ = ["rename_topic"]
 
 
 def rename_topic(store: Store, old: str, new: str, now: datetime | None = None) -> Renamed:

@@ -42,6 +42,7 @@ from ..errors import (
 )
 from ..formats.archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from ..formats.lifecycle import core_text
+from ..formats.links import Renamed
 from ..formats.names import check_topic_name
 from ..formats.topic import (
     KIND_RE,
@@ -65,10 +66,11 @@ from ..formats.topic import (
 )
 from .inbox import Inbox
 from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, TOPICS_DIR, TopicFile, VaultFiles, find_vault
-from .links import link_graph
+from .links import LinkGraph, link_graph
 from .newvault import adopt_folder, create_vault
 from .recent_file import RecentFile
 from .recovery import aside_path, write_split_journal
+from .rename import rename_topic
 
 __all__ = ["Added", "Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "ExistingEntry", "find_vault", "check_word",
            "TOPICS_DIR", "INBOX_DIR", "STATE_DIR", "INDEX_TXT", "MAX_ENTRY_CHARS"]
@@ -144,6 +146,14 @@ class Store(VaultFiles):
         :raises VaultExists: if ``path`` already holds a vault.
         """
         return cls(create_vault(path, profile=profile))
+
+    def links(self) -> LinkGraph:
+        """Every ``[[link]]`` of the vault (:func:`memkit.store.links.link_graph`)."""
+        return link_graph(self)
+
+    def rename_topic(self, old: str, new: str) -> Renamed:
+        """Rename topic ``old`` to ``new``, the links to it rewritten (:mod:`memkit.store.rename`)."""
+        return rename_topic(self, old, new)
 
     @classmethod
     def adopt(cls, path: str | os.PathLike[str]) -> "Store":

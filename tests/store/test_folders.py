@@ -82,17 +82,17 @@ def test_an_obsidian_tree_is_adopted_and_searched_without_a_file_changing(notes,
 
 
 def test_adopting_refuses_a_vault_and_a_folder_with_memkits_own_files(notes, tmp_path):
-    Vault.adopt(notes)
+    Vault.init(notes, existing=True)
     with pytest.raises(VaultExists):
-        Vault.adopt(notes)
+        Vault.init(notes, existing=True)
     other = tmp_path / "Other"
     write(other / "people.md", "- Marta, my manager\n")
     with pytest.raises(MemkitError, match="people.md at its top"):
-        Vault.adopt(other)
+        Vault.init(other, existing=True)
     assert not (other / "memkit.yaml").exists()
     keep = tmp_path / "Keep"
     write(keep / ".gitignore", "*.pdf\n")
-    Vault.adopt(keep)
+    Vault.init(keep, existing=True)
     assert (keep / ".gitignore").read_text() == "*.pdf\n"  # a person's .gitignore is left as it is
 
 

@@ -49,12 +49,12 @@ def linked(tmp_path) -> Vault:
 
 
 def test_backlinks_linked_search_and_broken_links(linked):
-    assert [e.text for e in linked.backlinks("work/budget")] == [
+    assert [e.text for e in linked.links.backlinks("work/budget")] == [
         "The harbor project ships in March, see [[Budget#Q1]]"]
-    assert [e.topic for e in linked.backlinks("work/harbor")] == ["journal"]  # through the alias
+    assert [e.topic for e in linked.links.backlinks("work/harbor")] == ["journal"]  # through the alias
     topics = {h.topic for h in linked.search("harbor budget tomatoes", linked="work/harbor", threshold=None)}
     assert topics == {"work/harbor", "work/budget", "journal"}  # not garden: no link either way
-    assert [(e.topic, target) for e, target in linked.broken_links()] == [("work/harbor", "Vendors")]
+    assert [(e.topic, target) for e, target in linked.links.broken()] == [("work/harbor", "Vendors")]
     report = linked.check()
     broken = [p for p in report.problems if p.kind == "broken-link"]
     assert [(p.file, p.line) for p in broken] == [("topics/work/harbor.md", 7)] and not report.needs_person
@@ -63,31 +63,31 @@ def test_backlinks_linked_search_and_broken_links(linked):
 
 
 def test_related_finds_what_is_like_an_entry_or_a_topic_without_itself(linked):
-    entry = linked.find(match="ships in March")
-    got = linked.related(entry.id)
+    entry = linked.store.find(match="ships in March")
+    got = linked.links.related(entry.id)
     assert got.entry is not None and got.entry.id == entry.id
     assert entry.id not in [h.id for h in got.hits] and got.hits
     assert all(h.judge is not None for h in got.hits)  # the second stage ran, as in a search
-    of_topic = linked.related("work/harbor", k=2)
+    of_topic = linked.links.related("work/harbor", k=2)
     assert of_topic.entry is None and of_topic.hits and len(of_topic.hits) <= 2
     assert "work/harbor" not in {h.topic for h in of_topic.hits}
     with pytest.raises(TopicNotFound):
-        linked.related("no-such-thing")
+        linked.links.related("no-such-thing")
 
 
 def test_a_rename_moves_the_file_and_rewrites_the_links_to_it(linked):
     root = linked.root
     harbor = (root / "topics" / "work" / "harbor.md").read_bytes()
     journal = (root / "topics" / "journal.md").read_bytes()
-    done = linked.rename("work/budget", "money/budget-2026")
+    done = linked.links.rename("work/budget", "money/budget-2026")
     assert done.new == "money/budget-2026" and done.links_in == ["work/harbor"]
     assert not (root / "topics" / "work" / "budget.md").exists()
     assert (root / "topics" / "money" / "budget-2026.md").read_text() == "# Budget\n\n- Q1 budget is two million euros\n"
     assert (root / "topics" / "work" / "harbor.md").read_bytes() == harbor.replace(b"[[Budget#Q1]]", b"[[budget-2026#Q1]]")
-    assert [e.topic for e in linked.backlinks("money/budget-2026")] == ["work/harbor"]
-    linked.rename("work/harbor", "harbor")  # linked to by its alias: that link still names it
+    assert [e.topic for e in linked.links.backlinks("money/budget-2026")] == ["work/harbor"]
+    linked.links.rename("work/harbor", "harbor")  # linked to by its alias: that link still names it
     assert (root / "topics" / "journal.md").read_bytes() == journal
-    assert [e.topic for e in linked.backlinks("harbor")] == ["journal"]
+    assert [e.topic for e in linked.links.backlinks("harbor")] == ["journal"]
     assert "harbor" in [r.topic for r in linked.recent()] and linked.search("euros", threshold=None)
     with pytest.raises(MemkitError, match="exists already"):
-        linked.rename("journal", "garden")
+        linked.links.rename("journal", "garden")

@@ -49,7 +49,7 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
                         mode=mode, min_importance=min_importance,  # type: ignore[arg-type]  # click.Choice checked the mode
-                        judge=False if fast else None, person=person, relation=relation, where=where,
+                        fast=fast, person=person, relation=relation, where=where,
                         linked=linked)
     if json_:
         echo_json([h.to_dict() for h in hits])
@@ -94,7 +94,7 @@ def related(ctx: click.Context, ref: str, k: int | None, json_: bool) -> None:
       memkit related 3f2a9c1e
       memkit related work/harbor --json
     """
-    found = get_vault(ctx).related(ref, k=k)
+    found = get_vault(ctx).links.related(ref, k=k)
     if json_:
         echo_json(found.to_dict())
         return
@@ -130,9 +130,7 @@ def context_cmd(ctx: click.Context, message: str, session: str | None, budget: i
     vault = get_vault(ctx)
     if message == "-":
         message = sys.stdin.read()
-    if reset and session:
-        vault.reset_session(session)
-    result = vault.context(message, session=session, budget_tokens=budget, clear=clear, markers=markers)
+    result = vault.context(message, session=session, budget_tokens=budget, reset=reset, clear=clear, markers=markers)
     if json_:
         echo_json(result.to_dict())
     else:

@@ -29,7 +29,7 @@ def init(path: str, existing: bool) -> None:
       memkit init --existing ~/Notes
     """
     if existing:
-        vault = Vault.adopt(path)
+        vault = Vault.init(path, existing=True)
         click.echo(f"adopted {vault.root}: {plural(len(vault.topics()), 'note')} as topics, no file changed")
         return
     vault = Vault.init(path)
@@ -88,7 +88,7 @@ def stats(ctx: click.Context, json_: bool) -> None:
     Example:
       memkit stats --json
     """
-    data = get_vault(ctx).stats()
+    data = get_vault(ctx).upkeep.stats()
     if json_:
         echo_json(data)
         return

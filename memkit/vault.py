@@ -124,10 +124,7 @@ class Vault:
         ``prune`` (see :class:`memkit.sessions.Conversations`)."""
         from .sessions import Conversations
         if self._conversations is None:
-            rt = self._rt
-            self._conversations = Conversations(
-                self.store, llm=rt.llm, embedder=lambda: rt.embedder,
-                digest=lambda text, name, llm, dry_run: self.digest(text=text, name=name, llm=llm, dry_run=dry_run))
+            self._conversations = Conversations(self._rt)
         return self._conversations
 
     @property

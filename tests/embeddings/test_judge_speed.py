@@ -91,7 +91,7 @@ def test_a_cold_search_preloads_the_judge_only_where_auto_knows_it_is_fast(tmp_p
     root = auto_vault(tmp_path)
     timed(monkeypatch, 3.0)
     loads = []
-    monkeypatch.setattr(searcher_mod, "preload_judge", lambda: loads.append(1))
+    monkeypatch.setattr(searcher_mod, "prefetch_query", lambda text: loads.append(text))
     v = Vault(root)
     assert not judge_speed.judge_known_fast(v.store.state_dir / "judge")
     v.search("car", threshold=None, judge=False)
@@ -104,4 +104,4 @@ def test_a_cold_search_preloads_the_judge_only_where_auto_knows_it_is_fast(tmp_p
     assert judge_speed.judge_known_fast(v.store.state_dir / "judge")
     fresh = Vault(root)
     fresh.searcher.find(fresh.searcher.query("car"))
-    assert loads == [1]
+    assert loads == ["car"]

@@ -120,7 +120,7 @@ def due_stage(session: Session, now: datetime, summary_days: int, core_days: int
     message; a session at that stage already is due again only when messages came after it."""
     if not session.messages and session.stage_block is None:
         return None
-    idle = now_utc(now) - time_key(session.updated)
+    idle = now_utc(now) - time_key(session.idle_since)
     target = "core" if core_days and idle >= timedelta(days=core_days) else \
         "summary" if summary_days and idle >= timedelta(days=summary_days) else None
     if target is None:

@@ -330,9 +330,11 @@ class Sessions:
 
     def create(self, *, session_id: str | None = None, title: str | None = None, system: str | None = None,
                user: str | None = None, tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
-               now: datetime | None = None, messages: Sequence[SessionMessage] = ()) -> Session:
+               now: datetime | None = None, messages: Sequence[SessionMessage] = (),
+               imported: datetime | None = None) -> Session:
         """Create ``sessions/<day>-<id>.md`` atomically (never replacing a file), holding
-        ``messages`` from the start (an import: a kill leaves no session or the whole one).
+        ``messages`` from the start (an import: a kill leaves no session or the whole one);
+        ``imported``: when it was imported (the header's ``imported:``, where idleness starts).
 
         :raises InvalidValue: a bad id; SessionConflict: the id is taken.
         """
@@ -363,7 +365,8 @@ class Sessions:
                 pass
             path = folder / f"{when.date().isoformat()}-{sid}.md"
             text = render_header(sid, format_time(when), title=title, system=system, user=user, tags=tags,
-                                 metadata=metadata) + "".join(render_message(m) for m in messages)
+                                 metadata=metadata, imported=format_time(imported) if imported else None
+                                 ) + "".join(render_message(m) for m in messages)
             if _create_exclusive(path, text.encode("utf-8", errors="surrogatepass")):
                 return parse_session(text, self.rel(path), sid)
             if given:
@@ -533,8 +536,8 @@ class Sessions:
 
     def prune(self, days: int | None = None, *, delete: bool = False, dry_run: bool = False,
               now: datetime | None = None) -> PruneReport:
-        """Archive (move to ``sessions/archive/``) or delete the sessions whose last message is
-        older than ``days`` (default: memkit.yaml's ``expire: conversation``, 30 days; ``never``
+        """Archive (move to ``sessions/archive/``) or delete the sessions idle (their last
+        message, or their import when later: :attr:`Session.idle_since`) for longer than ``days`` (default: memkit.yaml's ``expire: conversation``, 30 days; ``never``
         prunes nothing)."""
         if days is None:
             days = self.config.expire.get("conversation")
@@ -545,7 +548,7 @@ class Sessions:
             raise InvalidValue(f"days must be 0 or more, got {days}")
         cutoff = now_utc(now) - timedelta(days=days)
         for path, session in self.each("not pruned"):
-            if time_key(session.updated) >= cutoff:
+            if time_key(session.idle_since) >= cutoff:
                 continue
             info = session.info(path.stat().st_size)
             if not dry_run:

@@ -139,6 +139,7 @@ def age_sessions(sessions: Sessions, llm: LLM | None, *, now: datetime, summary_
     :param lock: held around each rewrite (the vault's write lock), not while the LLM works.
     """
     report = AgingReport(llm=llm is not None)
+    sessions.sweep_temp()  # what a compression killed mid-write left (raw/ included)
     for path, session in sessions.each("not aged"):
         stage = due_stage(session, now, summary_days, core_days)
         if stage is None:

@@ -23,12 +23,14 @@ import logging
 import os
 import secrets
 import stat
+import time
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..base.fsutil import (
+    TEMP_RE,
     FileChanged,
     NotRegularFile,
     append_guarded,
@@ -498,6 +500,28 @@ class Sessions:
         except OSError as exc:
             raise describe_os_error(exc, self.rel(raw)) from exc
         return raw
+
+    def sweep_temp(self, older_than_s: float = 3600.0) -> list[str]:
+        """Remove the temp files a killed writer left in ``sessions/``, ``sessions/archive/`` and
+        ``sessions/archive/raw/`` (memkit's own ``.NAME.md.XXXXXXXX.tmp``, older than
+        ``older_than_s``: a live writer's is seconds old); never through a link out of the vault.
+        Returns what was removed, relative to the vault."""
+        gone: builtins.list[str] = []
+        limit = time.time() - older_than_s
+        for folder in (self.dir, self.archive_dir, self.archive_dir / RAW_DIR):
+            if not folder.is_dir() or self._outside(folder):
+                continue
+            for entry in os.scandir(folder):
+                m = TEMP_RE.match(entry.name)
+                if not m or ".md" not in m.group(1) or not entry.is_file(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_mtime < limit:
+                        os.unlink(entry.path)
+                        gone.append(self.rel(Path(entry.path)))
+        for rel in gone:
+            log.info("%s: a temp file a killed writer left; removed", rel)
+        return gone
 
     def load_raw(self, session: str) -> Session:
         """A session's whole conversation: once it aged, its raw file's messages and those saved

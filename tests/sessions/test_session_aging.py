@@ -301,3 +301,26 @@ def test_an_imported_old_history_is_idle_from_its_import_not_from_its_messages_d
         assert job(v, T0 + timedelta(days=1), "session-prune").did == "no session idle over 30 days"
         assert path.exists() and not (v.root / "sessions" / "archive" / path.name).exists()
         assert v.conversations.prune(now=T0 + timedelta(days=31)).sessions[0].id == "old-trip"
+
+
+def test_a_temp_file_a_killed_compression_left_in_raw_is_swept(tmp_path):
+    """Issue 41 item 17: a writer killed between its temp file and the rename left
+    `.NAME.md.XXXXXXXX.tmp` in sessions/archive/raw/ for good; the next aging removes it (an
+    hour old: a live writer's is seconds old) and leaves everything else alone."""
+    import os
+    import time
+
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake)
+        chat(v)
+        raw = v.root / "sessions" / "archive" / "raw"
+        raw.mkdir(parents=True)
+        stale, fresh, other = (raw / ".2026-11-24-lisbon.md.3fa9c1d2.tmp", v.root / "sessions" / ".x.md.ab12cd34.tmp",
+                               raw / "notes.tmp")
+        for path in (stale, fresh, other):
+            path.write_text("half a write")
+        os.utime(stale, (time.time() - 7200, time.time() - 7200))
+        os.utime(other, (time.time() - 7200, time.time() - 7200))
+        job(v, T0 + timedelta(days=4))
+        assert not stale.exists() and fresh.exists() and other.exists()
+        assert sorted(p.name for p in raw.iterdir()) == ["2026-11-24-lisbon.md", "notes.tmp"]

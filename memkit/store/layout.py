@@ -162,8 +162,8 @@ class VaultFiles:
             try:
                 same = [e.name for e in os.scandir(self.topics_dir) if e.name.endswith(".md")
                         and e.name != path.name and not is_canonical(e.name[:-3])
-                        and check_topic_name(e.name[:-3]) == canonical]
-            except (OSError, MemkitError):
+                        and _canonical_or_none(e.name[:-3]) == canonical]
+            except OSError:
                 same = []
             if len(same) == 1:
                 return self.topics_dir / same[0]
@@ -356,3 +356,11 @@ class VaultFiles:
             raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
         return path.resolve()
 
+
+def _canonical_or_none(stem: str) -> str | None:
+    """The canonical name of a file's stem a person chose; None where it has none (``сooking``,
+    with a Cyrillic letter: never taken for ``cooking``)."""
+    try:
+        return check_topic_name(stem)
+    except MemkitError:
+        return None

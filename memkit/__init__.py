@@ -10,8 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import moved
-
 if TYPE_CHECKING:  # what the names below are, for type checkers; at run time each loads when first used
     from .config import Config, load_config
     from .context import Context, Why
@@ -43,8 +41,8 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time ea
     from .search import Hit
     from .sessions import Conversations, SessionHit, Window
     from .split import SplitPart, SplitPlan
-    from .store import TopicInfo
-    from .upkeep import ChangeReport, CheckReport, Finding, FollowUp, HistoryStep, TidyReport
+    from .store import Facts, TopicInfo
+    from .upkeep import ChangeReport, CheckReport, Finding, FollowUp, HistoryStep, TidyReport, Upkeep
     from .vault import Vault, find_vault
 
 #: where each public name lives: ``import memkit`` loads nothing else, and ``from memkit import Vault``
@@ -73,6 +71,8 @@ _WHERE = {
     "LLM": ".llm",
     "TextChat": ".llm",
     "Conversations": ".sessions",
+    "Facts": ".store",
+    "Upkeep": ".upkeep",
     "CheckReport": ".upkeep",
     "Finding": ".upkeep",
     "Context": ".context",
@@ -104,8 +104,6 @@ _WHERE = {
 
 __version__ = "0.1.0"
 
-moved.install()  # memkit 0.1's flat module paths (memkit.topic, memkit.cli…) still import, deprecated
-
 __all__ = [
     "Vault",
     "find_vault",
@@ -121,6 +119,8 @@ __all__ = [
     "InboxResult",
     "Captured",
     "Conversations",
+    "Facts",
+    "Upkeep",
     "IndexReport",
     "SplitPlan",
     "SplitPart",

@@ -2,10 +2,13 @@
 
 ``Vault`` composes and delegates: the files to :class:`memkit.store.Store`, the embedder chosen
 by :func:`memkit.embeddings.make_embedder`, the index and ranking to :class:`memkit.search.Searcher`,
-the conversations to ``vault.conversations`` (:class:`memkit.sessions.Conversations`), the servers'
-hooks to ``vault.frontend_internals`` (:class:`memkit.search.Serving`, not library API), and the
-flows to memkit.split (an add), memkit.digest, memkit.upkeep and memkit.context. The model is
-loaded on first use and kept for the life of the object. The 0.1 names of what moved are in :mod:`memkit.vault_aliases`.
+the conversations to ``vault.conversations`` (:class:`memkit.sessions.Conversations`), the keyed
+facts and people to ``vault.facts`` (:class:`memkit.store.Facts`), memory that ages to
+``vault.upkeep`` (:class:`memkit.upkeep.Upkeep`), the servers' hooks to ``vault.frontend_internals``
+(:class:`memkit.search.Serving`, not library API), and the flows to memkit.split (an add),
+memkit.digest and memkit.context. What every service is handed is one
+:class:`memkit.runtime.Runtime` (the store, the embedder, a lazy searcher, the LLM factory, the
+write hooks), built here. The model is loaded on first use and kept for the life of the object.
 """
 from __future__ import annotations
 
@@ -13,10 +16,10 @@ import importlib
 import os
 from datetime import date, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Literal, Mapping, Sequence, overload
 
 from .config import Config, load_config, resolve_model
-from .embeddings import Embedder, complete, make_embedder
+from .embeddings import Embedder, complete
 from .errors import MemkitError
 from .formats.lifecycle import parse_day, with_dates
 from .formats.names import is_topic_filename
@@ -24,20 +27,18 @@ from .formats.recent import RecentTopic, relative_time
 from .formats.topic import Entry, Topic
 from .index import Index, IndexReport, Progress
 from .llm import LLMChoice
+from .runtime import Runtime
 from .search import Hit, Mode, Searcher, Serving, Threshold
-from .store import Store, TopicInfo, find_vault
-from .vault_aliases import VaultAliases
-from .vault_facts import VaultFacts
+from .store import Facts, Store, TopicInfo, find_vault
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
-    from .context import Context, Nudge
-    from .digest import Captured, DigestReport, InboxResult
+    from .context import Context, Nudge, Why
+    from .digest import Captured, DigestReport
     from .formats.session import PruneReport, Session, SessionInfo, SessionMessage
     from .git import GitSetup, merge_files
-    from .llm import LLM
     from .sessions import Conversations, Imported, SessionHit, Window
     from .split import SplitPlan
-    from .upkeep import ChangeReport, CheckReport, FollowUp, HistoryStep, TidyReport, UpkeepReport
+    from .upkeep import CheckReport, Upkeep
 
 __all__ = ["Vault", "find_vault", "LLMChoice",
            # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
@@ -59,8 +60,13 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
-class Vault(VaultAliases, VaultFacts):
+class Vault:
     """A memkit vault on disk: ``Vault("~/memory").search("what rice do I use")``.
+
+    Its verbs read and write memories (``add``, ``search``, ``context``, ``digest``…); the groups
+    of verbs are objects it hands out, as ``sqlite_utils.Database`` hands out tables:
+    ``vault.conversations`` (the sessions), ``vault.facts`` (keyed facts and people),
+    ``vault.upkeep`` (memory that ages: tidy, follow-ups, history, compaction, the scheduled jobs).
 
     :param path: the vault folder (must exist; see :meth:`init` to create one).
     :param config: settings to use instead of reading memkit.yaml.
@@ -78,9 +84,10 @@ class Vault(VaultAliases, VaultFacts):
         env = os.environ if env is None else env
         #: the model id or folder in use (the injected embedder's name, if one was given)
         self.model = embedder.name if embedder is not None else resolve_model(model, self.config, env)
-        self._embedder = complete(embedder) if embedder is not None else None
-        self._searcher: Searcher | None = None
+        self._rt = Runtime(self.store, self.model, complete(embedder) if embedder is not None else None)
         self._conversations: Conversations | None = None
+        self._facts: Facts | None = None
+        self._upkeep: Upkeep | None = None
         self._serving: Serving | None = None
 
     def __repr__(self) -> str:
@@ -109,9 +116,58 @@ class Vault(VaultAliases, VaultFacts):
     def topics_dir(self) -> Path:
         return self.store.topics_dir
 
-    def ensure_topics_dir(self) -> Path:
-        """Create topics/ if it is missing; returns it. :raises MemkitError: it cannot be created."""
-        return self.store.ensure_topics_dir()
+    # ---- the objects it hands out ----------------------------------------------------------------------
+    @property
+    def conversations(self) -> Conversations:
+        """The vault's conversation sessions (``sessions/``) and their verbs: ``new``, ``append``,
+        ``list``, ``show``, ``window``, ``search``, ``digest``, ``export``, ``import_``, ``delete``,
+        ``prune`` (see :class:`memkit.sessions.Conversations`)."""
+        from .sessions import Conversations
+        if self._conversations is None:
+            rt = self._rt
+            self._conversations = Conversations(
+                self.store, llm=rt.llm, embedder=lambda: rt.embedder,
+                digest=lambda text, name, llm, dry_run: self.digest(text=text, name=name, llm=llm, dry_run=dry_run))
+        return self._conversations
+
+    @property
+    def facts(self) -> Facts:
+        """Keyed facts and people (:class:`memkit.store.Facts`): ``set``, ``get``, ``all``,
+        ``history``, ``people``, ``add_person``."""
+        if self._facts is None:
+            self._facts = Facts(self.store, self._rt.wrote)
+        return self._facts
+
+    @property
+    def upkeep(self) -> Upkeep:
+        """Memory that ages (:class:`memkit.upkeep.Upkeep`): ``tidy``, ``pending``, ``done``,
+        ``history``, ``git_history``, ``compact``, ``distill``, ``stats``, ``waiting_transcripts``,
+        ``process_inbox``, ``run`` (every scheduled job once) and ``due``."""
+        from .upkeep import Upkeep
+        if self._upkeep is None:
+            self._upkeep = Upkeep(self._rt)
+        return self._upkeep
+
+    @property
+    def frontend_internals(self) -> Serving:
+        """Internal, not library API: what only memkit's long-running front ends (``memkit serve``,
+        ``mcp``, ``watch``) need (:class:`memkit.search.Serving`); its names may change in any release."""
+        if self._serving is None:
+            rt = self._rt
+            self._serving = Serving(self.store, lambda: rt.searcher, lambda: rt.embedder)
+        return self._serving
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding model, chosen once (:func:`memkit.embeddings.make_embedder`): located at
+        once, loaded on its first use, so what needs no vectors (lexical search, show, add…) never
+        loads it; a model that cannot be found: words only, with a warning."""
+        return self._rt.embedder
+
+    @property
+    def searcher(self) -> Searcher:
+        """The vault's index and ranker (loads the model on first use)."""
+        return self._rt.searcher
 
     # ---- reading -----------------------------------------------------------------------------------
     def topics(self) -> list[TopicInfo]:
@@ -119,36 +175,17 @@ class Vault(VaultAliases, VaultFacts):
         return self.store.topics()
 
     def topic(self, name: str) -> Topic:
-        """One topic, parsed. :raises TopicNotFound: no such topic."""
+        """One topic, parsed. :raises TopicNotFound: no such topic (``vault.store.show_topic``
+        answers for one split away)."""
         return self.store.topic(name)
 
-    def show_topic(self, name: str) -> dict[str, Any]:
-        """A topic as the front ends show it (name, title, summary, file, entries, ``split_into``); one
-        split away: ``name`` and ``split_into`` only. :raises TopicNotFound: neither."""
-        return self.store.show_topic(name)
-
     def entries(self, topic: str | None = None) -> list[Entry]:
-        """Every entry of the vault, or of one topic."""
+        """Every entry of the vault, or of one topic (``vault.store.find`` finds one by id or text)."""
         return self.store.entries(topic)
 
-    def find(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> Entry:
-        """The one entry whose id starts with ``ref`` or whose text contains ``match``.
-
-        :raises EntryNotFound: when none or several match (the message lists them).
-        """
-        return self.store.find(ref, match=match, topic=topic)
-
-    def recent(self) -> list[RecentTopic]:
-        """The lines of index.txt (recent topics), newest first."""
-        return self.store.index_txt.read()
-
-    def rebuild_recent(self) -> list[RecentTopic]:
-        """Regenerate index.txt from the topic files."""
-        return self.store.index_txt.rebuild(self.store.iter_topics())
-
-    def subtopics(self, parent: str) -> list[str]:
-        """The topics a split made of ``parent`` (their frontmatter says ``parent: NAME``)."""
-        return self.store.subtopics(parent)
+    def recent(self, *, rebuild: bool = False) -> list[RecentTopic]:
+        """The lines of index.txt (recent topics), newest first; ``rebuild``: made anew from the topic files."""
+        return self.store.index_txt.rebuild(self.store.iter_topics()) if rebuild else self.store.index_txt.read()
 
     def check(self, *, fix: bool = False) -> CheckReport:
         """Every problem in the vault with file and line (see :mod:`memkit.upkeep.check`); ``fix``
@@ -165,100 +202,19 @@ class Vault(VaultAliases, VaultFacts):
         from .git import git_setup
         return git_setup(self.store)
 
-    # ---- memory that ages (see memkit.upkeep.upkeep) ------------------------------------------------------
-    def tidy(self, *, dry_run: bool = False, today: date | None = None) -> TidyReport:
-        """Move expired entries (their ``(until DATE)`` or their kind's lifetime) to archive.md."""
-        from .upkeep import tidy
-        report = tidy(self.store, today=today, dry_run=dry_run)
-        if not dry_run:
-            self.changed()
-        return report
+    def why(self, ref: str) -> Why:
+        """Where a memory came from: the conversation its ``(from …)`` marker names (a session, an aged
+        session's raw archive, a transcript in inbox/done/) and the lines of it that say the memory
+        (see :mod:`memkit.context.provenance`; ``ref``: its id, current or archived).
 
-    def edit(self, ref: str | None, text: str, *, match: str | None = None, topic: str | None = None) -> Entry:
-        """Replace an entry where it stands; the old line goes to archive.md pointing at the new
-        one (see :meth:`history`). Returns the new entry."""
-        from .upkeep import edit_entry
-        entry = edit_entry(self.store, self.store.find(ref, match=match, topic=topic), text)
-        self._wrote(entry.topic)
-        return entry
-
-    def history(self, ref: str) -> list[HistoryStep]:
-        """Every version of an entry, oldest first (``ref``: the id of any version)."""
-        from .upkeep import history
-        return history(self.store, ref)
-
-    def git_history(self, step: HistoryStep) -> list[str]:
-        """``git log`` lines of the commits that added or removed a version's text (when the vault
-        is a git repository)."""
-        from .upkeep import git_log
-        return git_log(self.store, step.text, step.topic)
-
-    def pending(self, *, today: date | None = None) -> list[FollowUp]:
-        """The follow-ups (kind ``pending``), most urgent first."""
-        from .upkeep import pending
-        return pending(self.store, today=today)
-
-    def proactive(self, *, now: datetime | None = None, last_conversation: datetime | None = None,
-                  llm: LLMChoice = "auto") -> Nudge:
-        """Whether now is a good moment to bring up a follow-up, which, and how (see
-        :func:`memkit.context.nudge.proactive`): quiet hours, the time since the last conversation,
-        due and urgent follow-ups; with an LLM, a drafted opening line."""
-        from .context import proactive
-        return proactive(self.store, self._llm(llm), now=now, last_conversation=last_conversation)
-
-    def done(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None) -> Entry:
-        """Archive a follow-up as resolved (``done``); returns it."""
-        from .upkeep import done
-        entry = done(self.store, self.store.find(ref, match=match, topic=topic))
-        self._wrote(entry.topic)
-        return entry
-
-    def stats(self) -> dict[str, Any]:
-        """Counts: entries per topic and kind, follow-ups, expired entries, archive, index, inbox."""
-        from .upkeep import stats
-        return stats(self.store, self.searcher)
-
-    def compact(self, topic: str, *, before: date, llm: LLMChoice = "auto", dry_run: bool = False) -> ChangeReport:
-        """Condense ``topic``'s entries dated before ``before`` into fewer, denser ones (LLM)."""
-        from .upkeep import compact
-        report = compact(self.store, self._llm(llm), topic, before=before, dry_run=dry_run)
-        if not dry_run:
-            self.changed()
-        return report
-
-    def distill(self, *, llm: LLMChoice = "auto", dry_run: bool = False, proposed: bool = False) -> ChangeReport:
-        """Rewrite the pinned profile from the vault's durable entries (LLM).
-
-        :param proposed: write the rewrite `memkit upkeep` proposed instead (as reviewed: no LLM
-            call; the proposal goes once written).
-        """
-        from .upkeep import apply_proposal, distill
-        report = apply_proposal(self.store, dry_run=dry_run) if proposed else \
-            distill(self.store, self._llm(llm), dry_run=dry_run)
-        if not dry_run:
-            self.changed()
-        return report
-
-    def upkeep(self, *, now: datetime | None = None, llm: LLMChoice = "auto") -> UpkeepReport:
-        """Run every scheduled job once: expiry tidy, sessions digested every
-        ``digest_every_messages``, conversations aged (summary, core) and pruned, the profile's
-        re-distillation when due (see :mod:`memkit.upkeep.schedule`)."""
-        from .upkeep import run_upkeep
-        client = self._llm(llm)
-        report = run_upkeep(self.store, client, now=now,
-                            digest=lambda text, name: self.digest_text(text, name=name, llm=client))
-        if any(j.changed for j in report.jobs):
-            self.changed()
-        return report
-
-    def upkeep_due(self, now: datetime | None = None) -> bool:
-        """Whether the daily upkeep is due (not run today, and ``upkeep_hour`` has come)."""
-        from .upkeep import upkeep_due
-        return upkeep_due(self.store, now or datetime.now())
+        :raises EntryNotFound: no such entry. :raises ProvenanceNotFound: it names no conversation,
+            or that conversation is gone."""
+        from .context import why
+        return why(self.store, ref)
 
     # ---- writing -----------------------------------------------------------------------------------
     def add(self, text: str, *, topic: str | None = None, kind: str | None = None, tags: Sequence[str] = (),
-            due: date | None = None, until: date | None = None, when: datetime | None = None,
+            due: str | date | None = None, until: str | date | None = None, when: datetime | None = None,
             split: bool = True, allow_duplicate: bool = False) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; updates index.txt. A topic pushed past ``topic_split_threshold_lines`` is
@@ -268,31 +224,43 @@ class Vault(VaultAliases, VaultFacts):
         (the entry returned says where; see :mod:`memkit.split.adding`).
 
         ``due``: a follow-up due that day (``(due DATE)``, kind ``pending`` unless one is given);
-        ``until``: the memory expires after that day (``(until DATE)``; not in the past). The topic's
-        entry of the same text (its date aside) is returned unwritten (``.duplicate``) unless ``allow_duplicate``.
+        ``until``: the memory expires after that day (``(until DATE)``; not in the past); each a
+        date or ``YYYY-MM-DD``. The topic's entry of the same text (its date aside) is returned
+        unwritten (``.duplicate``) unless ``allow_duplicate``.
 
-        :raises MemkitError: empty text, a bad kind or tag, ``until`` in the past; TopicNameError: a
-            bad topic name.
+        :raises MemkitError: empty text, a bad kind, tag or date, ``until`` in the past;
+            TopicNameError: a bad topic name.
         """
         from .split import add_entry
-        text, kind = with_dates(text, kind, due=due, until=until)
-        return add_entry(self.store, lambda: self.searcher, text, topic=topic, kind=kind, tags=tags, when=when,
-                         split=split, allow_duplicate=allow_duplicate, wrote=self._wrote)
+        text, kind = with_dates(text, kind, due=_day(due, "due"), until=_day(until, "until"))
+        rt = self._rt
+        return add_entry(self.store, lambda: rt.searcher, text, topic=topic, kind=kind, tags=tags, when=when,
+                         split=split, allow_duplicate=allow_duplicate, wrote=rt.wrote)
 
-    def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
-               reason: str = "forgotten") -> Entry:
-        """Remove one entry (by id prefix or text) and keep it in archive.md; returns it (with the
-        line it had). An entry written twice (a merge can leave that) loses its last occurrence."""
-        (entry,) = self.store.forget(ref, match=match, topic=topic, reason=reason)
-        self._wrote(entry.topic)
+    def edit(self, ref: str | None, text: str, *, match: str | None = None, topic: str | None = None) -> Entry:
+        """Replace an entry where it stands; the old line goes to archive.md pointing at the new
+        one (see ``vault.upkeep.history``). Returns the new entry."""
+        from .upkeep import edit_entry
+        entry = edit_entry(self.store, self.store.find(ref, match=match, topic=topic), text)
+        self._rt.wrote(entry.topic)
         return entry
 
-    def forget_every(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
-                     reason: str = "forgotten") -> list[Entry]:
-        """Like :meth:`forget`, removing every occurrence of the entry; returns them."""
-        entries = self.store.forget(ref, match=match, topic=topic, reason=reason, every=True)
-        self._wrote(entries[0].topic)
-        return entries
+    @overload
+    def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
+               reason: str = "forgotten", every: Literal[False] = False) -> Entry: ...
+
+    @overload
+    def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
+               reason: str = "forgotten", every: Literal[True]) -> list[Entry]: ...
+
+    def forget(self, ref: str | None = None, *, match: str | None = None, topic: str | None = None,
+               reason: str = "forgotten", every: bool = False) -> Entry | list[Entry]:
+        """Remove one entry (by id prefix or text) and keep it in archive.md; returns it (with the
+        line it had). An entry written twice (a merge can leave that) loses its last occurrence;
+        ``every``: every occurrence, returned as a list."""
+        entries = self.store.forget(ref, match=match, topic=topic, reason=reason, every=every)
+        self._rt.wrote(entries[0].topic)
+        return entries if every else entries[0]
 
     def capture(self, *, path: str | os.PathLike[str] | None = None, stdin: bytes | IO[bytes] | None = None,
                 session: str | None = None, now: bool = False, llm: LLMChoice = "auto",
@@ -309,7 +277,7 @@ class Vault(VaultAliases, VaultFacts):
             the new messages.
         """
         from .digest import capture as capture_conversation
-        client = self._llm(llm) if now else None
+        client = self._rt.llm(llm) if now else None
         if now and client is None:
             raise MemkitError("--now needs an LLM: set `llm:` in memkit.yaml, or capture without --now "
                               "and let `memkit watch` digest the inbox")
@@ -324,47 +292,9 @@ class Vault(VaultAliases, VaultFacts):
         """Say the files were just written (by this object, or by another one in this process,
         such as a second Vault that digested): the next search re-checks them at once instead
         of up to 1 s later."""
-        if self._searcher is not None:
-            self._searcher.changed()
-
-    def _wrote(self, topic: str, path: Path | None = None, parsed: Topic | None = None) -> None:
-        """This object just wrote one topic file (``path``, when known): index that file now (not
-        the whole vault), so a search finds it at once and a long-running process (the MCP server)
-        stays fast. Nothing is done before the first search (the model is not loaded for a write)."""
-        if self._searcher is not None:
-            self._searcher.wrote(path if path is not None else self.store.topic_path(topic), parsed)
-
-    # ---- conversation sessions: vault.conversations (memkit.sessions.Conversations) -------------------
-    @property
-    def conversations(self) -> Conversations:
-        """The vault's conversation sessions (``sessions/``) and their verbs: ``new``, ``append``,
-        ``list``, ``show``, ``window``, ``search``, ``digest``, ``export``, ``import_``, ``delete``,
-        ``prune`` (see :class:`memkit.sessions.Conversations`; their 0.1 names, ``create_session``…:
-        :mod:`memkit.vault_aliases`)."""
-        from .sessions import Conversations
-        if self._conversations is None:
-            self._conversations = Conversations(
-                self.store, llm=self._llm, embedder=lambda: self.embedder,
-                digest=lambda text, name, llm, dry_run: self.digest_text(text, name=name, llm=llm, dry_run=dry_run))
-        return self._conversations
+        self._rt.changed()
 
     # ---- index and search -----------------------------------------------------------------------------
-    @property
-    def embedder(self) -> Embedder:
-        """The embedding model, chosen once (:func:`memkit.embeddings.make_embedder`): located at
-        once, loaded on its first use, so what needs no vectors (lexical search, show, add…) never
-        loads it; a model that cannot be found: words only, with a warning."""
-        if self._embedder is None:
-            self._embedder = make_embedder(self.model, self.config, self.store.warn_once)
-        return self._embedder
-
-    @property
-    def searcher(self) -> Searcher:
-        """The vault's index and ranker (loads the model on first use)."""
-        if self._searcher is None:
-            self._searcher = Searcher(self.store, Index(self.store, self.embedder))
-        return self._searcher
-
     def index(self, *, full: bool = False, progress: Progress | None = None,
               judge_progress: Progress | None = None, judge: bool = True) -> IndexReport:
         """Bring the embedding sidecar up to date with the topic files, then store the judge's
@@ -384,13 +314,13 @@ class Vault(VaultAliases, VaultFacts):
     def search(self, query: str, *, k: int | None = None, threshold: Threshold = "auto", topic: str | None = None,
                kind: str | None = None, tag: str | None = None, since: str | date | None = None,
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
-               min_importance: float | None = None, judge: bool | None = None, private: bool = True,
-               person: str | None = None, relation: str | None = None,
+               min_importance: float | None = None, judge: bool | None = None, fast: bool = False,
+               private: bool = True, person: str | None = None, relation: str | None = None,
                where: Mapping[str, str] | Sequence[str] | None = None) -> list[Hit]:
         """Hybrid lexical + vector search: the ``k`` best entries for ``query`` (default
         ``max_memories_per_search``) that pass ``threshold`` and the filters (``topic`` and its
         subtopics, ``kind``, ``tag``, ``since``, ``min_importance``), re-scored by the judge unless
-        ``judge=False``; when none passes, up to ``weak`` close ones marked ``confident=False``.
+        ``judge=False`` or ``fast``; when none passes, up to ``weak`` close ones marked ``confident=False``.
         ``person`` (a name or @handle of people.md, ``me``), ``relation`` (family, self…) and ``where``
         (``{"city": "Porto"}`` or ``["city=Porto"]``) filter on who and what an entry is about.
         Each parameter: :meth:`memkit.search.Searcher.search` (the query is checked once, a
@@ -398,102 +328,72 @@ class Vault(VaultAliases, VaultFacts):
         ``topic`` names them (what the servers do: docs/privacy.md)."""
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
                                     since=since, mode=mode, refresh=refresh, weak=weak,
-                                    min_importance=min_importance, judge=judge, private=private, person=person,
-                                    relation=relation, where=where)
+                                    min_importance=min_importance, judge=False if fast else judge, private=private,
+                                    person=person, relation=relation, where=where)
 
     # ---- the flows ----------------------------------------------------------------------------------
-    def waiting_transcripts(self) -> list[Path]:
-        """The transcripts in inbox/ waiting for a digest."""
-        return self.store.inbox.waiting()
-
-    def llm(self) -> LLM | None:
-        """The LLM configured under ``llm:`` in memkit.yaml, or None (see :mod:`memkit.llm.client`)."""
-        return self._llm("auto")
-
-    def _llm(self, choice: LLMChoice) -> LLM | None:  # either way its requests are redacted (docs/privacy.md)
-        from .llm import choose
-        return choose(choice, self.config.llm, self.config.redact.rules)
-
-    def private_topics(self) -> list[str]:
-        """Topics with ``private: true``: what the servers list and find leaves them out (docs/privacy.md)."""
-        return self.store.private_topics()
-
     def context(self, message: str, *, session: str | None = None, budget_tokens: int = 2000,
-                now: datetime | None = None, clear: bool = False, markers: bool = False) -> Context:
+                now: datetime | None = None, reset: bool = False, clear: bool = False,
+                markers: bool = False) -> Context:
         """The memory block for an assistant's system prompt, for the user's ``message``.
 
         :param message: the user's latest message (may be empty; never saved here: ``conversations.append``).
         :param session: a conversation session's id (started if new): its last turns join the block, memories
-            accumulate across calls that share it; ``clear`` ends its window first. ``now``: default now.
+            accumulate across calls that share it; ``reset`` forgets what it accumulated (its memories
+            and topic) first, ``clear`` ends its window first. ``now``: default now.
         :param budget_tokens: the most the block may take (~4 characters a token); ``markers``: show markers."""
-        from .context import build_context
+        from .context import build_context, reset_session
+        if reset and session:
+            reset_session(self.store, session)
         return build_context(self.searcher, message, session=session, budget_tokens=budget_tokens, now=now,
                              conversations=self.conversations if session else None, clear=clear, markers=markers)
 
-    def reset_session(self, session: str) -> None:
-        """Forget a context session's accumulated memories and topic."""
-        from .context import reset_session
-        reset_session(self.store, session)
+    def proactive(self, *, now: datetime | None = None, last_conversation: datetime | None = None,
+                  llm: LLMChoice = "auto") -> Nudge:
+        """Whether now is a good moment to bring up a follow-up, which, and how (see
+        :func:`memkit.context.nudge.proactive`): quiet hours, the time since the last conversation,
+        due and urgent follow-ups; with an LLM, a drafted opening line."""
+        from .context import proactive
+        return proactive(self.store, self._rt.llm(llm), now=now, last_conversation=last_conversation)
 
-    def digest(self, transcript: str | os.PathLike[str], *, llm: LLMChoice = "auto",
-               dry_run: bool = False, force: bool = False, allow_many_supersedes: bool = False) -> DigestReport:
-        """Digest a transcript file into memory entries (see :mod:`memkit.digest.digest`).
+    def digest(self, transcript: str | os.PathLike[str] | None = None, *, text: str | None = None,
+               name: str = "transcript", llm: LLMChoice = "auto", dry_run: bool = False, force: bool = False,
+               allow_many_supersedes: bool = False) -> DigestReport:
+        """Digest a transcript file, or a conversation given as ``text``, into memory entries (see
+        :mod:`memkit.digest.digest`).
 
-        :param transcript: ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL.
+        :param transcript: ``Speaker: text`` lines, a JSON list of ``{role, content}``, or JSONL;
+            :param text: the same, as text (``name``: how reports and errors call it).
         :param llm: ``"auto"``: the LLM configured in memkit.yaml; or an LLM client (None fails).
-        :param dry_run: only compute the change (``report.diff``); ``force``: read it all again;
+        :param dry_run: only compute the change (``report.diff``); ``force``: read the file all again;
             ``allow_many_supersedes``: archive over 3 outdated entries (else TooManySupersedes)."""
-        from .digest import digest_file
+        from .digest import digest_file, digest_text
+        client = self._rt.llm(llm)
         try:
-            return digest_file(self.searcher, transcript, self._llm(llm), dry_run=dry_run, force=force,
+            if text is not None:
+                return digest_text(self.searcher, text, client, name=name, dry_run=dry_run)
+            if transcript is None:
+                raise MemkitError("digest: give a transcript file or its text")
+            return digest_file(self.searcher, transcript, client, dry_run=dry_run, force=force,
                                allow_many_supersedes=allow_many_supersedes)
-        finally:
-            self.changed()
-
-    def digest_text(self, text: str, *, name: str = "transcript", llm: LLMChoice = "auto",
-                    dry_run: bool = False) -> DigestReport:
-        """Digest a conversation given as text (any format :meth:`digest` reads); ``name`` is how
-        reports and errors call it."""
-        from .digest import digest_text
-        try:
-            return digest_text(self.searcher, text, self._llm(llm), name=name, dry_run=dry_run)
-        finally:
-            self.changed()
-
-    def process_inbox(self, *, llm: LLMChoice = "auto") -> list[InboxResult]:
-        """Digest the transcripts in inbox/ that have been idle for ``session_timeout_minutes``
-        (``llm`` as for :meth:`digest`)."""
-        from .digest import process_inbox
-        try:
-            return process_inbox(self.searcher, self._llm(llm))
         finally:
             self.changed()
 
     def split(self, topic: str, *, llm: LLMChoice = "auto", dry_run: bool = False, min_part: int = 5,
               max_parts: int | None = None) -> SplitPlan:
         """Split ``topic`` into subtopics (see :mod:`memkit.split.split`); ``dry_run`` only plans it
-        (:meth:`split_diff` shows it).
+        (``plan.diff(vault.store)`` shows it, as ``memkit split --dry-run`` prints it).
 
         :param llm: names the parts: ``"auto"`` the LLM configured in memkit.yaml, None none (the
             parts are named from their own words), or an LLM client.
         """
         from .split import split_topic
-        plan = split_topic(self.searcher, topic, llm=self._llm(llm), dry_run=dry_run, min_part=min_part,
+        plan = split_topic(self.searcher, topic, llm=self._rt.llm(llm), dry_run=dry_run, min_part=min_part,
                            max_parts=max_parts)
         self.changed()
         return plan
 
-    def split_diff(self, plan: SplitPlan) -> str:
-        """A unified diff of every file ``plan`` writes or removes (index.txt included), as
-        ``memkit split --dry-run`` prints it."""
-        return plan.diff(self.store)
 
-    # ---- for memkit's own long-running front ends (memkit serve, mcp, watch) -----------------------------
-    @property
-    def frontend_internals(self) -> Serving:
-        """Internal, not library API: what only memkit's long-running front ends (``memkit serve``,
-        ``mcp``, ``watch``) need (:class:`memkit.search.Serving`); its names may change in any
-        release. Its earlier names (``vault.serving``, ``vault.open_index()``…): :mod:`memkit.vault_aliases`."""
-        if self._serving is None:
-            self._serving = Serving(self.store, lambda: self.searcher, lambda: self.embedder)
-        return self._serving
+def _day(value: str | date | None, what: str) -> date | None:
+    """A day given as a date or ``YYYY-MM-DD``. :raises InvalidValue: naming ``what``."""
+    return value if value is None or isinstance(value, date) else parse_day(value, what)

@@ -171,4 +171,4 @@ def test_sample_vault_loads_clean(tmp_path, caplog):
     lines = (copy / "index.txt").read_text().splitlines()
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\|[a-z0-9-]+\|.*", line) for line in lines)
     before = [(r.topic, r.updated) for r in v.recent()]
-    assert [(r.topic, r.updated) for r in v.rebuild_recent()] == before
+    assert [(r.topic, r.updated) for r in v.recent(rebuild=True)] == before

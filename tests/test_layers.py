@@ -87,8 +87,8 @@ LAZY_MODULES = {
                  ".sessions", ".split", ".upkeep"},
     # moved out of vault.py with the flows they serve (issue 28.2), lazy as they were there:
     "embeddings/choice.py": {".remote"},  # the embedding server's client (urllib, http.client): only for a server
-    "split/adding.py": {".split"},  # the clustering: only when an add pushes a topic past the threshold
-    "vault_facts.py": {".context"},  # `memkit why` (sessions, the digest's records): only when asked
+    "split/adding.py": {".split"},
+    "runtime/runtime.py": {"..llm"},  # the LLM client (http.client, ssl): only when a flow asks for one  # the clustering: only when an add pushes a topic past the threshold
     # onnxruntime, imported the one way that turns its telemetry off (issue 41.16): as lazy as the
     # `import onnxruntime` each replaced (``from ..base.ort import onnxruntime as ort``)
     "embeddings/judge.py": {"..base.ort"}, "search/int8_scan.py": {"..base.ort"},
@@ -254,32 +254,13 @@ def test_each_face_exports_what_it_declares(package):
     assert len(module.__all__) <= 20, "a face is a package's few entry points"
 
 
-def test_the_old_flat_module_paths_still_import():
-    """memkit 0.1's module paths (memkit.topic, memkit.cli, memkit.session_format…) are deprecated
-    aliases of their new homes for one release."""
+def test_no_shim_module_is_left():
+    """Nothing was released before the reorganisation: no module keeps old paths or names alive."""
     import subprocess
     import sys
 
-    code = ("import warnings; warnings.simplefilter('error')\n"
-            "import memkit\n"
-            "from memkit.moved import MOVED\n"
-            "import importlib\n"
-            "for old, new in MOVED.items():\n"
-            "    try:\n"
-            "        importlib.import_module('memkit.' + old)\n"
-            "    except DeprecationWarning as w:\n"
-            "        assert new in str(w), w\n"
-            "    else:\n"
-            "        raise AssertionError(old)\n"
-            "warnings.simplefilter('ignore')\n"
-            "from memkit.topic import parse_topic_text\n"
-            "from memkit.formats.topic import parse_topic_text as new\n"
-            "assert parse_topic_text is new\n"
-            "from memkit.cli import main\n"
-            "from memkit.search import Hit, Searcher\n"
-            "from memkit.index import Index, IndexReport\n"
-            "from memkit.config import Config, load_config\n"
-            "print(len(MOVED))\n")
+    names = {p.stem for p in PACKAGE.glob("*.py")}
+    assert not names & {"moved", "vault_aliases", "vault_facts", "topic", "cli"}, names
+    code = "import memkit, importlib\ntry:\n    importlib.import_module('memkit.topic')\nexcept ImportError:\n    print('gone')\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert int(out.stdout) >= 50
+    assert out.stdout.strip() == "gone", out.stderr[-2000:]

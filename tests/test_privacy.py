@@ -168,7 +168,7 @@ def private_vault(tmp_path: Path) -> Vault:
     vault = make(tmp_path)
     write(vault.topics_dir / "health.md", PRIVATE)
     write(vault.topics_dir / "cooking.md", OPEN)
-    vault.rebuild_recent()
+    vault.recent(rebuild=True)
     return Vault(vault.root, embedder=FakeEmbedder())
 
 
@@ -293,6 +293,6 @@ def test_a_sessions_user_tags_and_metadata_and_a_persons_line_are_redacted(tmp_p
     vault = make(tmp_path)
     vault.conversations.new(session_id="m1", user=f"maya password: {SECRET}", tags=[f"key {KEY}"],
                             metadata={"note": f"card {CARD}", "nested": [f"the wifi password is {SECRET}"]})
-    person = vault.add_person("Ana", relation="family", detail="sister", about=f"her door code is 4821, key {KEY}")
+    person = vault.facts.add_person("Ana", relation="family", detail="sister", about=f"her door code is 4821, key {KEY}")
     assert person.about == "her door code is [redacted], key [redacted]"
     assert on_disk(vault.root, SECRET, KEY, "4111", "4821") == []

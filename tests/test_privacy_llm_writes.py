@@ -62,12 +62,12 @@ def test_aging_writes_no_secret_the_llm_answers(tmp_path):
             v.conversations.append("trip", "user" if i % 2 == 0 else "assistant",
                                    f"Planning the week in Lisbon, step {i}: flights, hotels and museums to see.",
                                    now=T0 + timedelta(minutes=i))
-        summary = next(j for j in v.upkeep(now=T0 + timedelta(days=3, hours=1)).jobs if j.name == "session-aging")
+        summary = next(j for j in v.upkeep.run(now=T0 + timedelta(days=3, hours=1)).jobs if j.name == "session-aging")
         assert summary.changed
         text = (root / "sessions" / "2026-11-24-trip.md").read_text()
         assert "stage: summary" in text and "Maya plans a trip" in text and "[redacted]" in text
         assert on_disk(root) == []
-        core = next(j for j in v.upkeep(now=T0 + timedelta(days=8)).jobs if j.name == "session-aging")
+        core = next(j for j in v.upkeep.run(now=T0 + timedelta(days=8)).jobs if j.name == "session-aging")
         assert core.changed
         text = (root / "sessions" / "2026-11-24-trip.md").read_text()
         assert "stage: core" in text and "Remembered clearly: the key [redacted]" in text
@@ -91,8 +91,8 @@ def test_a_window_summary_compaction_distill_and_split_write_no_secret(tmp_path)
                                    now=T0 + timedelta(minutes=i))
         w = v.conversations.window("long", max_tokens=300, strategy="summary")
         assert w.summarised > 0 and "[redacted]" in w.messages[0].content + w.messages[1].content
-        v.compact("running", before=date(2026, 2, 1))
-        v.distill()
+        v.upkeep.compact("running", before=date(2026, 2, 1))
+        v.upkeep.distill()
         v.split("home", min_part=2)
     assert "[redacted]" in (root / "topics" / "profile.md").read_text()
     assert on_disk(root) == []

@@ -65,11 +65,11 @@ def test_no_request_to_the_llm_holds_a_secret(tmp_path):
         vault = Vault(root, embedder=FakeEmbedder())
         vault.digest(transcript)
         vault.split("home", min_part=2)
-        vault.distill(dry_run=True)
+        vault.upkeep.distill(dry_run=True)
         nudge = vault.proactive(now=NOW, last_conversation=NOW - timedelta(days=2))
         assert nudge.opening
         # an LLM a caller hands in gets the vault's own patterns too
-        vault.digest_text(TRANSCRIPT, name="again", llm=HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m")))
+        vault.digest(text=TRANSCRIPT, name="again", llm=HTTPChatLLM(LLMSettings(base_url=fake.base_url, model="m")))
         paths = set(fake.paths)
     assert len(fake.requests) >= 5 and paths == {"/v1/chat/completions"}
     prompts = "\n".join(json.dumps(b) for b in fake.requests)

@@ -240,7 +240,7 @@ def test_recent_index_order_limit_and_rebuild(tmp_path):
     assert [r.topic for r in v.recent()] == ["three", "two"]
     (v.root / "index.txt").write_text("garbage\n")
     write(v.topics_dir / "four.md", "---\nsummary: fourth | topic\nupdated: 2026-05-01T00:00:00\n---\n- x\n")
-    items = v.rebuild_recent()
+    items = v.recent(rebuild=True)
     assert [r.topic for r in items] == ["four", "three"]
     assert (v.root / "index.txt").read_text().splitlines()[0] == "2026-05-01T00:00:00|four|fourth / topic"
 
@@ -248,7 +248,7 @@ def test_recent_index_order_limit_and_rebuild(tmp_path):
 def test_recent_rebuild_uses_mtime_without_frontmatter(vault):
     path = write(vault.topics_dir / "plain.md", "- x\n")
     os.utime(path, (1_700_000_000, 1_700_000_000))
-    item = vault.rebuild_recent()[0]
+    item = vault.recent(rebuild=True)[0]
     assert item.updated == datetime.fromtimestamp(1_700_000_000)
 
 

@@ -128,6 +128,19 @@ class Flag(Kind):
         return value
 
 
+class FlagOrAuto(Kind):
+    """true, false or the word auto (kept as the string "auto")."""
+
+    expected = "true, false or auto"
+
+    def parse(self, value: Any) -> bool | str:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        raise Invalid
+
+
 class Text(Kind):
     """A string, stripped. ``required``: a blank one is refused; else a blank one means unset (None)."""
 

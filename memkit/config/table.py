@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping
 
+from ..base.limits import SESSION_STRATEGIES
 from ..errors import ConfigError, LLMConfigError
 from ..formats.redact import DEFAULT_RULES, Redacted, Rule, compile_rules, redact
 from .kinds import (
@@ -19,6 +20,7 @@ from .kinds import (
     Cosine,
     EnvName,
     Flag,
+    FlagOrAuto,
     Lifetimes,
     Number,
     QuietHours,
@@ -193,10 +195,12 @@ class Config:
         "`judge: false`). The right value depends on the model: auto uses the value calibrated for it.")
     max_memories_per_search: int = setting(
         5, Whole(1), "How many memories a search or a context returns by default (their -k).")
-    judge: bool = setting(
-        True, Flag(), "The second search stage: a small transformer (memkit's judge) re-scores the best candidates "
-        "the static model and words found, and decides which are confident. false: the static stage alone "
-        "(faster, weaker on questions worded unlike their answer; `search --fast` does this for one search).")
+    judge: bool | str = setting(
+        True, FlagOrAuto(), "The second search stage: a small transformer (memkit's judge) re-scores the best "
+        "candidates the static model and words found, and decides which are confident. false: the static stage "
+        "alone (faster, weaker on questions worded unlike their answer; `search --fast` does this for one search). "
+        "auto: the judge runs where one query's pass takes at most 40 ms (timed once on each machine, kept in "
+        ".memkit/judge/speed.json), else the static stage alone: for a small board.")
     judge_threshold: float | str = setting(
         "auto", Cosine(), "When a judged hit is confident. auto: its calibrated relevance reaches 0.7 and the judge's "
         "cosine 0.40 (or the cosine 0.55, or it holds the query's rare identifier); a number: the judge's cosine alone "
@@ -238,7 +242,7 @@ class Config:
     upkeep_hour: int = setting(4, Whole(0, 23, what="an hour"),
                                "`memkit watch` runs `memkit upkeep` once a day, from this hour.")
     session_strategy: str = setting(
-        "simple", Choice("simple", "summary", "hybrid"),
+        "simple", Choice(*SESSION_STRATEGIES),
         "How `memkit session load` fits a long conversation to its token budget: simple (the newest messages "
         "that fit), summary (older ones condensed by the LLM, cached in the session file) or hybrid (system and "
         "important messages kept verbatim, routine ones condensed). Without an LLM, summary and hybrid fall "

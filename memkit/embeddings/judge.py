@@ -30,7 +30,7 @@ from ..errors import ModelError
 from ..formats.fields import PROVENANCE_MARKER
 
 __all__ = ["Judge", "LazyJudge", "judge_folder", "judge_status", "judge_text", "text_keys", "shared_judge",
-           "preload_judge", "JUDGE_NAME"]
+           "preload_judge", "prefetch_query", "prefetched", "judge_threads", "JUDGE_NAME"]
 
 JUDGE_NAME = "memkit-judge"
 MAX_TOKENS = 128  #: longer texts are cut (an entry's first ~100 words say what it is about)
@@ -86,7 +86,8 @@ def judge_status() -> str | None:
     return None
 
 
-def _threads() -> int:
+def judge_threads() -> int:
+    """The judge's threads: ``MEMKIT_JUDGE_THREADS``, else up to 2."""
     try:
         return max(1, int(os.environ.get(THREADS_ENV, "")))
     except ValueError:
@@ -112,7 +113,7 @@ class Judge:
             tok.enable_truncation(MAX_TOKENS)
             tok.no_padding()
             opts = ort.SessionOptions()
-            opts.intra_op_num_threads = _threads()
+            opts.intra_op_num_threads = judge_threads()
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
             # the file was saved already optimised (bench/make_judge.py): the basic passes only
@@ -240,6 +241,10 @@ _SHARED: LazyJudge | None = None
 _SHARED_LOCK = threading.Lock()
 
 
+#: the query a search asked the judge for ahead (:func:`prefetch_query`): its text, set when done,
+#: and what it gave ((judge, vector), or nothing when it could not)
+_SOON: tuple[str, threading.Event, list[tuple[Judge, np.ndarray]]] | None = None
+_SOON_LOCK = threading.Lock()
 _ABANDONED: list[LazyJudge] = []  #: a forked child's copies of a judge its parent was loading: never freed
 _PRELOAD: threading.Thread | None = None
 
@@ -248,8 +253,8 @@ def _forked() -> None:
     """A forked child whose parent was loading the judge (a preload thread held its lock, and that
     thread is not in the child) makes its own. The copy is kept, not freed: freeing an onnxruntime
     session in a forked child waits for its parent's threads forever."""
-    global _SHARED, _SHARED_LOCK, _PRELOAD
-    _SHARED_LOCK, _PRELOAD = threading.Lock(), None
+    global _SHARED, _SHARED_LOCK, _PRELOAD, _SOON, _SOON_LOCK
+    _SHARED_LOCK, _PRELOAD, _SOON, _SOON_LOCK = threading.Lock(), None, None, threading.Lock()
     if _SHARED is not None and _SHARED.loading:
         _ABANDONED.append(_SHARED)
         _SHARED = None
@@ -264,6 +269,47 @@ def preload_judge() -> None:
     if _PRELOAD is None and not shared_judge().loaded and shared_judge().available:
         _PRELOAD = threading.Thread(target=shared_judge().judge, name="memkit-judge-load", daemon=True)
         _PRELOAD.start()
+
+
+def prefetch_query(text: str) -> None:
+    """Embed ``text`` with the process's judge in a thread of its own (loading the judge first
+    if need be) while the search's first stage runs: the transformer's pass and numpy's
+    products release the GIL, so on two cores the query's pass costs the search only what
+    outlasts the first stage. :func:`prefetched` takes the vector; the vector is the one the
+    text gets alone (a query is always embedded alone), so no result moves."""
+    global _SOON
+    lazy = shared_judge()
+    if not lazy.available:
+        return
+    done, box = threading.Event(), []  # type: ignore[var-annotated]
+    with _SOON_LOCK:
+        if _SOON is not None and _SOON[0] == text and not (_SOON[1].is_set() and not _SOON[2]):
+            return  # already asked (and not failed)
+        _SOON = (text, done, box)
+
+    def run() -> None:
+        try:
+            judge = lazy.judge()
+            if judge is not None:
+                box.append((judge, judge.embed([text])[0]))
+        except Exception:  # noqa: BLE001 - the search embeds it itself and says what failed
+            pass
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="memkit-judge-query", daemon=True).start()
+
+
+def prefetched(judge: Judge, text: str) -> np.ndarray | None:
+    """The vector :func:`prefetch_query` made of ``text`` with ``judge`` (waiting for it), or None
+    when none was asked for, it failed, or another judge made it."""
+    with _SOON_LOCK:
+        soon = _SOON
+    if soon is None or soon[0] != text:
+        return None
+    soon[1].wait()
+    got = soon[2][0] if soon[2] else None
+    return got[1] if got is not None and got[0] is judge else None
 
 
 if hasattr(os, "register_at_fork"):

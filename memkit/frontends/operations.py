@@ -29,6 +29,7 @@ from ..base.limits import (
     MAX_SYSTEM_PROMPT_CHARS,
     MAX_TRANSCRIPT_BYTES,
     SEARCH_MODES,
+    SESSION_STRATEGIES,
 )
 from ..errors import InvalidValue
 
@@ -373,7 +374,7 @@ OPERATIONS: tuple[Operation, ...] = (
               cli=("--tokens",), metavar="N"),
         Param("strategy", "string", "simple: the newest messages that fit; summary: older ones condensed by the "
               "LLM; hybrid: important and system messages kept, routine ones condensed (default: memkit.yaml's "
-              "session_strategy).", choices=("simple", "summary", "hybrid"), cli=("--strategy",)),
+              "session_strategy).", choices=SESSION_STRATEGIES, cli=("--strategy",)),
     ), ("session", "load"), "load_session", (("GET", "/sessions/{session}"), ("POST", "/sessions/{session}/window"))),
     Operation("search_sessions", (
         _query("What to look for."),

@@ -17,7 +17,7 @@ T = TypeVar("T")
 
 def without_private(vault: Vault, items: Sequence[T], topic_of: Callable[[T], str]) -> list[T]:
     """``items`` but those of a private topic (or of a part it was split into: ``name-…``)."""
-    private = vault.private_topics()
+    private = vault.store.private_topics()
     if not private:
         return list(items)
     return [item for item in items

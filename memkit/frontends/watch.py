@@ -161,7 +161,7 @@ class Watcher:
         """
         if self._worker is not None:
             raise MemkitError("this watcher was already started; create a new Watcher")
-        self.vault.ensure_topics_dir()
+        self.vault.store.ensure_topics_dir()
         # Our own Index (its own database connection), not the Vault's: the caller may search the
         # same Vault from another thread meanwhile.
         self._index = self.vault.frontend_internals.open_index()
@@ -560,7 +560,7 @@ class _OverflowHook(logging.Handler):
 
 
 class _Quiet(logging.Filter):
-    """Drops the warnings ``Vault.rebuild_recent`` and the topic listing log about malformed
+    """Drops the warnings ``Vault.recent(rebuild=True)`` and the topic listing log about malformed
     topics and outside symlinks while this thread is in a ``with _QUIET:`` block: the index has
     already named each of those files once, and a rebuild follows every change, so they would
     repeat at every save. Other threads' records pass untouched."""

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..embeddings import Judge, text_keys
+from ..embeddings import Judge, prefetched, text_keys
 
 log = logging.getLogger("memkit")
 
@@ -188,7 +188,8 @@ class JudgeVectors:
         last = self._last_query
         if last is not None and last[0] == text:
             return last[1]
-        vector = self.judge.embed([text])[0]
+        ahead = prefetched(self.judge, text)  # the search asked for it before its first stage
+        vector = ahead if ahead is not None else self.judge.embed([text])[0]
         self._last_query = (text, vector)
         return vector
 

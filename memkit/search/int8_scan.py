@@ -23,25 +23,38 @@ package needed)::
 Where onnxruntime is missing, refuses to load, or computes wrongly on this processor (checked
 against numpy on a small problem when the session starts), :func:`engine` is None and the
 float32 scan runs as before; ``MEMKIT_SCAN=numpy`` asks for that too (benchmarks, comparisons).
+
+**Chosen by speed.** The int8 scan is not faster everywhere: 3-4x on an AVX2 EPYC, but slower than
+numpy's float32 product on a Xeon with AVX-512 (1.71 against 1.24 ms at 100k rows), where numpy's
+own kernel is wide and the memory fast. When its session starts, :func:`engine` also times both
+scans once on a problem of ``_PROBE_ROWS`` rows (best of ``_PROBE_RUNS``, ~10 ms, once a process)
+and keeps the int8 one unless the float32 one is clearly faster (``_NUMPY_MARGIN``: a near-tie
+keeps the int8 scan, so a processor where the two run alike does not switch from run to run).
+``MEMKIT_SCAN=int8`` keeps it whatever the timing says. Either scan only chooses candidates:
+the exact cosines that rank them are the same.
 """
 from __future__ import annotations
 
 import logging
 import os
 import threading
+import time
 from typing import Callable
 
 import numpy as np
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Int8Scan", "engine", "quantize", "offsets", "factors", "largest", "scales", "SCAN_ENV", "OFFSET"]
+__all__ = ["Int8Scan", "engine", "timings", "quantize", "offsets", "factors", "largest", "scales", "SCAN_ENV", "OFFSET"]
 
-SCAN_ENV = "MEMKIT_SCAN"  #: "numpy": never the int8 scan
+SCAN_ENV = "MEMKIT_SCAN"  #: "numpy": never the int8 scan; "int8": whenever it computes right, however fast
 _LEVELS = 127  #: the rows' int8 range (symmetric: -127 … 127)
 _Q_LEVELS = 63  #: the query's range, before the offset
 OFFSET = 64  #: added to the query's values (unsigned bytes 1 … 127)
 _ROWS_AT_ONCE = 65536  #: rows read at a time for the largest values (small temporaries)
+_PROBE_ROWS = 32768  #: the timed problem's rows (past the caches, as a frozen index's prefix is)
+_PROBE_RUNS = 3  #: each scan's best of this many runs, after one to warm it
+_NUMPY_MARGIN = 1.25  #: the float32 scan is chosen when the int8 one takes this many times as long
 
 
 def factors(largest: np.ndarray) -> np.ndarray:
@@ -165,7 +178,8 @@ class Int8Scan:
         return out.reshape(-1)
 
 
-_ENGINES: dict[tuple[int, int], Int8Scan | None] = {}  #: (process, dimensions): made once (None: cannot)
+#: (process, dimensions): the scan and whether it is the faster here, made once (None: cannot run)
+_ENGINES: dict[tuple[int, int], tuple[Int8Scan, bool] | None] = {}
 _LOCK = threading.Lock()
 
 
@@ -180,19 +194,24 @@ if hasattr(os, "register_at_fork"):
 
 
 def engine(dims: int) -> Int8Scan | None:
-    """The int8 scan for ``dims`` dimensions, made once a process; None where it cannot run (see
-    the module docstring; the reason is logged once)."""
-    if os.environ.get(SCAN_ENV, "").strip().lower() == "numpy":
+    """The int8 scan for ``dims`` dimensions, made once a process; None where it cannot run, or
+    where the float32 scan is the faster (see the module docstring; the reason is logged once)."""
+    asked = os.environ.get(SCAN_ENV, "").strip().lower()
+    if asked == "numpy":
         return None
     key = (os.getpid(), dims)  # a forked process makes its own session
     if key not in _ENGINES:
         with _LOCK:
             if key not in _ENGINES:
                 _ENGINES[key] = _start(dims)
-    return _ENGINES[key]
+    made = _ENGINES[key]
+    if made is None:
+        return None
+    scan, faster = made
+    return scan if faster or asked == "int8" else None
 
 
-def _start(dims: int) -> Int8Scan | None:
+def _start(dims: int) -> tuple[Int8Scan, bool] | None:
     try:
         scan = Int8Scan(dims)
         rng = np.random.default_rng(7)  # a small problem checked against numpy's own arithmetic
@@ -204,7 +223,35 @@ def _start(dims: int) -> Int8Scan | None:
         want = rows @ q
         if got.shape != want.shape or not np.allclose(got, want, atol=0.05 * float(np.abs(want).max())):
             raise ValueError("its products differ from numpy's on this processor")
-        return scan
     except Exception as exc:  # ImportError, onnxruntime's own errors, the check
         log.info("the int8 scan cannot run here (%s): the float32 scan runs instead", exc)
         return None
+    int8_s, float_s = timings(scan, dims)
+    faster = int8_s < _NUMPY_MARGIN * float_s
+    if not faster:
+        log.info("the float32 scan is the faster here (%.2f against %.2f ms at %d rows): it runs instead",
+                 float_s * 1e3, int8_s * 1e3, _PROBE_ROWS)
+    return scan, faster
+
+
+def timings(scan: Int8Scan, dims: int, rows: int = _PROBE_ROWS, runs: int = _PROBE_RUNS) -> tuple[float, float]:
+    """Seconds of one int8 scan and one float32 scan of ``rows`` rows (each the best of ``runs``),
+    laid out as a frozen index keeps them (``(dims, rows)``)."""
+    rng = np.random.default_rng(11)
+    p8 = rng.integers(-127, 128, size=(dims, rows), dtype=np.int8)
+    pf = p8.astype(np.float32)
+    f = np.ones(dims, dtype=np.float32)
+    offs = offsets(p8)
+    q = rng.standard_normal(dims).astype(np.float32)
+    out = np.empty(rows, dtype=np.float32)
+
+    def best(run: Callable[[], object]) -> float:
+        run()
+        took = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            run()
+            took.append(time.perf_counter() - t0)
+        return min(took)
+
+    return best(lambda: scan.scan(q, p8, f, offs)), best(lambda: np.matmul(q, pf, out=out))

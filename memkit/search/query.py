@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Iterable, Literal, Mapping, Union
 
-from ..base.limits import MAX_QUERY_CHARS, WEAK_HITS
+from ..base.limits import MAX_QUERY_CHARS, SEARCH_MODES, WEAK_HITS
 from ..errors import InvalidValue
 from ..formats.names import check_topic_name
 from .about import check_where
 
 __all__ = ["MODES", "Mode", "Query", "Threshold", "since_day"]
 
-MODES = ("hybrid", "vector", "lexical")
-Mode = Literal["hybrid", "vector", "lexical"]
+MODES = SEARCH_MODES  #: declared once, in memkit.base.limits (the front ends' choices too)
+Mode = Literal["hybrid", "vector", "lexical"]  #: the same, as a type (tests/test_facade.py checks they agree)
 #: a cosine, ``None`` for no threshold, or ``"auto"``: memkit.yaml's value or the model's calibrated one
 Threshold = Union[float, None, Literal["auto"]]
 

@@ -77,6 +77,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..base.limits import SEARCH_MODES
 from ..base.pages import release
 from ..formats.words import terms as text_terms
 from . import int8_scan, topk
@@ -591,7 +592,7 @@ class Ranker:
             not a person's question.
         :param qterms: the query's (term id, count) (:meth:`BM25Index.counted`), when the caller
             has its term ids already (a searcher, from the index's view); else looked up in the vocab."""
-        if mode not in ("hybrid", "vector", "lexical"):
+        if mode not in SEARCH_MODES:
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, vector or lexical")
         if query_vec is None and mode != "lexical":
             raise ValueError(f"search mode {mode!r} needs a query vector")

@@ -26,13 +26,14 @@ from ..base.fsutil import lock_held
 from ..base.limits import WEAK_HITS
 from ..base.pages import release
 from ..config import Config
-from ..embeddings import Embedder, preload_judge, shared_judge, text_keys
+from ..embeddings import Embedder, judge_known_fast, judge_too_slow, prefetch_query, shared_judge, text_keys
 from ..errors import MemkitError, ModelError, TopicNotFound
 from ..formats.lifecycle import importance, last_day
 from ..formats.names import in_topic
 from ..formats.topic import Topic
 from ..formats.words import terms as text_terms
 from ..index import (
+    JUDGE_DIR,
     NO_DAY,
     TRIM_MIN_ROWS,
     Index,
@@ -225,9 +226,16 @@ class Searcher:
 
     def judge(self) -> JudgeVectors | None:
         """The judge and its stored vectors of this vault, or None where it does not run: turned
-        off (memkit.yaml ``judge: false``) or unable to run here (said once)."""
+        off (memkit.yaml ``judge: false``; ``judge: auto`` on a processor too slow for it) or
+        unable to run here (said once)."""
         if not self.config.judge or self._judge_off:
             return None
+        if self._judge is None and self.config.judge == "auto":
+            slow = judge_too_slow(self.store.state_dir / JUDGE_DIR)
+            if slow is not None:
+                self._judge_off = True
+                self.store.warn_once(slow)
+                return None
         if self._judge is None:
             lazy = shared_judge()
             loaded = lazy.judge()
@@ -468,8 +476,11 @@ class Searcher:
         """The hits of a checked query (:meth:`search`; ``refresh`` as there)."""
         query, k, mode, threshold, weak, name = q.text, q.k, q.mode, q.threshold, q.weak, q.topic
         if q.judge is not False and mode == "hybrid" and not q.words_first and self.config.judge \
-                and self._judge is None and not self._judge_off:
-            preload_judge()  # loaded beside the index check and the static model: a cold search waits less
+                and not self._judge_off and (self.config.judge is True or self._judge is not None
+                                             or judge_known_fast(self.store.state_dir / JUDGE_DIR)):
+            # the judge's pass over the query (and, in a new process, its load) runs beside the
+            # index check, the static model and the first stage: a search waits less
+            prefetch_query(query)
         if not self.index.embedder.available:
             mode = "lexical"  # no model (warned when the vault looked for it): exact words only
         asked = threshold

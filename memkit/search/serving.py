@@ -2,7 +2,7 @@
 need of a vault: an index connection of their own, the judge's vectors filled aside (or in the
 watcher's thread), index.txt brought up to date for a few topics, the index's state, whether a
 writer holds the lock. ``vault.frontend_internals``
-is that object (``vault.serving``, its earlier name, is deprecated); it is memkit's own plumbing,
+is that object ; it is memkit's own plumbing,
 not library API: its names may change in any release.
 """
 from __future__ import annotations

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Literal, Sequence
 
+from ..base.limits import SESSION_STRATEGIES
 from ..errors import InvalidValue, LLMError
 from ..formats.session import Session, SessionMessage, SessionSummary, format_time, messages_sha
 from ..llm import LLM, ask_text
@@ -38,7 +39,7 @@ log = logging.getLogger("memkit")
 __all__ = ["STRATEGIES", "Strategy", "Window", "estimate_tokens", "window"]
 
 Strategy = Literal["simple", "summary", "hybrid"]
-STRATEGIES: tuple[str, ...] = ("simple", "summary", "hybrid")
+STRATEGIES: tuple[str, ...] = SESSION_STRATEGIES  #: declared once, in memkit.base.limits
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4  #: tokens a message costs besides its content (role, separators)
 SUMMARY_SHARE = 4  #: a summary may take up to 1/SUMMARY_SHARE of the budget …

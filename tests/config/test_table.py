@@ -193,7 +193,7 @@ def test_a_key_left_empty_means_its_default():
     ("expire:\n  context: 1d\n  fact: soon\n", "memkit.yaml line 3: expire.fact must be"),
     ("index_max_entries: 3\nllm:\n  model: m\n", "memkit.yaml line 2: llm: set llm.base_url and llm.model"),
     ("serve:\n  host: h\nport: 3\n", "memkit.yaml line 3: unknown key 'port'"),
-    ("'judge': 3\n", "memkit.yaml line 1: judge must be true or false, not 3 (int)"),
+    ("'judge': 3\n", "memkit.yaml line 1: judge must be true, false or auto, not 3 (int)"),
 ])
 def test_a_wrong_key_in_a_file_is_named_with_its_line(tmp_path, text, message):
     (tmp_path / "memkit.yaml").write_text(text, encoding="utf-8")

@@ -400,6 +400,6 @@ def test_the_digest_judges_conclusions_against_the_profile(tmp_path):
     assert report.judged[0] == ("- [event] Lina won the school chess tournament (importance 0.9) "
                                 "(from t.txt) #pride (2026-11-21)",
                                 "her daughter, a proud moment")
-    follow_up, = v.pending(today=NOW.date())
+    follow_up, = v.upkeep.pending(today=NOW.date())
     assert (follow_up.urgency, follow_up.question) == ("high", "How did Lina do at the dentist was she ok?")
     assert follow_up.due is not None and follow_up.due.isoformat() == "2026-11-27"

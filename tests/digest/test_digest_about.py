@@ -30,12 +30,12 @@ def responder(request):
 def test_people_and_a_keyed_fact_from_a_conversation_of_two(tmp_path):
     vault = vault_with(tmp_path, {"home": "- Has a balcony with tomatoes (2026-01-01)\n"})
     write(vault.root / "people.md", PEOPLE)
-    vault.set("city", "Lisbon", today=date(2026, 1, 5))
+    vault.facts.set("city", "Lisbon", today=date(2026, 1, 5))
     chat = write(tmp_path / "chat.txt", "Maya: Ana and I found a flat in Porto!\nAna: we move in May.\n")
     with FakeLLM(responder) as fake:
         dry = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, dry_run=True)
         assert dry.facts == [{"key": "city", "value": "Porto", "old": "Lisbon", "changed": True, "id": None}]
-        assert vault.get("city").value == "Lisbon"
+        assert vault.facts.get("city").value == "Lisbon"
         report = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW)
         prompt = fake.requests[0]["messages"][0]["content"]
     assert "- Ana (family: sister): lives in Porto" in prompt and '"people"' in prompt
@@ -45,7 +45,7 @@ def test_people_and_a_keyed_fact_from_a_conversation_of_two(tmp_path):
     assert "- [fact] The router was replaced (from chat.txt) (2026-11-21)" in lines  # malformed people and a reserved key: left out
     assert [(f["key"], f["value"], f["old"]) for f in report.facts] == [("city", "Porto", "Lisbon")]
     assert "set city: Porto" in report.summary() and report.to_dict()["facts"][0]["changed"] is True
-    assert [(v.value, v.live) for v in vault.fact_history("city")] == [("Lisbon", False), ("Porto", True)]
+    assert [(v.value, v.live) for v in vault.facts.history("city")] == [("Lisbon", False), ("Porto", True)]
     vault.changed()
 
     def found(**filters) -> set[str]:

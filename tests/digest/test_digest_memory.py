@@ -135,8 +135,8 @@ def test_forgotten_edited_and_done_never_come_back(tmp_path):
     with FakeLLM(scripted(rules)) as fake:
         assert len(digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW).written) == 3
         vault.forget(match="Miso")
-        vault.edit(vault.find(match="Arroios").id, "Lives in Lisbon, in Graça")
-        vault.done(match="Acme")
+        vault.edit(vault.store.find(match="Arroios").id, "Lives in Lisbon, in Graça")
+        vault.upkeep.done(match="Acme")
         report = digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, force=True)
         asked = len(transcripts(fake))
     assert asked == 2  # force: read again

@@ -281,10 +281,10 @@ def test_a_fact_the_digest_sets_says_where_it_came_from(tmp_path):
     with FakeLLM(concluding(said)) as fake:
         digest_file(vault.searcher, chat, loopback_llm(fake), now=NOW, split=False)
     line = next(e for e in vault.topic("facts").entries if e.text.startswith("city:"))
-    assert vault.get("city").value == "Porto"
+    assert vault.facts.get("city").value == "Porto"
     why = vault.why(line.id)
     assert why.kind == "transcript" and any(w.match and "Porto" in w.text for w in why.lines)
-    vault.set("city", "Porto", today=NOW.date())  # the same value: nothing changes
+    vault.facts.set("city", "Porto", today=NOW.date())  # the same value: nothing changes
     assert next(e for e in vault.topic("facts").entries if e.text.startswith("city:")).id == line.id
 
 

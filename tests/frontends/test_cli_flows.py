@@ -286,7 +286,7 @@ def spread(tmp_path) -> Vault:
                     f"# {name}\n\n" + "".join(f"- {e}\n" for e in entries)
               for name, entries in SPREAD.items()}
     vault = make_vault(tmp_path, topics, "embedding_similarity_threshold: 0.4\nmax_memories_per_search: 3\n")
-    vault.rebuild_recent()
+    vault.recent(rebuild=True)
     return vault
 
 

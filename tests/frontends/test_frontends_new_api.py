@@ -1,59 +1,16 @@
 """Issue 28 (the house): the front ends call ``vault.conversations.<verb>`` and the long-running
-front ends' hooks through ``vault.frontend_internals``, never a deprecated name of Vault
-(:data:`memkit.vault_aliases.RENAMED`): checked in the source, and by running the CLI's, the MCP
-tools' and the HTTP routes' session operations with DeprecationWarning an error."""
+front ends' hooks through ``vault.frontend_internals``: the CLI's, the MCP tools' and the HTTP
+routes' session operations run with DeprecationWarning an error."""
 from __future__ import annotations
 
-import ast
 import warnings
-from pathlib import Path
 
 import pytest
 from util import FakeEmbedder, vault_with
 
-import memkit
 from memkit.frontends.cli.group import main
-from memkit.vault_aliases import RENAMED
 
-FRONTENDS = Path(memkit.__file__).parent / "frontends"
-SOURCES = sorted(FRONTENDS.rglob("*.py"))
-#: where the old names went: ``vault.conversations.search``, ``vault.frontend_internals.write_locked``
-NEW_HOMES = {new.partition(".")[0] for new in RENAMED.values()}
 TOPICS = {"cooking": "- [preference] Prefers bomba rice for paella #rice (2026-01-01)\n"}
-
-
-def deprecated_calls(tree: ast.AST):
-    """(line, code) of each deprecated name taken from something that names a vault
-    (``vault.sessions``, ``self._digest_vault.digest_new_messages``, ``get_vault(ctx).session``)."""
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Attribute) and node.attr in RENAMED):
-            continue
-        owner = node.value
-        if isinstance(owner, ast.Attribute) and owner.attr in NEW_HOMES:  # vault.frontend_internals.write_locked
-            continue
-        if "vault" in ast.unparse(owner).lower():
-            yield node.lineno, ast.unparse(node)
-
-
-def test_the_check_catches_them():
-    code = ("def f(self, ctx):\n"
-            "    a = self.vault.sessions(archived=True)\n"          # 2
-            "    b = get_vault(ctx).create_session(title='x')\n"    # 3
-            "    c = self._digest_vault.digest_new_messages('s')\n"  # 4
-            "    d = self.vault.serving.open_index()\n"             # 5
-            "    e = report.sessions\n"                             # another object's field: fine
-            "    f = self.save_message('s', 'user', 'x')\n"         # the front end's own method: fine
-            "    g = vault.conversations.list()\n"                 # the new names: fine
-            "    h = self.vault.frontend_internals.write_locked()\n"
-            "    i = get_vault(ctx).conversations.search('x')\n")
-    assert sorted({line for line, _ in deprecated_calls(ast.parse(code))}) == [2, 3, 4, 5]
-
-
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(FRONTENDS).as_posix())
-def test_no_front_end_calls_a_deprecated_name(path):
-    found = sorted(set(deprecated_calls(ast.parse(path.read_text(encoding="utf-8")))))
-    assert not found, f"{path.relative_to(FRONTENDS).as_posix()}: " + "; ".join(
-        f"line {n}: {code} (use vault.{RENAMED[code.rsplit('.', 1)[1]]})" for n, code in found)
 
 
 @pytest.fixture

@@ -455,7 +455,7 @@ def test_library_errors_map_to_status_codes(served, monkeypatch):
     def boom():
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(served.api.vault, "stats", boom)
+    monkeypatch.setattr(served.api.vault.upkeep, "stats", boom)
     got, answer = c.call("GET", "/stats")
     assert got == 500 and answer["error"].startswith("unexpected error: RuntimeError: disk on fire")
     assert c.call("GET", "/pending")[0] == 200  # the server goes on

@@ -41,7 +41,7 @@ def make_vault(tmp_path: Path, config: str = "") -> Vault:
     if config:
         (vault.root / "memkit.yaml").write_text(config)
     vault = Vault(vault.root)
-    vault.rebuild_recent()
+    vault.recent(rebuild=True)
     return vault
 
 

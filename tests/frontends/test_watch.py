@@ -242,8 +242,9 @@ def test_index_txt_follows_hand_edits(vault, watch, monkeypatch):
     watcher, rec = watch()
     assert recent_topics(vault.root) == ["garden", "cooking"]
     rebuilds: list[int] = []
-    real = vault.rebuild_recent
-    monkeypatch.setattr(vault, "rebuild_recent", lambda: rebuilds.append(1) or real())
+    real = vault.recent
+    monkeypatch.setattr(vault, "recent", lambda rebuild=False: (rebuilds.append(1) if rebuild else None) or
+                        real(rebuild=rebuild))
     with cooking.open("a") as fh:  # a new entry by hand: a hand edit counts as an update, now
         fh.write("- Toasts the rice first handword\n")
     assert wait_until(lambda: indexed(vault.root, "handword")) and watcher.wait_idle(DEADLINE_S)

@@ -95,7 +95,7 @@ def shared_session(a: Path, b: Path) -> str:
 
 
 def age(root: Path, fake: FakeLLM, days: float) -> None:
-    job = next(j for j in open_vault(root).upkeep(now=T0 + timedelta(days=days), llm=loopback_llm(fake)).jobs
+    job = next(j for j in open_vault(root).upkeep.run(now=T0 + timedelta(days=days), llm=loopback_llm(fake)).jobs
                if j.name == "session-aging")
     assert job.changed, job.did
 

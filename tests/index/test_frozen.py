@@ -207,6 +207,7 @@ def test_the_int8_scan_and_the_float32_scan_find_the_same(wide_vault, monkeypatc
     judge off: its pool of candidates is more than the fast path gives on so small a vault)."""
     monkeypatch.setattr(frozen_mod, "FROZEN_MIN_ROWS", 10)
     monkeypatch.setattr(rank_mod, "FAST_MIN_N", 10)
+    monkeypatch.setenv("MEMKIT_SCAN", "int8")  # whichever is the faster on this processor
     v = wide_vault
     v.index()
     fresh = Vault(v.root, embedder=Wide())

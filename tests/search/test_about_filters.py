@@ -23,7 +23,7 @@ def vault(tmp_path) -> Vault:
                                      "- Dinner plans (people: user, Tom Reyes) (2026-01-04)\n"
                                      "- Dinner in town (wifi: Casa) (2026-01-05)\n")
     v = Vault(v.root, embedder=FakeEmbedder())
-    v.set("wifi", "Casa")
+    v.facts.set("wifi", "Casa")
     return v
 
 
@@ -70,6 +70,6 @@ def test_people_md_a_link_out_of_the_vault_is_not_read(vault, tmp_path):
     outside.write_text("- Ana (family)\n")
     os.replace(vault.root / "people.md", tmp_path / "old.md")
     (vault.root / "people.md").symlink_to(outside)
-    assert vault.people() == []
+    assert vault.facts.people() == []
     with pytest.raises(InvalidValue, match="is a link"):
-        vault.add_person("Bea")
+        vault.facts.add_person("Bea")

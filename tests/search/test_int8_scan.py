@@ -13,6 +13,13 @@ from memkit.search import int8_scan
 DIMS = 64
 
 
+@pytest.fixture(autouse=True)
+def int8_whatever_its_speed(monkeypatch):
+    """These tests check the int8 kernel itself: on a processor where the float32 scan is the
+    faster, :func:`int8_scan.engine` would give None (chosen by speed, tested below)."""
+    monkeypatch.setenv(int8_scan.SCAN_ENV, "int8")
+
+
 def unit_rows(n, d=256, seed=0):
     rng = np.random.default_rng(seed)
     rows = rng.standard_normal((n, d)).astype(np.float32)
@@ -96,3 +103,26 @@ def test_a_runtime_that_computes_wrongly_is_refused(monkeypatch, caplog):
 def test_the_graph_serves_any_width(dims):
     scan = int8_scan.engine(dims)
     assert scan is not None and scan.dims == dims
+
+
+def test_the_faster_scan_is_chosen_and_a_near_tie_keeps_the_int8_one(monkeypatch, caplog):
+    monkeypatch.delenv(int8_scan.SCAN_ENV)
+    for dims, (t8, tf), chosen in [(17, (2.0e-3, 1.0e-3), False), (18, (1.2e-3, 1.0e-3), True),
+                                   (19, (0.3e-3, 1.0e-3), True)]:
+        monkeypatch.setattr(int8_scan, "timings", lambda scan, d, t=(t8, tf): t)
+        with caplog.at_level("INFO", logger="memkit"):
+            assert (int8_scan.engine(dims) is not None) == chosen, (t8, tf)
+        assert ("the float32 scan is the faster here" in caplog.text) == (not chosen)
+        caplog.clear()
+        monkeypatch.setenv(int8_scan.SCAN_ENV, "int8")  # asked for: whatever the timing said
+        assert int8_scan.engine(dims) is not None
+        monkeypatch.delenv(int8_scan.SCAN_ENV)
+        monkeypatch.setattr(int8_scan, "timings", lambda scan, d: (9.0, 1e-9))  # measured once a process
+        assert (int8_scan.engine(dims) is not None) == chosen
+
+
+def test_the_timings_are_of_each_scan():
+    scan = int8_scan.engine(DIMS)
+    assert scan is not None
+    t8, tf = int8_scan.timings(scan, DIMS, rows=1000, runs=2)
+    assert 0 < t8 < 1 and 0 < tf < 1

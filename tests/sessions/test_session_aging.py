@@ -48,7 +48,7 @@ def chat(v: Vault, sid: str = "lisbon", start: datetime = T0) -> None:
 
 
 def job(v: Vault, at: datetime, name: str = "session-aging"):
-    return next(j for j in v.upkeep(now=at).jobs if j.name == name)
+    return next(j for j in v.upkeep.run(now=at).jobs if j.name == name)
 
 
 def test_a_session_becomes_a_summary_on_day_3_then_a_core_memory_on_day_7_and_the_raw_is_kept(tmp_path):
@@ -106,7 +106,7 @@ def test_no_llm_skips_compression_and_changes_nothing(tmp_path):
     tiny = v.conversations.new(session_id="tiny", now=T0)
     v.conversations.append(tiny.id, "user", "hi", now=T0)
     before = {p.name: p.read_bytes() for p in (v.root / "sessions").iterdir()}
-    lines = v.upkeep(now=T0 + timedelta(days=8)).lines()
+    lines = v.upkeep.run(now=T0 + timedelta(days=8)).lines()
     assert "session-aging: 2 due (2 to core) but no LLM is configured: skipped; 1 too short to condense" in lines
     assert {p.name: p.read_bytes() for p in (v.root / "sessions").iterdir()} == before
     assert not (v.root / "sessions" / "archive").exists()

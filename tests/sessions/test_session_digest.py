@@ -81,9 +81,9 @@ def test_a_failing_llm_never_loses_the_message_and_upkeep_digests_later(tmp_path
         text = (v.root / "memkit.yaml").read_text()
         (v.root / "memkit.yaml").write_text(re.sub(r"base_url: '[^']*'", f"base_url: '{fake.base_url}'", text))
         v = Vault(v.root, embedder=FakeEmbedder())
-        job = next(j for j in v.upkeep(now=T0 + timedelta(hours=1)).jobs if j.name == "session-digest")
+        job = next(j for j in v.upkeep.run(now=T0 + timedelta(hours=1)).jobs if j.name == "session-digest")
         assert job.did == "digested voice (2 new messages, 2 memories)"
-        again = next(j for j in v.upkeep(now=T0 + timedelta(hours=2)).jobs if j.name == "session-digest")
+        again = next(j for j in v.upkeep.run(now=T0 + timedelta(hours=2)).jobs if j.name == "session-digest")
         assert again.did == "no session has 2 new messages"
     assert sorted(e.body for e in v.entries()) == sorted(f"{f} (from voice 2026-11-24)" for f in FACTS[:2])
 
@@ -95,7 +95,7 @@ def test_a_session_about_to_age_is_digested_first_whatever_its_count(tmp_path):
         for i in range(6):
             say(v, i)
         assert transcripts(fake) == []
-        report = v.upkeep(now=T0 + timedelta(days=3, hours=1))
+        report = v.upkeep.run(now=T0 + timedelta(days=3, hours=1))
         digest, aging = report.jobs[1], report.jobs[2]
         assert digest.did == "digested voice (6 new messages, 6 memories)"
         assert aging.did == "no conversation is due; 1 too short to condense"
@@ -106,7 +106,7 @@ def test_no_llm_saves_messages_and_upkeep_says_it_skipped(tmp_path):
     v.conversations.new(session_id="voice", now=T0)
     say(v, 0)
     assert len(v.conversations.show("voice").messages) == 1
-    job = next(j for j in v.upkeep(now=T0 + timedelta(hours=1)).jobs if j.name == "session-digest")
+    job = next(j for j in v.upkeep.run(now=T0 + timedelta(hours=1)).jobs if j.name == "session-digest")
     assert job.did == "1 session(s) due but no LLM is configured: skipped"
 
 

@@ -164,7 +164,7 @@ def test_reimport_of_an_aged_session_adds_only_what_is_new(tmp_path: Path) -> No
         v = Vault(root, embedder=FakeEmbedder())
         long = [dict(m, content=m["content"] * 4) for m in timed(6)]
         v.conversations.import_(json.dumps(long).encode(), session_id="old", now=T0)
-        next(j for j in v.upkeep(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
+        next(j for j in v.upkeep.run(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
         assert v.conversations.show("old").stage == "summary" and v.conversations.show("old").messages == []
         newer = long + [{"role": "user", "content": "one more thing", "time": at(60).isoformat()}]
         (again,) = v.conversations.import_(json.dumps(newer).encode(), session_id="old")
@@ -354,7 +354,7 @@ def test_aging_never_writes_through_a_link_out_of_the_vault(tmp_path: Path, link
         (v.root / link).parent.mkdir(parents=True, exist_ok=True)
         (v.root / link).symlink_to(outside)
         before = (v.root / v.conversations.show("old").file).read_bytes()
-        job = next(j for j in v.upkeep(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
+        job = next(j for j in v.upkeep.run(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
         assert "failed" in job.did and f"{link}/ is a symlink to a folder outside the vault" in job.did, job.did
         assert list(outside.rglob("*")) == []  # nothing written outside
         assert (v.root / v.conversations.show("old").file).read_bytes() == before  # the session is as it was

@@ -487,7 +487,7 @@ def test_index_txt_is_updated(tmp_path):
     vault = make_vault(tmp_path)
     vault.add("Window seat on trains", topic="travel")
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
-    vault.rebuild_recent()
+    vault.recent(rebuild=True)
     assert {r.topic for r in vault.recent()} == {"travel", "cooking"}
     plan = split_topic(vault.searcher, "cooking")
     recent = vault.recent()
@@ -499,7 +499,7 @@ def test_index_txt_is_updated(tmp_path):
 def test_dry_run_writes_nothing_and_shows_a_diff(tmp_path):
     vault = make_vault(tmp_path)
     write(vault.topics_dir / "cooking.md", cooking_text(themed_lines()))
-    vault.rebuild_recent()
+    vault.recent(rebuild=True)
     before = tree(vault.root)
     plan = split_topic(vault.searcher, "cooking", dry_run=True)
     assert tree(vault.root) == before

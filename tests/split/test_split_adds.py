@@ -33,11 +33,11 @@ def test_a_plain_add_after_splitting_general_goes_to_a_part(tmp_path):
     assert "general" not in topic_files(vault)
     out = cli(vault, "add", "Likes kimchi with napa cabbage and brine").output
     assert "general" not in topic_files(vault), out
-    entry = vault.find(match="napa cabbage and brine")
+    entry = vault.store.find(match="napa cabbage and brine")
     assert entry.topic.startswith("general-") and "kimchi" in " ".join(e.text for e in vault.entries(entry.topic)[:3])
     cli(vault, "add", "Zorblax quuxes the frobnicator")  # no word in common with any part: the catch-all
     assert "general" not in topic_files(vault)
-    assert vault.find(match="Zorblax").topic == "general-other"
+    assert vault.store.find(match="Zorblax").topic == "general-other"
     result = cli(vault, "check")
     assert result.exit_code == 0, result.output
 
@@ -112,7 +112,7 @@ def test_plain_adds_that_split_general_automatically_then_go_to_its_parts(tmp_pa
     lines = [line[2:].rsplit(" (", 1)[0] for line in themed_lines(per_theme=8)]
     for text in lines[:21]:
         vault.add(text)
-    assert "general" not in topic_files(vault) and len(vault.subtopics("general")) >= 2
+    assert "general" not in topic_files(vault) and len(vault.store.subtopics("general")) >= 2
     for text in lines[21:]:
         assert vault.add(text).topic.startswith("general-")
     assert "general" not in topic_files(vault)

@@ -70,10 +70,10 @@ def test_the_facts_topic_is_never_split_by_an_add(tmp_path):
     (root / "memkit.yaml").write_text("topic_split_threshold_lines: 10\n")
     vault = Vault(root, embedder=FakeEmbedder())
     for n in range(12):
-        vault.set(f"key{n}", f"value {n}")
+        vault.facts.set(f"key{n}", f"value {n}")
     entry = vault.add("key-extra: by hand", topic="facts")
     assert entry.topic == "facts" and [t.name for t in vault.topics()] == ["facts"]
-    assert vault.get("key11").value == "value 11"
+    assert vault.facts.get("key11").value == "value 11"
 
 
 def test_a_secret_in_a_value_is_never_stored(store):

@@ -57,13 +57,13 @@ EXPIRING = {
 def test_tidy_moves_expired_entries_to_the_archive_and_loses_nothing(tmp_path):
     vault = make(tmp_path, EXPIRING)
     before = lines_everywhere(vault)
-    dry = vault.tidy(dry_run=True)
+    dry = vault.upkeep.tidy(dry_run=True)
     assert sorted(e.body for e, _ in dry.expired) == sorted([
         "Is in a meeting until noon", "Talked about the weekend plans", "Parking spot at the office is B14 (until "
         + day(-1) + ")"])
     assert dry.diff.count("\n-- [") + dry.diff.count("\n-- P") == 3 and "archive.md" in dry.diff
     assert (vault.topics_dir / "notes.md").read_text() == EXPIRING["notes"]  # a dry run writes nothing
-    report = vault.tidy()
+    report = vault.upkeep.tidy()
     reasons = {e.body.split(" (")[0]: why for e, why in report.expired}
     assert reasons["Is in a meeting until noon"] == "expired: context entries are kept 1 day"
     assert reasons["Talked about the weekend plans"] == "expired: conversation entries are kept 30 days"
@@ -72,14 +72,14 @@ def test_tidy_moves_expired_entries_to_the_archive_and_loses_nothing(tmp_path):
     assert left == ["Is at the dentist today", "Talked about a new bike",
                     f"Conference badge pickup at hall C (until {day(5)})", "Has a cat named Miso"]
     assert lines_everywhere(vault) == before  # every line is in its topic or in the archive
-    assert vault.tidy().expired == []
+    assert vault.upkeep.tidy().expired == []
 
 
 def test_expire_config_changes_lifetimes(tmp_path):
     vault = make(tmp_path, EXPIRING)
     (vault.root / "memkit.yaml").write_text("expire:\n  context: never\n  fact: 1y\n")
     vault = Vault(vault.root, embedder=FakeEmbedder())
-    gone = sorted(e.body.split(" (")[0] for e, _ in vault.tidy(dry_run=True).expired)
+    gone = sorted(e.body.split(" (")[0] for e, _ in vault.upkeep.tidy(dry_run=True).expired)
     assert gone == ["Has a cat named Miso", "Parking spot at the office is B14", "Talked about the weekend plans"]
 
 
@@ -113,17 +113,17 @@ def test_init_makes_a_pinned_profile_first_in_every_context(tmp_path):
 
 def test_edit_and_history_round_trip(tmp_path):
     vault = make(tmp_path, {"work": "# Work\n\n- [fact] Manager is Priya Nair #people (2026-01-10)\n- Uses Python daily\n"})
-    old = vault.find(match="Priya")
+    old = vault.store.find(match="Priya")
     new = vault.edit(old.id, "Manager is Tom Berg since Priya moved teams")
     assert new.text == f"[fact] Manager is Tom Berg since Priya moved teams #people ({TODAY.isoformat()})"
     assert new.line == old.line  # in place
     text = (vault.topics_dir / "work.md").read_text()
     assert "Priya Nair" not in text and text.endswith("- Uses Python daily\n")
     newer = vault.edit(new.id, "Manager is Tom Berg")
-    steps = vault.history(newer.id)
+    steps = vault.upkeep.history(newer.id)
     assert [s.id for s in steps] == [old.id, new.id, newer.id]
     assert steps[0].status == f"edited, now {new.id}" and steps[-1].status == "current"
-    assert [s.id for s in vault.history(old.id)] == [old.id, new.id, newer.id]  # from any version
+    assert [s.id for s in vault.upkeep.history(old.id)] == [old.id, new.id, newer.id]  # from any version
     out = cli(vault, "history", old.id)
     assert out.exit_code == 0 and "Priya Nair" in out.output and "now, in work" in out.output
     via = cli(vault, "edit", "--match", "Python", "Uses Python and Rust daily")
@@ -142,7 +142,7 @@ def test_a_due_follow_up_is_in_the_context_until_done(tmp_path):
     ctx = vault.context("hello")
     assert "## To follow up" in ctx.text and "Ask how the job interview went" in ctx.text
     assert "1 day overdue" in ctx.text and "marathon" not in ctx.text  # not due yet
-    entry = vault.find(match="job interview")
+    entry = vault.store.find(match="job interview")
     assert cli(vault, "done", entry.id).exit_code == 0
     assert "job interview" not in vault.context("hello").text
     assert "): - [pending] Ask how the job interview went" in (vault.root / "archive.md").read_text()
@@ -167,9 +167,9 @@ def test_compact_archives_every_original_exactly_once(tmp_path):
     with FakeLLM(lambda request: json.dumps(reply)) as fake:
         vault = configure_llm(vault, fake)
         before = (vault.topics_dir / "running.md").read_text()
-        dry = vault.compact("running", before=TODAY - timedelta(days=100), dry_run=True)
+        dry = vault.upkeep.compact("running", before=TODAY - timedelta(days=100), dry_run=True)
         assert (vault.topics_dir / "running.md").read_text() == before and len(dry.removed) == 6
-        report = vault.compact("running", before=TODAY - timedelta(days=100))
+        report = vault.upkeep.compact("running", before=TODAY - timedelta(days=100))
     texts = [e.text for e in vault.topic("running").entries]
     assert texts[0].startswith("[event] Ran 5 to 7 km runs in the park") and len(texts) == 4
     assert f"Ran a half marathon in 1:58 ({day(-5)})" in texts[2] and texts[3] == "Prefers running early in the morning"
@@ -190,9 +190,9 @@ def test_distill_rewrites_the_profile_under_its_limit(tmp_path):
         vault = configure_llm(vault, fake)
         (vault.root / "memkit.yaml").write_text((vault.root / "memkit.yaml").read_text() + "profile_max_entries: 2\n")
         vault = Vault(vault.root, embedder=FakeEmbedder())
-        dry = vault.distill(dry_run=True)
+        dry = vault.upkeep.distill(dry_run=True)
         assert "+- Works as a nurse" in dry.diff and "Lives in Lisbon" in dry.diff
-        vault.distill()
+        vault.upkeep.distill()
     assert [e.body for e in vault.topic("profile").entries] == ["Works as a nurse", "Lives in Porto"]
     assert "(replaced in the profile): - Lives in Lisbon" in (vault.root / "archive.md").read_text()
 
@@ -224,7 +224,7 @@ def test_digest_records_follow_ups_with_their_due_date(tmp_path):
     with FakeLLM(answer) as fake:
         digest_file(vault.searcher, transcript, loopback_llm(fake))
     assert f"today is {TODAY.isoformat()}" in seen[0] and '"pending"' in seen[0] or "pending" in seen[0]
-    follow = vault.pending()
+    follow = vault.upkeep.pending()
     texts = {f.entry.body.replace(" (from t.txt)", ""): f.due for f in follow}
     assert texts[f"Has a job interview at Acme on Friday; ask how it went (due {day(4)})"] == TODAY + timedelta(days=4)
     assert texts["Will send the photos from the trip"] is None  # no real date given: no due date
@@ -235,12 +235,12 @@ def test_digest_records_follow_ups_with_their_due_date(tmp_path):
 def test_edit_keeps_the_due_and_until_days(tmp_path):
     vault = make(tmp_path, {"home": f"- [pending] Call the plumber (due {day(3)}) ({day(-1)})\n"
                                     f"- Parking spot is B14 (until {day(30)}) ({day(-1)})\n"})
-    plumber = vault.edit(vault.find(match="plumber").id, "Call the plumber about the boiler")
+    plumber = vault.edit(vault.store.find(match="plumber").id, "Call the plumber about the boiler")
     assert plumber.kind == "pending" and f"(due {day(3)})" in plumber.text
-    assert vault.pending()[0].due == TODAY + timedelta(days=3)
-    parking = vault.edit(vault.find(match="Parking").id, "Parking spot is B15")
+    assert vault.upkeep.pending()[0].due == TODAY + timedelta(days=3)
+    parking = vault.edit(vault.store.find(match="Parking").id, "Parking spot is B15")
     assert f"(until {day(30)})" in parking.text
-    moved = vault.edit(vault.find(match="B15").id, f"Parking spot is C2 (until {day(60)})")
+    moved = vault.edit(vault.store.find(match="B15").id, f"Parking spot is C2 (until {day(60)})")
     assert moved.text.count("(until") == 1 and day(60) in moved.text
 
 
@@ -249,9 +249,9 @@ def test_history_of_a_compacted_entry_shows_every_original(tmp_path):
     reply = {"entries": [{"text": "Ran 5 to 10 km in the park", "replaces": [1, 2, 3, 4, 5, 6]}]}
     with FakeLLM(lambda request: json.dumps(reply)) as fake:
         vault = configure_llm(vault, fake)
-        vault.compact("running", before=TODAY - timedelta(days=100))
+        vault.upkeep.compact("running", before=TODAY - timedelta(days=100))
     first = [a for a in vault.store.archived() if "Ran 5 km" in a.text][0]
-    steps = vault.history(first.id)
+    steps = vault.upkeep.history(first.id)
     assert len(steps) == 7 and steps[-1].status == "current" and "5 to 10 km" in steps[-1].text
     assert first.id in [s.id for s in steps]
 
@@ -297,7 +297,7 @@ def test_tidy_never_archives_prose_or_code_that_mentions_until(tmp_path: Path) -
             "```python\ndef f():\n    return 1  # (until 2020-01-01)\n```\n\n"
             "- Parking spot B14 (until 2020-01-01)\n")
     path = write(root / "topics" / "notes.md", text)
-    report = Vault(root).tidy()
+    report = Vault(root).upkeep.tidy()
     assert [e.text for e, _ in report.expired] == ["Parking spot B14 (until 2020-01-01)"]
     assert path.read_text() == text.replace("- Parking spot B14 (until 2020-01-01)\n", "")
 
@@ -311,7 +311,7 @@ def test_follow_up_markers_and_their_order(tmp_path):
         f"(ask: How did the Acme interview go?) ({day(-1)})\n"
         f"- [pending] Sister's flight lands (due {day(0)}) ({day(-2)})\n"
         f"- [pending] Plant cuttings rooting (urgency medium) ({day(-1)})\n")})
-    items = v.pending(today=TODAY)
+    items = v.upkeep.pending(today=TODAY)
     assert [f.entry.body.split(" (")[0] for f in items] == [
         "Sister's flight lands",  # due today: first
         "Job interview at Acme, nervous about the design round",  # high
@@ -331,9 +331,9 @@ def test_a_follow_up_expires_after_a_week_unless_due_later(tmp_path):
         f"- [pending] Recent question ({day(-6)})\n"
         f"- [pending] Far appointment (due {day(3)}) ({day(-30)})\n"
         f"- [pending] Past appointment (due {day(-1)}) ({day(-30)})\n")})
-    assert sorted(f.entry.body.split(" (")[0] for f in v.pending(today=TODAY)) == [
+    assert sorted(f.entry.body.split(" (")[0] for f in v.upkeep.pending(today=TODAY)) == [
         "Far appointment", "Recent question"]
-    report = v.tidy(today=TODAY)
+    report = v.upkeep.tidy(today=TODAY)
     assert sorted(e.body.split(" (")[0] for e, _ in report.expired) == ["Old question nobody asked",
                                                                           "Past appointment"]
 
@@ -358,7 +358,7 @@ def test_compact_keeps_the_importance_of_what_it_merges(tmp_path):
                          {"text": "Chess club: room 4", "replaces": [3]}]}
     with FakeLLM(lambda request: json.dumps(reply)) as fake:
         vault = configure_llm(vault, fake)
-        vault.compact("family", before=TODAY - timedelta(days=100))
+        vault.upkeep.compact("family", before=TODAY - timedelta(days=100))
         prompt = fake.requests[0]["messages"][-1]["content"]
     assert "keep the important ones" in prompt and "(importance 0.9)" in prompt
     assert [e.body for e in vault.topic("family").entries] == [
@@ -374,7 +374,7 @@ def test_compact_takes_an_echoed_kind_once_and_leaves_an_unchanged_entry_alone(t
                          {"text": "[event] Ran 6 to 10 km runs in the park", "replaces": [2, 3, 4, 5, 6]}]}
     with FakeLLM(lambda request: json.dumps(reply)) as fake:
         vault = configure_llm(vault, fake)
-        report = vault.compact("running", before=TODAY - timedelta(days=100))
+        report = vault.upkeep.compact("running", before=TODAY - timedelta(days=100))
     texts = [e.text for e in vault.topic("running").entries]
     assert texts[0] == first.text and not any("[event] [event]" in t or "[event] [Event]" in t for t in texts)
     assert texts[1] == f"[event] Ran 6 to 10 km runs in the park ({day(-300 + 50)})"
@@ -386,9 +386,9 @@ def test_compact_takes_an_echoed_kind_once_and_leaves_an_unchanged_entry_alone(t
 def test_edit_keeps_the_importance_and_urgency_markers(tmp_path):
     vault = make(tmp_path, {"family": "- Lina's first chess win (importance 0.9) (2026-01-02)\n"
                                       "- [pending] Call the school (urgency high) (due 2026-12-01) (2026-11-20)\n"})
-    edited = vault.edit(vault.find(match="chess").id, "Lina won her first chess game")
+    edited = vault.edit(vault.store.find(match="chess").id, "Lina won her first chess game")
     assert edited.text.startswith("Lina won her first chess game (importance 0.9) (")
     again = vault.edit(edited.id, "Lina won her first chess tournament (importance 1.0)")  # the text's own wins
     assert "(importance 1.0)" in again.text and "0.9" not in again.text
-    call = vault.edit(vault.find(match="school").id, "Call the school about the trip")
+    call = vault.edit(vault.store.find(match="school").id, "Call the school about the trip")
     assert call.text.startswith("[pending] Call the school about the trip (urgency high) (due 2026-12-01) (")

@@ -35,24 +35,24 @@ def digested(v: Vault, *runs: tuple[datetime, int]) -> None:
 
 def test_tidy_runs_and_distill_is_off_by_default(tmp_path):
     v = make(tmp_path)
-    report = v.upkeep(now=NOW)
+    report = v.upkeep.run(now=NOW)
     assert report.lines() == ["tidy: 1 expired entry moved to archive.md",
                               "session-digest: off (digest_every_messages: 0)",
                               "session-aging: no conversation is due",
                               "session-prune: no session idle over 30 days",
                               "distill: off (distill_after: 0)"]
     assert "Busy week at work" in (v.root / "archive.md").read_text()
-    assert v.upkeep(now=NOW).lines()[0] == "tidy: nothing has expired"
+    assert v.upkeep.run(now=NOW).lines()[0] == "tidy: nothing has expired"
 
 
 def test_the_profile_is_proposed_after_enough_new_conclusions_and_applied_as_reviewed(tmp_path):
     with FakeLLM(lambda request: json.dumps(REPLY)) as fake:
         v = make(tmp_path, "distill_after: 5\n", fake)
         digested(v, (NOW - timedelta(days=2), 3))
-        assert v.upkeep(now=NOW).jobs[-1].did == "not due: 3 of 5 new conclusions since the last rewrite"
+        assert v.upkeep.run(now=NOW).jobs[-1].did == "not due: 3 of 5 new conclusions since the last rewrite"
         assert not fake.requests
         digested(v, (NOW - timedelta(days=2), 3), (NOW - timedelta(hours=1), 2))
-        job = v.upkeep(now=NOW).jobs[-1]
+        job = v.upkeep.run(now=NOW).jobs[-1]
         asked = len(fake.requests)
     assert job.changed and job.did.startswith("profile rewrite proposed after 5 new conclusions")
     assert "+- Daughter Lina is 7 and loves chess" in job.details["diff"]
@@ -62,33 +62,33 @@ def test_the_profile_is_proposed_after_enough_new_conclusions_and_applied_as_rev
     v = Vault(v.root, embedder=FakeEmbedder())
     result = CliRunner().invoke(main, ["--vault", str(v.root), "distill", "--proposed", "--dry-run"])
     assert result.exit_code == 0 and "+- Daughter Lina is 7 and loves chess" in result.output
-    v.distill(proposed=True)
+    v.upkeep.distill(proposed=True)
     assert [e.body for e in v.topic("profile").entries] == ["Is called Maya", "Daughter Lina is 7 and loves chess"]
     again = CliRunner().invoke(main, ["--vault", str(v.root), "distill", "--proposed"])
     assert again.exit_code == 1 and "no profile rewrite is waiting for review" in again.output
     # counted from the rewrite on: the same digests do not make it due again
-    assert v.upkeep(now=NOW + timedelta(days=1), llm=None).jobs[-1].did.startswith("not due: 0 of 5")
+    assert v.upkeep.run(now=NOW + timedelta(days=1), llm=None).jobs[-1].did.startswith("not due: 0 of 5")
 
 
 def test_distill_apply_writes_at_once_and_no_llm_skips(tmp_path):
     with FakeLLM(lambda request: json.dumps(REPLY)) as fake:
         v = make(tmp_path, "distill_after: 2\ndistill_apply: true\n", fake)
         digested(v, (NOW - timedelta(hours=3), 2))
-        job = v.upkeep(now=NOW).jobs[-1]
+        job = v.upkeep.run(now=NOW).jobs[-1]
     assert job.did == "profile rewritten after 2 new conclusions: +1 -0"
     assert [e.body for e in v.topic("profile").entries][-1] == "Daughter Lina is 7 and loves chess"
     bare = make(tmp_path / "b", "distill_after: 2\n")
     digested(bare, (NOW - timedelta(hours=3), 4))
-    assert bare.upkeep(now=NOW).jobs[-1].did == "due (4 new conclusions) but no LLM is configured: skipped"
+    assert bare.upkeep.run(now=NOW).jobs[-1].did == "due (4 new conclusions) but no LLM is configured: skipped"
 
 
 def test_the_daily_run_is_due_once_a_day_from_its_hour(tmp_path):
     v = make(tmp_path, "upkeep_hour: 6\n")
-    assert not v.upkeep_due(datetime(2026, 11, 28, 5, 59))
-    assert v.upkeep_due(datetime(2026, 11, 28, 6, 0))
-    v.upkeep(now=datetime(2026, 11, 28, 6, 0))
-    assert not v.upkeep_due(datetime(2026, 11, 28, 23, 0))
-    assert v.upkeep_due(datetime(2026, 11, 29, 6, 30))
+    assert not v.upkeep.due(datetime(2026, 11, 28, 5, 59))
+    assert v.upkeep.due(datetime(2026, 11, 28, 6, 0))
+    v.upkeep.run(now=datetime(2026, 11, 28, 6, 0))
+    assert not v.upkeep.due(datetime(2026, 11, 28, 23, 0))
+    assert v.upkeep.due(datetime(2026, 11, 29, 6, 30))
 
 
 def test_cli(tmp_path):

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import click
 
 from ...errors import MemkitError
-from ...vault import parse_day
+from ...vault import LLMChoice, parse_day
 from .common import BadValue, cli_params, echo_json, get_vault, json_option, plural
 
 
@@ -40,11 +40,10 @@ def digest(ctx: click.Context, transcripts: tuple[str, ...], dry_run: bool, forc
       memkit digest --dry-run session.jsonl
     """
     vault = get_vault(ctx)
-    llm = vault.llm()
     reports, failed = [], 0
     for path in transcripts:
         try:
-            report = vault.digest(path, llm=llm, dry_run=dry_run, force=force,
+            report = vault.digest(path, dry_run=dry_run, force=force,
                                   allow_many_supersedes=allow_many_supersedes)
         except MemkitError as exc:
             if len(transcripts) == 1:
@@ -134,18 +133,18 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
       memkit watch --polling
     """
     vault = get_vault(ctx)
-    llm = vault.llm() if vault.config.llm else None
+    llm: LLMChoice = "auto" if vault.config.llm else None
 
     def upkeep() -> None:
         if llm is not None:
-            for result in vault.process_inbox(llm=llm):
+            for result in vault.upkeep.process_inbox(llm=llm):
                 if result.error:
                     click.echo(f"inbox/{result.file}: {result.error}", err=True)
                 elif result.report is not None:
                     summary = result.report.summary().split(": ", 1)[-1]
                     click.echo(f"inbox/{result.file}: {summary} (moved to inbox/done/)")
-        if vault.upkeep_due():  # once a day, from upkeep_hour: the scheduled jobs
-            for job in vault.upkeep(llm=llm).jobs:
+        if vault.upkeep.due():  # once a day, from upkeep_hour: the scheduled jobs
+            for job in vault.upkeep.run(llm=llm).jobs:
                 if job.changed:
                     click.echo(f"upkeep: {job.name}: {job.did}")
 
@@ -156,7 +155,7 @@ def watch(ctx: click.Context, polling: bool, debounce: float) -> None:
             click.echo(report.summary())
 
     click.echo(f"watching {vault.root} (topics/{' and inbox/' if llm is not None else ''}); Ctrl-C to stop", err=True)
-    waiting = vault.waiting_transcripts()
+    waiting = vault.upkeep.waiting_transcripts()
     if waiting:
         what = plural(len(waiting), "transcript")
         click.echo(f"{what} waiting in inbox/: " + ("digested once idle" if llm is not None else
@@ -199,7 +198,7 @@ def split(ctx: click.Context, topic: str, dry_run: bool, min_part: int, max_part
     if json_:
         echo_json(plan.to_dict())
     elif dry_run:
-        click.echo(vault.split_diff(plan), nl=False)
+        click.echo(plan.diff(vault.store), nl=False)
     else:
         click.echo(f"split {plan.parent} into {len(plan.parts)} topics:")
         for p in plan.parts:
@@ -222,7 +221,7 @@ def tidy(ctx: click.Context, dry_run: bool, json_: bool) -> None:
       memkit tidy --dry-run
       memkit tidy
     """
-    report = get_vault(ctx).tidy(dry_run=dry_run)
+    report = get_vault(ctx).upkeep.tidy(dry_run=dry_run)
     if json_:
         echo_json(report.to_dict())
         return
@@ -249,7 +248,7 @@ def compact(ctx: click.Context, topic: str, before: str, dry_run: bool, json_: b
     Example:
       memkit compact running --before 2025-01-01 --dry-run
     """
-    report = get_vault(ctx).compact(topic, before=parse_day(before, "--before"), dry_run=dry_run)
+    report = get_vault(ctx).upkeep.compact(topic, before=parse_day(before, "--before"), dry_run=dry_run)
     _print_change(report, json_, "compacted")
 
 
@@ -271,7 +270,7 @@ def distill(ctx: click.Context, dry_run: bool, proposed: bool, json_: bool) -> N
       memkit distill --dry-run
       memkit distill --proposed
     """
-    report = get_vault(ctx).distill(dry_run=dry_run, proposed=proposed)
+    report = get_vault(ctx).upkeep.distill(dry_run=dry_run, proposed=proposed)
     _print_change(report, json_, "profile")
 
 
@@ -291,7 +290,7 @@ def upkeep(ctx: click.Context, at: str | None, json_: bool) -> None:
       memkit upkeep
       memkit upkeep --json
     """
-    report = get_vault(ctx).upkeep(now=_moment(at))
+    report = get_vault(ctx).upkeep.run(now=_moment(at))
     if json_:
         echo_json(report.to_dict())
         return

@@ -90,17 +90,17 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
     """
     vault = get_vault(ctx)
     if json_:
-        echo_json(vault.show_topic(topic))
+        echo_json(vault.store.show_topic(topic))
         return
     try:
         t = vault.topic(topic)
     except TopicNotFound:
-        children = vault.subtopics(topic)
+        children = vault.store.subtopics(topic)
         if not children:
             raise
         click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
         return
-    children = vault.subtopics(t.name)
+    children = vault.store.subtopics(t.name)
     click.echo(f"{t.title} ({t.name}, {plural(len(t.entries), 'entry', 'entries')})"
                f"{' — ' + t.summary if t.summary else ''}")
     for e in t.entries:
@@ -129,7 +129,7 @@ def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: s
     if bool(entry_id) == bool(match):
         raise click.UsageError("give either an entry ID or --match TEXT")
     vault = get_vault(ctx)
-    entries = vault.forget_every(entry_id, match=match, topic=topic) if all_ else \
+    entries = vault.forget(entry_id, match=match, topic=topic, every=True) if all_ else \
         [vault.forget(entry_id, match=match, topic=topic)]
     if json_:
         echo_json(entries[0].to_dict() if not all_ else [e.to_dict() for e in entries])
@@ -152,7 +152,7 @@ def recent(ctx: click.Context, rebuild: bool, json_: bool) -> None:
       memkit recent --rebuild
     """
     vault = get_vault(ctx)
-    items = vault.rebuild_recent() if rebuild else vault.recent()
+    items = vault.recent(rebuild=rebuild)
     if json_:
         echo_json([r.to_dict() for r in items])
         return
@@ -204,8 +204,8 @@ def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
       memkit history 3f2a9c1e
     """
     vault = get_vault(ctx)
-    steps = vault.history(entry_id)
-    commits = vault.git_history(steps[-1]) if steps else []
+    steps = vault.upkeep.history(entry_id)
+    commits = vault.upkeep.git_history(steps[-1]) if steps else []
     if json_:
         echo_json({"versions": [s.to_dict() for s in steps], "git": commits})
         return
@@ -257,7 +257,7 @@ def pending(ctx: click.Context, json_: bool) -> None:
     Example:
       memkit pending
     """
-    items = get_vault(ctx).pending()
+    items = get_vault(ctx).upkeep.pending()
     if json_:
         echo_json([f.to_dict() for f in items])
         return
@@ -286,7 +286,7 @@ def done(ctx: click.Context, entry_id: str | None, match: str | None, topic: str
     """
     if bool(entry_id) == bool(match):
         raise click.UsageError("give either an entry ID or --match TEXT")
-    entry = get_vault(ctx).done(entry_id, match=match, topic=topic)
+    entry = get_vault(ctx).upkeep.done(entry_id, match=match, topic=topic)
     if json_:
         echo_json(entry.to_dict())
     else:

@@ -48,7 +48,7 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
                         mode=mode, min_importance=min_importance,  # type: ignore[arg-type]  # click.Choice checked the mode
-                        judge=False if fast else None, person=person, relation=relation, where=where)
+                        fast=fast, person=person, relation=relation, where=where)
     if json_:
         echo_json([h.to_dict() for h in hits])
         return
@@ -96,9 +96,7 @@ def context_cmd(ctx: click.Context, message: str, session: str | None, budget: i
     vault = get_vault(ctx)
     if message == "-":
         message = sys.stdin.read()
-    if reset and session:
-        vault.reset_session(session)
-    result = vault.context(message, session=session, budget_tokens=budget, clear=clear, markers=markers)
+    result = vault.context(message, session=session, budget_tokens=budget, reset=reset, clear=clear, markers=markers)
     if json_:
         echo_json(result.to_dict())
     else:

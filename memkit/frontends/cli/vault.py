@@ -79,7 +79,7 @@ def stats(ctx: click.Context, json_: bool) -> None:
     Example:
       memkit stats --json
     """
-    data = get_vault(ctx).stats()
+    data = get_vault(ctx).upkeep.stats()
     if json_:
         echo_json(data)
         return

@@ -70,7 +70,7 @@ from ...vault import Vault
 from ..mcp import Memory, build_server, require_sdk
 from .conn import Bounds, bounded_protocol
 from .routes import Api
-from .spec import MAX_BODY_BYTES, OPERATIONS, Operation, RequestError, check, openapi, query_args
+from .spec import MAX_BODY_BYTES, OPERATIONS, HttpRoute, RequestError, check, openapi, query_args
 
 log = logging.getLogger("memkit")
 
@@ -235,7 +235,7 @@ class Guard:
         await self.app(scope, receive, send)
 
 
-def _endpoint(api: Api, op: Operation) -> Callable[[Any], Awaitable[Any]]:
+def _endpoint(api: Api, op: HttpRoute) -> Callable[[Any], Awaitable[Any]]:
     async def endpoint(request: Any) -> Any:
         try:
             args = check(op.params, dict(request.path_params), "path parameter") if op.params is not None else {}
@@ -316,7 +316,7 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
         return _json(spec)
 
     routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
-    by_path: dict[str, list[Operation]] = {}
+    by_path: dict[str, list[HttpRoute]] = {}
     for op in OPERATIONS:
         by_path.setdefault(op.path, []).append(op)
     for path, ops in by_path.items():

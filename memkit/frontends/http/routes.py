@@ -1,5 +1,5 @@
 """What each route of `memkit serve` (:mod:`memkit.frontends.http.api`) does, on the served vault: the
-:class:`Api` object, one method per route (``Operation.handler`` in :mod:`memkit.frontends.http.spec`), and
+:class:`Api` object, one method per route (``HttpRoute.handler`` in :mod:`memkit.frontends.http.spec`), and
 where each runs (:meth:`Api.call`).
 
 Threads: every call on the served :class:`Vault` runs in one worker thread, one at a time
@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterator
 
 from ...errors import MemkitError
-from ...vault import Vault, parse_day
+from ...vault import LLMChoice, Vault
 from ..facts import add_person_answer, get_answer, people_answer, set_answer
 from ..privacy import without_private
 from ..watch import Watcher
@@ -163,7 +163,7 @@ class Api:
         :raises MemkitError: the watcher cannot start, or the ``llm:`` settings cannot work.
         """
         watch_vault = self.other_vault()
-        llm = watch_vault.llm() if watch_vault.config.llm else None
+        llm: LLMChoice = "auto" if watch_vault.config.llm else None
 
         def on_update(report: Any) -> None:
             if report.new or report.removed or report.changed_files:
@@ -171,12 +171,12 @@ class Api:
                 self.vault.changed()  # the served Vault re-checks the files at its next search
 
         def digest_inbox() -> None:
-            if not watch_vault.waiting_transcripts():
+            if not watch_vault.upkeep.waiting_transcripts():
                 return
             with self._jobs_lock:
                 self.digest_running = True
             try:
-                for result in watch_vault.process_inbox(llm=llm):
+                for result in watch_vault.upkeep.process_inbox(llm=llm):
                     if result.error:
                         log.warning("inbox/%s: %s", result.file, result.error)
                     elif result.report is not None:
@@ -212,7 +212,7 @@ class Api:
                mode: str, min_importance: float | None, fast: bool = False, person: str | None = None,
                relation: str | None = None, where: list[str] | None = None) -> dict[str, Any]:
         hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, min_importance=min_importance,
-                                 mode=mode, judge=False if fast else None,  # type: ignore[arg-type]  # the enum
+                                 mode=mode, fast=fast,  # type: ignore[arg-type]  # the enum
                                  private=False,  # private topics only when asked for by name (docs/privacy.md)
                                  person=person, relation=relation, where=where)
         return {"hits": [h.to_dict() for h in hits]}
@@ -231,13 +231,11 @@ class Api:
 
     def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
             until: str | None) -> dict[str, Any]:
-        return self.vault.add(text, topic=topic, kind=kind, tags=tags or (),
-                              due=parse_day(due, "due") if due is not None else None,
-                              until=parse_day(until, "until") if until is not None else None).to_dict()
+        return self.vault.add(text, topic=topic, kind=kind, tags=tags or (), due=due, until=until).to_dict()
 
     def forget(self, id: str | None, match: str | None, topic: str | None, all: bool) -> dict[str, Any]:  # noqa: A002
         _one_of(id, match)
-        entries = self.vault.forget_every(id, match=match, topic=topic) if all else \
+        entries = self.vault.forget(id, match=match, topic=topic, every=True) if all else \
             [self.vault.forget(id, match=match, topic=topic)]
         return {"forgotten": [e.to_dict() for e in entries]}
 
@@ -250,7 +248,7 @@ class Api:
         return {"topics": [t.to_dict() for t in sorted(infos, key=lambda t: t.updated, reverse=True)]}
 
     def show_topic(self, topic: str) -> dict[str, Any]:
-        return self.vault.show_topic(topic)
+        return self.vault.store.show_topic(topic)
 
     def why(self, id: str) -> dict[str, Any]:  # noqa: A002
         return self.vault.why(id).to_dict()
@@ -260,17 +258,15 @@ class Api:
 
     def context(self, message: str, session: str | None, budget_tokens: int, reset: bool,
                 clear: bool = False, markers: bool = False) -> dict[str, Any]:
-        if reset and session:
-            self.vault.reset_session(session)
-        return self.vault.context(message, session=session, budget_tokens=budget_tokens, clear=clear,
+        return self.vault.context(message, session=session, budget_tokens=budget_tokens, reset=reset, clear=clear,
                                   markers=markers).to_dict()
 
     def pending(self) -> dict[str, Any]:
-        return {"pending": [f.to_dict() for f in without_private(self.vault, self.vault.pending(), lambda f: f.entry.topic)]}
+        return {"pending": [f.to_dict() for f in without_private(self.vault, self.vault.upkeep.pending(), lambda f: f.entry.topic)]}
 
     def done(self, id: str | None, match: str | None, topic: str | None) -> dict[str, Any]:  # noqa: A002
         _one_of(id, match, "the follow-up")
-        return {"done": self.vault.done(id, match=match, topic=topic).to_dict()}
+        return {"done": self.vault.upkeep.done(id, match=match, topic=topic).to_dict()}
 
     def aside_vault(self) -> Vault:
         """The Vault of the work :meth:`run_aside` runs (made on first use)."""
@@ -284,7 +280,7 @@ class Api:
                                             llm="auto" if draft else None).to_dict()
 
     def stats(self) -> dict[str, Any]:
-        return self.vault.stats()
+        return self.vault.upkeep.stats()
 
     def index_status(self) -> dict[str, Any]:
         try:
@@ -375,7 +371,7 @@ class Api:
     def run_upkeep(self, at: str | None) -> dict[str, Any]:
         """Runs on a Vault of its own (see :meth:`run_aside`): its jobs may wait for the LLM."""
         try:
-            return self.aside_vault().upkeep(now=_local(at)).to_dict()
+            return self.aside_vault().upkeep.run(now=_local(at)).to_dict()
         finally:
             self.vault.changed()  # the served Vault re-checks the files at its next search
 

@@ -16,7 +16,7 @@ from ...errors import MemkitError
 from ..operations import ROLES, Style, expected, schema, shown
 from ..operations import check as check_params
 
-__all__ = ["Operation", "OPERATIONS", "RequestError", "check", "openapi", "query_args", "MAX_BODY_BYTES",
+__all__ = ["HttpRoute", "OPERATIONS", "RequestError", "check", "openapi", "query_args", "MAX_BODY_BYTES",
            "MAX_MESSAGE_BODY_BYTES"]
 
 MAX_BODY_BYTES = 256 * 1024  #: a request body larger than this is refused (413)
@@ -202,8 +202,9 @@ def _obj(required: list[str], **props: Any) -> dict[str, Any]:
 
 
 @dataclass
-class Operation:
-    """One route: what it takes, what it answers, and the method of :class:`Api` that serves it."""
+class HttpRoute:
+    """One HTTP route of an operation (:data:`memkit.frontends.operations.OPERATIONS` declares the
+    operations): what it takes, what it answers, and the method of :class:`Api` that serves it."""
 
     method: str
     path: str
@@ -220,89 +221,89 @@ class Operation:
 
 
 OPERATIONS = [
-    Operation("GET", "/search", "search", "Search memories (exact words and meaning, fused), best first.", 200,
+    HttpRoute("GET", "/search", "search", "Search memories (exact words and meaning, fused), best first.", 200,
               _obj(["hits"], hits={"type": "array", "items": _ref("Hit")}), query=SEARCH_PARAMS, errors=(400, 404)),
-    Operation("POST", "/add", "add", "Append a memory to a topic; returns the entry written (and where: a topic "
+    HttpRoute("POST", "/add", "add", "Append a memory to a topic; returns the entry written (and where: a topic "
               "over its size limit is split at once).", 201, _ref("Entry"), body=ADD_BODY, errors=(400, 409)),
-    Operation("POST", "/context", "context", "The memory block for an assistant's system prompt, for the user's "
+    HttpRoute("POST", "/context", "context", "The memory block for an assistant's system prompt, for the user's "
               "latest message.", 200, _ref("Context"), body=CONTEXT_BODY, errors=(400,)),
-    Operation("POST", "/forget", "forget", "Remove a memory (by id or text): the line moves to archive.md with "
+    HttpRoute("POST", "/forget", "forget", "Remove a memory (by id or text): the line moves to archive.md with "
               "the day and its topic, so it can be put back; nothing is deleted.", 200,
               _obj(["forgotten"], forgotten={"type": "array", "items": _ref("Entry")}), body=FORGET_BODY,
               errors=(400, 404, 409)),
-    Operation("POST", "/edit", "edit", "Change a memory where it stands (by id or text); the old line is kept in "
+    HttpRoute("POST", "/edit", "edit", "Change a memory where it stands (by id or text); the old line is kept in "
               "archive.md. Returns the new entry (dated today).", 200, _ref("Entry"), body=EDIT_BODY,
               errors=(400, 404, 409)),
-    Operation("GET", "/topics", "topics", "Every topic, most recently updated first: name, entries, updated, "
+    HttpRoute("GET", "/topics", "topics", "Every topic, most recently updated first: name, entries, updated, "
               "summary, file.", 200, _obj(["topics"], topics={"type": "array", "items": _ref("TopicInfo")})),
-    Operation("GET", "/topics/{topic}", "show_topic", "One topic's entries with their ids (for POST /forget and "
+    HttpRoute("GET", "/topics/{topic}", "show_topic", "One topic's entries with their ids (for POST /forget and "
               "POST /edit), or, for a topic that was split, the topics it was split into.", 200, _ref("Topic"),
               params=TOPIC_PATH, errors=(400, 404, 409)),
-    Operation("GET", "/recent", "recent", "The recent-topics index (index.txt), newest first.", 200,
+    HttpRoute("GET", "/recent", "recent", "The recent-topics index (index.txt), newest first.", 200,
               _obj(["recent"], recent={"type": "array", "items": _ref("Recent")})),
-    Operation("GET", "/why/{id}", "why", "Where a memory came from: the conversation its (from …) marker names "
+    HttpRoute("GET", "/why/{id}", "why", "Where a memory came from: the conversation its (from …) marker names "
               "(a session, an aged session's raw archive, a transcript in inbox/done/) and the lines of it that say "
               "the memory. 404: no such entry, it names no conversation, or that conversation is gone.", 200,
               _ref("Why"), params=WHY_PATH, errors=(400, 404)),
-    Operation("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
+    HttpRoute("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
               _obj(["pending"], pending={"type": "array", "items": _ref("FollowUp")})),
-    Operation("GET", "/proactive", "proactive", "Whether now is a good moment to raise a follow-up (never in "
+    HttpRoute("GET", "/proactive", "proactive", "Whether now is a good moment to raise a follow-up (never in "
               "quiet_hours, nor within proactive_gap_hours of the last conversation), which one, its question "
               "and, with an LLM, a drafted opening line.", 200, _ref("Nudge"), query=PROACTIVE_PARAMS,
               errors=(400,)),
-    Operation("POST", "/pending/done", "done", "Resolve a follow-up (by id or text): it moves to archive.md as "
+    HttpRoute("POST", "/pending/done", "done", "Resolve a follow-up (by id or text): it moves to archive.md as "
               "done.", 200, _obj(["done"], done=_ref("Entry")), body=DONE_BODY, errors=(400, 404, 409)),
-    Operation("POST", "/facts", "set_fact", "Give a key (the user's city, the wifi name) its one live value: its "
+    HttpRoute("POST", "/facts", "set_fact", "Give a key (the user's city, the wifi name) its one live value: its "
               "line in topics/facts.md is replaced where it stands, the old value kept in archive.md with its date.",
               200, _obj(["key", "value", "old", "changed", "id"], key={"type": "string"}, value={"type": "string"},
                         old=_NULL_STR, changed={"type": "boolean", "description": "false: it had that value"},
                         id=_NULL_STR, redacted={"type": "integer", "description": "Secrets replaced by "
                                                 "[redacted] in the value (absent when none; docs/privacy.md)."}),
               body=SET_BODY, errors=(400, 409)),
-    Operation("GET", "/facts", "get_fact", "A key's live value (404: none), with history=true every value it had; "
+    HttpRoute("GET", "/facts", "get_fact", "A key's live value (404: none), with history=true every value it had; "
               "without a key, every key with its value.", 200,
               {"oneOf": [_ref("Fact"), _obj(["facts"], facts={"type": "array", "items": _ref("Fact")})]},
               query=GET_PARAMS, errors=(400, 404)),
-    Operation("GET", "/people", "people", "The people memories are about (people.md), in its order.", 200,
+    HttpRoute("GET", "/people", "people", "The people memories are about (people.md), in its order.", 200,
               _obj(["people"], people={"type": "array", "items": _ref("Person")})),
-    Operation("POST", "/people", "add_person", "Append a person to people.md (created when missing).", 201,
+    HttpRoute("POST", "/people", "add_person", "Append a person to people.md (created when missing).", 201,
               _ref("Person"), body=PERSON_BODY, errors=(400, 409)),
-    Operation("GET", "/stats", "stats", "Counts: entries per topic and kind, follow-ups, archive, index, inbox.",
+    HttpRoute("GET", "/stats", "stats", "Counts: entries per topic and kind, follow-ups, archive, index, inbox.",
               200, _obj(["topics", "entries", "per_topic", "per_kind", "pending", "index"],
                         topics={"type": "integer"}, entries={"type": "integer"}, per_topic={"type": "object"},
                         per_kind={"type": "object"}, pending={"type": "integer"}, index={"type": "object"})),
-    Operation("GET", "/busy", "busy", "Whether a long job runs: in this server an index refresh started by "
+    HttpRoute("GET", "/busy", "busy", "Whether a long job runs: in this server an index refresh started by "
               "POST /index (job 'index') or, with --watch and an LLM, a digest of inbox/ (job 'digest'); or "
               "any writer (this server, the CLI, a watcher, a digest) holding the vault's write lock.", 200,
               _obj(["busy", "jobs", "write_lock"], busy={"type": "boolean"},
                    jobs={"type": "array", "items": {"type": "string"}, "description": "Jobs running in this server."},
                    write_lock={"type": "boolean", "description": "A writer holds the vault's write lock now."})),
-    Operation("GET", "/index", "index_status", "The index: model, dimension, topic files it is behind, and the "
+    HttpRoute("GET", "/index", "index_status", "The index: model, dimension, topic files it is behind, and the "
               "last index job of this server.", 200, _ref("IndexState")),
-    Operation("POST", "/index", "index_start", "Start bringing the index up to date in the background; "
+    HttpRoute("POST", "/index", "index_start", "Start bringing the index up to date in the background; "
               "GET /index and GET /busy follow it.", 202, _obj(["job"], job=_ref("Job")), body=INDEX_BODY,
               body_required=False, errors=(400, 409)),
-    Operation("GET", "/sessions", "list_sessions", "The saved conversations, most recently updated first.", 200,
+    HttpRoute("GET", "/sessions", "list_sessions", "The saved conversations, most recently updated first.", 200,
               _obj(["sessions"], sessions={"type": "array", "items": _ref("SessionInfo")}), query=SESSIONS_PARAMS,
               errors=(400,)),
-    Operation("POST", "/sessions", "start_session", "Start saving a conversation: a new session file in sessions/. "
+    HttpRoute("POST", "/sessions", "start_session", "Start saving a conversation: a new session file in sessions/. "
               "Its id works with the routes below and as POST /context's session.", 201, _ref("Session"),
               body=START_BODY, body_required=False, errors=(400, 409)),
     # before /sessions/{session}: a session whose id is 'search' is loaded by its file name
-    Operation("GET", "/sessions/search", "search_sessions", "Find messages of saved conversations by meaning and "
+    HttpRoute("GET", "/sessions/search", "search_sessions", "Find messages of saved conversations by meaning and "
               "words, best first.", 200, _obj(["hits"], hits={"type": "array", "items": _ref("SessionHit")}),
               query=SESSION_SEARCH_PARAMS, errors=(400, 404)),
-    Operation("GET", "/sessions/{session}", "load_session", "A saved conversation's history within a token budget, "
+    HttpRoute("GET", "/sessions/{session}", "load_session", "A saved conversation's history within a token budget, "
               "oldest first, to continue it (summary and hybrid may wait for the LLM).", 200, _ref("Window"),
               query=LOAD_PARAMS, params=SESSION_PATH, errors=(400, 404)),
-    Operation("POST", "/sessions/{session}/window", "keep_window", "As GET /sessions/{session}, and a summary made "
+    HttpRoute("POST", "/sessions/{session}/window", "keep_window", "As GET /sessions/{session}, and a summary made "
               "on the way is cached in the session's file (a GET writes nothing), so the next load needs no LLM call.",
               200, _ref("Window"), body=LOAD_PARAMS, body_required=False, params=SESSION_PATH, errors=(400, 404, 409)),
-    Operation("POST", "/sessions/{session}/messages", "save_message", "Append one message to a saved conversation "
+    HttpRoute("POST", "/sessions/{session}/messages", "save_message", "Append one message to a saved conversation "
               "(one append to its file; nothing is rewritten). Returns the message with its time.", 201,
               {"allOf": [_ref("Message"), _obj(["session"], session={"type": "string"})]}, body=MESSAGE_BODY,
               params=SESSION_PATH, errors=(400, 404, 409), max_body=MAX_MESSAGE_BODY_BYTES),
-    Operation("POST", "/upkeep", "run_upkeep", "Run the scheduled jobs now, as `memkit upkeep` does: expired "
+    HttpRoute("POST", "/upkeep", "run_upkeep", "Run the scheduled jobs now, as `memkit upkeep` does: expired "
               "memories archived, sessions digested and aged, old ones archived, the profile re-distilled when "
               "due. Slow when an LLM is configured; searches go on meanwhile.", 200, _ref("Upkeep"),
               body=UPKEEP_BODY, body_required=False, errors=(400, 409)),

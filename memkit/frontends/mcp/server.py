@@ -42,7 +42,6 @@ from urllib.parse import quote, unquote
 
 from ... import InvalidValue, MemkitError, Vault, __version__
 from ...base.limits import MAX_TRANSCRIPT_BYTES
-from ...vault import parse_day
 from ..facts import add_person_answer, get_answer, people_answer, set_answer
 from ..operations import OPERATIONS, ArgumentError, Style, check, schema, time_value
 from ..privacy import without_private
@@ -116,15 +115,13 @@ class Memory:
         hits = [h.to_dict() for h in self.vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since,
                                                         mode=mode,  # type: ignore[arg-type]  # the table's choices
                                                         min_importance=min_importance, refresh=True,
-                                                        judge=False if fast else None, private=False, person=person,
+                                                        fast=fast, private=False, person=person,
                                                         relation=relation, where=where)]
         return Outcome(_as_json(hits), {"hits": hits})
 
     def add_memory(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
                    until: str | None) -> Outcome:
-        entry = self.vault.add(text, topic=topic, kind=kind, tags=tags or (),
-                               due=parse_day(due, "due") if due is not None else None,
-                               until=parse_day(until, "until") if until is not None else None).to_dict()
+        entry = self.vault.add(text, topic=topic, kind=kind, tags=tags or (), due=due, until=until).to_dict()
         return Outcome(_as_json(entry), entry)
 
     def edit_memory(self, id: str, text: str) -> Outcome:  # noqa: A002
@@ -148,11 +145,11 @@ class Memory:
         return Outcome(_as_json(data), data)
 
     def pending_follow_ups(self) -> Outcome:
-        items = [f.to_dict() for f in without_private(self.vault, self.vault.pending(), lambda f: f.entry.topic)]
+        items = [f.to_dict() for f in without_private(self.vault, self.vault.upkeep.pending(), lambda f: f.entry.topic)]
         return Outcome(_as_json(items), {"pending": items})
 
     def mark_done(self, id: str) -> Outcome:  # noqa: A002
-        entry = self.vault.done(id).to_dict()
+        entry = self.vault.upkeep.done(id).to_dict()
         entry["archive"] = "archive.md"
         return Outcome(_as_json(entry), entry)
 
@@ -167,9 +164,8 @@ class Memory:
 
     def get_context(self, message: str, session: str | None, budget_tokens: int, reset: bool,
                     clear: bool = False, markers: bool = False) -> Outcome:
-        if reset and session:
-            self.vault.reset_session(session)
-        ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens, clear=clear, markers=markers)
+        ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens, reset=reset, clear=clear,
+                                 markers=markers)
         return Outcome(ctx.text, ctx.to_dict())
 
     def list_topics(self) -> Outcome:
@@ -179,7 +175,7 @@ class Memory:
         return Outcome(_as_json(topics), {"topics": topics})
 
     def read_topic(self, name: str) -> Outcome:
-        data = self.vault.show_topic(name)  # a topic split away: its name and split_into, as `memkit show`
+        data = self.vault.store.show_topic(name)  # a topic split away: its name and split_into, as `memkit show`
         return Outcome(_as_json(data), data)
 
     def recent_topics(self) -> Outcome:
@@ -225,7 +221,7 @@ class Memory:
         return Outcome(text, nudge)
 
     def run_upkeep(self, at: str | None) -> Outcome:
-        report = (self.digest_vault or self.vault).upkeep(now=_moment(at))
+        report = (self.digest_vault or self.vault).upkeep.run(now=_moment(at))
         return Outcome("\n".join(report.lines()), report.to_dict())
 
     def digest_transcript(self, text: str, dry_run: bool) -> Outcome:
@@ -234,7 +230,7 @@ class Memory:
         if len(data) > MAX_TRANSCRIPT_BYTES:
             raise MemkitError(f"transcript is {len(data) / 1e6:.1f} MB; memkit digests at most "
                               f"{MAX_TRANSCRIPT_BYTES / 1e6:.0f} MB at once: split it into smaller parts")
-        report = self.digest_vault.digest_text(text, name="transcript", dry_run=dry_run)
+        report = self.digest_vault.digest(text=text, name="transcript", dry_run=dry_run)
         result = report.to_dict()
         return Outcome(_as_json(result), result)
 

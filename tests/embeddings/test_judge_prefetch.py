@@ -1,0 +1,47 @@
+"""The query's pass through the judge runs in a thread beside the first stage: the search takes
+that vector (one pass a query, the same vector as embedded alone), never another judge's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memkit import Vault
+from memkit.embeddings import judge as judge_mod
+from memkit.embeddings.judge import judge_status, prefetch_query, prefetched, shared_judge
+
+needs_judge = pytest.mark.skipif(judge_status() is not None, reason=f"judge unavailable: {judge_status()}")
+
+
+@needs_judge
+def test_the_prefetched_vector_is_the_one_embedded_alone():
+    judge = shared_judge().judge()
+    assert judge is not None
+    prefetch_query("which bike did I buy?")
+    got = prefetched(judge, "which bike did I buy?")
+    assert got is not None and np.array_equal(got, judge.embed(["which bike did I buy?"])[0])
+    assert prefetched(judge, "another question") is None  # not asked for
+    assert prefetched(object(), "which bike did I buy?") is None  # another judge's: not taken
+
+
+@needs_judge
+def test_a_search_passes_its_query_through_the_judge_once(tmp_path, monkeypatch):
+    root = Vault.init(tmp_path / "v", profile=False).root
+    (root / "topics" / "bikes.md").write_text("---\ntitle: bikes\n---\n# bikes\n\n- Bought a Brompton folding bike\n"
+                                              "- The road bike needs new brake pads\n")
+    v = Vault(root)
+    v.index()
+    judge = shared_judge().judge()
+    seen = []
+    embed = type(judge).embed
+    monkeypatch.setattr(type(judge), "embed", lambda self, texts, *a, **kw: seen.append(list(texts)) or embed(self, texts, *a, **kw))
+    hits = v.search("what folding bike do I have?", threshold=None)
+    assert hits and hits[0].judge is not None and "Brompton" in hits[0].text
+    assert seen.count(["what folding bike do I have?"]) == 1
+
+
+def test_without_a_judge_nothing_is_prefetched(monkeypatch):
+    monkeypatch.setenv("MEMKIT_NO_JUDGE", "1")
+    monkeypatch.setattr(judge_mod, "_SHARED", judge_mod.LazyJudge())  # turned off: not available
+    monkeypatch.setattr(judge_mod, "_SOON", None)
+    prefetch_query("anything")
+    assert judge_mod._SOON is None

@@ -501,7 +501,7 @@ class Sessions:
             raise describe_os_error(exc, self.rel(raw)) from exc
         return raw
 
-    def sweep_temp(self, older_than_s: float = 3600.0) -> list[str]:
+    def sweep_temp(self, older_than_s: float = 3600.0) -> builtins.list[str]:
         """Remove the temp files a killed writer left in ``sessions/``, ``sessions/archive/`` and
         ``sessions/archive/raw/`` (memkit's own ``.NAME.md.XXXXXXXX.tmp``, older than
         ``older_than_s``: a live writer's is seconds old); never through a link out of the vault.

@@ -128,10 +128,7 @@ class Vault:
         ``prune`` (see :class:`memkit.sessions.Conversations`)."""
         from .sessions import Conversations
         if self._conversations is None:
-            rt = self._rt
-            self._conversations = Conversations(
-                self.store, llm=rt.llm, embedder=lambda: rt.embedder,
-                digest=lambda text, name, llm, dry_run: self.digest(text=text, name=name, llm=llm, dry_run=dry_run))
+            self._conversations = Conversations(self._rt)
         return self._conversations
 
     @property
@@ -231,8 +228,8 @@ class Vault:
             split: bool = True, allow_duplicate: bool = False) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; updates index.txt. A topic pushed past ``topic_split_threshold_lines`` is
-        split at once, its parts named from their own words (``split=False`` leaves it); the entry
-        returned is then the one in its subtopic. A topic that was split is not recreated: the
+        split at once, its parts named by the configured LLM, else from their words
+        (``split=False`` leaves it); the entry returned is then the one in its subtopic. A topic that was split is not recreated: the
         text goes to the subtopic whose entries share most of its words, else ``TOPIC-general``
         (the entry returned says where; see :mod:`memkit.split.adding`).
 
@@ -248,7 +245,7 @@ class Vault:
         text, kind = with_dates(text, kind, due=_day(due, "due"), until=_day(until, "until"))
         rt = self._rt
         return add_entry(self.store, lambda: rt.searcher, text, topic=topic, kind=kind, tags=tags, when=when,
-                         split=split, allow_duplicate=allow_duplicate, wrote=rt.wrote)
+                         split=split, allow_duplicate=allow_duplicate, wrote=rt.wrote, llm=rt.llm)
 
     def edit(self, ref: str | None, text: str, *, match: str | None = None, topic: str | None = None) -> Entry:
         """Replace an entry where it stands; the old line goes to archive.md pointing at the new

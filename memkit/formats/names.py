@@ -68,8 +68,9 @@ def topic_leaf(name: str) -> str:
 
 
 def slugify(text: str, max_len: int = MAX_NAME) -> str:
-    """Make any text a safe topic name (``"Home Lab!"`` -> ``home-lab``); may return ''."""
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    """Make any text a safe topic name (``"Home Lab!"`` -> ``home-lab``; a Cyrillic or Greek
+    look-alike of a Latin letter is that letter: an LLM's ``сooking`` is ``cooking``); may return ''."""
+    text = unicodedata.normalize("NFKD", text.translate(_AS_LATIN)).encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     slug = slug[:max_len].rstrip("-")
     if slug in _RESERVED:
@@ -113,10 +114,37 @@ def check_topic_name(name: str) -> str:
         raise TopicNameError(f"topic name is {len(raw)} characters long; the limit is {MAX_NAME}")
     if raw.lower() in _RESERVED:
         raise TopicNameError(f"invalid topic name {name!r}: it is a reserved device name on Windows")
+    _refuse_foreign_letters(name, raw)
     slug = slugify(raw)
     if not slug:
         raise TopicNameError(f"invalid topic name {name!r}: use letters, digits and '-'")
     return slug
+
+
+#: Cyrillic and Greek letters that look like a Latin one (what a topic name typed with them would
+#: be mistaken for)
+_LOOKALIKES = dict(zip(
+    "аеорсухіјѕԁԛԝһӏкАВЕКМНОРСТХУІЈЅοαεικνρτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdqwhlkABEKMHOPCTXYIJSoaeikvptuxABEZHIKMNOPTYX"))
+_AS_LATIN = str.maketrans(_LOOKALIKES)
+
+
+def _refuse_foreign_letters(name: str, raw: str) -> None:
+    """Refuse a letter or digit that has no Latin form (accents are forgiven: ``é`` is ``e``).
+    Silently dropping it made ``сooking`` (a Cyrillic ``с``) the topic ``ooking``, and a file of
+    that name would stand beside ``cooking`` looking the same.
+
+    :raises TopicNameError: naming the character (and the Latin letter it looks like)."""
+    for ch in raw:
+        if ch.isascii() or unicodedata.category(ch)[0] not in "LN":
+            continue
+        if unicodedata.normalize("NFKD", ch).encode("ascii", "ignore"):
+            continue
+        what = unicodedata.name(ch, f"U+{ord(ch):04X}")
+        like = _LOOKALIKES.get(ch)
+        hint = f", which looks like the Latin {like!r} but is not" if like else ", not a Latin letter"
+        raise TopicNameError(f"invalid topic name {name!r}: {ch!r} is {what}{hint}; use Latin letters, "
+                             f"digits and '-'")
 
 
 def session_file_name(session: str, key: str, suffix: str) -> str:

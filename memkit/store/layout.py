@@ -8,6 +8,7 @@ builds on it.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -212,8 +213,8 @@ class VaultFiles:
             try:
                 same = [e.name for e in os.scandir(self.topics_dir) if e.name.endswith(".md")
                         and e.name != path.name and not is_canonical(e.name[:-3])
-                        and check_topic_name(e.name[:-3]) == canonical]
-            except (OSError, MemkitError):
+                        and _canonical_or_none(e.name[:-3]) == canonical]
+            except OSError:
                 same = []
             if len(same) == 1:
                 return self.topics_dir / same[0]
@@ -429,7 +430,9 @@ class VaultFiles:
         except FileNotFoundError:
             return "broken symlink" if link else None
         except OSError as exc:
-            return f"{'broken or looping symlink' if link else 'cannot be read'} ({exc.strerror or exc})"
+            if link and exc.errno == errno.ELOOP:
+                return "a symlink loop (it leads back to itself)"
+            return f"{'broken symlink' if link else 'cannot be read'} ({exc.strerror or exc})"
         if link and not self.is_inside(path):
             return "symlink to a file outside the vault"
         if "/" in name and not self.is_inside(path.parent):
@@ -452,6 +455,37 @@ class VaultFiles:
         if not path.is_symlink():
             return path
         if not self.is_inside(path):
-            raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
+            raise MemkitError(self.symlink_refusal(path))
         return path.resolve()
 
+    def symlink_refusal(self, path: Path) -> str:
+        """Why memkit will not write through the symlink ``path`` that does not lead to a file
+        inside the vault: a loop (named, with the links it goes round), a link to nothing, or a
+        file outside the vault (each said as it is, naming the path)."""
+        rel = self.rel(path)
+        chain, here = [rel], path
+        for _ in range(40):
+            try:
+                target = os.readlink(here)
+            except OSError:
+                break
+            here = here.parent / target
+            shown = self.rel(here) if self.is_inside(here.parent) else str(here)
+            if shown in chain:
+                return (f"{rel} is a symlink loop ({' -> '.join([*chain, shown])}); "
+                        f"refusing to write through it: point it at a file or remove it")
+            chain.append(shown)
+            if not here.is_symlink():
+                break
+        if not here.exists():
+            return f"{rel} is a broken symlink (to {chain[-1]}, which does not exist); refusing to write through it"
+        return f"{rel} is a symlink to a file outside the vault ({here.resolve()}); refusing to write through it"
+
+
+def _canonical_or_none(stem: str) -> str | None:
+    """The canonical name of a file's stem a person chose; None where it has none (``сooking``,
+    with a Cyrillic letter: never taken for ``cooking``)."""
+    try:
+        return check_topic_name(stem)
+    except MemkitError:
+        return None

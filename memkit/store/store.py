@@ -301,7 +301,7 @@ class Store(VaultFiles):
         if not path.exists() and not path.is_symlink():
             return None
         if path.is_symlink() and not self.is_inside(path):
-            raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
+            raise MemkitError(self.symlink_refusal(path))
         topic = read_topic(path, self.name_of(path), self.rel(path))
         problem = topic.write_problem()
         if problem is not None:

@@ -148,3 +148,19 @@ def test_session_file_names_keep_distinct_ids_apart():
     assert session_file_name("\ud800", "\ud800", ".md").startswith("session-")  # a lone surrogate is hashed, not refused
     long = session_file_name("y" * 500, "y" * 500, ".json")
     assert len(long) <= 40 + 1 + 12 + len(".json")
+
+
+@pytest.mark.parametrize("name, char, like", [("сooking", "с", "c"), ("cоoking", "о", "o"), ("Рets", "Р", "P"),
+                                              ("trаvel-notes", "а", "a"), ("κitchen", "κ", "k")])
+def test_a_cyrillic_or_greek_look_alike_is_refused_naming_the_letter(name, char, like):
+    """Issue 41 item 17: `сooking` (a Cyrillic `с`) was taken as the topic `ooking`, and a file of
+    that name stood beside `cooking`; a typed name is refused, naming the letter it imitates."""
+    with pytest.raises(TopicNameError, match=f"'{char}' is .*looks like the Latin '{like}' but is not"):
+        check_topic_name(name)
+    assert slugify(name) == slugify(name.replace(char, like))  # an LLM's proposal: normalised
+
+
+def test_a_letter_with_no_latin_form_is_named():
+    with pytest.raises(TopicNameError, match="'г' is CYRILLIC SMALL LETTER GHE, not a Latin letter; use Latin letters"):
+        check_topic_name("notes готовка")
+    assert check_topic_name("Crème brûlée") == "creme-brulee"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..base.fsutil import describe_os_error
 from ..errors import MemkitError
@@ -17,14 +17,12 @@ from ..formats.links import LinkResolver, Renamed, rewrite_links
 from ..formats.names import check_topic_name
 from .links import link_graph
 
-if TYPE_CHECKING:
-    from .store import Store
-
 __all__ = ["rename_topic"]
 
 
-def rename_topic(store: Store, old: str, new: str, now: datetime | None = None) -> Renamed:
-    """Rename topic ``old`` to ``new`` (see the module docstring).
+def rename_topic(store: Any, old: str, new: str, now: datetime | None = None) -> Renamed:
+    """Rename topic ``old`` to ``new`` (see the module docstring). ``store``: the vault's
+    :class:`memkit.store.store.Store` (typed loosely: that module calls this one).
 
     :raises TopicNotFound: no topic ``old``; :raises MemkitError: ``new`` exists already, or a
         file cannot be moved or written.

@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time ea
     from .git import GitSetup
     from .index import IndexReport
     from .llm import LLM, TextChat
-    from .search import Hit
+    from .search import Hit, Related
     from .sessions import Conversations, SessionHit, Window
     from .split import SplitPart, SplitPlan
     from .store import Facts, TopicInfo
@@ -82,6 +82,7 @@ _WHERE = {
     "IndexReport": ".index",
     "RecentTopic": ".formats.recent",
     "Hit": ".search",
+    "Related": ".search",
     "PruneReport": ".formats.session",
     "Session": ".formats.session",
     "SessionInfo": ".formats.session",
@@ -114,6 +115,7 @@ __all__ = [
     "TopicInfo",
     "RecentTopic",
     "Hit",
+    "Related",
     "Context",
     "DigestReport",
     "InboxResult",

@@ -28,7 +28,7 @@ from .formats.topic import Entry, Topic
 from .index import Index, IndexReport, Progress
 from .llm import LLMChoice
 from .runtime import Runtime
-from .search import Hit, Mode, Searcher, Serving, Threshold
+from .search import Hit, Links, Mode, Searcher, Serving, Threshold
 from .store import Facts, Store, TopicInfo, find_vault
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
@@ -76,6 +76,8 @@ class Vault:
     :param env: the environment ``MEMKIT_MODEL`` is read from (default ``os.environ``).
     """
 
+    _links: Links | None = None  #: vault.links, made on first use
+
     def __init__(self, path: str | os.PathLike[str], *, config: Config | None = None, model: str | None = None,
                  embedder: Embedder | None = None, env: Mapping[str, str] | None = None) -> None:
         self.store = Store(path, config if config is not None else load_config(Path(path).expanduser()))
@@ -94,14 +96,16 @@ class Vault:
         return f"Vault({str(self.root)!r})"
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], *, profile: bool = True) -> "Vault":
+    def init(cls, path: str | os.PathLike[str], *, profile: bool = True, existing: bool = False) -> "Vault":
         """Create a vault: memkit.yaml (commented defaults), topics/ with an empty pinned
         ``profile.md`` (the first layer of every context; ``profile=False`` leaves it out), inbox/,
-        index.txt, .gitignore and .gitattributes.
+        index.txt, .gitignore and .gitattributes. ``existing``: ``path`` is a folder of notes (an
+        Obsidian vault) adopted as it is, its notes at any depth the topics, no file in it written
+        (docs/folders.md).
 
         :raises VaultExists: if ``path`` already holds a vault.
         """
-        return cls(Store.init(path, profile=profile).root)
+        return cls((Store.adopt(path) if existing else Store.init(path, profile=profile)).root)
 
     # ---- where things are ---------------------------------------------------------------------------
     @property
@@ -124,10 +128,7 @@ class Vault:
         ``prune`` (see :class:`memkit.sessions.Conversations`)."""
         from .sessions import Conversations
         if self._conversations is None:
-            rt = self._rt
-            self._conversations = Conversations(
-                self.store, llm=rt.llm, embedder=lambda: rt.embedder,
-                digest=lambda text, name, llm, dry_run: self.digest(text=text, name=name, llm=llm, dry_run=dry_run))
+            self._conversations = Conversations(self._rt)
         return self._conversations
 
     @property
@@ -147,6 +148,15 @@ class Vault:
         if self._upkeep is None:
             self._upkeep = Upkeep(self._rt)
         return self._upkeep
+
+    @property
+    def links(self) -> Links:
+        """The vault's ``[[links]]`` and what is like a memory (:class:`memkit.search.Links`):
+        ``related``, ``backlinks``, ``broken``, ``rename``."""
+        if self._links is None:
+            rt = self._rt
+            self._links = Links(self.store, lambda: rt.searcher)
+        return self._links
 
     @property
     def frontend_internals(self) -> Serving:
@@ -218,8 +228,8 @@ class Vault:
             split: bool = True, allow_duplicate: bool = False) -> Entry:
         """Append ``- [kind] text #tags (date)`` to a topic (``general`` by default), creating it
         if needed; updates index.txt. A topic pushed past ``topic_split_threshold_lines`` is
-        split at once, its parts named from their own words (``split=False`` leaves it); the entry
-        returned is then the one in its subtopic. A topic that was split is not recreated: the
+        split at once, its parts named by the configured LLM, else from their words
+        (``split=False`` leaves it); the entry returned is then the one in its subtopic. A topic that was split is not recreated: the
         text goes to the subtopic whose entries share most of its words, else ``TOPIC-general``
         (the entry returned says where; see :mod:`memkit.split.adding`).
 
@@ -235,7 +245,7 @@ class Vault:
         text, kind = with_dates(text, kind, due=_day(due, "due"), until=_day(until, "until"))
         rt = self._rt
         return add_entry(self.store, lambda: rt.searcher, text, topic=topic, kind=kind, tags=tags, when=when,
-                         split=split, allow_duplicate=allow_duplicate, wrote=rt.wrote)
+                         split=split, allow_duplicate=allow_duplicate, wrote=rt.wrote, llm=rt.llm)
 
     def edit(self, ref: str | None, text: str, *, match: str | None = None, topic: str | None = None) -> Entry:
         """Replace an entry where it stands; the old line goes to archive.md pointing at the new
@@ -316,7 +326,7 @@ class Vault:
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = 3,
                min_importance: float | None = None, judge: bool | None = None, fast: bool = False,
                private: bool = True, person: str | None = None, relation: str | None = None,
-               where: Mapping[str, str] | Sequence[str] | None = None) -> list[Hit]:
+               where: Mapping[str, str] | Sequence[str] | None = None, linked: str | None = None) -> list[Hit]:
         """Hybrid lexical + vector search: the ``k`` best entries for ``query`` (default
         ``max_memories_per_search``) that pass ``threshold`` and the filters (``topic`` and its
         subtopics, ``kind``, ``tag``, ``since``, ``min_importance``), re-scored by the judge unless
@@ -325,11 +335,12 @@ class Vault:
         (``{"city": "Porto"}`` or ``["city=Porto"]``) filter on who and what an entry is about.
         Each parameter: :meth:`memkit.search.Searcher.search` (the query is checked once, a
         :class:`memkit.search.Query`); ``private=False`` leaves out ``private: true`` topics unless
-        ``topic`` names them (what the servers do: docs/privacy.md)."""
+        ``topic`` names them (what the servers do: docs/privacy.md); ``linked``: only a topic and the
+        topics it links to or is linked from (``[[links]]``)."""
         return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
                                     since=since, mode=mode, refresh=refresh, weak=weak,
                                     min_importance=min_importance, judge=False if fast else judge, private=private,
-                                    person=person, relation=relation, where=where)
+                                    person=person, relation=relation, where=where, linked=linked)
 
     # ---- the flows ----------------------------------------------------------------------------------
     def context(self, message: str, *, session: str | None = None, budget_tokens: int = 2000,

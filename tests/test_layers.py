@@ -89,7 +89,8 @@ LAZY_MODULES = {
     # moved out of vault.py with the flows they serve (issue 28.2), lazy as they were there:
     "embeddings/choice.py": {".remote"},  # the embedding server's client (urllib, http.client): only for a server
     "split/adding.py": {".split"},
-    "runtime/runtime.py": {"..llm"},  # the LLM client (http.client, ssl): only when a flow asks for one  # the clustering: only when an add pushes a topic past the threshold
+    "runtime/runtime.py": {"..llm"},
+    "sessions/conversations.py": {"..digest"},  # the digest and its LLM client: only when a conversation is digested  # the LLM client (http.client, ssl): only when a flow asks for one  # the clustering: only when an add pushes a topic past the threshold
     # onnxruntime, imported the one way that turns its telemetry off (issue 41.16): as lazy as the
     # `import onnxruntime` each replaced (``from ..base.ort import onnxruntime as ort``)
     "embeddings/judge.py": {"..base.ort"}, "search/int8_scan.py": {"..base.ort"},
@@ -265,3 +266,41 @@ def test_no_shim_module_is_left():
     code = "import memkit, importlib\ntry:\n    importlib.import_module('memkit.topic')\nexcept ImportError:\n    print('gone')\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "gone", out.stderr[-2000:]
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """memkit module -> the memkit modules it imports (type-checking imports included; a package's
+    face is left out: it imports on use)."""
+    faces = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    graph: dict[str, set[str]] = {}
+    for path in SOURCES:
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        package = parts[:-1]
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[:len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                found |= {target} | {f"{target}.{a.name}" for a in node.names}
+        graph[name] = found
+    return {m: {d for d in deps if d in graph and d != m and d not in faces} for m, deps in graph.items()}
+
+
+def test_no_import_circle_between_modules():
+    """Issue 43.3: no two modules import each other, even only for their types (``index.py`` and
+    ``writer.py`` did: the writer now sees the index through its narrow ``Sink``)."""
+    graph = _module_imports()
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                if nxt == goal:
+                    return True
+                seen.add(nxt)
+                todo.append(nxt)
+        return False
+
+    circles = sorted((m, d) for m, deps in graph.items() for d in deps if m < d and reaches(d, m))
+    assert not circles, circles

@@ -126,7 +126,7 @@ def test_add_empty_text(vault, text):
         vault.add(text)
 
 
-@pytest.mark.parametrize("name", ["../../etc/passwd", "a/b", "CON", "x" * 300, "..", ".hidden", "a\\b", "!!!"])
+@pytest.mark.parametrize("name", ["../../etc/passwd", "a//b", "a/../b", "CON", "x" * 300, "..", ".hidden", "a\\b", "!!!"])
 def test_bad_topic_names_write_nothing(vault, name, tmp_path):
     before = sorted(p for p in tmp_path.rglob("*"))
     with pytest.raises(TopicNameError):
@@ -476,3 +476,19 @@ def test_editing_a_code_block_is_refused_and_add_after_a_bare_cr_keeps_lines(tmp
     entry = vault.add("c", topic="odd", when=datetime(2026, 3, 1))
     assert [e.text for e in vault.topic("odd").entries] == ["a", "b", "c (2026-03-01)"] and entry.text == "c (2026-03-01)"
     assert odd.read_bytes().startswith(b"- a\r\n- b\r")
+
+
+def test_writing_to_a_symlink_loop_says_it_is_a_loop_and_names_the_links(tmp_path: Path) -> None:
+    """Issue 41 item 17: `add --topic loop1` said the link led outside the vault; it says it is a
+    loop, naming the path and the links it goes round (and `check` says loop too)."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    os.symlink("loop2.md", root / "topics" / "loop1.md")
+    os.symlink("loop1.md", root / "topics" / "loop2.md")
+    added = _cli(root, "add", "x", "--topic", "loop1")
+    assert added.exit_code == 1
+    assert ("topics/loop1.md is a symlink loop (topics/loop1.md -> topics/loop2.md -> topics/loop1.md)"
+            in added.output) and "outside the vault" not in added.output
+    assert "topics/loop1.md: a symlink loop" in _cli(root, "check").output
+    os.symlink(str(tmp_path / "elsewhere.md"), root / "topics" / "out.md")
+    (tmp_path / "elsewhere.md").write_text("- outside\n")
+    assert "topics/out.md is a symlink to a file outside the vault" in _cli(root, "add", "x", "--topic", "out").output

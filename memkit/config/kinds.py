@@ -343,3 +343,44 @@ class Regexes(Kind):
 
     def yaml(self, value: Any) -> str:
         return "[" + ", ".join(json.dumps(p, ensure_ascii=False) for p in value) + "]"
+
+
+class GlobList(Kind):
+    """A list of globs over paths under topics/ (:mod:`memkit.formats.globs`)."""
+
+    expected = "a list of globs (quoted strings, like \"work/**\" or \".trash/\")"
+
+    def parse(self, value: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise Invalid
+        out = []
+        for i, glob in enumerate(value, 1):
+            if not isinstance(glob, str) or not glob.strip():
+                raise Invalid
+            glob = glob.strip()
+            if glob.startswith("/") or "\\" in glob or ".." in glob.split("/"):
+                raise Invalid(message=f"glob {i} ({glob!r}) must be a path under topics/ (no leading '/', '\\' or '..')")
+            out.append(glob)
+        return out
+
+    def shown(self, value: Any) -> str:
+        return type(value).__name__
+
+    def yaml(self, value: Any) -> str:
+        return "[" + ", ".join(json.dumps(p, ensure_ascii=False) for p in value) + "]"
+
+
+class Folder(Kind):
+    """A folder inside the vault, relative to it: ``topics``, or ``.`` for the vault's own folder."""
+
+    expected = "a folder relative to the vault (topics, or . for the vault itself)"
+
+    def parse(self, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise Invalid
+        folder = value.strip().strip("/") or "."
+        parts = folder.split("/")
+        if "\\" in folder or value.strip().startswith("/") or any(p == ".." for p in parts) \
+                or (folder != "." and any(p.startswith(".") or not p for p in parts)):
+            raise Invalid(message=f"{value!r} must be a folder inside the vault: a relative path, no '..' nor hidden part")
+        return folder

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from ..base.limits import SESSION_STRATEGIES
 from ..errors import ConfigError, LLMConfigError
+from ..formats.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ..formats.redact import DEFAULT_RULES, Redacted, Rule, compile_rules, redact
 from .kinds import (
     ENV_NAME,
@@ -21,6 +22,8 @@ from .kinds import (
     EnvName,
     Flag,
     FlagOrAuto,
+    Folder,
+    GlobList,
     Lifetimes,
     Number,
     QuietHours,
@@ -210,6 +213,17 @@ class Config:
         "of an entry and does not store it. Lower: fewer memories stored twice, but different memories on one "
         "subject may be taken for one another and dropped; higher: the reverse. auto: the value calibrated for "
         "the model (bench/calibrate_duplicates.py).")
+    topics_folder: str = setting(
+        "topics", Folder(), "The folder the topic files are in, relative to the vault; `.`: the vault's own folder "
+        "(a notes folder adopted as it is: `memkit init --existing DIR`). memkit's own files (archive.md, "
+        "people.md, inbox/, sessions/) are never topics.")
+    include: list[str] = setting(
+        list(DEFAULT_INCLUDE), GlobList(), "The files under the topics folder that are topics, as globs of their "
+        "path there (`*` within a folder, `**` any folders; docs/folders.md). Only .md files are ever topics.")
+    exclude: list[str] = setting(
+        list(DEFAULT_EXCLUDE), GlobList(), "Files and folders under the topics folder that are not topics, as "
+        "globs (a glob ending in / takes a folder and all in it; one without / a name at any depth). Hidden "
+        "files and folders (.obsidian/, .git/) are never topics.")
     index_max_entries: int = setting(20, Whole(1), "Lines kept in index.txt (recent topics, newest first).")
     model: str | None = setting(
         None, Text(), "The embedding model: a model2vec model id (fetched once into the Hugging Face cache) or a "

@@ -182,6 +182,16 @@ class Session:
     raw: str | None = None  #: where its raw conversation is kept (relative to the vault)
     active: str | None = None  #: the header's ``updated``: its last message's time when it was compressed
     problems: list[str] = field(default_factory=list)  #: ``"line N: why"`` of headings read as best it could
+    imported: str | None = None  #: the header's ``imported``: when memkit imported it from a file
+
+    @property
+    def idle_since(self) -> str:
+        """Since when the session is idle, for aging and pruning: its last message's time, or
+        when memkit imported it when that is later (a 2024 history imported today is not idle
+        for years). Never a file's mtime, which git and editors change."""
+        if self.imported and _before(self.imported, self.updated):
+            return self.imported
+        return self.updated
 
     @property
     def updated(self) -> str:
@@ -306,9 +316,10 @@ def check_role(role: str) -> str:
 
 
 def render_header(session_id: str, created: str, *, title: str | None = None, system: str | None = None,
-                  user: str | None = None, tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None
-                  ) -> str:
-    """The header of a new session file (frontmatter, then a ``# title`` line)."""
+                  user: str | None = None, tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
+                  imported: str | None = None) -> str:
+    """The header of a new session file (frontmatter, then a ``# title`` line); ``imported``:
+    when memkit imported it (its idleness counts from then, :attr:`Session.idle_since`)."""
     rest: dict[str, Any] = {}
     if title:
         rest["title"] = " ".join(title.split())
@@ -320,7 +331,7 @@ def render_header(session_id: str, created: str, *, title: str | None = None, sy
         rest["metadata"] = dict(metadata)
     if system:
         rest["system"] = system
-    text = f"---\nid: {session_id}\ncreated: {created}\n"
+    text = f"---\nid: {session_id}\ncreated: {created}\n" + (f"imported: {imported}\n" if imported else "")
     if rest:
         text += yaml.dump(rest, Dumper=_HeaderDumper, sort_keys=False, allow_unicode=True, width=100)
     heading = " ".join(title.split()) if title else f"Conversation {session_id}"
@@ -445,7 +456,8 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1, problems: list[
     the time of the block before it; each such heading adds ``"line N: why"`` to ``problems``."""
     messages: list[SessionMessage] = []
     summaries: list[SessionSummary] = []
-    heads = _heads(text, start)
+    stop = _cut_heading(text, start, first_line, problems)
+    heads = [m for m in _heads(text, start) if m.start() < stop]
     line = first_line
     pos = start
     count = text.count
@@ -455,13 +467,17 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1, problems: list[
         here = m.start()  # the heading's offset in ``text``
         line += count("\n", pos, here)
         pos = here
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        end = heads[i + 1].start() if i + 1 < len(heads) else stop
         content = text[m.end() - 1:end].strip("\r\n")
         if "\r" in content:
             content = content.replace("\r\n", "\n")
         if "\\###" in content:
             content = _unescape(content)
         role, time, rest = m.group(3, 4, 5)
+        if not content.strip() and _CUT_RE.fullmatch(m.group(2)):  # a heading cut short, appended after
+            if problems is not None:
+                problems.append(f"line {line}: a heading cut short ({m.group(2)!r}) with no message; left out")
+            continue
         if role is None:  # a heading memkit cannot read whole
             role, time, rest = _loose(m.group(2), line, previous, problems)
         previous = time or previous
@@ -483,6 +499,26 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1, problems: list[
             continue
         messages.append(SessionMessage(role, content, time, important, name, line))
     return messages, summaries
+
+
+#: what a heading that memkit wrote reads as when a write was cut short in its time (memkit's
+#: own times always end in ``Z``: one without it, and no message under it, was never written whole)
+_CUT_RE = re.compile(r"### (?:user|assistant|system|tool|summary) · [0-9T:.-]*[ \t]*")
+
+
+def _cut_heading(text: str, start: int, first_line: int, problems: list[str] | None) -> int:
+    """Where a session file's body ends for its messages: before a last line that a write cut
+    short in a heading (``### assistant · 2026-03-0``, no newline after it: a message that was
+    never written, not an empty one), else at the end of ``text``."""
+    if text.endswith("\n"):
+        return len(text)
+    last = max(text.rfind("\n") + 1, start)
+    if not text.startswith("### ", last):
+        return len(text)
+    if problems is not None:
+        line = first_line + text.count("\n", start, last)
+        problems.append(f"line {line}: the file ends in a heading cut short ({text[last:]!r}); left out")
+    return last
 
 
 def split_blocks(text: str, file: str) -> tuple[str, str, list[str]]:
@@ -552,7 +588,7 @@ def _session(data: dict[str, Any], messages: list[SessionMessage], summaries: li
         messages = [replace(m, time=made) if not m.time else m for m in messages]
     if any(_before(a.time, b.time) for a, b in zip(messages, messages[1:])):
         messages.sort(key=lambda m: time_key(m.time))
-    known = ("id", "created", "title", "system", "user", "tags", "metadata") + STAGE_KEYS
+    known = ("id", "created", "title", "system", "user", "tags", "metadata", "imported") + STAGE_KEYS
     metadata = dict(data.get("metadata") or {}) if isinstance(data.get("metadata"), dict) else {}
     metadata.update({k: v for k, v in data.items() if k not in known})
     tags = data.get("tags") or []
@@ -563,7 +599,7 @@ def _session(data: dict[str, Any], messages: list[SessionMessage], summaries: li
                    metadata=metadata, stage=_as_text(data.get("stage")), summaries=summaries, archived=archived,
                    stage_at=_as_text(data.get("stage_at")), stage_ratio=_as_ratio(data.get("stage_ratio")),
                    raw=_as_text(data.get("raw")), active=_as_text(data.get("updated")),
-                   problems=problems or [])
+                   problems=problems or [], imported=_as_text(data.get("imported")))
 
 
 def _as_ratio(value: Any) -> float | None:

@@ -70,6 +70,8 @@ class Entry:
     hash: str = ""  #: :func:`text_hash` of :attr:`text`
     #: secrets replaced by ``[redacted]`` in the text an add or edit was given (:mod:`memkit.formats.redact`)
     redacted: int = field(default=0, compare=False, repr=False)
+    #: the heading the entry is under (its text, without the ``#``s); '' when none
+    heading: str = field(default="", compare=False, repr=False)
     duplicate = False  #: (not a field) an add found this entry there already: :class:`memkit.store.store.ExistingEntry`
 
     @property
@@ -137,7 +139,7 @@ class Topic:
     @property
     def title(self) -> str:
         title = self.meta.get("title")
-        return str(title) if title else self.name.replace("-", " ").capitalize()
+        return str(title) if title else self.name.rpartition("/")[2].replace("-", " ").capitalize()
 
     @property
     def summary(self) -> str:
@@ -147,7 +149,7 @@ class Topic:
     def to_dict(self) -> dict[str, Any]:
         """The topic as ``memkit show --json`` prints it: name, title, summary, file, entries."""
         return {"name": self.name, "title": self.title, "summary": self.summary,
-                "file": self.entries[0].file if self.entries else topic_relpath(self.path.stem),
+                "file": self.entries[0].file if self.entries else topic_relpath(self.name),
                 "entries": [e.to_dict() for e in self.entries]}
 
     def updated(self) -> datetime:
@@ -327,6 +329,17 @@ def is_list_line(line: str) -> bool:
     return bool(_LIST_RE.match(bare)) and not _RULE_RE.match(bare)
 
 
+def frontmatter_tags(meta: dict[str, Any]) -> tuple[str, ...]:
+    """A note's own tags, as Obsidian reads them from its frontmatter: ``tags:`` (or ``tag:``) as a
+    list or a comma- or space-separated string, each without its ``#``, lowercased."""
+    raw = meta.get("tags", meta.get("tag"))
+    if raw is None:
+        return ()
+    items = raw if isinstance(raw, list) else re.split(r"[,\s]+", str(raw))
+    out = [str(t).strip().lstrip("#").strip().lower() for t in items if t is not None]
+    return tuple(dict.fromkeys(t for t in out if t))
+
+
 def parse_entry_text(text: str) -> tuple[str | None, tuple[str, ...], str | None]:
     """Return (kind, tags, date) found in an entry's text."""
     kind_match = KIND_RE.match(text)
@@ -437,13 +450,18 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
     item: list[str] = []
     item_start = 0
     item_indent = 0
+    heading = ""
+    note_tags = frontmatter_tags(meta)  # Obsidian's: the note's tags are each of its entries'
 
     def make(parts: list[str], first: int, last: int, is_list: bool) -> None:
         body = parts[0].strip() if len(parts) == 1 else " ".join(p.strip() for p in parts if p.strip())
         if not body:
             return
         kind, tags, day = parse_entry_text(body) if is_list else (None, parse_entry_text(body)[1], None)
-        entries.append(Entry(body, name, file, first + 1, last + 1, kind, tags, day, is_list, text_hash(body)))
+        if note_tags:
+            tags = tuple(dict.fromkeys(tags + note_tags))
+        entries.append(Entry(body, name, file, first + 1, last + 1, kind, tags, day, is_list, text_hash(body),
+                             heading=heading))
 
     def flush_para(end: int) -> None:
         nonlocal para
@@ -494,6 +512,8 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
         if _HEADING_RE.match(line) or _RULE_RE.match(line):
             flush_item(last_content)
             flush_para(last_content)
+            if _HEADING_RE.match(line):
+                heading = stripped.lstrip("#").strip().rstrip("#").strip()
             continue
         if item and (len(line) - len(line.lstrip())) > item_indent:
             item.append(stripped)  # an indented continuation of the list item above

@@ -178,6 +178,9 @@ OPERATIONS: tuple[Operation, ...] = (
         Param("since", "string", "Only entries dated on or after this day, YYYY-MM-DD.", max_length=10,
               format="date", cli=("--since",), metavar="DATE"),
         _PERSON, _RELATION, _WHERE,
+        Param("linked", "string", "Only this topic and the topics it links to or is linked from by [[links]] "
+              "(a topic's name, its file's name alone, or an alias).", max_length=MAX_NAME_CHARS, nonempty=True,
+              cli=("--linked",), metavar="TOPIC"),
         Param("mode", "string", "hybrid: words and meaning fused; vector or lexical: one side only.",
               choices=SEARCH_MODES, default="hybrid", cli=("--mode",)),
         Param("min_importance", "number", "Only entries whose (importance X) is at least this, 0..1 (none given "
@@ -295,6 +298,13 @@ OPERATIONS: tuple[Operation, ...] = (
               "entry's too).", required=True, max_length=MAX_NAME_CHARS, nonempty=True, where="path",
               names={"cli": "entry_id"}, argument=True, metavar="ID"),
     ), ("why",), "why_memory", (("GET", "/why/{id}"),)),
+    Operation("related", (
+        Param("ref", "string", "An entry id (from search_memories or read_topic) or a topic name: what the memories "
+              "must be like.", required=True, max_length=MAX_NAME_CHARS, nonempty=True, argument=True,
+              metavar="ID|TOPIC"),
+        Param("k", "integer", "How many at most (default: memkit.yaml's max_memories_per_search).",
+              low=1, high=MAX_SEARCH_RESULTS, cli=("-k",), metavar="N"),
+    ), ("related",), "related_memories", (("GET", "/related"),)),
     Operation("pending", (), ("pending",), "pending_follow_ups", (("GET", "/pending"),)),
     Operation("proactive", (
         Param("now", "string", "The moment asked about, 'YYYY-MM-DD HH:MM' local time (default: now).",

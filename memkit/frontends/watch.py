@@ -49,20 +49,32 @@ _ROOT_EVENTS = ("DirCreatedEvent", "DirDeletedEvent", "DirMovedEvent")
 
 
 def is_topic_path(topics_dir: str, path: str | bytes) -> bool:
-    """Whether an event path names a topic file: ``NAME.md`` directly inside ``topics_dir``.
+    """Whether an event path can name a topic file: ``NAME.md`` inside ``topics_dir``, at any
+    depth, in no hidden folder (``.obsidian/``, ``.git/``, ``.memkit/``). The store's
+    ``include``/``exclude`` globs decide the rest when the index looks at the file.
 
     Editors' swap, backup and temp files (``.x.md.swp``, ``.x.md.tmp``, ``4913``, ``x.md~``,
-    ``#x.md#``, ``.#x.md``), memkit's own ``.x.md.XXXX.tmp`` files and anything in a subfolder
-    are not.
+    ``#x.md#``, ``.#x.md``) and memkit's own ``.x.md.XXXX.tmp`` files are not.
 
     :param topics_dir: the vault's topics/ folder, as the observer was given it.
     :param path: an event's ``src_path`` or ``dest_path`` (empty for none).
     """
+    rel = _under(topics_dir, path)
+    return rel is not None and is_topic_filename(rel.rpartition("/")[2])
+
+
+def _under(topics_dir: str, path: str | bytes) -> str | None:
+    """``path`` relative to ``topics_dir`` ('/'-separated), when it is under it in no hidden folder."""
     if not path:
-        return False
+        return None
     path = os.fsdecode(path)
-    folder, name = os.path.split(path)
-    return folder == topics_dir and is_topic_filename(name)
+    if not path.startswith(topics_dir + os.sep):
+        return None
+    rel = path[len(topics_dir) + 1:].replace(os.sep, "/")
+    parts = rel.split("/")
+    if any(not p or p.startswith(".") for p in parts[:-1]):
+        return None
+    return rel
 
 
 class _Handler:
@@ -276,20 +288,25 @@ class Watcher:
         paths = (event.src_path, getattr(event, "dest_path", "") or "")
         rewatch = False
         named: list[str] = []
+        folder = False
         if event.is_directory:
-            # a folder named x.md is no topic; only topics/ itself coming or going matters
+            # topics/ itself coming or going: watch it again; a folder in it created, moved or
+            # removed (a folder renamed in an editor): a listing tells which topics it held
             rewatch = event.event_type in ("created", "deleted", "moved") and any(
                 p and os.fsdecode(p) == self._topics for p in paths)
-            relevant = rewatch
+            folder = event.event_type in ("created", "deleted", "moved") and any(
+                (rel := _under(self._topics, p)) is not None and not rel.rpartition("/")[2].startswith(".")
+                for p in paths)
+            relevant = rewatch or folder
         else:
-            named = [os.path.basename(os.fsdecode(p))[:-3] for p in paths if is_topic_path(self._topics, p)]
+            named = [self._name_of(os.fsdecode(p)) for p in paths if is_topic_path(self._topics, p)]
             relevant = bool(named)
         with self._cond:
             if not relevant:
                 self.ignored += 1
                 return
             self.events += 1
-            self._note(named, list_all=rewatch)
+            self._note(named, list_all=rewatch or folder)
             self._rewatch = self._rewatch or rewatch
 
     def _note(self, names: list[str], list_all: bool) -> None:
@@ -382,8 +399,8 @@ class Watcher:
         report = None
         paths: list[str] | None = None
         if named is not None:
-            names = named | {os.path.basename(p)[:-3] for p in self._stuck}
-            paths = [f"{self._topics_rel}/{name}.md" for name in sorted(names)]
+            names = named | {self._name_of(p) for p in self._stuck}
+            paths = [os.path.join(self._topics, f"{name}.md") for name in sorted(names)]
             if len(paths) > MAX_EVENT_FILES or any(os.path.islink(self.vault.root / p) for p in paths):
                 paths = None  # a symlink may be another topic's file: the listing tells
         try:
@@ -516,8 +533,14 @@ class Watcher:
 
         return Observer()
 
+    def _name_of(self, path: str) -> str:
+        """The topic name of a topic file's path (absolute, or relative to the vault)."""
+        full = path if os.path.isabs(path) else os.path.join(str(self.vault.root), path)
+        rel = _under(self._topics, full) or os.path.basename(full)
+        return rel[:-3] if rel.endswith(".md") else rel
+
     def _schedule_topics(self) -> Any:
-        return self._observer.schedule(_Handler(self), self._topics, recursive=False,
+        return self._observer.schedule(_Handler(self), self._topics, recursive=True,
                                        **_schedule_kwargs(_TOPIC_EVENTS))
 
     def _rewatch_topics(self) -> None:

@@ -7,8 +7,9 @@ from ..base.face import face
 
 if TYPE_CHECKING:
     from .columns import column_mask, tag_mask
-    from .index import Index, IndexReport, Progress
+    from .index import Index
     from .judge_vectors import JUDGE_DIR, JudgeVectors
+    from .report import IndexReport, Progress
     from .sources import SessionSource
     from .view import NO_DAY, TRIM_MIN_ROWS, IndexView, trim_memory
 
@@ -16,7 +17,8 @@ __all__ = ["column_mask", "tag_mask", "Index", "IndexReport", "IndexView", "JUDG
 
 __getattr__, __dir__ = face(__name__, {
     ".columns": "column_mask tag_mask",
-    ".index": "Index IndexReport Progress",
+    ".index": "Index",
+    ".report": "IndexReport Progress",
     ".judge_vectors": "JUDGE_DIR JudgeVectors",
     ".sources": "SessionSource",
     ".view": "IndexView NO_DAY TRIM_MIN_ROWS trim_memory",

@@ -46,7 +46,6 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -59,6 +58,7 @@ from ..store import Store, TopicFile
 from . import frozen
 from .matrix import FileMatrix, MatrixError, MemoryMatrix
 from .queue import EMBED_BATCH, entry_texts
+from .report import IndexReport, Progress
 from .sidecar import Sidecar
 from .sources import Source, TopicSource
 from .view import TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, trim_memory
@@ -66,14 +66,12 @@ from .writer import Changed, Writer, fill_pending
 
 log = logging.getLogger("memkit")
 
-__all__ = ["Index", "IndexReport", "IndexView", "TermIds"]
+__all__ = ["Index", "IndexReport", "IndexView", "Progress", "TermIds"]
 
 #: a vocabulary of at most this many terms is read whole when a query first needs it (a new
 #: process of a large vault looks its queries' terms up instead: 90k terms take 0.1-0.3 s to read)
 VOCAB_READ_WHOLE = 20_000
 WRITE_WAIT_S = 30.0  #: how long a refresh waits for another process's write, by default
-
-Progress = Callable[[int, int], None]  # (done, total) entries embedded
 
 #: what a broken index file's errors say (not a lock, a full disk or a read-only folder: those are
 #: left to their cause)
@@ -91,50 +89,6 @@ def damaged(exc: BaseException) -> bool:
         return False
     text = str(exc).lower()
     return not any(word in text for word in _NOT_DAMAGE)
-
-
-@dataclass
-class IndexReport:
-    """What an index run did."""
-
-    entries: int = 0
-    files: int = 0
-    changed_files: int = 0
-    new: int = 0  #: entries embedded
-    reused: int = 0  #: entries of changed files whose vectors were already known
-    removed: int = 0  #: entries that vanished
-    seconds: float = 0.0
-    errors: list[str] = field(default_factory=list)
-    rebuilt_model: bool = False  #: no index existed for this model yet
-    busy: bool = False  #: another process was writing the sidecar for longer than the refresh would wait
-    model: str = ""  #: the name of the model the vectors are from
-    dim: int = 0  #: their dimension
-    judged: int = 0  #: entries given the judge's vector (memkit.index.judge_vectors), after the index
-    judge_seconds: float = 0.0  #: the time that took (not in ``seconds``)
-
-    def to_dict(self) -> dict[str, object]:
-        """As ``memkit index --json`` prints it."""
-        return {"entries": self.entries, "files": self.files, "changed_files": self.changed_files,
-                "new": self.new, "reused": self.reused, "removed": self.removed,
-                "seconds": round(self.seconds, 3), "errors": list(self.errors),
-                "model": self.model, "dim": self.dim, "judged": self.judged,
-                "judge_seconds": round(self.judge_seconds, 3)}
-
-    def fill_judge(self, fill: Callable[[], int]) -> None:
-        """Run ``fill`` (the judge's vectors after the index: how many it stored) and record its
-        count and its time (``judged``, ``judge_seconds``)."""
-        started = time.monotonic()
-        self.judged = fill()
-        self.judge_seconds = time.monotonic() - started
-
-    def summary(self) -> str:
-        text = (f"indexed {self.entries:,} entries in {self.seconds:.1f} s: "
-                f"{self.new:,} new, {self.removed:,} removed")
-        if self.reused:
-            text += f", {self.reused:,} reused"
-        if self.judged:
-            text += f"; {self.judged:,} judge vector{'s' if self.judged != 1 else ''} in {self.judge_seconds:.1f} s"
-        return text
 
 
 class Index:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from ..base.fsutil import read_regular
 from ..errors import MemkitError, TopicNotFound, TopicParseError
-from ..formats.names import topic_relpath
 from ..formats.session import MAX_SESSION_BYTES, NAME_RE, SESSIONS_DIR, SUMMARY, is_session_filename, parse_session
 from ..formats.topic import Entry, Topic, read_topic, text_hash
 from ..store import Store, TopicFile
@@ -74,7 +74,7 @@ class TopicSource:
         return self.store.topic_files()
 
     def relpath(self, name: str) -> str:
-        return topic_relpath(name)  # what Store.rel gives for topics/NAME.md, ~50x cheaper
+        return self.store.topic_rel(name)  # what Store.rel gives for topics/NAME.md, ~50x cheaper
 
     def read(self, path: Path, name: str, rel: str) -> Topic:
         try:
@@ -83,17 +83,17 @@ class TopicSource:
             self.store.warn_once(f"{exc}; skipped")
             raise
         self.store.warn_problems(topic)
-        return topic
+        return with_headings(topic)
 
     def name_of(self, given: str | os.PathLike[str]) -> str:
-        return Path(given).stem
+        return self.store.name_of(given)
 
     def path_of(self, name: str) -> Path:
         return self.store.topic_path(name)
 
     def lookup(self, name: str) -> Topic | None:
         try:
-            return self.store.topic(name)  # the store decides what is a topic file
+            return with_headings(self.store.topic(name))  # the store decides what is a topic file
         except TopicNotFound:
             return None
 
@@ -102,6 +102,18 @@ class TopicSource:
             return None
         got = self.store.topic_file(self.store.topics_dir / f"{name}.md")
         return got if isinstance(got, TopicFile) else None
+
+
+def with_headings(topic: Topic) -> Topic:
+    """A prose note (no list item: a person's note, as in an Obsidian vault) is indexed by
+    paragraph, each with the heading it is under (``Heading: paragraph``), so a search finds a
+    paragraph by its section's words too. Ids are kept (the paragraph's own), so an id a search
+    gives is the one ``memkit show`` gives; the file is not touched."""
+    if not topic.entries or any(e.is_list for e in topic.entries) or not any(e.heading for e in topic.entries):
+        return topic
+    topic.entries = [replace(e, text=f"{e.heading}: {e.text}") if e.heading and e.heading != e.text else e
+                     for e in topic.entries]
+    return topic
 
 
 class SessionSource:

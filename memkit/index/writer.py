@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 import numpy as np
 
@@ -31,21 +31,38 @@ from ..errors import TopicParseError
 from ..formats.topic import Entry, Topic
 from .embed_process import process_spec
 from .queue import EmbedQueue, f32_rows
+from .report import IndexReport, Progress
 from .sidecar import split_hashes
 from .view import NO_DAY, days_of
 
 if TYPE_CHECKING:
-    from .index import Index, IndexReport
+    from ..embeddings import Embedder
+    from .sidecar import Sidecar
+    from .sources import Source
 
-__all__ = ["Writer", "Changed", "fill_pending", "CHUNK_ENTRIES", "CHUNK_FILES", "OWN_ROWS_MAX"]
+__all__ = ["Writer", "Sink", "Changed", "fill_pending", "CHUNK_ENTRIES", "CHUNK_FILES", "OWN_ROWS_MAX"]
 
 CHUNK_ENTRIES = 20_000  #: a refresh writes its rows once this many entries are parsed …
 CHUNK_FILES = 5_000  #: … or this many files
 OWN_ROWS_MAX = 64  #: a refresh of this many files at most reads their old vectors from their own rows first
 
-Progress = Callable[[int, int], None]  # (done, total) entries embedded
 EmbedRows = Callable[..., np.ndarray]  # (entries, progress=None) -> their (n, dim) vectors
 Commit = Callable[[sqlite3.Connection, "dict[str, tuple[int, tuple[int, int, int]] | None] | None"], None]
+
+
+class Sink(Protocol):
+    """What a refresh writes into, and all it sees of the index (:class:`memkit.index.Index` is
+    one): the sidecar (SQLite and the matrix), the model that embeds (its ``dim``, the child
+    process's spec) and the files it reads."""
+
+    @property
+    def db(self) -> Sidecar: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def source(self) -> Source: ...
 
 
 def _day(ns: int) -> str:
@@ -92,7 +109,7 @@ class Writer:
     :param commit: commits the transaction, given the file rows written (None: unknown).
     """
 
-    def __init__(self, index: Index, report: IndexReport, progress: Progress | None, wait: float, full: bool,
+    def __init__(self, index: Sink, report: IndexReport, progress: Progress | None, wait: float, full: bool,
                  embed: bool, embed_rows: EmbedRows, commit: Commit) -> None:
         self.index = index
         self.embed_rows = embed_rows
@@ -330,7 +347,7 @@ class Writer:
             self.db.matrix.remove(self.matrix)
 
 
-def fill_pending(index: Index, report: IndexReport, progress: Progress | None, wait: float, embed_rows: EmbedRows,
+def fill_pending(index: Sink, report: IndexReport, progress: Progress | None, wait: float, embed_rows: EmbedRows,
                  commit: Commit) -> None:
     """Embed the entries a refresh without embedding left without a vector: each such file's block
     is appended anew with its vectors, a transaction for each chunk of about :data:`CHUNK_ENTRIES`
@@ -370,7 +387,7 @@ def fill_pending(index: Index, report: IndexReport, progress: Progress | None, w
         progress(done, done)  # texts found in earlier chunks were not embedded: the total is what was
 
 
-def _append_pending(index: Index, files: list[tuple[int, list[str], list[str]]], vectors: dict[str, bytes],
+def _append_pending(index: Sink, files: list[tuple[int, list[str], list[str]]], vectors: dict[str, bytes],
                     wait: float, last: bool, commit: Commit) -> None:
     db = index.db
     con = db.begin(wait)

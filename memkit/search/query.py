@@ -50,6 +50,7 @@ class Query:
     person: str | None = None  #: a name or handle of people.md (``--with``), whitespace collapsed
     relation: str | None = None  #: lowercase
     where: tuple[tuple[str, str], ...] = ()  #: (key, value folded) pairs, all must match
+    within: frozenset[str] | None = None  #: only these topics' entries (``--linked``: a topic and its links)
 
     @classmethod
     def make(cls, text: str, *, k: int, mode: Mode = "hybrid", threshold: Threshold = "auto",

@@ -427,7 +427,8 @@ class Searcher:
                mode: Mode = "hybrid", refresh: bool | None = None, weak: int = WEAK_HITS,
                words_first: bool = False, min_importance: float | None = None,
                subtopics: bool = True, judge: bool | None = None, private: bool = True, person: str | None = None,
-               relation: str | None = None, where: Mapping[str, str] | Iterable[str] | None = None) -> list[Hit]:
+               relation: str | None = None, where: Mapping[str, str] | Iterable[str] | None = None,
+               linked: str | None = None) -> list[Hit]:
         """Search the vault's memories.
 
         :param query: what to look for (natural language, names, part numbers…).
@@ -458,6 +459,8 @@ class Searcher:
         :param person: only entries about this person (a name or ``@handle`` of people.md; ``me``: the
             user), :param relation: about a person of this relation, :param where: carrying these
             fields (``{"city": "Porto"}`` or ``["city=Porto"]``): :mod:`memkit.search.about`.
+        :param linked: only topic ``linked`` (a name, a file's name alone or an alias, as a
+            ``[[link]]`` names it) and the topics its entries link to or whose entries link to it.
         """
         q = self.query(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag, since=since, mode=mode,
                        weak=weak, words_first=words_first, min_importance=min_importance, subtopics=subtopics,
@@ -465,7 +468,22 @@ class Searcher:
         if not private:
             q = replace(q, hidden=frozenset(t for t in self.store.private_topics()
                                             if not (q.topic and _in(t, q.topic, q.subtopics))))
+        if linked is not None:
+            q = replace(q, within=self.linked_topics(linked))
         return self.find(q, refresh=refresh)
+
+    def linked_topics(self, topic: str) -> frozenset[str]:
+        """Topic ``topic`` (named as a ``[[link]]`` names it) and the topics linked from or to it.
+
+        :raises TopicNotFound: no topic of that name."""
+        graph = self.store.links()
+        names = graph.resolver.resolve(topic)
+        if not names:
+            raise TopicNotFound(f"no topic {topic!r} to follow the links of; see `memkit topics`")
+        out: set[str] = set()
+        for name in names:
+            out |= graph.neighbourhood(name)
+        return frozenset(out)
 
     def query(self, text: str, *, k: int | None = None, **options: Any) -> Query:
         """A :class:`Query` of this vault (``k`` default: ``max_memories_per_search``), checked
@@ -834,6 +852,9 @@ def _mask(view: IndexView, q: Query) -> np.ndarray | None:
         both(tag_mask(view.tags, q.tag))
     if q.since:
         both(view.dates >= np.datetime64(q.since, "D"))
+    if q.within is not None:  # a topic and the topics it links to or is linked from (search --linked)
+        inside = np.array([t in q.within for t in view.topics], dtype=bool)
+        both(inside[view.file_ids] if len(inside) else np.zeros(len(view), bool))
     if q.hidden:  # private topics (Searcher.search's private=False)
         shown = np.array([t not in q.hidden for t in view.topics], dtype=bool)
         both(shown[view.file_ids] if len(shown) else np.zeros(len(view), bool))

@@ -120,7 +120,7 @@ def due_stage(session: Session, now: datetime, summary_days: int, core_days: int
     message; a session at that stage already is due again only when messages came after it."""
     if not session.messages and session.stage_block is None:
         return None
-    idle = now_utc(now) - time_key(session.updated)
+    idle = now_utc(now) - time_key(session.idle_since)
     target = "core" if core_days and idle >= timedelta(days=core_days) else \
         "summary" if summary_days and idle >= timedelta(days=summary_days) else None
     if target is None:
@@ -139,6 +139,7 @@ def age_sessions(sessions: Sessions, llm: LLM | None, *, now: datetime, summary_
     :param lock: held around each rewrite (the vault's write lock), not while the LLM works.
     """
     report = AgingReport(llm=llm is not None)
+    sessions.sweep_temp()  # what a compression killed mid-write left (raw/ included)
     for path, session in sessions.each("not aged"):
         stage = due_stage(session, now, summary_days, core_days)
         if stage is None:

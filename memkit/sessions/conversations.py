@@ -5,7 +5,8 @@ digest, export, import, delete, prune.
 It composes the folder (:class:`memkit.sessions.folder.Sessions`), a long conversation's window
 (:mod:`memkit.sessions.budget`), import and export (:mod:`memkit.sessions.io`), search over an index
 of its own (:mod:`memkit.sessions.search`) and the live digest (:mod:`memkit.sessions.live_digest`);
-the facade gives it the vault's store, its LLM choice, its digest and its embedder.
+the facade hands it the vault's runtime context (:class:`memkit.runtime.Runtime`: the store, the
+LLM factory, the embedder, the searcher the digest writes through).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from ..errors import MemkitError, TranscriptError
 from ..formats.names import session_file_name
 from ..formats.session import PruneReport, Session, SessionInfo, SessionMessage, check_session_id
+from ..runtime import Runtime
 from ..search import Searcher
-from ..store import Store
 from .budget import Window, window
 from .folder import Sessions
 from .io import Imported, export_jsonl, import_conversations, parse_conversations
@@ -27,32 +28,32 @@ from .search import SessionHit, SessionSearch
 
 if TYPE_CHECKING:
     from ..digest import Captured, DigestReport
-    from ..embeddings import Embedder
-    from ..llm import LLM, LLMChoice
+    from ..llm import LLMChoice
 
 __all__ = ["Conversations"]
-
-#: a digest of a conversation given as text: (JSONL, name, llm, dry_run) -> report
-DigestText = Callable[[str, str, "LLMChoice", bool], "DigestReport"]
-
 
 class Conversations:
     """The vault's ``sessions/`` folder and what is done with its conversations.
 
-    :param store: the vault's files (its lock, its state folder, its settings).
-    :param llm: the LLM a choice names (``"auto"``: memkit.yaml's).
-    :param digest: digests a conversation given as text into memory entries (the facade's).
-    :param embedder: the vault's embedder, asked for on the first search only.
+    :param runtime: the vault's store (its lock, its state folder, its settings), its LLM factory
+        (``"auto"``: memkit.yaml's), its embedder (asked for on the first search only) and its
+        searcher (a digest writes through it).
     """
 
-    def __init__(self, store: Store, *, llm: Callable[["LLMChoice"], "LLM | None"], digest: DigestText,
-                 embedder: Callable[[], "Embedder"]) -> None:
-        self.store = store
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        self.store = store = runtime.store
         self.folder = Sessions(store.root, store.state_dir, store.config)  #: the files themselves
-        self._llm = llm
-        self._digest = digest
-        self._embedder = embedder
+        self._llm = runtime.llm
         self._search: SessionSearch | None = None
+
+    def _digest(self, text: str, name: str, llm: LLMChoice, dry_run: bool) -> DigestReport:
+        """Digest a conversation given as text (JSONL) into memory entries."""
+        from ..digest import digest_text  # the digest and its LLM client: only when a conversation is digested
+        try:
+            return digest_text(self._rt.searcher, text, self._rt.llm(llm), name=name, dry_run=dry_run)
+        finally:
+            self._rt.changed()
 
     def __repr__(self) -> str:
         return f"Conversations({str(self.store.root)!r})"
@@ -102,7 +103,7 @@ class Conversations:
         """Messages of past conversations that match ``query`` by meaning and words, best first
         (see :mod:`memkit.sessions.search`; ``exact``: as for :meth:`window`)."""
         if self._search is None:
-            self._search = SessionSearch(self.folder, Searcher.of_sessions(self.store, self._embedder()))
+            self._search = SessionSearch(self.folder, Searcher.of_sessions(self.store, self._rt.embedder))
         return self._search.search(query, k=k, session=session, role=role, since=since, exact=exact)
 
     # ---- writing ----------------------------------------------------------------------------------

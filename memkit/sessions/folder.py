@@ -23,12 +23,14 @@ import logging
 import os
 import secrets
 import stat
+import time
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..base.fsutil import (
+    TEMP_RE,
     FileChanged,
     NotRegularFile,
     append_guarded,
@@ -330,9 +332,11 @@ class Sessions:
 
     def create(self, *, session_id: str | None = None, title: str | None = None, system: str | None = None,
                user: str | None = None, tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
-               now: datetime | None = None, messages: Sequence[SessionMessage] = ()) -> Session:
+               now: datetime | None = None, messages: Sequence[SessionMessage] = (),
+               imported: datetime | None = None) -> Session:
         """Create ``sessions/<day>-<id>.md`` atomically (never replacing a file), holding
-        ``messages`` from the start (an import: a kill leaves no session or the whole one).
+        ``messages`` from the start (an import: a kill leaves no session or the whole one);
+        ``imported``: when it was imported (the header's ``imported:``, where idleness starts).
 
         :raises InvalidValue: a bad id; SessionConflict: the id is taken.
         """
@@ -363,7 +367,8 @@ class Sessions:
                 pass
             path = folder / f"{when.date().isoformat()}-{sid}.md"
             text = render_header(sid, format_time(when), title=title, system=system, user=user, tags=tags,
-                                 metadata=metadata) + "".join(render_message(m) for m in messages)
+                                 metadata=metadata, imported=format_time(imported) if imported else None
+                                 ) + "".join(render_message(m) for m in messages)
             if _create_exclusive(path, text.encode("utf-8", errors="surrogatepass")):
                 return parse_session(text, self.rel(path), sid)
             if given:
@@ -496,6 +501,28 @@ class Sessions:
             raise describe_os_error(exc, self.rel(raw)) from exc
         return raw
 
+    def sweep_temp(self, older_than_s: float = 3600.0) -> builtins.list[str]:
+        """Remove the temp files a killed writer left in ``sessions/``, ``sessions/archive/`` and
+        ``sessions/archive/raw/`` (memkit's own ``.NAME.md.XXXXXXXX.tmp``, older than
+        ``older_than_s``: a live writer's is seconds old); never through a link out of the vault.
+        Returns what was removed, relative to the vault."""
+        gone: builtins.list[str] = []
+        limit = time.time() - older_than_s
+        for folder in (self.dir, self.archive_dir, self.archive_dir / RAW_DIR):
+            if not folder.is_dir() or self._outside(folder):
+                continue
+            for entry in os.scandir(folder):
+                m = TEMP_RE.match(entry.name)
+                if not m or ".md" not in m.group(1) or not entry.is_file(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_mtime < limit:
+                        os.unlink(entry.path)
+                        gone.append(self.rel(Path(entry.path)))
+        for rel in gone:
+            log.info("%s: a temp file a killed writer left; removed", rel)
+        return gone
+
     def load_raw(self, session: str) -> Session:
         """A session's whole conversation: once it aged, its raw file's messages and those saved
         since (in time order; the raw file's header); else the session as it is."""
@@ -533,8 +560,8 @@ class Sessions:
 
     def prune(self, days: int | None = None, *, delete: bool = False, dry_run: bool = False,
               now: datetime | None = None) -> PruneReport:
-        """Archive (move to ``sessions/archive/``) or delete the sessions whose last message is
-        older than ``days`` (default: memkit.yaml's ``expire: conversation``, 30 days; ``never``
+        """Archive (move to ``sessions/archive/``) or delete the sessions idle (their last
+        message, or their import when later: :attr:`Session.idle_since`) for longer than ``days`` (default: memkit.yaml's ``expire: conversation``, 30 days; ``never``
         prunes nothing)."""
         if days is None:
             days = self.config.expire.get("conversation")
@@ -545,7 +572,7 @@ class Sessions:
             raise InvalidValue(f"days must be 0 or more, got {days}")
         cutoff = now_utc(now) - timedelta(days=days)
         for path, session in self.each("not pruned"):
-            if time_key(session.updated) >= cutoff:
+            if time_key(session.idle_since) >= cutoff:
                 continue
             info = session.info(path.stat().st_size)
             if not dry_run:

@@ -12,7 +12,9 @@ Claude Code transcript, or a ChatGPT export.
   - ``claude-code``: a Claude Code JSONL transcript, read as ``memkit capture`` reads it (user and
     assistant text, each with its entry's timestamp);
   - ``chatgpt``: ChatGPT's ``conversations.json`` export (one session per conversation, its
-    current branch, with titles and times).
+    current branch, with titles and times); a conversation without an ``id`` is named by its
+    content (``chatgpt-`` and a hash of its creation time and first message), so a re-import
+    finds it.
 
 Importing into an existing session id appends only the messages it lacks, matched by role, time
 and text (by role and text for a message whose file gives no time): re-importing a growing
@@ -24,6 +26,7 @@ replaced by the whole messages, not duplicated. So is a Claude Code turn that gr
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
@@ -192,11 +195,24 @@ def _chatgpt(conversations: list[Any], name: str) -> list[Conversation]:
                           "time": msg.get("create_time"), "name": author.get("name")})
         conversation = _from_objects(items, f"{name} conversation {n}", created)
         conversation.title = conv.get("title") if isinstance(conv.get("title"), str) else None
-        conversation.source_id = str(conv.get("conversation_id") or conv.get("id") or "") or None
+        conversation.source_id = (str(conv.get("conversation_id") or conv.get("id") or "") or None
+                                  or _content_id(conv.get("create_time"), conversation))
         conversation.created = conversation.created or created
         conversation.metadata = {"source": "chatgpt"}
         out.append(conversation)
     return out
+
+
+def _content_id(create_time: Any, conversation: Conversation) -> str | None:
+    """The id of a ChatGPT conversation that has none, from its content: a hash of its creation
+    time and its first message (neither changes when the conversation grows), so importing the
+    same export again finds the session it made. None for a conversation with no message."""
+    if not conversation.messages:
+        return None
+    first = conversation.messages[0]
+    key = json.dumps([create_time if isinstance(create_time, (int, float, str)) else None, first.role,
+                      first.content.replace("\r\n", "\n").strip()], ensure_ascii=False)
+    return "chatgpt-" + hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
 
 
 def _claude_code(lines: list[bytes], name: str, fallback: str) -> Conversation:
@@ -375,7 +391,8 @@ def import_conversations(sessions: Sessions, conversations: list[Conversation], 
             when = parse_time(conv.created or (conv.messages[0].time if conv.messages else format_time(
                 now or datetime.now(timezone.utc))))
             made = sessions.create(session_id=sid, title=title or conv.title, system=conv.system,
-                                   metadata=conv.metadata or None, now=when, messages=conv.messages)
+                                   metadata=conv.metadata or None, now=when, messages=conv.messages,
+                                   imported=now or datetime.now(timezone.utc))
             out.append(Imported(made, len(conv.messages), True, sum(m.redacted for m in conv.messages)))
             continue
         path, archived = sessions.find(existing.id, exact=True)

@@ -20,6 +20,7 @@ from ..search import Searcher, split_target
 from ..store import Store
 
 if TYPE_CHECKING:
+    from ..llm import LLM
     from .parts import SplitPlan
 
 log = logging.getLogger("memkit")
@@ -50,13 +51,13 @@ def entry_after_split(store: Store, plan: SplitPlan, entry: Entry) -> Entry | No
     return None
 
 
-def split_quietly(searcher: Searcher, topic: str) -> SplitPlan | None:
-    """Split ``topic`` if it grew past the threshold, naming the parts from their own words (an
-    add never waits for an LLM); a failure is a warning, never a failure of the write that
-    triggered it."""
+def split_quietly(searcher: Searcher, topic: str, llm: Callable[[], LLM | None] | None = None) -> SplitPlan | None:
+    """Split ``topic`` if it grew past the threshold, its parts named by the LLM ``llm()`` gives
+    when one is configured (else, or when it fails, from their own words); a failure is a
+    warning, never a failure of the write that triggered it."""
     from .split import maybe_split  # the clustering: only when a topic grows past the threshold
     try:
-        return maybe_split(searcher, topic, llm=None)
+        return maybe_split(searcher, topic, llm=llm() if llm is not None else None)
     except MemkitError as exc:
         log.warning("could not split %s: %s", topic, exc)
         return None
@@ -76,11 +77,12 @@ def check_kind(kind: str, expire: Mapping[str, object]) -> str:
 
 def add_entry(store: Store, searcher: Callable[[], Searcher], text: str, *, topic: str | None, kind: str | None,
               tags: Sequence[str], when: datetime | None, split: bool, allow_duplicate: bool,
-              wrote: Callable[[str, Path, Topic | None], None]) -> Entry:
+              wrote: Callable[[str, Path, Topic | None], None],
+              llm: Callable[[], LLM | None] | None = None) -> Entry:
     """Write ``text`` (its dates already in it) to ``topic`` (``general``: None) or the part of it
     that takes it (:func:`route`), then split the topic when it grew past
     ``topic_split_threshold_lines`` (unless not ``split``); the entry as written, or as its part
-    holds it after the split. ``wrote(topic, path, parsed)`` is told of the write before any split
+    holds it after the split (its parts named by ``llm()`` when that gives one). ``wrote(topic, path, parsed)`` is told of the write before any split
     (the facade hands the topic as written, when the store knows it, to the index: the file is
     not read again). The topic's entry of the same text is returned unwritten
     (``.duplicate``) unless ``allow_duplicate``."""
@@ -93,7 +95,7 @@ def add_entry(store: Store, searcher: Callable[[], Searcher], text: str, *, topi
         return entry
     wrote(entry.topic, path, written)
     if split and count > store.config.topic_split_threshold_lines:
-        plan = split_quietly(searcher(), entry.topic)
+        plan = split_quietly(searcher(), entry.topic, llm)  # the LLM made only when a split is due
         if plan is not None:  # the entry now lives in one of the subtopics: return where
             log.info("topic %s had %d entries (over topic_split_threshold_lines): split into %s",
                      entry.topic, count, ", ".join(plan.names))

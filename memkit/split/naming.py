@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MemkitError
-from ..formats.names import MAX_NAME, slugify
+from ..formats.names import MAX_NAME, check_topic_name, slugify
 from ..formats.topic import Topic
 from ..formats.words import STOP_WORDS, stem, words
 from ..llm import LLM, ask_json
@@ -52,7 +52,7 @@ def name_word(word: str) -> str:
 
 def distinctive_words(parent: Topic, groups: list[list[int]], general: list[int]) -> list[list[str]]:
     """Per group (then the general part, last): its words, most distinctive first."""
-    skip = set(parent.name.split("-")) | tokens(parent.title) | {GENERAL}
+    skip = set(parent.name.rpartition("/")[2].lower().split("-")) | tokens(parent.title) | {GENERAL}
     stems = {stem(w) for w in skip}  # "travels" does not name a part of travel
     docs = [{w for w in tokens(e.body) - skip if stem(w) not in stems} for e in parent.entries]
     n = len(docs)
@@ -151,6 +151,11 @@ def llm_suffix(proposal: dict[str, str], parent: str) -> str:
 
 
 def join(parent: str, suffix: str) -> str:
+    """A part's name: ``<parent>-<suffix>``, in the parent's folder (``work/harbor`` ->
+    ``work/harbor-pier``)."""
+    if "/" in parent:
+        folder, _, leaf = check_topic_name(parent).rpartition("/")
+        return f"{folder}/{join(leaf, suffix)}"
     name = slugify(f"{parent}-{suffix}")
     return name if name and name != parent else slugify(f"{parent[:MAX_NAME - len(suffix) - 1]}-{suffix}")
 
@@ -158,9 +163,10 @@ def join(parent: str, suffix: str) -> str:
 def unique(base: str, taken: set[str]) -> str:
     if base not in taken:
         return base
+    folder, _, leaf = base.rpartition("/")
     for i in range(2, 10_000):
         tail = f"-{i}"
-        name = base[:MAX_NAME - len(tail)].rstrip("-") + tail
+        name = (folder + "/" if folder else "") + leaf[:MAX_NAME - len(tail)].rstrip("-") + tail
         if name not in taken:
             return name
     raise MemkitError(f"no free name for {base}")  # pragma: no cover - 10,000 topics of one name

@@ -8,6 +8,7 @@ builds on it.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -18,7 +19,17 @@ from ..base.fsutil import VaultLock, describe_os_error, file_kind
 from ..config import CONFIG_NAME, Config, load_config
 from ..errors import MemkitError, VaultNotFound
 from ..formats.archive import ARCHIVE
-from ..formats.names import TOPICS_DIR, check_topic_name, is_canonical, is_topic_filename, session_file_name, topic_stem
+from ..formats.globs import Globs
+from ..formats.names import (
+    TOPICS_DIR,
+    canonical_name,
+    check_topic_name,
+    is_canonical,
+    is_canonical_path,
+    is_topic_filename,
+    session_file_name,
+    topic_stem,
+)
 from ..formats.session import ARCHIVE_DIR, RAW_DIR, SESSIONS_DIR
 from .recovery import sweep_temp_files, undo_interrupted_split
 
@@ -31,6 +42,8 @@ INBOX_DIR = "inbox"
 STATE_DIR = ".memkit"
 INDEX_TXT = "index.txt"
 LOCK_TIMEOUT_S = 30.0
+#: memkit's own files and folders, never topics when the topics folder is the vault's own (``topics_folder: .``)
+OWN_PATHS = ("archive.md", "people.md", "index.txt", "inbox", "sessions", "memkit.yaml")
 ROOT_FILES = ("archive.md", "index.txt", ".gitignore", ".gitattributes", "memkit.yaml")  #: what memkit writes at the root
 TEMP_SWEEP_INTERVAL_S = 60.0  #: how often the write lock sweeps away temp files of dead writers
 
@@ -116,6 +129,10 @@ class VaultFiles:
         self._lock = VaultLock(self.root / STATE_DIR / "write.lock", LOCK_TIMEOUT_S, on_acquire=self._recover)
         self._warned: set[str] = set()
         self._next_sweep = 0.0  #: time.monotonic() of the next sweep of dead writers' temp files
+        self.globs = Globs(self.config.include, self.config.exclude)
+        folder = self.config.topics_folder
+        self.topics_rel = "" if folder == "." else folder  #: the topics folder, relative to the vault ('' for itself)
+        self._topics_dir = self.root / self.topics_rel if self.topics_rel else self.root
 
     def __repr__(self) -> str:
         return f"VaultFiles({str(self.root)!r})"
@@ -123,7 +140,32 @@ class VaultFiles:
     # ---- paths ---------------------------------------------------------------------------------
     @property
     def topics_dir(self) -> Path:
-        return self.root / TOPICS_DIR
+        return self._topics_dir
+
+    def topic_rel(self, name: str) -> str:
+        """The vault-relative path of topic ``name``'s file (``topics/work/harbor.md``)."""
+        return f"{self.topics_rel}/{name}.md" if self.topics_rel else f"{name}.md"
+
+    def name_of(self, path: str | os.PathLike[str]) -> str:
+        """The topic name of a file under the topics folder: its path there without ``.md``
+        (``work/harbor``); a path outside it gives its stem."""
+        text = os.fspath(path)
+        if not os.path.isabs(text):  # a vault-relative path (topics/work/harbor.md)
+            text = os.path.join(self.root, text)
+        base = os.fspath(self._topics_dir) + os.sep
+        if text.startswith(base):
+            rel = text[len(base):]
+            if os.sep != "/":
+                rel = rel.replace(os.sep, "/")
+            return rel[:-3] if rel.endswith(".md") else rel
+        return Path(text).stem
+
+    def is_topic_rel(self, rel: str) -> bool:
+        """Whether the file at ``rel`` (its path under the topics folder) is a topic: the globs of
+        memkit.yaml, and never memkit's own files when the topics folder is the vault's."""
+        if not self.topics_rel and rel.split("/", 1)[0] in OWN_PATHS:
+            return False
+        return self.globs.is_topic(rel)
 
     @property
     def state_dir(self) -> Path:
@@ -158,16 +200,41 @@ class VaultFiles:
         if raw != canonical and (self.topics_dir / f"{raw}.md").is_file():
             return self.topics_dir / f"{raw}.md"
         path = self.topics_dir / f"{canonical}.md"
+        if "/" in canonical:  # in a folder: a person's names ("Work/Harbor Project") found by their canonical one
+            if not path.exists():
+                found = [tf for tf in self.topic_files() if "/" in tf.name and not is_canonical_path(tf.name)
+                         and canonical_name(tf.name) == canonical]
+                if len(found) == 1:
+                    return found[0].path
+                folder, _, leaf = canonical.rpartition("/")
+                return self._folder_for(folder) / f"{leaf}.md"  # a new topic: in the folder there is
+            return path
         if not path.exists():  # a file a person named differently ("Books.md"): found by its canonical name
             try:
                 same = [e.name for e in os.scandir(self.topics_dir) if e.name.endswith(".md")
                         and e.name != path.name and not is_canonical(e.name[:-3])
-                        and check_topic_name(e.name[:-3]) == canonical]
-            except (OSError, MemkitError):
+                        and _canonical_or_none(e.name[:-3]) == canonical]
+            except OSError:
                 same = []
             if len(same) == 1:
                 return self.topics_dir / same[0]
         return path
+
+    def _folder_for(self, folder: str) -> Path:
+        """The folder under topics/ whose canonical path is ``folder`` (``Work/Projects`` for
+        ``work/projects``), as far as one exists; the rest as given."""
+        where = self.topics_dir
+        for part in folder.split("/"):
+            if not (where / part).is_dir():
+                try:
+                    same = sorted(e.name for e in os.scandir(where) if e.is_dir(follow_symlinks=False)
+                                  and not e.name.startswith(".") and canonical_name(e.name) == part)
+                except OSError:
+                    same = []
+                if same:
+                    part = same[0]
+            where = where / part
+        return where
 
     def rel(self, path: Path) -> str:
         """A path relative to the vault, with '/' separators, for messages and the index."""
@@ -266,65 +333,94 @@ class VaultFiles:
         return files
 
     def topic_files_named(self, prefix: str) -> list[TopicFile]:
-        """:meth:`topic_files` whose name starts with ``prefix`` (the others not looked at)."""
+        """:meth:`topic_files` whose name starts with ``prefix`` (the others not looked at; a
+        prefix in a folder, ``work/harbor-``, looks in that folder only)."""
         if not self.topics_dir_inside():
             return []
+        folder, _, leaf = prefix.rpartition("/")
+        where = self.topics_dir / folder if folder else self.topics_dir
+        if folder and (".." in folder.split("/") or "\\" in folder or "\0" in folder or not self.is_inside(where)):
+            return []
         try:
-            names = sorted(e.name for e in os.scandir(self.topics_dir) if e.name.startswith(prefix))
+            names = sorted(e.name for e in os.scandir(where) if e.name.startswith(leaf))
         except OSError:
             return []
-        found = [self.topic_file(self.topics_dir / name) for name in names]
+        found = [self.topic_file(where / name) for name in names]
         return [tf for tf in found if isinstance(tf, TopicFile)]
 
     def scan_topic_files(self) -> tuple[list[TopicFile], list[tuple[str, str]]]:
-        """(the topic files, sorted by name; the files in topics/ that are not read, with why)."""
+        """(the topic files at any depth under the topics folder, sorted by name; the files there
+        that are not read, with why). Hidden and excluded folders are not gone into, nor symlinks
+        to folders (a link can loop, or lead out of the vault)."""
+        top = self.topics_rel or "."
         if not self.topics_dir_inside():
-            return [], [(f"{TOPICS_DIR}/", "a symlink to a folder outside the vault")]
-        try:
-            items = sorted(os.scandir(self.topics_dir), key=lambda d: d.name)
-        except (FileNotFoundError, NotADirectoryError):
-            return [], []
-        except OSError as exc:
-            return [], [(f"{TOPICS_DIR}/", f"cannot be listed: {exc.strerror or exc}")]
+            return [], [(f"{top}/", "a symlink to a folder outside the vault")]
         found: list[TopicFile] = []
         skipped: list[tuple[str, str]] = []
         links: set[str] = set()
-        for item in items:
-            name = item.name
-            if not is_topic_filename(name):
+        folders = [(os.fspath(self.topics_dir), "")]
+        while folders:
+            where, prefix = folders.pop()
+            try:
+                items = sorted(os.scandir(where), key=lambda d: d.name)
+            except (FileNotFoundError, NotADirectoryError):
                 continue
-            if not item.is_symlink():  # the common case, from the listing alone (no Path built)
-                try:
-                    st = item.stat()
-                except OSError:
-                    st = None
-                if st is not None and stat.S_ISREG(st.st_mode):
-                    found.append(TopicFile(name[:-3], item.path, st))
+            except OSError as exc:
+                skipped.append((f"{top}/{prefix}", f"cannot be listed: {exc.strerror or exc}"))
+                continue
+            for item in items:
+                name = item.name
+                rel = prefix + name
+                if not name.endswith(".md"):
+                    try:
+                        is_dir = item.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    if is_dir and not self.globs.skips_folder(rel) and (prefix or not self._own(name)):
+                        folders.append((item.path, rel + "/"))
                     continue
-            else:
-                links.add(name[:-3])
-            got = self.topic_file(Path(item.path), item)
-            if isinstance(got, TopicFile):
-                found.append(got)
-            elif got is not None:
-                skipped.append((f"{TOPICS_DIR}/{name}", got))
+                if not is_topic_filename(name) or not self.is_topic_rel(rel):
+                    continue
+                if not item.is_symlink():  # the common case, from the listing alone (no Path built)
+                    try:
+                        st = item.stat()
+                    except OSError:
+                        st = None
+                    if st is not None and stat.S_ISREG(st.st_mode):
+                        found.append(TopicFile(rel[:-3], item.path, st))
+                        continue
+                else:
+                    links.add(rel[:-3])
+                got = self.topic_file(Path(item.path), item)
+                if isinstance(got, TopicFile):
+                    found.append(got)
+                elif got is not None:
+                    skipped.append((self.topic_rel(rel[:-3]), got))
         by_inode: dict[tuple[int, int], TopicFile] = {}
         out: list[TopicFile] = []
         for tf in sorted(found, key=lambda tf: (tf.name in links, tf.name)):  # real files first
             key = (tf.stat.st_dev, tf.stat.st_ino)
             if key in by_inode:
-                skipped.append((f"{TOPICS_DIR}/{tf.path.name}", f"same file as {self.rel(by_inode[key].path)}"))
+                skipped.append((self.topic_rel(tf.name), f"same file as {self.rel(by_inode[key].path)}"))
                 continue
             by_inode[key] = tf
             out.append(tf)
         return sorted(out, key=lambda tf: tf.name), skipped
 
+    def _own(self, name: str) -> bool:
+        """Whether ``name`` at the top of the topics folder is memkit's own (the vault's folder only)."""
+        return not self.topics_rel and name in OWN_PATHS
+
     def topic_file(self, path: Path, item: os.DirEntry[str] | Path | None = None) -> TopicFile | str | None:
         """What is a topic file, decided in one place (for :meth:`topic_files`, :meth:`topic` and
-        index.txt's upkeep): ``path`` in topics/ (``item``: its directory entry, when listing) as a
-        :class:`TopicFile`; else why memkit does not read it (a symlink leading out of the vault, a
-        FIFO…), or None when there is no file to speak of (none, or a folder)."""
+        index.txt's upkeep): ``path`` under the topics folder (``item``: its directory entry, when
+        listing) as a :class:`TopicFile`; else why memkit does not read it (a symlink leading out
+        of the vault, a FIFO…), or None when there is no file to speak of (none, a folder, or a
+        file the include/exclude globs leave out)."""
         if not is_topic_filename(path.name):
+            return None
+        name = self.name_of(path)
+        if not self.is_topic_rel(name + ".md"):
             return None
         entry = item if item is not None else path
         link = False
@@ -334,25 +430,62 @@ class VaultFiles:
         except FileNotFoundError:
             return "broken symlink" if link else None
         except OSError as exc:
-            return f"{'broken or looping symlink' if link else 'cannot be read'} ({exc.strerror or exc})"
+            if link and exc.errno == errno.ELOOP:
+                return "a symlink loop (it leads back to itself)"
+            return f"{'broken symlink' if link else 'cannot be read'} ({exc.strerror or exc})"
         if link and not self.is_inside(path):
             return "symlink to a file outside the vault"
+        if "/" in name and not self.is_inside(path.parent):
+            return "in a folder linked from outside the vault"
         if not stat.S_ISREG(st.st_mode):
             return None if stat.S_ISDIR(st.st_mode) else f"is {file_kind(st.st_mode)}, not a topic file"
-        return TopicFile(path.stem, path, st)
+        return TopicFile(name, path, st)
 
     def is_topic(self, name: str) -> bool:
-        """Whether ``name`` (a line of index.txt) is the stem of a file :meth:`topic_files` lists."""
-        if "/" in name or "\\" in name or "\0" in name or not self.topics_dir_inside():
+        """Whether ``name`` (a line of index.txt) is the name of a file :meth:`topic_files` lists."""
+        if "\\" in name or "\0" in name or ".." in name.split("/") or not self.topics_dir_inside():
             return False
         return isinstance(self.topic_file(self.topics_dir / f"{name}.md"), TopicFile)
 
     def write_target(self, path: Path) -> Path:
         """The file to write for ``path``: a symlink inside the vault is written through (a person's
-        link is kept); one leading out of the vault is refused."""
+        link is kept); one leading out of the vault is refused, as is a file in a folder that does."""
+        if path.parent != self.topics_dir and path.parent.exists() and not self.is_inside(path.parent):
+            raise MemkitError(f"{self.rel(path.parent)} is a symlink to a folder outside the vault; refusing to write in it")
         if not path.is_symlink():
             return path
         if not self.is_inside(path):
-            raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
+            raise MemkitError(self.symlink_refusal(path))
         return path.resolve()
 
+    def symlink_refusal(self, path: Path) -> str:
+        """Why memkit will not write through the symlink ``path`` that does not lead to a file
+        inside the vault: a loop (named, with the links it goes round), a link to nothing, or a
+        file outside the vault (each said as it is, naming the path)."""
+        rel = self.rel(path)
+        chain, here = [rel], path
+        for _ in range(40):
+            try:
+                target = os.readlink(here)
+            except OSError:
+                break
+            here = here.parent / target
+            shown = self.rel(here) if self.is_inside(here.parent) else str(here)
+            if shown in chain:
+                return (f"{rel} is a symlink loop ({' -> '.join([*chain, shown])}); "
+                        f"refusing to write through it: point it at a file or remove it")
+            chain.append(shown)
+            if not here.is_symlink():
+                break
+        if not here.exists():
+            return f"{rel} is a broken symlink (to {chain[-1]}, which does not exist); refusing to write through it"
+        return f"{rel} is a symlink to a file outside the vault ({here.resolve()}); refusing to write through it"
+
+
+def _canonical_or_none(stem: str) -> str | None:
+    """The canonical name of a file's stem a person chose; None where it has none (``сooking``,
+    with a Cyrillic letter: never taken for ``cooking``)."""
+    try:
+        return check_topic_name(stem)
+    except MemkitError:
+        return None

@@ -9,13 +9,13 @@ from typing import Sequence
 
 from ..base.fsutil import atomic_write, describe_os_error
 from ..config import CONFIG_NAME, DEFAULT_CONFIG_TEXT
-from ..errors import VaultExists
+from ..errors import MemkitError, VaultExists
 from ..formats.names import TOPICS_DIR
 from ..formats.recent import RecentTopic, render_recent
 from ..formats.topic import new_topic_text
-from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, VaultFiles
+from .layout import INBOX_DIR, INDEX_TXT, OWN_PATHS, STATE_DIR, VaultFiles
 
-__all__ = ["create_vault", "ensure_git_files", "PROFILE_TOPIC", "PROFILE_SUMMARY", "GITIGNORE_LINES",
+__all__ = ["create_vault", "adopt_folder", "ensure_git_files", "PROFILE_TOPIC", "PROFILE_SUMMARY", "GITIGNORE_LINES",
            "GITATTRIBUTES_LINES"]
 
 PROFILE_TOPIC = "profile"  #: the pinned topic `memkit init` creates
@@ -56,6 +56,36 @@ def create_vault(path: str | os.PathLike[str], *, profile: bool = True) -> Path:
         _add_lines(root / ".gitignore", GITIGNORE_LINES)
         _add_lines(root / ".gitattributes", GITATTRIBUTES_LINES)
         atomic_write(root / CONFIG_NAME, DEFAULT_CONFIG_TEXT)
+    except OSError as exc:
+        raise describe_os_error(exc, f"the vault at {root}") from exc
+    return root
+
+
+def adopt_folder(path: str | os.PathLike[str]) -> Path:
+    """Make an existing folder of markdown notes (an Obsidian vault, a notes repo) a vault, as it
+    is: its notes become the topics (``topics_folder: .``, at any depth, memkit.yaml's
+    ``include``/``exclude`` globs deciding), and no file already there is written, renamed or
+    removed. Only new files are made: memkit.yaml, index.txt, and a .gitignore naming .memkit/
+    when the folder has none (one it has is left as it is). Returns the folder.
+
+    :raises VaultExists: if the folder already holds a vault; :raises MemkitError: it is no folder.
+    """
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise MemkitError(f"{root} is not a folder: `memkit init --existing DIR` adopts a folder of notes as it is")
+    if (root / CONFIG_NAME).exists():
+        raise VaultExists(f"{root} already holds a vault ({CONFIG_NAME} exists); nothing changed")
+    clash = [name for name in OWN_PATHS if name != CONFIG_NAME and (root / name).exists()]
+    if clash:  # memkit would take a person's file for its own (people.md, archive.md…)
+        raise MemkitError(f"{root} has {', '.join(clash)} at its top, which memkit keeps for itself; rename "
+                          f"{'it' if len(clash) == 1 else 'them'} or keep the notes in a vault's topics/ folder "
+                          "(docs/folders.md); nothing changed")
+    text = DEFAULT_CONFIG_TEXT.replace("\ntopics_folder: topics\n", "\ntopics_folder: .\n")
+    try:
+        atomic_write(root / INDEX_TXT, b"")  # Store.adopt fills it from the notes
+        if not (root / ".gitignore").exists():
+            _add_lines(root / ".gitignore", GITIGNORE_LINES)
+        atomic_write(root / CONFIG_NAME, text)  # last: a vault only once it is whole
     except OSError as exc:
         raise describe_os_error(exc, f"the vault at {root}") from exc
     return root

@@ -42,7 +42,8 @@ from ..errors import (
 )
 from ..formats.archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from ..formats.lifecycle import core_text
-from ..formats.names import check_topic_name, topic_relpath
+from ..formats.links import Renamed
+from ..formats.names import check_topic_name
 from ..formats.topic import (
     KIND_RE,
     LIST_MARKER_RE,
@@ -65,9 +66,11 @@ from ..formats.topic import (
 )
 from .inbox import Inbox
 from .layout import INBOX_DIR, INDEX_TXT, STATE_DIR, TOPICS_DIR, TopicFile, VaultFiles, find_vault
-from .newvault import create_vault
+from .links import LinkGraph, link_graph
+from .newvault import adopt_folder, create_vault
 from .recent_file import RecentFile
 from .recovery import aside_path, write_split_journal
+from .rename import rename_topic
 
 __all__ = ["Added", "Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "ExistingEntry", "find_vault", "check_word",
            "TOPICS_DIR", "INBOX_DIR", "STATE_DIR", "INDEX_TXT", "MAX_ENTRY_CHARS"]
@@ -144,6 +147,21 @@ class Store(VaultFiles):
         """
         return cls(create_vault(path, profile=profile))
 
+    def links(self) -> LinkGraph:
+        """Every ``[[link]]`` of the vault (:func:`memkit.store.links.link_graph`)."""
+        return link_graph(self)
+
+    def rename_topic(self, old: str, new: str) -> Renamed:
+        """Rename topic ``old`` to ``new``, the links to it rewritten (:mod:`memkit.store.rename`)."""
+        return rename_topic(self, old, new)
+
+    @classmethod
+    def adopt(cls, path: str | os.PathLike[str]) -> "Store":
+        """Make a folder of notes a vault as it is (:func:`memkit.store.newvault.adopt_folder`) and open it."""
+        store = cls(adopt_folder(path))
+        store.index_txt.rebuild(store.iter_topics())  # memkit's own file: in step from the start
+        return store
+
     # ---- reading -------------------------------------------------------------------------------
     def iter_topics(self) -> Iterator[Topic]:
         """Parse every topic; a malformed one is skipped with a warning naming file and line."""
@@ -167,9 +185,9 @@ class Store(VaultFiles):
         path = self.topic_path(name)
         found = self.topic_file(path) if self.topics_dir_inside() else None
         if found is None:
-            raise TopicNotFound(f"no topic {path.stem!r} in {TOPICS_DIR}/ (see `memkit topics`)")
+            raise TopicNotFound(f"no topic {self.name_of(path)!r} in {self.topics_rel or '.'}/ (see `memkit topics`)")
         if not isinstance(found, TopicFile):
-            raise TopicNotFound(f"{topic_relpath(path.stem)}: {found}; not read")
+            raise TopicNotFound(f"{self.rel(path)}: {found}; not read")
         topic = read_topic(found.path, found.name, self.rel(found.path))
         self.warn_problems(topic)
         return topic
@@ -220,7 +238,12 @@ class Store(VaultFiles):
             if not (children := self.subtopics(name)):
                 raise
             return {"name": name, "split_into": children}
-        return dict(t.to_dict(), file=self.rel(t.path), split_into=self.subtopics(t.name))
+        shown = dict(t.to_dict(), file=self.rel(t.path), split_into=self.subtopics(t.name))
+        backlinks = link_graph(self).backlinks(t.name)
+        if backlinks:  # the entries whose [[links]] name it
+            shown["linked_from"] = [dict(e.to_dict(), link=link.target + (f"#{link.heading}" if link.heading else ""))
+                                    for e, link in backlinks]
+        return shown
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, last update (as index.txt has it, which follows every
@@ -278,8 +301,8 @@ class Store(VaultFiles):
         if not path.exists() and not path.is_symlink():
             return None
         if path.is_symlink() and not self.is_inside(path):
-            raise MemkitError(f"{self.rel(path)} is a symlink to a file outside the vault; refusing to write through it")
-        topic = read_topic(path, path.stem, self.rel(path))
+            raise MemkitError(self.symlink_refusal(path))
+        topic = read_topic(path, self.name_of(path), self.rel(path))
         problem = topic.write_problem()
         if problem is not None:
             raise TopicNotWritable(f"{problem.message}. Nothing was written")
@@ -302,13 +325,15 @@ class Store(VaultFiles):
         data = current.data(text) if current is not None else encode_topic(text)
         try:
             self.topics_dir.mkdir(exist_ok=True)
+            if path.parent != self.topics_dir:  # a topic in a folder: the folder is made as needed
+                path.parent.mkdir(parents=True, exist_ok=True)
             replace_checked(target, data, current.data() if current is not None else b"",
                             current.stamp if current is not None else None)
         except FileChanged as exc:
             raise FileChanged(f"{self.rel(path)}: {exc}") from None
         except OSError as exc:
             raise describe_os_error(exc, self.rel(path)) from exc
-        written = parse_topic_text(text, path.stem, self.rel(path), path)
+        written = parse_topic_text(text, self.name_of(path), self.rel(path), path)
         if touch_recent:
             self.index_txt.touch(written.name, written.summary, now)
         return written
@@ -326,6 +351,7 @@ class Store(VaultFiles):
         try:
             for name, data in datas.items():
                 path = self.topic_path(name)
+                path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(path, data)
                 written.append(path)
         except BaseException as exc:
@@ -398,7 +424,7 @@ class Store(VaultFiles):
                 return Added(replace(written, redacted=hidden.count), -1, None)
             if written is None:  # no such topic yet: created with its frontmatter
                 title = path.stem.replace("-", " ").capitalize()
-                written = self.write_topic(path.stem, new_topic_text(title, "", now) + line + "\n", current=None,
+                written = self.write_topic(self.name_of(path), new_topic_text(title, "", now) + line + "\n", current=None,
                                            now=now, path=path)
             else:
                 self.index_txt.touch(written.name, written.summary, now)
@@ -439,7 +465,7 @@ class Store(VaultFiles):
             old, bom = decode_topic(f.data, rel)
             cr = is_cr_only(f.data.decode("utf-8", errors="replace"))
             new = append_line(old, line)
-            written = parse_topic_text(new, path.stem, rel, path, bom)
+            written = parse_topic_text(new, self.name_of(path), rel, path, bom)
             written.cr = cr
             problem = written.write_problem()  # a conflict or bad frontmatter was there before the line
             if problem is not None:

@@ -40,6 +40,7 @@ from datetime import datetime
 from ..base.fsutil import read_regular
 from ..errors import MemkitError
 from ..formats.archive import ArchiveItem
+from ..formats.links import LinkResolver, aliases_of, find_links
 from ..formats.people import PEOPLE_FILE
 from ..formats.plain import control_lines
 from ..formats.recent import render_recent
@@ -63,7 +64,7 @@ __all__ = ["Finding", "CheckReport", "check_vault", "PERSON_KINDS"]
 PERSON_KINDS = ("conflict", "frontmatter", "skipped", "parent-recreated", "inbox-error", "session", "control",
                 "emptied")
 _MAX_READ = 64 * 1024 * 1024  #: people.md, archive.md and index.txt are read up to this size
-NOTE_KINDS = ("inbox-waiting", "inbox-undigested")
+NOTE_KINDS = ("inbox-waiting", "inbox-undigested", "broken-link")
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,7 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
                 "parent-recreated", rel, None,
                 f"{rel} exists beside the subtopics a split made of it ({', '.join(sorted(t.name for t in children))}): "
                 f"move its {len(topic.entries)} entries into them (or `memkit split {name}` again), then delete it"))
+    report.problems += _link_findings(topics)
     report.problems += _session_findings(store)
     for path in (store.root / PEOPLE_FILE, store.archive_path, store.recent_path):
         if path.is_file() and not path.is_symlink():
@@ -223,6 +225,28 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
                                            f"{other} is the index of another model; `memkit index` (or --fix) "
                                            "removes it", fixable=True))
     return report
+
+
+def _link_findings(topics: dict[str, Topic]) -> list[Finding]:
+    """A ``[[link]]`` that names no topic (no file, alias or split of that name): reported, for a
+    person to write the note or mend the link; nothing needs fixing for memkit to work."""
+    aliases = {name: found for name, t in topics.items() if (found := aliases_of(t))}
+    parents: dict[str, list[str]] = {}
+    for name, t in topics.items():
+        if isinstance(t.meta.get("parent"), str):
+            parents.setdefault(str(t.meta["parent"]), []).append(name)
+    resolver = LinkResolver(topics, aliases, {p: c for p, c in parents.items() if p not in topics})
+    out = []
+    for topic in topics.values():
+        if "[[" not in topic.raw:
+            continue
+        for entry in topic.entries:
+            for link in find_links(entry.text):
+                if not resolver.resolve(link.target):
+                    out.append(Finding("broken-link", entry.file, entry.line,
+                                       f"{entry.file} line {entry.line}: [[{link.target}]] names no topic (no file, "
+                                       "alias or split of that name): write that note or mend the link"))
+    return out
 
 
 def _session_findings(store: Store) -> list[Finding]:

@@ -25,13 +25,23 @@ FAST = settings(max_examples=30, deadline=None, derandomize=True)
 
 
 @pytest.mark.parametrize("name", [
-    "../../etc/passwd", "..", "../x", "a/../b", "a/b", "/etc/passwd", "a\\b", "..\\..\\windows",
+    "../../etc/passwd", "..", "../x", "a/../b", "/etc/passwd", "a//b", "a/.obsidian/b", "a/", "a\\b", "..\\..\\windows",
     ".hidden", ".md.md", "x\x00y", "C:\\x",
 ])
 def test_names_that_could_leave_topics_are_refused(name):
     with pytest.raises(TopicNameError) as exc:
         check_topic_name(name)
     assert "'..'" in str(exc.value) or "'/'" in str(exc.value) or "letters" in str(exc.value)
+
+
+@pytest.mark.parametrize("name, canonical", [
+    ("work/harbor", "work/harbor"), ("Work/Harbor Project", "work/harbor-project"), ("a/b/c.md", "a/b/c"),
+])
+def test_a_topic_in_a_folder_is_named_by_its_path(name, canonical):
+    assert check_topic_name(name) == canonical
+    assert in_topic(canonical, "work") == canonical.startswith("work/")
+    assert in_topic("Work/Harbor Project", "work") and in_topic("work/harbor", "work/harbor")
+    assert not in_topic("workshop/x", "work")
 
 
 @pytest.mark.parametrize("name", ["", "   ", ".md", " .md "])
@@ -138,3 +148,19 @@ def test_session_file_names_keep_distinct_ids_apart():
     assert session_file_name("\ud800", "\ud800", ".md").startswith("session-")  # a lone surrogate is hashed, not refused
     long = session_file_name("y" * 500, "y" * 500, ".json")
     assert len(long) <= 40 + 1 + 12 + len(".json")
+
+
+@pytest.mark.parametrize("name, char, like", [("сooking", "с", "c"), ("cоoking", "о", "o"), ("Рets", "Р", "P"),
+                                              ("trаvel-notes", "а", "a"), ("κitchen", "κ", "k")])
+def test_a_cyrillic_or_greek_look_alike_is_refused_naming_the_letter(name, char, like):
+    """Issue 41 item 17: `сooking` (a Cyrillic `с`) was taken as the topic `ooking`, and a file of
+    that name stood beside `cooking`; a typed name is refused, naming the letter it imitates."""
+    with pytest.raises(TopicNameError, match=f"'{char}' is .*looks like the Latin '{like}' but is not"):
+        check_topic_name(name)
+    assert slugify(name) == slugify(name.replace(char, like))  # an LLM's proposal: normalised
+
+
+def test_a_letter_with_no_latin_form_is_named():
+    with pytest.raises(TopicNameError, match="'г' is CYRILLIC SMALL LETTER GHE, not a Latin letter; use Latin letters"):
+        check_topic_name("notes готовка")
+    assert check_topic_name("Crème brûlée") == "creme-brulee"

@@ -32,6 +32,7 @@ FRONT_ENDS = {
     "pending": (("pending",), "pending_follow_ups", ("GET", "/pending")),
     "done": (("done",), "mark_done", ("POST", "/pending/done")),
     "why": (("why",), "why_memory", ("GET", "/why/{id}")),
+    "related": (("related",), "related_memories", ("GET", "/related")),
     "proactive": (("proactive",), "proactive", ("GET", "/proactive")),
     "upkeep": (("upkeep",), "run_upkeep", ("POST", "/upkeep")),
     "list sessions": (("session", "list"), "list_sessions", ("GET", "/sessions")),
@@ -49,7 +50,8 @@ FRONT_ENDS = {
 ONLY = {"http": {("GET", "/stats"), ("GET", "/busy"), ("GET", "/index"), ("POST", "/index"),
                  ("POST", "/sessions/{session}/window")},
         "mcp": {"digest_transcript"}}
-SEARCH_FILTERS = {"k", "topic", "kind", "tag", "since", "mode", "min_importance", "fast", "person", "relation", "where"}
+SEARCH_FILTERS = {"k", "topic", "kind", "tag", "since", "mode", "min_importance", "fast", "person", "relation", "where",
+                  "linked"}
 
 
 def cli_command(path: tuple[str, ...]) -> click.Command:

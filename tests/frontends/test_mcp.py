@@ -105,7 +105,7 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
     ("forget_memory", {"id": "ab"}, "entry id 'ab' is too short", ["forget", "ab"]),
     ("why_memory", {"id": "zzzzzzzz"}, "no entry, current or in archive.md, with id 'zzzzzzzz'", ["why", "zzzzzzzz"]),
     ("read_topic", {"name": "nope"}, "no topic 'nope' in topics/", ["show", "nope"]),
-    ("read_topic", {"name": "a/b"}, "invalid topic name 'a/b'", ["show", "a/b"]),
+    ("read_topic", {"name": "a//b"}, "invalid topic name 'a//b'", ["show", "a//b"]),
     ("get_context", {"message": "hi", "budget_tokens": -5}, "invalid value for budget_tokens: -5 is below", None),
     ("get_context", {"message": ["hi"]}, "invalid value for message: expected a string", None),
     ("no_such_tool", {}, "unknown tool 'no_such_tool'", None),
@@ -140,7 +140,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 # ---- the tools and their input schemas
                 tools = {t.name: t for t in (await session.list_tools()).tools}
                 assert list(tools) == ["search_memories", "add_memory", "edit_memory", "forget_memory",
-                                       "why_memory", "get_context", "list_topics", "read_topic", "recent_topics",
+                                       "related_memories", "why_memory", "get_context", "list_topics", "read_topic", "recent_topics",
                                        "pending_follow_ups", "mark_done", "set_fact", "get_fact", "list_people",
                                        "add_person", "list_sessions", "start_session",
                                        "save_message", "load_session", "search_sessions", "proactive", "run_upkeep",
@@ -154,7 +154,8 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 assert search["required"] == ["query"]
                 assert {k: v["type"] for k, v in search["properties"].items()} == {
                     "query": "string", "k": "integer", "topic": "string", "kind": "string", "tag": "string",
-                    "since": "string", "person": "string", "relation": "string", "where": "array", "mode": "string",
+                    "since": "string", "person": "string", "relation": "string", "where": "array", "linked": "string",
+                    "mode": "string",
                     "min_importance": "number", "fast": "boolean"}
                 assert search["properties"]["k"]["default"] == 10
                 add = tools["add_memory"].input_schema

@@ -141,9 +141,11 @@ def test_filter_names(tmp_path, name, relevant):
     assert is_topic_path(topics, os.path.join(topics, name) if name else "") is relevant
 
 
-def test_filter_only_direct_children_of_topics(tmp_path):
+def test_filter_takes_topics_in_folders_but_not_hidden_ones(tmp_path):
     topics = str(tmp_path / "topics")
-    assert not is_topic_path(topics, str(tmp_path / "topics" / "sub" / "a.md"))
+    assert is_topic_path(topics, str(tmp_path / "topics" / "sub" / "deeper" / "a.md"))
+    assert not is_topic_path(topics, str(tmp_path / "topics" / ".obsidian" / "a.md"))
+    assert not is_topic_path(topics, str(tmp_path / "topics" / "sub" / ".a.md.swp"))
     assert not is_topic_path(topics, str(tmp_path / ".memkit" / "a.md"))
     assert not is_topic_path(topics, str(tmp_path / "a.md"))
     assert is_topic_path(topics, os.fsencode(os.path.join(topics, "a.md")))
@@ -157,6 +159,21 @@ def test_catch_up_on_start(vault, watch):
     assert indexed(vault.root, "zucchiniwords")
     assert recent_topics(vault.root) == ["garden"]
     assert rec.updates and rec.updates[0].new == 1 and rec.errors == []
+
+
+def test_a_topic_in_a_subfolder_is_seen_written_and_moved(vault, watch):
+    watcher, rec = watch()
+    (vault.topics_dir / "work" / "ships").mkdir(parents=True)
+    write(vault.topics_dir / "work" / "ships" / "harbor.md", topic_text("Harbor", "The pier needs quaywords"))
+    assert wait_until(lambda: indexed(vault.root, "quaywords"))
+    assert "topics/work/ships/harbor.md" in disk_files(vault.root)
+    os.rename(vault.topics_dir / "work", vault.topics_dir / "jobs")  # a folder renamed: one directory event
+    assert wait_until(lambda: "topics/jobs/ships/harbor.md" in disk_files(vault.root))
+    assert "topics/work/ships/harbor.md" not in disk_files(vault.root)
+    (vault.topics_dir / ".obsidian").mkdir()
+    write(vault.topics_dir / ".obsidian" / "x.md", topic_text("X", "hiddenwords"))
+    assert watcher.wait_idle(DEADLINE_S) and not indexed(vault.root, "hiddenwords")
+    assert rec.errors == []
 
 
 def test_appended_entry_becomes_searchable(vault, watch):

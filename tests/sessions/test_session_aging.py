@@ -282,3 +282,45 @@ def test_an_aged_conversation_is_still_found_by_its_summary(tmp_path):
     hits = v.conversations.search("TAP flight TP 571", k=3)
     assert hits[0].session == "lisbon" and hits[0].role == "summary"
     assert hits[0].text.startswith("Maya plans a week in Lisbon in March")
+
+
+def test_an_imported_old_history_is_idle_from_its_import_not_from_its_messages_dates(tmp_path):
+    """Issue 41 item 9: the first upkeep after importing a 2024 history moved it all to
+    sessions/archive/ as idle over 30 days (and would have condensed it): idleness counts from
+    when memkit imported it (the header's `imported:`), never from a file's mtime."""
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake)
+        old = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
+        data = "".join(json.dumps({"role": role, "content": text, "time": (old + timedelta(minutes=i)).isoformat()}) + "\n"
+                       for i, (role, text) in enumerate(CHAT)).encode()
+        (imported,) = v.conversations.import_(data, session_id="old-trip", now=T0)
+        path = v.root / imported.session.file
+        assert "imported: 2026-11-24T10:00:00Z\n" in path.read_text()
+        assert imported.session.idle_since == "2026-11-24T10:00:00Z"
+        assert job(v, T0 + timedelta(days=1)).did == "no conversation is due"
+        assert job(v, T0 + timedelta(days=1), "session-prune").did == "no session idle over 30 days"
+        assert path.exists() and not (v.root / "sessions" / "archive" / path.name).exists()
+        assert v.conversations.prune(now=T0 + timedelta(days=31)).sessions[0].id == "old-trip"
+
+
+def test_a_temp_file_a_killed_compression_left_in_raw_is_swept(tmp_path):
+    """Issue 41 item 17: a writer killed between its temp file and the rename left
+    `.NAME.md.XXXXXXXX.tmp` in sessions/archive/raw/ for good; the next aging removes it (an
+    hour old: a live writer's is seconds old) and leaves everything else alone."""
+    import os
+    import time
+
+    with FakeLLM(answer) as fake:
+        v = make(tmp_path, fake)
+        chat(v)
+        raw = v.root / "sessions" / "archive" / "raw"
+        raw.mkdir(parents=True)
+        stale, fresh, other = (raw / ".2026-11-24-lisbon.md.3fa9c1d2.tmp", v.root / "sessions" / ".x.md.ab12cd34.tmp",
+                               raw / "notes.tmp")
+        for path in (stale, fresh, other):
+            path.write_text("half a write")
+        os.utime(stale, (time.time() - 7200, time.time() - 7200))
+        os.utime(other, (time.time() - 7200, time.time() - 7200))
+        job(v, T0 + timedelta(days=4))
+        assert not stale.exists() and fresh.exists() and other.exists()
+        assert sorted(p.name for p in raw.iterdir()) == ["2026-11-24-lisbon.md", "notes.tmp"]

@@ -163,7 +163,7 @@ def test_reimport_of_an_aged_session_adds_only_what_is_new(tmp_path: Path) -> No
         (root / "memkit.yaml").write_text(f"llm: {{base_url: '{fake.base_url}', model: m, timeout_s: 10}}\n")
         v = Vault(root, embedder=FakeEmbedder())
         long = [dict(m, content=m["content"] * 4) for m in timed(6)]
-        v.conversations.import_(json.dumps(long).encode(), session_id="old")
+        v.conversations.import_(json.dumps(long).encode(), session_id="old", now=T0)
         next(j for j in v.upkeep.run(now=T0 + timedelta(days=4)).jobs if j.name == "session-aging")
         assert v.conversations.show("old").stage == "summary" and v.conversations.show("old").messages == []
         newer = long + [{"role": "user", "content": "one more thing", "time": at(60).isoformat()}]
@@ -339,7 +339,7 @@ def aged_vault(tmp_path: Path, fake) -> Vault:
     (root / "memkit.yaml").write_text(f"llm: {{base_url: '{fake.base_url}', model: m, timeout_s: 10}}\n")
     v = Vault(root, embedder=FakeEmbedder())
     long = [dict(m, content=m["content"] * 4) for m in timed(6)]
-    v.conversations.import_(json.dumps(long).encode(), session_id="old")
+    v.conversations.import_(json.dumps(long).encode(), session_id="old", now=T0)
     return v
 
 
@@ -384,3 +384,23 @@ def test_a_session_made_with_an_md_id_before_they_were_refused_is_reachable(v: V
     v.conversations.append("x.md", "user", "still reachable", now=at(1), exact=True)
     assert [m.content for m in v.conversations.show("x.md").messages] == ["still reachable"]
     assert v.conversations.show("2026-03-01-x.md.md").id == "x.md"
+
+
+# ---- issue 41 item 17: a session file cut short in a heading ---------------------------------------
+
+@pytest.mark.parametrize("cut", [1, 4, 12, 19, 20])
+def test_a_file_cut_short_in_a_heading_has_no_phantom_message(v: Vault, cut: int) -> None:
+    """A write cut short in its heading (`### assistant · 2026-03-0`) read as an empty message of
+    its own (or its start as the text of the message before); now it is left out, and said."""
+    s = v.conversations.new(session_id="cut", now=T0)
+    v.conversations.append("cut", "user", "first message here", now=at(1))
+    path = v.root / s.file
+    whole = path.read_text()
+    heading = "\n### assistant · 2026-03-01T09:02:00Z"
+    path.write_text(whole + heading[:len(heading) - cut])
+    session = v.conversations.show("cut")
+    assert [(m.role, m.content) for m in session.messages] == [("user", "first message here")]
+    assert any("heading cut short" in p for p in session.problems)
+    v.conversations.append("cut", "user", "third", now=at(3))  # appended after the cut heading
+    assert [(m.role, m.content) for m in v.conversations.show("cut").messages] == [
+        ("user", "first message here"), ("user", "third")]

@@ -281,6 +281,31 @@ def test_import_a_chatgpt_export(vault):
     assert results[0].session.created == "2026-03-01T09:00:00Z"
 
 
+def test_a_chatgpt_conversation_without_an_id_is_found_again_by_its_content(vault):
+    """Issue 41 item 9: an export whose conversations have no id made a second session on every
+    re-import; the conversation is named by its content, so a re-import adds only what is new."""
+    def export(*texts):
+        mapping = {f"n{i}": {"parent": f"n{i - 1}" if i else None, "children": [f"n{i + 1}"] if i + 1 < len(texts) else [],
+                             "message": {"author": {"role": "user" if i % 2 == 0 else "assistant"},
+                                         "create_time": 1772355601.0 + i,
+                                         "content": {"content_type": "text", "parts": [text]}}}
+                   for i, text in enumerate(texts)}
+        return json.dumps([{"title": "Paella", "create_time": 1772355600.0, "mapping": mapping},
+                           {"title": "Other", "create_time": 1772355700.0, "mapping": {
+                               "a": {"parent": None, "children": [], "message": {
+                                   "author": {"role": "user"}, "create_time": 1772355701.0,
+                                   "content": {"content_type": "text", "parts": ["something else"]}}}}}]).encode()
+
+    first = vault.conversations.import_(export("which rice?", "Bomba."))
+    assert [r.created for r in first] == [True, True]
+    assert first[0].session.id != first[1].session.id and first[0].session.id.startswith("chatgpt-")
+    again = vault.conversations.import_(export("which rice?", "Bomba."))
+    assert [(r.session.id, r.added, r.created) for r in again] == [(r.session.id, 0, False) for r in first]
+    grown = vault.conversations.import_(export("which rice?", "Bomba.", "and the broth?"))
+    assert (grown[0].session.id, grown[0].added) == (first[0].session.id, 1)
+    assert len(list((vault.root / "sessions").glob("*.md"))) == 2
+
+
 def test_import_errors_name_the_file_and_line(vault):
     with pytest.raises(TranscriptError, match="chat.jsonl line 2: not valid JSON Lines"):
         vault.conversations.import_(b'{"role": "user", "content": "a"}\n{oops\n', name="chat.jsonl")

@@ -288,9 +288,13 @@ def test_vault_split_uses_the_configured_llm_unless_told_none(tmp_path, no_threa
         assert vault.split("cooking", dry_run=True).named_by == "llm"  # llm="auto": memkit.yaml's
         assert len(fake.requests) == 1
         assert vault.split("cooking", llm=None, dry_run=True).named_by == "words"
-        vault.add("Likes rice with bomba and saffron", topic="cooking")  # past the threshold: split at once
+        entry = vault.add("Likes rice with bomba and saffron", topic="cooking")  # past the threshold: split at once
         assert not (vault.topics_dir / "cooking.md").exists()
-        assert len(fake.requests) == 1  # an add names the parts from their words: it never waits for an LLM
+        # issue 41 item 5: the split an add makes is named by the configured LLM too, not from words
+        assert len(fake.requests) == 2
+        assert sorted(p.stem for p in vault.topics_dir.glob("cooking-*.md")) == [
+            "cooking-baking", "cooking-fermenting", "cooking-rice"]
+        assert entry.topic == "cooking-rice"
 
 
 def test_llm_names_the_parts(tmp_path, no_thread_leaks):

@@ -49,6 +49,7 @@ COMMANDS = {
     "proactive": "memkit.frontends.cli.jobs:proactive",
     "recent": "memkit.frontends.cli.memories:recent",
     "search": "memkit.frontends.cli.search:search",
+    "related": "memkit.frontends.cli.search:related",
     "serve": "memkit.frontends.cli.serve:serve",
     "session": "memkit.frontends.cli.session:session_group",
     "set": "memkit.frontends.cli.facts:set_cmd",
@@ -60,6 +61,7 @@ COMMANDS = {
     "upkeep": "memkit.frontends.cli.jobs:upkeep",
     "watch": "memkit.frontends.cli.jobs:watch",
     "why": "memkit.frontends.cli.memories:why",
+    "rename": "memkit.frontends.cli.memories:rename",
 }
 
 

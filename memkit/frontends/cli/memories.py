@@ -82,11 +82,13 @@ def topics(ctx: click.Context, json_: bool) -> None:
 @json_option
 @click.pass_context
 def show(ctx: click.Context, topic: str, json_: bool) -> None:
-    """Show a topic's entries with their ids (for `memkit forget ID`).
+    """Show a topic's entries with their ids (for `memkit forget ID`), and the entries of other
+    topics that link to it ([[topic]], [[topic#heading]]: its backlinks).
 
     \b
-    Example:
+    Examples:
       memkit show cooking
+      memkit show work/harbor
     """
     vault = get_vault(ctx)
     if json_:
@@ -107,6 +109,33 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
         click.echo(f"{e.id}  {e.text}")
     if children:
         click.echo(f"(it was split into {', '.join(children)}; `memkit check` says how to fold this file into them)")
+    backlinks = vault.links.backlinks(t.name)
+    if backlinks:
+        click.echo(f"linked from ({len(backlinks)}):")
+        for e in backlinks:
+            click.echo(f"{e.id}  {e.topic}: {e.text}")
+
+
+@click.command("rename")
+@click.argument("old")
+@click.argument("new")
+@json_option
+@click.pass_context
+def rename(ctx: click.Context, old: str, new: str, json_: bool) -> None:
+    """Rename topic OLD to NEW (into a folder too) and rewrite every [[link]] to it, as Obsidian does.
+
+    The file moves as it is; in the files that link to it only the links change.
+
+    \b
+    Examples:
+      memkit rename harbor work/harbor
+    """
+    done = get_vault(ctx).links.rename(old, new)
+    if json_:
+        echo_json(done.to_dict())
+        return
+    where = f"; links rewritten in {', '.join(done.links_in)}" if done.links_in else ""
+    click.echo(f"renamed {done.old} to {done.new} ({done.file}){where}")
 
 
 @click.command()
@@ -294,4 +323,4 @@ def done(ctx: click.Context, entry_id: str | None, match: str | None, topic: str
 
 
 
-__all__ = ["add", "topics", "show", "forget", "recent", "edit", "history", "why", "pending", "done"]
+__all__ = ["add", "topics", "show", "rename", "forget", "recent", "edit", "history", "why", "pending", "done"]

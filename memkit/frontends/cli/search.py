@@ -1,4 +1,4 @@
-"""`memkit search`, `context` and `index`: finding memories (click commands over :class:`memkit.Vault`;
+"""`memkit search`, `related`, `context` and `index`: finding memories (click commands over :class:`memkit.Vault`;
 the group is in :mod:`memkit.frontends.cli.group`)."""
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from .common import cli_params, echo_json, get_vault, json_option, plural
 @click.pass_context
 def search(ctx: click.Context, query: str, k: int | None, threshold: float | None, no_threshold: bool,
            topic: str | None, kind: str | None, tag: str | None, since: str | None, person: str | None,
-           relation: str | None, where: tuple[str, ...], min_importance: float | None, mode: str, fast: bool,
-           sessions: bool, json_: bool) -> None:
+           relation: str | None, where: tuple[str, ...], linked: str | None, min_importance: float | None,
+           mode: str, fast: bool, sessions: bool, json_: bool) -> None:
     """Search memories: exact words and meaning, fused.
 
     Indexes changed files first (a cheap check). Prints the best entries with id, topic and their
@@ -34,6 +34,7 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "weekend plans" --with Ana
       memkit search "birthday" --relation family
       memkit search "move" --where city=Porto
+      memkit search "budget" --linked work/harbor
       memkit search "what do I drive" --fast
       memkit search --sessions "when do I fly to Lisbon"
     """
@@ -48,13 +49,15 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
     limit: Threshold = None if no_threshold else threshold if threshold is not None else "auto"
     hits = vault.search(query, k=k, threshold=limit, topic=topic, kind=kind, tag=tag, since=since,
                         mode=mode, min_importance=min_importance,  # type: ignore[arg-type]  # click.Choice checked the mode
-                        fast=fast, person=person, relation=relation, where=where)
+                        fast=fast, person=person, relation=relation, where=where,
+                        linked=linked)
     if json_:
         echo_json([h.to_dict() for h in hits])
         return
     if not hits:
         filters = [f for f, v in (("--topic", topic), ("--kind", kind), ("--tag", tag), ("--since", since),
                                   ("--with", person), ("--relation", relation), ("--where", where or None),
+                                  ("--linked", linked),
                                   ("--min-importance", min_importance)) if v is not None and v != ""]
         hint = f"check the filters ({', '.join(filters)})" if filters else ""
         click.echo(f"no memories match{' (' + hint + ')' if hint else ''}", err=True)
@@ -65,9 +68,40 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
         weak = ""
     else:
         weak = "  (weak)"  # a weak hit among confident ones (the judge ranks it there)
+    print_hits(hits, weak)
+
+
+def print_hits(hits: list[Any], weak: str) -> None:
+    """Hits as `memkit search` prints them: relevance, id, topic, text, (weak)."""
     for h in hits:
         shown = h.score if h.relevance is None else h.relevance
         click.echo(f"{shown:.2f}  {h.id}  {h.topic:<14} {h.text}{'' if h.confident else weak}")
+
+
+@click.command("related")
+@cli_params("related")
+@json_option
+@click.pass_context
+def related(ctx: click.Context, ref: str, k: int | None, json_: bool) -> None:
+    """The memories most like a memory (its ID) or a topic, without a query.
+
+    The memory's own text (a topic's title, summary and entries) goes through the two stages of a
+    search (words and meaning, then the judge); the memory itself, or the whole topic, is left
+    out. "(weak)" marks a hit below the search threshold.
+
+    \b
+    Examples:
+      memkit related 3f2a9c1e
+      memkit related work/harbor --json
+    """
+    found = get_vault(ctx).links.related(ref, k=k)
+    if json_:
+        echo_json(found.to_dict())
+        return
+    if not found.hits:
+        click.echo("nothing else in the vault is like it", err=True)
+        return
+    print_hits(found.hits, "" if not any(h.confident for h in found.hits) else "  (weak)")
 
 
 @click.command("context")
@@ -164,4 +198,4 @@ def index(ctx: click.Context, full: bool, judge: bool, json_: bool) -> None:
 
 
 
-__all__ = ["search", "context_cmd", "index"]
+__all__ = ["search", "related", "context_cmd", "index", "print_hits"]

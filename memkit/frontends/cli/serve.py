@@ -38,7 +38,7 @@ def serve(ctx: click.Context, host: str | None, port: int | None, token: str | N
     """Serve the vault as a local HTTP API (JSON; described at /openapi.json).
 
     Routes: GET /search, POST /add, POST /edit, POST /forget, GET /topics, GET /topics/NAME,
-    GET /why/ID, GET /recent, POST /context, GET /pending, POST /pending/done, GET /proactive, GET /stats,
+    GET /why/ID, GET /related, GET /recent, POST /context, GET /pending, POST /pending/done, GET /proactive, GET /stats,
     GET /busy, GET /index, POST /index; the sessions' GET and POST /sessions, GET
     /sessions/search, GET /sessions/ID, POST /sessions/ID/window, POST /sessions/ID/messages;
     POST /upkeep; GET /health; a web page at /; with --mcp, MCP at /mcp. Binds 127.0.0.1:8765 by default; binding any other

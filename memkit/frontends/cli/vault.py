@@ -13,16 +13,25 @@ from .common import cli_params, echo_json, get_vault, json_option, plural
 
 @click.command()
 @click.argument("path", default=".", type=click.Path(file_okay=False))
-def init(path: str) -> None:
+@click.option("--existing", is_flag=True, help="Adopt PATH, a folder of notes (an Obsidian vault), as it is: "
+                                              "its notes at any depth are the topics; no file in it is changed.")
+def init(path: str, existing: bool) -> None:
     """Create a vault in PATH (default: here).
 
     Writes memkit.yaml with commented defaults, topics/, inbox/, index.txt and a .gitignore that
-    ignores .memkit/. Refuses to touch an existing vault.
+    ignores .memkit/. Refuses to touch an existing vault. With --existing, PATH is a folder of
+    markdown notes kept as it is (docs/folders.md): only memkit.yaml, index.txt and (when it has
+    none) a .gitignore are added.
 
     \b
-    Example:
+    Examples:
       memkit init ~/memory
+      memkit init --existing ~/Notes
     """
+    if existing:
+        vault = Vault.init(path, existing=True)
+        click.echo(f"adopted {vault.root}: {plural(len(vault.topics()), 'note')} as topics, no file changed")
+        return
     vault = Vault.init(path)
     click.echo(f"created vault {vault.root}")
     hint = "" if os.path.abspath(path) == os.getcwd() else f"cd {path} && "

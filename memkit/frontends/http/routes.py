@@ -210,12 +210,16 @@ class Api:
     # ---- the routes' work (each runs in a worker thread) ----
     def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
                mode: str, min_importance: float | None, fast: bool = False, person: str | None = None,
-               relation: str | None = None, where: list[str] | None = None) -> dict[str, Any]:
+               relation: str | None = None, where: list[str] | None = None,
+               linked: str | None = None) -> dict[str, Any]:
         hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, min_importance=min_importance,
                                  mode=mode, fast=fast,  # type: ignore[arg-type]  # the enum
                                  private=False,  # private topics only when asked for by name (docs/privacy.md)
-                                 person=person, relation=relation, where=where)
+                                 person=person, relation=relation, where=where, linked=linked)
         return {"hits": [h.to_dict() for h in hits]}
+
+    def related(self, ref: str, k: int | None = None) -> dict[str, Any]:
+        return self.vault.links.related(ref, k=k, private=False).to_dict()
 
     def set_fact(self, key: str, value: str) -> dict[str, Any]:
         return set_answer(self.vault, key, value)

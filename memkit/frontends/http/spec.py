@@ -39,6 +39,7 @@ TOPIC_PATH = _params("show", "path")
 PROACTIVE_PARAMS = _params("proactive")
 SESSION_PATH = _params("load_session", "path")
 WHY_PATH = _params("why", "path")
+RELATED_PARAMS = _params("related")
 SESSIONS_PARAMS = _params("list_sessions")
 START_BODY = _params("start_session")
 MESSAGE_BODY = _params("save_message", "body")
@@ -245,6 +246,11 @@ OPERATIONS = [
               "(a session, an aged session's raw archive, a transcript in inbox/done/) and the lines of it that say "
               "the memory. 404: no such entry, it names no conversation, or that conversation is gone.", 200,
               _ref("Why"), params=WHY_PATH, errors=(400, 404)),
+    HttpRoute("GET", "/related", "related", "The memories most like a memory (ref: its id) or a topic (ref: its "
+              "name), without a query: its text through the two stages of GET /search, itself left out. 404: no "
+              "such entry or topic.", 200,
+              _obj(["of", "hits"], of={"type": "object"}, hits={"type": "array", "items": _ref("Hit")}),
+              query=RELATED_PARAMS, errors=(400, 404)),
     HttpRoute("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
               _obj(["pending"], pending={"type": "array", "items": _ref("FollowUp")})),
     HttpRoute("GET", "/proactive", "proactive", "Whether now is a good moment to raise a follow-up (never in "

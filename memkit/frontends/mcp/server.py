@@ -1,7 +1,7 @@
 """`memkit mcp`: the vault as an MCP server over stdio, on the official MCP Python SDK (2.x).
 
 Tools: ``search_memories``, ``add_memory``, ``edit_memory``, ``forget_memory``, ``get_context``,
-``list_topics``, ``read_topic``, ``recent_topics``, ``pending_follow_ups``, ``mark_done``, the
+``related_memories``, ``list_topics``, ``read_topic``, ``recent_topics``, ``pending_follow_ups``, ``mark_done``, the
 conversation sessions' ``list_sessions``, ``start_session``, ``load_session``, ``save_message`` and
 ``search_sessions``, ``proactive``, ``run_upkeep`` and, when memkit.yaml configures an LLM,
 ``digest_transcript``. The HTTP API (:mod:`memkit.frontends.http.spec`) and the CLI offer the same
@@ -115,13 +115,17 @@ class Memory:
     # (TypedTools.call) and complete, their defaults filled in
     def search_memories(self, query: str, k: int, topic: str | None, kind: str | None, tag: str | None,
                         since: str | None, person: str | None, relation: str | None, where: list[str] | None,
-                        mode: str, min_importance: float | None, fast: bool) -> Outcome:
+                        linked: str | None, mode: str, min_importance: float | None, fast: bool) -> Outcome:
         hits = [h.to_dict() for h in self.vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since,
                                                         mode=mode,  # type: ignore[arg-type]  # the table's choices
                                                         min_importance=min_importance, refresh=True,
                                                         fast=fast, private=False, person=person,
-                                                        relation=relation, where=where)]
+                                                        relation=relation, where=where, linked=linked)]
         return Outcome(_as_json(hits), {"hits": hits})
+
+    def related_memories(self, ref: str, k: int | None) -> Outcome:
+        data = self.vault.links.related(ref, k=k, private=False).to_dict()
+        return Outcome(_as_json(data), data)
 
     def add_memory(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
                    until: str | None) -> Outcome:

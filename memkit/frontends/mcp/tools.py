@@ -72,6 +72,16 @@ TOOLS: dict[str, dict[str, Any]] = {
             "it. Returns the entry that moved: id, text, topic, kind, tags, date, file, line."),
         "annotations": dict(WRITE, destructive_hint=True),
     },
+    "related_memories": {
+        "title": "Memories like this one",
+        "description": (
+            "The memories most like a memory or a topic, found without a query: its own text goes through "
+            "the two stages of search_memories, and the memory itself (or the whole topic) is left out. Use it "
+            "to gather what else the user said about something you found, or to see what a topic touches. "
+            "Takes an entry id (from search_memories or read_topic) or a topic name. Returns of {id, text, "
+            "topic} or {topic} and hits, as search_memories gives them."),
+        "annotations": READ,
+    },
     "why_memory": {
         "title": "Where a memory came from",
         "description": (

@@ -129,7 +129,7 @@ def test_the_page_searches_edits_and_forgets(tmp_path, browser):
         browser.wait_for("return document.getElementById('status').textContent === 'ready'", "ready")
         assert browser.js("return document.getElementById('vault').textContent") == str(vault.root)
         due = browser.js("return document.getElementById('due').textContent")
-        assert "Ask how the knee physio went" in due
+        assert "Ask how the knee physio went" in due and due.count("(due 2020-01-05)") == 1
         recent = browser.js("return [...document.querySelectorAll('#recent a')].map(a => a.textContent)")
         assert set(recent) == {"cooking", "work", "health"}
 

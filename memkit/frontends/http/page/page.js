@@ -85,7 +85,7 @@ async function showTopic(name) {
 
 async function sidebar() {
   const [due, recent] = await Promise.all([api("GET", "/pending"), api("GET", "/recent")]);
-  $("due").replaceChildren(...due.pending.map((f) => el("li", "", f.text + " (due " + f.due + ")")));
+  $("due").replaceChildren(...due.pending.map((f) => el("li", "", f.text.includes("(due ") ? f.text : f.text + " (due " + f.due + ")")));
   if (!due.pending.length) $("due").replaceChildren(el("li", "muted", "nothing due"));
   $("recent").replaceChildren(...recent.recent.map((r) => {
     const li = el("li");

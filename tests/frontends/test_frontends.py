@@ -11,7 +11,9 @@ pytest.importorskip("mcp", reason="the MCP server needs the MCP SDK: pip install
 pytest.importorskip("starlette", reason="memkit serve needs Starlette: pip install 'mcp>=2'")
 
 from test_http_api import Client, make_vault  # noqa: E402
+from util import FakeEmbedder, write  # noqa: E402
 
+from memkit import Vault  # noqa: E402
 from memkit.base.limits import MAX_SEARCH_RESULTS, SEARCH_MODES  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
 from memkit.frontends.cli.group import main  # noqa: E402
@@ -164,3 +166,16 @@ def test_mcp_edit_pending_done_and_add_with_dates(tools):
         tools.call("search_memories", {"query": "parking", "mode": "fuzzy"})
     with pytest.raises(MemkitError, match="above the maximum 1000"):
         tools.call("search_memories", {"query": "parking", "k": MAX_SEARCH_RESULTS + 1})
+
+
+def test_http_shows_a_topic_in_a_folder(tmp_path):
+    vault = make_vault(tmp_path)
+    write(vault.topics_dir / "work" / "harbor.md", "- The harbor office opens at 8 (2026-01-01)\n")
+    with HTTPServer(Vault(vault.root, embedder=FakeEmbedder()), port=0) as server:
+        c = Client(server)
+        status, topic = c.call("GET", "/topics/work/harbor")
+        assert status == 200 and topic["file"] == "topics/work/harbor.md"
+        assert [e["text"] for e in topic["entries"]] == ["The harbor office opens at 8 (2026-01-01)"]
+        assert c.call("GET", "/topics/work/nowhere")[0] == 404
+        assert c.call("GET", "/topics/work/../cooking")[0] == 400  # a folder's name is never ".."
+        assert c.call("GET", "/topics/cooking")[0] == 200

@@ -357,7 +357,8 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
                 return _encoded_slash(request)
             return await (handlers.get(request.method) or handlers["GET"])(request)  # HEAD: as GET
 
-        routes.append(Route(path, dispatch, methods=list(handlers)))
+        # a topic's name may hold folders (work/harbor): its segment takes the rest of the path
+        routes.append(Route(path.replace("{topic}", "{topic:path}"), dispatch, methods=list(handlers)))
     if endpoint is not None:
         routes.append(Route("/mcp", endpoint))
         routes.append(Route("/mcp/", endpoint))  # no redirect from /mcp/ (redirect_slashes is off)

@@ -318,7 +318,17 @@ class Words(Kind):
         return "[" + ", ".join(value) + "]"
 
 
-class Regexes(Kind):
+class _Strings(Kind):
+    """A list of strings, written in memkit.yaml as a flow list."""
+
+    def shown(self, value: Any) -> str:
+        return type(value).__name__
+
+    def yaml(self, value: Any) -> str:
+        return "[" + ", ".join(json.dumps(p, ensure_ascii=False) for p in value) + "]"
+
+
+class Regexes(_Strings):
     """A list of regular expressions (Python's ``re``), each checked when memkit.yaml is read."""
 
     expected = "a list of regular expressions (quoted strings)"
@@ -338,14 +348,8 @@ class Regexes(Kind):
                 raise Invalid(message=f"pattern {i} ({pattern!r}) {slow}")
         return list(value)
 
-    def shown(self, value: Any) -> str:
-        return type(value).__name__
 
-    def yaml(self, value: Any) -> str:
-        return "[" + ", ".join(json.dumps(p, ensure_ascii=False) for p in value) + "]"
-
-
-class GlobList(Kind):
+class GlobList(_Strings):
     """A list of globs over paths under topics/ (:mod:`memkit.formats.globs`)."""
 
     expected = "a list of globs (quoted strings, like \"work/**\" or \".trash/\")"
@@ -362,12 +366,6 @@ class GlobList(Kind):
                 raise Invalid(message=f"glob {i} ({glob!r}) must be a path under topics/ (no leading '/', '\\' or '..')")
             out.append(glob)
         return out
-
-    def shown(self, value: Any) -> str:
-        return type(value).__name__
-
-    def yaml(self, value: Any) -> str:
-        return "[" + ", ".join(json.dumps(p, ensure_ascii=False) for p in value) + "]"
 
 
 class Folder(Kind):

@@ -12,6 +12,7 @@ never does.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -31,6 +32,7 @@ PROBE = "what did I decide about the harbour trip with the kids next summer"  #:
 _FILE = "speed.json"
 
 
+@functools.cache  # read once a process: a cold search asks for it before choosing to preload
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:

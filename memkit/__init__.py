@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time ea
     from .digest import Captured, DigestReport, InboxResult
     from .embeddings import Embedder
     from .errors import (
+        AmbiguousEntry,
         ConfigError,
         EntryNotFound,
         InvalidValue,
@@ -53,6 +54,7 @@ _WHERE = {
     "load_config": ".config",
     "ConfigError": ".errors",
     "EntryNotFound": ".errors",
+    "AmbiguousEntry": ".errors",
     "InvalidValue": ".errors",
     "LLMError": ".errors",
     "MemkitError": ".errors",
@@ -147,6 +149,7 @@ __all__ = [
     "MemkitError",
     "ConfigError",
     "EntryNotFound",
+    "AmbiguousEntry",
     "InvalidValue",
     "LLMError",
     "ModelError",

@@ -54,6 +54,10 @@ class EntryNotFound(MemkitError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class AmbiguousEntry(EntryNotFound):
+    """Several different entries match the id prefix or text given (the message lists them)."""
+
+
 class ProvenanceNotFound(EntryNotFound):
     """The entry names no conversation it came from (``memkit why``), or that conversation is gone."""
 

@@ -33,6 +33,7 @@ from ..base.fsutil import (
 from ..base.limits import MAX_ENTRY_CHARS
 from ..config import Config
 from ..errors import (
+    AmbiguousEntry,
     EntryNotFound,
     InvalidValue,
     MemkitError,
@@ -280,12 +281,12 @@ class Store(VaultFiles):
 
     def _one(self, found: list[Entry], what: str) -> list[Entry]:
         """``found`` when it is one entry, possibly written several times (identical text, one
-        topic); :raises EntryNotFound: none, or several different entries (listed)."""
+        topic); :raises EntryNotFound: none; :raises AmbiguousEntry: several different entries (listed)."""
         if not found:
             raise EntryNotFound(f"no entry with {what} (see `memkit show TOPIC` for ids)")
         if len({(e.hash, e.topic) for e in found}) > 1:
             listing = "; ".join(f"{e.id} {e.topic}: {_short(e.text)}" for e in found[:8])
-            raise EntryNotFound(f"{len(found)} entries with {what}, be more specific (or give --topic): {listing}")
+            raise AmbiguousEntry(f"{len(found)} entries with {what}, be more specific (or give --topic): {listing}")
         return found
 
     # ---- writing topics ------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from util import FakeEmbedder, write
 
 from memkit import Vault
-from memkit.errors import MemkitError, TopicNotFound
+from memkit.errors import AmbiguousEntry, EntryNotFound, MemkitError, TopicNotFound
 from memkit.formats.links import LinkResolver, find_links, rewrite_links
 
 
@@ -91,3 +91,26 @@ def test_a_rename_moves_the_file_and_rewrites_the_links_to_it(linked):
     assert "harbor" in [r.topic for r in linked.recent()] and linked.search("euros", threshold=None)
     with pytest.raises(MemkitError, match="exists already"):
         linked.links.rename("journal", "garden")
+
+
+def test_an_id_prefix_several_entries_share_is_its_own_error(tmp_path):
+    """related's lookup told "several entries" from "none" by the words of the message; now by its type."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    write(root / "topics" / "many.md", "".join(f"- note number {n}\n" for n in range(1500)))
+    v = Vault(root, embedder=FakeEmbedder())
+    seen: dict[str, str] = {}
+    for e in v.store.entries("many"):
+        if e.hash[:4] in seen:
+            prefix = e.hash[:4]
+            break
+        seen[e.hash[:4]] = e.hash
+    else:
+        pytest.fail("no two ids share 4 digits")
+    with pytest.raises(AmbiguousEntry, match="be more specific") as got:
+        v.links.related(prefix)
+    assert isinstance(got.value, EntryNotFound)  # still what callers caught
+    with pytest.raises(AmbiguousEntry):
+        v.store.find(prefix)
+    with pytest.raises(EntryNotFound) as none:
+        v.store.find("ffff0000")
+    assert not isinstance(none.value, AmbiguousEntry)

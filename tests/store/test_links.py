@@ -114,3 +114,29 @@ def test_an_id_prefix_several_entries_share_is_its_own_error(tmp_path):
     with pytest.raises(EntryNotFound) as none:
         v.store.find("ffff0000")
     assert not isinstance(none.value, AmbiguousEntry)
+
+
+def test_show_finds_a_topic_by_its_file_name_as_a_link_does(linked):
+    """Issue 44: `memkit show Budget` did not find topics/work/budget.md, which [[Budget]] names."""
+    from click.testing import CliRunner
+
+    from memkit.frontends.cli.group import main
+
+    root = linked.root
+    shown = linked.store.show_topic("Budget")
+    assert shown["name"] == "work/budget" and shown["named_as"] == "Budget" and "also_named_so" not in shown
+    assert linked.store.show_topic("harbour")["name"] == "work/harbor"  # an alias, as a link
+    run = CliRunner().invoke(main, ["--vault", str(root), "show", "Budget"])
+    assert run.exit_code == 0 and run.output.startswith("Budget (work/budget, 1 entry)\n"), run.output
+    write(root / "topics" / "home" / "deep" / "budget.md", "- The household budget is tight\n")
+    write(root / "topics" / "zoo" / "budget.md", "- The zoo's budget\n")
+    shown = linked.store.show_topic("budget")
+    assert shown["name"] == "work/budget" and shown["also_named_so"] == ["home/deep/budget", "zoo/budget"]
+    run = CliRunner().invoke(main, ["--vault", str(root), "show", "budget"])
+    assert run.output.splitlines()[:2] == [
+        "(budget names 3 topics: this is work/budget, the shortest path; also home/deep/budget, zoo/budget)",
+        "Budget (work/budget, 1 entry)"], run.output
+    run = CliRunner().invoke(main, ["--vault", str(root), "show", "nothing-here"])
+    assert run.exit_code == 1 and "no topic 'nothing-here'" in run.output
+    with pytest.raises(TopicNotFound):
+        linked.store.show_topic("deep/nothing")

@@ -40,7 +40,7 @@ from ..errors import LLMError, MemkitError, NumericError, TooManySupersedes, Top
 from ..formats.archive import ArchivedEntry, ArchiveItem, archive_line
 from ..formats.fields import FACTS_TOPIC, provenance, provenance_marker
 from ..formats.lifecycle import core_text, plain_text
-from ..formats.names import slugify, topic_relpath
+from ..formats.names import slugify
 from ..formats.session import NAME_RE as SESSION_NAME_RE
 from ..formats.topic import (
     Entry,
@@ -878,7 +878,7 @@ def _apply(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any
                     report.judged.append((line, c.why))
             texts[name] = (current, old, text)
         report.diff = "".join(
-            unified_diff(old if current is not None else None, new, topic_relpath(name))
+            unified_diff(old if current is not None else None, new, store.topic_rel(name))
             for name, (current, old, new) in sorted(texts.items())
         )
         if archive_items:

@@ -89,6 +89,10 @@ class SessionNotFound(MemkitError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class SessionAmbiguous(SessionNotFound):
+    """Several sessions match the id prefix given (the message lists them)."""
+
+
 class SessionConflict(MemkitError):
     """A session that cannot take the change now: its id is taken, or it is archived (pruned)."""
 

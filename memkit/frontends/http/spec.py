@@ -167,7 +167,9 @@ COMPONENTS: dict[str, Any] = {
                                "important": {"type": "boolean"}, "name": {"type": "string"},
                                "line": {"type": "integer"},
                                "redacted": {"type": "integer", "description": "Secrets replaced by [redacted] "
-                                            "before it was saved (absent when none; docs/privacy.md)."}}},
+                                            "before it was saved (absent when none; docs/privacy.md)."},
+                               "created": {"type": "boolean", "description": "Saving it started its session (an "
+                                           "id with no session yet; absent otherwise)."}}},
     "Window": {"type": "object", "required": ["session", "strategy", "messages", "tokens", "max_tokens", "total",
                                               "omitted"],
                "properties": {"session": {"type": "string"}, "strategy": {"type": "string"},
@@ -311,7 +313,8 @@ OPERATIONS = [
               "on the way is cached in the session's file (a GET writes nothing), so the next load needs no LLM call.",
               200, _ref("Window"), body=LOAD_PARAMS, body_required=False, params=SESSION_PATH, errors=(400, 404, 409)),
     HttpRoute("POST", "/sessions/{session}/messages", "save_message", "Append one message to a saved conversation "
-              "(one append to its file; nothing is rewritten). Returns the message with its time.", 201,
+              "(one append to its file; nothing is rewritten; an id with no session starts one, as POST /context "
+              "does: then created is true). Returns the message with its time.", 201,
               {"allOf": [_ref("Message"), _obj(["session"], session={"type": "string"})]}, body=MESSAGE_BODY,
               params=SESSION_PATH, errors=(400, 404, 409), max_body=MAX_MESSAGE_BODY_BYTES),
     HttpRoute("POST", "/upkeep", "run_upkeep", "Run the scheduled jobs now, as `memkit upkeep` does: expired "

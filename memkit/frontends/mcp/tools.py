@@ -185,7 +185,8 @@ TOOLS: dict[str, dict[str, Any]] = {
     "save_message": {
         "title": "Save a message to a session",
         "description": ("Append one message to a saved conversation (appended to its file at once; nothing "
-                        "is rewritten). Returns the message with its time."),
+                        "is rewritten; an id with no session starts one, as get_context's session does: then "
+                        "created is true). Returns the message with its time."),
         "annotations": WRITE,
     },
     "load_session": {

@@ -12,15 +12,15 @@ friends (``_CODE.sub(...)``), and do not test it with ``isinstance``.
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+from typing import Any, cast, overload
 
 
 class _Lazy:
     __slots__ = ("_args", "_compiled")
 
-    def __init__(self, pattern: str, flags: int) -> None:
+    def __init__(self, pattern: str | bytes, flags: int) -> None:
         self._args = (pattern, flags)
-        self._compiled: re.Pattern[str] | None = None
+        self._compiled: re.Pattern[Any] | None = None
 
     def __getattr__(self, name: str) -> Any:
         compiled = self._compiled
@@ -32,6 +32,12 @@ class _Lazy:
         return f"lazy({self._args[0]!r})"
 
 
-def lazy(pattern: str, flags: int = 0) -> re.Pattern[str]:
+@overload
+def lazy(pattern: str, flags: int = 0) -> re.Pattern[str]: ...
+@overload
+def lazy(pattern: bytes, flags: int = 0) -> re.Pattern[bytes]: ...
+
+
+def lazy(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any]:
     """``re.compile(pattern, flags)``, done when the pattern is first used."""
-    return cast("re.Pattern[str]", _Lazy(pattern, flags))
+    return cast("re.Pattern[Any]", _Lazy(pattern, flags))

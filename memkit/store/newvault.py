@@ -24,6 +24,7 @@ GITIGNORE_LINES = (f"{STATE_DIR}/", f"{INBOX_DIR}/done/", "*.error", ".*.tmp")  
 GITATTRIBUTES_LINES = (
     "# memkit: merge-friendly vault (`memkit git-setup` registers the memkit merge driver in each clone)",
     "topics/*.md merge=memkit",
+    "topics/**/*.md merge=memkit",  # topics in folders (topics/work/harbor.md): '*' stops at a '/'
     "archive.md merge=union",
     "index.txt merge=union",
     "sessions/*.md merge=union",
@@ -96,13 +97,23 @@ def ensure_git_files(files: VaultFiles) -> list[str]:
     (idempotent; every other line is kept); returns the files changed."""
     changed = []
     with files.lock():
-        for name, lines in ((".gitignore", GITIGNORE_LINES), (".gitattributes", GITATTRIBUTES_LINES)):
+        for name, lines in ((".gitignore", GITIGNORE_LINES), (".gitattributes", _attribute_lines(files.topics_rel))):
             try:
                 if _add_lines(files.write_target(files.root / name), lines):
                     changed.append(name)
             except OSError as exc:
                 raise describe_os_error(exc, name) from exc
     return changed
+
+
+def _attribute_lines(topics_rel: str) -> tuple[str, ...]:
+    """:data:`GITATTRIBUTES_LINES` for a vault whose topics folder is ``topics_rel`` (``''``: the
+    vault itself, an adopted folder of notes, where every ``.md`` file is a topic)."""
+    if topics_rel == TOPICS_DIR:
+        return GITATTRIBUTES_LINES
+    where = f"{topics_rel}/**/*.md" if topics_rel else "*.md"
+    return tuple(f"{where} merge=memkit" if line.startswith(f"{TOPICS_DIR}/") else line for line in GITATTRIBUTES_LINES
+                 if line != f"{TOPICS_DIR}/*.md merge=memkit")
 
 
 def _add_lines(path: Path, lines: Sequence[str]) -> bool:

@@ -96,7 +96,7 @@ def test_git_setup_is_idempotent_and_registers_the_driver(tmp_path: Path) -> Non
         result = cli(root, "git-setup")
         assert result.exit_code == 0, result.output
     attrs = (root / ".gitattributes").read_text()
-    assert attrs.startswith("*.png binary\n") and attrs.count("merge=memkit") == 1
+    assert attrs.startswith("*.png binary\n") and attrs.count("merge=memkit") == 2  # topics/ and its folders
     assert "merge-driver" in git(root, "config", "merge.memkit.driver").stdout
 
 

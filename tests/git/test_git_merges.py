@@ -255,3 +255,35 @@ def test_the_index_merge_keeps_each_topics_newest_line_and_what_a_side_removed_s
                                                 b"2026-03-02T10:00:00|general|\n")
     assert merge_index(b"", b"<<<<<<< x\n2026-03-02T10:00:00|a|\n", b"2026-03-03T10:00:00|b|\n") == \
         b"2026-03-03T10:00:00|b|\n2026-03-02T10:00:00|a|\n"
+
+
+def test_both_clones_add_to_a_topic_in_a_folder(clones: tuple[Path, Path]) -> None:
+    """Issue 44: .gitattributes named topics/*.md only, so a topic in a folder (topics/work/harbor.md)
+    merged with git's own merge: both clones adding to it was a conflict."""
+    a, b = clones
+    open_vault(a).add("The pier opens in May", topic="work/harbor")
+    assert_clean_merge(sync(a, b), b)  # the folder and its topic reach both clones
+    git(b, "push", "origin", "HEAD:main")
+    git(a, "pull", "origin", "main")
+    assert cli(a, "git-setup").exit_code == 0 and cli(b, "git-setup").exit_code == 0  # the vaults made before
+    open_vault(a).add("Harbor budget is two million", topic="work/harbor")
+    open_vault(b).add("Weekly harbor call on Mondays", topic="work/harbor")
+    assert_clean_merge(sync(a, b), b)
+    texts = [e.body for e in open_vault(b).store.entries("work/harbor")]
+    assert texts == ["The pier opens in May", "Weekly harbor call on Mondays", "Harbor budget is two million"], texts
+    found = git(b, "check-attr", "merge", "topics/work/harbor.md").stdout
+    assert "merge: memkit" in found
+
+
+def test_an_adopted_folder_names_every_note_for_the_driver(tmp_path: Path) -> None:
+    from memkit import Vault
+    from memkit.store.newvault import ensure_git_files
+
+    notes = tmp_path / "Notes"
+    (notes / "Work").mkdir(parents=True)
+    (notes / "Work" / "harbor.md").write_text("- The pier opens in May\n")
+    Vault.init(notes, existing=True)
+    git(notes, "init")
+    ensure_git_files(open_vault(notes).store)
+    found = git(notes, "check-attr", "merge", "Work/harbor.md", "sessions/2026-03-01-x.md").stdout
+    assert "Work/harbor.md: merge: memkit" in found and "sessions/2026-03-01-x.md: merge: union" in found

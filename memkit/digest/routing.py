@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from ..base.similarity import similarities
 from ..errors import MemkitError, NumericError
+from ..formats.links import link_key
 from ..formats.names import slugify
 from ..formats.words import terms
 from ..search import Searcher, detect_topic, is_confident, split_target
@@ -34,10 +35,12 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
     words (:func:`shares_evidence`); else ``general``. One shared word is no evidence: nothing goes
     to an unrelated existing topic on it."""
     unrouted = []
+    by_key = {link_key(name): name for name in sorted(existing)}  # a hint names a topic as a link does
     for c in conclusions:
         hint = slugify(c.topic_hint or "")
-        if hint in existing:
-            c.topic = hint
+        named = by_key.get(link_key(c.topic_hint)) if c.topic_hint else None
+        if named is not None or hint in existing:  # "Work/harbor": a topic in a folder, as it is named
+            c.topic = named or hint
             continue
         if hint and store.subtopics(hint):  # the LLM named a topic that was split since: its closest part
             c.topic = split_target(searcher, hint, c.text)

@@ -185,3 +185,29 @@ def test_temp_files_of_dead_writers_are_swept_in_every_topic_folder(tmp_path):
     deep = write(plain.topics_dir / "work" / "deep" / ".harbor.md.abcd1234.tmp", "half a file")
     plain.add("The pier opens in May", topic="work/harbor")
     assert not deep.exists()
+
+
+def test_with_topics_folder_dot_the_digest_preview_names_the_files_where_they_are(tmp_path):
+    from fake_llm import FakeLLM
+    from util import loopback_llm
+
+    from memkit.digest.digest import digest_file
+
+    v = _adopted(tmp_path)
+
+    def answer(request):
+        if "1. NEW: " in request["messages"][-1]["content"]:
+            return json.dumps({"updates": []})
+        return json.dumps({"conclusions": [{"kind": "fact", "text": "The harbor pier opens in May",
+                                            "topic": "Work/harbor"}], "new_topic": None})
+    with FakeLLM(answer) as fake:
+        report = digest_file(v.searcher, write(tmp_path / "chat.txt", "user: the pier opens in May\n"),
+                             loopback_llm(fake), dry_run=True, split=False)
+    labels = [line for line in report.diff.splitlines() if line.startswith(("--- ", "+++ "))]
+    assert labels[:2] == ["--- a/Work/harbor.md", "+++ b/Work/harbor.md"], report.diff
+    plain = Vault(Vault.init(tmp_path / "v", profile=False).root, embedder=FakeEmbedder())
+    write(plain.topics_dir / "Work" / "harbor.md", "- The pier is being rebuilt\n")
+    with FakeLLM(answer) as fake:  # the LLM's hint names a topic in a folder: it goes there, not to general
+        report = digest_file(plain.searcher, write(tmp_path / "chat2.txt", "user: the pier opens in May\n"),
+                             loopback_llm(fake), split=False)
+    assert [t for t, _ in report.written] == ["Work/harbor"]

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..base.fsutil import atomic_write, describe_os_error, file_lock
+from ..base.lazy_re import lazy
 from ..base.limits import MAX_MESSAGE_CHARS  # a message is kept (and searched) up to this length
 from ..errors import MemkitError, TopicNotFound, TopicParseError
 from ..formats.fields import strip_provenance
@@ -428,9 +429,9 @@ def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
 #: the markers an entry's text carries for memkit and for filters, not for the assistant's reading:
 #: importance, urgency, the follow-up's question, who it is about, ``(key: value)`` fields (the due
 #: and until days stay: they are part of what it says)
-_READ_NOISE = re.compile(r"[ \t]*\((?:importance\s+[\d.]+|urgency\s+\w+|people:[^()]*"
+_READ_NOISE = lazy(r"[ \t]*\((?:importance\s+[\d.]+|urgency\s+\w+|people:[^()]*"
                          r"|(?!due\b|until\b|from\b|ask\b)[a-z][a-z0-9_-]{0,39}:[^()\n]*)\)", re.IGNORECASE)
-_ASK_NOISE = re.compile(r"[ \t]*\(ask:[^()]*\)", re.IGNORECASE)  #: a follow-up's question: said in "To follow up"
+_ASK_NOISE = lazy(r"[ \t]*\(ask:[^()]*\)", re.IGNORECASE)  #: a follow-up's question: said in "To follow up"
 
 
 def _one_line(text: str, markers: bool = False, ask: bool = False) -> str:
@@ -451,7 +452,7 @@ def _profile_section(profile: Sequence[Entry], shown: int, markers: bool = False
 
 
 MAX_FOLLOW_UPS = 10  #: follow-ups listed in the block at most (the rest: `memkit pending`)
-_FOLLOW_NOISE = re.compile(r"^\[pending\]\s*|\s*\((?:due )?\d{4}-\d{2}-\d{2}\)", re.IGNORECASE)
+_FOLLOW_NOISE = lazy(r"^\[pending\]\s*|\s*\((?:due )?\d{4}-\d{2}-\d{2}\)", re.IGNORECASE)
 
 
 def _follow_section(follow: Sequence[tuple[str, str, date]], today: date) -> str:

@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..formats.words import terms
+from .topk import distinct
 
 __all__ = ["SAFETY_WORDS", "SAFETY_TERMS", "SAFETY_DOMAINS", "is_safety_note", "bears_on", "safety_rows"]
 
@@ -92,4 +93,4 @@ def safety_rows(term_ids: Callable[[Sequence[str]], list[int]], holders: Callabl
     """The live rows whose own text holds a safety term (ascending), from the view's term ids
     (-1: no entry holds it) and the word index's postings."""
     found = [holders(tid) for tid in term_ids(sorted(SAFETY_TERMS)) if tid >= 0]
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    return distinct(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)

@@ -62,6 +62,7 @@ from .judge_rank import (
 from .query import MODES, Mode, Query, Threshold, since_day
 from .rank import MODEL_THRESHOLD, NOISE_MIN_N, RECOMMENDED_THRESHOLD, Ranker
 from .safety import bears_on, safety_rows
+from .topk import distinct
 
 log = logging.getLogger("memkit")
 
@@ -801,7 +802,7 @@ def _may_expire(view: IndexView, start: int, lifetimes: Mapping[str, Any]) -> np
         found.append(until[until >= start])
         lo = frozen.rows
     found.append(np.array([j for j, text in enumerate(view.texts[lo:n], start=lo) if "(until" in text], dtype=np.int64))
-    return np.unique(np.concatenate(found).astype(np.int64))
+    return distinct(np.concatenate(found).astype(np.int64))
 
 
 def _thawed(view: IndexView) -> Ranker | None:

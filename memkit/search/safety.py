@@ -21,6 +21,7 @@ they do not bear).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
@@ -82,11 +83,21 @@ def is_safety_note(text: str) -> bool:
     return not SAFETY_TERMS.isdisjoint(terms(text))
 
 
+@lru_cache(maxsize=64)
+def _asked(message: str) -> tuple[frozenset[str], ...]:
+    """The note words of the domains ``message`` touches (a message is asked about many notes)."""
+    said = set(terms(message))
+    return tuple(note for note, asked in _DOMAIN_TERMS if not asked.isdisjoint(said))
+
+
 def bears_on(text: str, message: str) -> bool:
     """Whether the safety note ``text`` bears on ``message`` by :data:`SAFETY_DOMAINS`: its own words
     and the message's meet in one domain ("Shellfish allergy" and "a Thai dish to order")."""
-    own, said = set(terms(text)), set(terms(message))
-    return any(not note.isdisjoint(own) and not asked.isdisjoint(said) for note, asked in _DOMAIN_TERMS)
+    domains = _asked(message)
+    if not domains:  # most messages touch none: no note's words are read
+        return False
+    own = set(terms(text))
+    return any(not note.isdisjoint(own) for note in domains)
 
 
 def safety_rows(term_ids: Callable[[Sequence[str]], list[int]], holders: Callable[[int], np.ndarray]) -> np.ndarray:

@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import date, timedelta
+from itertools import islice
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -693,8 +694,8 @@ class Searcher:
         except ModelError:
             return self._safety_by_words(view, rows, message, k)
         kept_texts = [texts[i] for i in keep]
-        order = [i for i in np.argsort(-cosines, kind="stable").tolist()
-                 if cosines[i] >= floor or bears_on(kept_texts[i], message)][:k]
+        order = list(islice((i for i in np.argsort(-cosines, kind="stable").tolist()
+                             if cosines[i] >= floor or bears_on(kept_texts[i], message)), k))
         static = np.asarray(view.vectors[rows[order]], dtype=np.float32) @ self.index.embedder.embed([message])[0] \
             if order else np.zeros(0, np.float32)
         hits = hits_at(view, [(int(rows[i]), float(cosines[i]), float(c), 0.0) for i, c in zip(order, static)])

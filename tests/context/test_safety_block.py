@@ -73,6 +73,10 @@ def test_a_safety_note_bears_on_a_message_by_its_words():
     assert bears_on("Torn meniscus in the right knee", "signing up for a charity 5k fun run")
     assert not bears_on("Torn meniscus in the right knee", "booking train tickets to London")
     assert not bears_on("Take 50 mcg levothyroxine every morning", "the smart lights stopped responding")
+    # a message about health itself: every safety note bears on it
+    assert bears_on("Allergic to tree nuts (cashews, walnuts)", "is there anything I react badly to?")
+    assert bears_on("Take 50 mcg levothyroxine every morning", "any health issues I should tell the new doctor about?")
+    assert bears_on("Allergic to tree nuts (cashews, walnuts)", "I'm making pesto tonight")
 
 
 @needs_judge

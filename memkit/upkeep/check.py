@@ -41,6 +41,7 @@ from ..base.fsutil import read_regular
 from ..errors import MemkitError
 from ..formats.archive import ArchiveItem
 from ..formats.links import LinkResolver, aliases_of, find_links
+from ..formats.markdown import split_lines
 from ..formats.people import PEOPLE_FILE
 from ..formats.plain import control_lines
 from ..formats.recent import render_recent
@@ -54,7 +55,6 @@ from ..formats.topic import (
     parse_topic_text,
     read_topic,
     remove_lines,
-    split_lines,
 )
 from ..search import Searcher
 from ..store import INBOX_DIR, Store

@@ -6,21 +6,17 @@ from typing import TYPE_CHECKING
 from ..base.face import face
 
 if TYPE_CHECKING:
-    from .links import Links
     from .query import Mode, Query, Threshold
     from .related import Related, related_to
     from .route import detect_topic, is_confident, split_target
     from .searcher import Hit, Searcher, hit_at
-    from .serving import Serving
 
-__all__ = ["Links", "Related", "related_to", "Hit", "Mode", "Query", "Searcher", "Serving", "Threshold", "detect_topic", "hit_at", "is_confident",
+__all__ = ["Related", "related_to", "Hit", "Mode", "Query", "Searcher", "Threshold", "detect_topic", "hit_at", "is_confident",
            "split_target"]
 
 __getattr__, __dir__ = face(__name__, {
     ".query": "Mode Query Threshold",
-    ".links": "Links",
     ".related": "Related related_to",
     ".route": "detect_topic is_confident split_target",
     ".searcher": "Hit Searcher hit_at",
-    ".serving": "Serving",
 })

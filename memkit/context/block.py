@@ -337,7 +337,7 @@ def _relevance_order(searcher: Searcher, topic: Topic, message: str) -> list[int
     the message does not find, oldest first, then those it finds, least relevant first (under a
     tight budget "what car do I drive?" keeps the car itself, not the car wash)."""
     entries = topic.entries
-    hits = searcher.search(message, k=max(1, len(entries)), threshold=None, topic=topic.name, refresh=False)
+    hits = searcher.find(searcher.query(message, k=max(1, len(entries)), threshold=None, topic=topic.name), refresh=False)
     where = {e.id: pos for pos, e in enumerate(entries)}
     age = {pos: rank for rank, pos in enumerate(_age_order(entries))}
     score: dict[int, float] = {}
@@ -664,7 +664,7 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     if searcher.judge() is None:  # turned off, or it cannot run here: as before the judge
         return _confident_hits(searcher, message)
     k = max(CONTEXT_MEMORIES, searcher.config.max_memories_per_search)
-    hits = searcher.search(message, threshold=None, k=k)
+    hits = searcher.find(searcher.query(message, threshold=None, k=k))
     if hits and hits[0].judge is None:  # the search could not judge (words only: no model)
         return _confident_hits(searcher, message)
     if len(wanted) < 2:  # one word ("hello", "thanks"): only what the judge is sure of
@@ -687,7 +687,7 @@ def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
     threshold = searcher.threshold()
-    hits = searcher.search(message, judge=False, weak=0)
+    hits = searcher.find(searcher.query(message, judge=False, weak=0))
     # evidence: close in meaning and sharing a word, or holding every informative word of the
     # message ("parking" finds "Parking spot is B15" whatever the model's cosine)
     return [h for h in hits if is_confident(h, threshold) or wanted <= set(terms(h.text))]

@@ -9,21 +9,11 @@ from datetime import datetime
 from typing import Any, Callable
 
 from ..errors import MemkitError
+from ..formats.markdown import is_list_line, scan_blocks, split_lines
 from ..formats.names import topic_relpath
 from ..formats.recent import RecentTopic, render_recent
 from ..formats.safeyaml import dump_yaml
-from ..formats.topic import (
-    Entry,
-    Topic,
-    as_datetime,
-    is_list_line,
-    newline_of,
-    parse_topic_text,
-    scan_blocks,
-    split_lines,
-    unified_diff,
-    yaml_scalar,
-)
+from ..formats.topic import Entry, Topic, as_datetime, newline_of, parse_topic_text, unified_diff, yaml_scalar
 from ..store import Store
 from .naming import one_line
 

@@ -45,6 +45,7 @@ from ..errors import (
 from ..formats.archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from ..formats.lifecycle import core_text
 from ..formats.links import Renamed, link_key
+from ..formats.markdown import decode_topic, encode_topic, is_cr_only, split_lines
 from ..formats.names import check_topic_name
 from ..formats.topic import (
     KIND_RE,
@@ -53,16 +54,12 @@ from ..formats.topic import (
     Entry,
     Topic,
     append_line,
-    decode_topic,
-    encode_topic,
     format_entry,
-    is_cr_only,
     new_topic_text,
     newline_of,
     parse_topic_text,
     read_topic,
     remove_lines,
-    split_lines,
     text_hash,
     unified_diff,
 )

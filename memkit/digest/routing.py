@@ -19,7 +19,7 @@ from .extract import Conclusion
 
 log = logging.getLogger("memkit")
 
-__all__ = ["new_topic_name", "route", "shares_evidence", "summary_of", "together"]
+__all__ = ["new_topic_name", "route", "shares_evidence", "summary_of", "together", "fitting", "PROPOSAL_JUDGE"]
 
 _DATE_TAIL = re.compile(r"\s*\((?:due |until )?\d{4}-\d{2}-\d{2}\)")
 
@@ -28,10 +28,11 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
           existing: set[str], nearest: Nearest) -> None:
     """Where each conclusion goes, by the design's seed rules: the LLM's hint when it names a topic (a
     split parent: its closest subtopic); else the topic the vault's hits agree on (a detected topic);
-    else, when at least ``min_conclusions_for_new_topic`` of the conclusions left belong together
-    (the largest group alike in words or meaning, :func:`together`), a new topic for that group,
-    named as the LLM proposed when it did (the Rostro rule: unrelated conclusions are never filed
-    together under the LLM's proposal); else the topic of a close hit that shares a good part of its
+    else, when at least ``min_conclusions_for_new_topic`` of the conclusions left belong together, a
+    new topic for them: the one the LLM proposed for those that bear on it (:func:`fitting`), or,
+    with no proposal, the largest group alike in words or meaning (:func:`together`) — the Rostro
+    rule: unrelated conclusions are never filed together under the LLM's proposal; else the topic
+    of a close hit that shares a good part of its
     words (:func:`shares_evidence`); else ``general``. One shared word is no evidence: nothing goes
     to an unrelated existing topic on it."""
     unrouted = []
@@ -50,9 +51,9 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
             c.topic = guess.topic
             continue
         unrouted.append(c)
-    # a new topic, the LLM's proposal or not, only for enough conclusions that belong together (the
-    # Rostro rule): the LLM said they fit no topic, not that they fit each other ("hobbies")
-    group = together(searcher, unrouted)
+    # a new topic only for enough conclusions that belong together (the Rostro rule): with a proposal
+    # from the LLM, those that bear on it; it said they fit no topic, not that they fit its ("hobbies")
+    group = fitting(searcher, new_topic, unrouted) if proposed_name(new_topic) else together(searcher, unrouted)
     if len(group) >= searcher.config.min_conclusions_for_new_topic:
         name = new_topic_name(new_topic, group, existing)
         for c in group:
@@ -82,6 +83,37 @@ def proposed_name(new_topic: dict[str, Any] | None) -> str:
     """The topic name the LLM proposed (``""`` for none, or for ``general``)."""
     name = slugify(str((new_topic or {}).get("name") or (new_topic or {}).get("title") or ""))
     return "" if name == "general" else name
+
+#: the judge's cosine from which a conclusion bears on the topic the LLM proposed (its title and
+#: summary). Measured on five proposals (issue 41.5): their own conclusions 0.17-0.67 ("Hobbies" /
+#: "Goes bouldering on Tuesdays" 0.17, "Travel: trips" / "Prefers window seats on planes" 0.26), ten
+#: unrelated ones -0.07-0.25 (the most: "Hobbies" / "Works from home on Fridays"); the issue's
+#: "hobbies" of a rice preference, an allergy, a dentist visit and a car insurance: -0.07-0.00
+PROPOSAL_JUDGE = 0.25
+
+
+def fitting(searcher: Searcher, proposal: dict[str, Any] | None, conclusions: list[Conclusion]) -> list[Conclusion]:
+    """The conclusions that bear on the topic the LLM proposed: they share a content word (four
+    letters or more) with its name, title or summary, or the judge's cosine with them reaches
+    :data:`PROPOSAL_JUDGE` (where the judge does not run: the static model's, at the vault's
+    threshold + 0.1)."""
+    about = " ".join(str((proposal or {}).get(k) or "") for k in ("title", "name", "summary")).replace("-", " ")
+    words = {w for w in terms(about) if len(w) >= 4 and w.isalpha()}
+    texts = [_DATE_TAIL.sub("", c.text) for c in conclusions]
+    cosines: list[float] | None = None
+    judged = searcher.judge()
+    try:
+        if judged is not None:
+            rows = judged.judge.embed([about] + texts)
+            cosines, floor = [float(rows[0] @ r) for r in rows[1:]], PROPOSAL_JUDGE
+        else:
+            rows = searcher.embed([about] + texts)
+            cosines, floor = [float(rows[0] @ r) for r in rows[1:]], searcher.threshold() + 0.1
+    except (MemkitError, OSError, RuntimeError, ValueError) as exc:
+        log.warning("weighing the conclusions against the proposed topic by words only: %s", exc)
+    return [c for i, c in enumerate(conclusions)
+            if words & set(terms(texts[i])) or (cosines is not None and cosines[i] >= floor)]
+
 
 def together(searcher: Searcher, conclusions: list[Conclusion]) -> list[Conclusion]:
     """The largest group of conclusions that belong together: linked when they share a content word

@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 import sys
 from datetime import datetime
+from typing import Any
 
 import click
 
 from ...errors import TopicNotFound
 from ...vault import parse_day, relative_time
-from .common import cli_params, echo_json, get_vault, json_option, plural, redacted
+from .common import cli_params, echo_json, get_vault, json_option, plural, redacted, table_command
 
 
 @click.command()
@@ -247,11 +248,8 @@ def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
             click.echo(f"  {line}")
 
 
-@click.command()
-@cli_params("why")
-@json_option
-@click.pass_context
-def why(ctx: click.Context, entry_id: str, json_: bool) -> None:
+@table_command("why")
+def why(found: Any, answer: dict[str, Any], id: str) -> None:  # noqa: A002
     """Why memkit believes something: the lines of the conversation a memory came from.
 
     A digest ends each entry with '(from SOURCE DAY)': a session's id or a transcript's file name.
@@ -263,11 +261,7 @@ def why(ctx: click.Context, entry_id: str, json_: bool) -> None:
     Example:
       memkit why 3f2a9c1e
     """
-    found = get_vault(ctx).why(entry_id)
-    if json_:
-        echo_json(found.to_dict())
-    else:
-        click.echo(found.render())
+    click.echo(found.render())
 
 
 @click.command()

@@ -48,7 +48,7 @@ import traceback
 import urllib.parse
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ...base.http import is_loopback
 from ...errors import (
@@ -271,7 +271,7 @@ def _endpoint(api: Api, op: HttpRoute) -> Callable[[Any], Awaitable[Any]]:
                 with api.body_room(size) if size > MAX_BODY_BYTES else contextlib.nullcontext():
                     data = await read_json(request, op.body_required, op.max_body)
                     args.update(check(op.body, {} if data is None else data))
-            result = await api.call(op.handler, args)
+            result = await api.call(op, args)
         except Exception as exc:
             status = error_status(exc)
             if status >= 500 and not isinstance(exc, MemkitError):
@@ -318,15 +318,17 @@ def _encoded_slash(request: Any) -> Any:
                        "in a segment: no route takes one (a session id never has one)")
 
 
-def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
+def build_app(api: Api, *, token: str | None = None, mcp: bool = False,
+              operations: Sequence[HttpRoute] = OPERATIONS) -> Any:
     """The Starlette application serving ``api`` (wrapped in :class:`Guard`); ``mcp``: also MCP
-    over streamable HTTP at ``/mcp``."""
+    over streamable HTTP at ``/mcp``; ``operations``: its routes (:func:`memkit.frontends.http.spec.http_routes`
+    of the table of operations)."""
     import anyio.to_thread
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Route
 
-    spec = openapi(token=token is not None, mcp=mcp)
+    spec = openapi(token=token is not None, mcp=mcp, routes=operations)
     endpoint = McpEndpoint(api) if mcp else None
 
     async def openapi_json(request: Any) -> Any:
@@ -347,7 +349,7 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
     routes = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/health", health, methods=["GET"]),
               Route("/", page, methods=["GET"]), Route("/page/{name}", page, methods=["GET"])]
     by_path: dict[str, list[HttpRoute]] = {}
-    for op in OPERATIONS:
+    for op in operations:
         by_path.setdefault(op.path, []).append(op)
     for path, ops in by_path.items():
         handlers = {op.method: _endpoint(api, op) for op in ops}

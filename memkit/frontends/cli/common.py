@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from ...vault import Vault, find_vault
+from ...vault import Vault, find_vault, parse_day
 from ..operations import Operation, Param, operation
 
 
@@ -45,6 +45,12 @@ def get_vault(ctx: click.Context) -> Vault:
     return obj["vault_obj"]
 
 
+def _day(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A day option (``format: date`` in the table), checked as the command line is read: its
+    ISO day, or an error naming the option (``--due must be a date like 2026-03-01, got 'soon'``)."""
+    return None if value is None else parse_day(value, param.opts[0]).isoformat()
+
+
 def cli_params(op: str | Operation) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator giving a click command the options and arguments of ``op`` that the CLI offers,
     in the table's order (:mod:`memkit.frontends.operations`)."""
@@ -68,8 +74,8 @@ def cli_params(op: str | Operation) -> Callable[[Callable[..., Any]], Callable[.
                 fn = click.option(*p.cli, name, is_flag=True, help=p.help)(fn)
             else:
                 fn = click.option(*p.cli, name, type=click_type(p), default=p.default, metavar=p.metavar,
-                                  multiple=p.type == "array", help=p.help,
-                                  show_default=p.default is not None)(fn)
+                                  multiple=p.type == "array", help=p.help, show_default=p.default is not None,
+                                  callback=_day if p.format == "date" else None)(fn)
         return fn
 
     return apply

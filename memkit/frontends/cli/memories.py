@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from ...errors import TopicNotFound
-from ...vault import parse_day, relative_time
+from ...vault import relative_time
+from ..operations import operation
 from .common import cli_params, echo_json, get_vault, json_option, plural, redacted, table_command
 
 
@@ -39,8 +40,7 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
     if text == "-":
         text = sys.stdin.read()
     vault = get_vault(ctx)
-    entry = vault.add(text, topic=topic, kind=kind, tags=tags, due=parse_day(due, "--due") if due is not None else None,
-                      until=parse_day(until, "--until") if until is not None else None, allow_duplicate=allow_duplicate)
+    entry = vault.add(text, topic=topic, kind=kind, tags=tags, due=due, until=until, allow_duplicate=allow_duplicate)
     if json_:
         echo_json(entry.to_dict())
     elif entry.duplicate:
@@ -158,9 +158,8 @@ def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: s
     """
     if bool(entry_id) == bool(match):
         raise click.UsageError("give either an entry ID or --match TEXT")
-    vault = get_vault(ctx)
-    entries = vault.forget(entry_id, match=match, topic=topic, every=True) if all_ else \
-        [vault.forget(entry_id, match=match, topic=topic)]
+    entries = operation("forget").run(get_vault(ctx), "cli", {"entry_id": entry_id, "match": match, "topic": topic,
+                                                             "all_": all_})
     if json_:
         echo_json(entries[0].to_dict() if not all_ else [e.to_dict() for e in entries])
     else:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ...vault import Threshold, parse_day
+from ...vault import Threshold
 from .common import cli_params, echo_json, get_vault, json_option, plural
 
 
@@ -38,8 +38,6 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "what do I drive" --fast
       memkit search --sessions "when do I fly to Lisbon"
     """
-    if since is not None:
-        since = parse_day(since, "--since").isoformat()
     vault = get_vault(ctx)
     if sessions:
         from .session import print_session_hits  # printed as `memkit session search` prints; loaded for --sessions

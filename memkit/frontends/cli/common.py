@@ -81,13 +81,15 @@ def cli_params(op: str | Operation) -> Callable[[Callable[..., Any]], Callable[.
     return apply
 
 
-def table_command(op: str, *, table: Sequence[Operation] | None = None) -> Callable[[Callable[..., None]], click.Command]:
+def table_command(op: str, *, table: Sequence[Operation] | None = None,
+                  help: str | None = None) -> Callable[[Callable[..., None]], click.Command]:  # noqa: A002
     """A command made from the table of operations (:mod:`memkit.frontends.operations`): the
     decorated function prints the result for a person; the command's name, options and arguments,
     its handler (one call into the Vault) and its --json (the operation's answer) are the table's.
 
     The function is called as ``show(result, answer, **arguments)`` (the handler's result, its
-    JSON answer, the arguments by the table's names); its docstring is the command's help. A command
+    JSON answer, the arguments by the table's names); its docstring is the command's help (or
+    ``help``). A command
     that needs more than the answer printed (stdin, a usage error of its own, other calls) keeps
     click's own decorators over :func:`cli_params`."""
     entry = operation(op) if table is None else next(o for o in table if o.name == op)
@@ -104,7 +106,7 @@ def table_command(op: str, *, table: Sequence[Operation] | None = None) -> Calla
             else:
                 show(result, answer, **entry.arguments("cli", given))
 
-        return click.command(name, help=show.__doc__)(cli_params(entry)(json_option(command)))
+        return click.command(name, help=help or show.__doc__)(cli_params(entry)(json_option(command)))
 
     return make
 

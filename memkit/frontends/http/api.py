@@ -461,6 +461,7 @@ class HTTPServer:
     :param unix: a Unix socket path to listen on instead of ``host:port`` (mode 0600; no token needed).
     :param watch: also run the watcher; :param polling: it polls.
     :param mcp: also serve MCP over streamable HTTP at ``/mcp`` (needs the MCP SDK).
+    :param operations: the routes (default: the table of operations' and the server's own, :func:`memkit.frontends.http.spec.http_routes`).
     :param header_timeout_s, body_timeout_s, max_connections: how long a client may take to send a
         request's header and its body, and how many connections may be open
         (:mod:`memkit.frontends.http.conn`; default: memkit.yaml's ``serve:``).
@@ -471,7 +472,7 @@ class HTTPServer:
     def __init__(self, vault: Vault, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
                  unix: str | None = None, watch: bool = False, polling: bool = False, mcp: bool = False,
                  header_timeout_s: float | None = None, body_timeout_s: float | None = None,
-                 max_connections: int | None = None) -> None:
+                 max_connections: int | None = None, operations: Sequence[HttpRoute] = OPERATIONS) -> None:
         require_server_libs()
         import uvicorn
 
@@ -490,7 +491,7 @@ class HTTPServer:
             max_connections=settings.max_connections if max_connections is None else max_connections)
         self.unix = Path(unix).expanduser() if unix is not None else None
         self.api = Api(vault, watch=watch, polling=polling)
-        self.app = build_app(self.api, token=token or None, mcp=mcp)
+        self.app = build_app(self.api, token=token or None, mcp=mcp, operations=operations)
         self.socket = _listen(host, port, unix)
         if unix is not None:
             self.url = "http://localhost"

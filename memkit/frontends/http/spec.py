@@ -201,7 +201,7 @@ class HttpRoute:
 def _http_route(op: Operation, route: Route) -> HttpRoute:
     has = {"path": bool(schema(op, "http", "path")["properties"]), "rest": bool(schema(op, "http", "rest")["properties"])}
     rest = schema(op, "http", "rest") if has["rest"] else None
-    return HttpRoute(route.method, route.path, route.operation_id or op.name, route.summary, route.ok, route.answer,
+    return HttpRoute(route.method, route.path, route.operation_id or op.name, route.summary, route.ok, op.answer_schema(route),
                      query=rest if route.method == "GET" else None, body=None if route.method == "GET" else rest,
                      body_required=route.body_required, errors=route.errors,
                      params=schema(op, "http", "path") if has["path"] else None,

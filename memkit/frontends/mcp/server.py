@@ -43,7 +43,7 @@ from urllib.parse import quote, unquote
 
 from ... import MemkitError, Vault, __version__
 from ...base.limits import MAX_MESSAGE_CHARS
-from ..operations import OPERATIONS, ArgumentError, Operation, Style, Tool, as_json, check, schema
+from ..operations import OPERATIONS, ArgumentError, Listed, Operation, Style, Tool, as_json, check, schema
 from .tools import INSTRUCTIONS, TOOLS
 
 log = logging.getLogger("memkit")
@@ -124,12 +124,12 @@ def outcome(tool: Tool, op: Operation, result: Any) -> Outcome:
     answer = op.answer(result)
     if tool.answer is not None:
         answer = tool.answer(answer)
-    if tool.text is None:
-        text = as_json(answer)
-    elif isinstance(tool.text, str):
-        text = as_json(answer[tool.text])
-    else:
+    if tool.text is not None:
         text = tool.text(result)
+    elif tool.answer is None and isinstance(op.answer, Listed):
+        text = as_json(answer[op.answer.key])  # the list alone; the structured result names it
+    else:
+        text = as_json(answer)
     return Outcome(text, answer)
 
 

@@ -33,6 +33,7 @@ from .kit import (
     SESSION_ID,
     WRITE,
     ArgumentError,
+    Listed,
     Operation,
     Param,
     Route,
@@ -51,7 +52,7 @@ from .memories import MEMORIES
 from .sessions import SESSIONS
 from .shared import TOPIC_NAME
 
-__all__ = ["ArgumentError", "CLI_ONLY", "FRONT_ENDS", "MAX_MESSAGE_BODY_BYTES", "MAX_NAME_CHARS", "OPERATIONS",
+__all__ = ["ArgumentError", "CLI_ONLY", "FRONT_ENDS", "Listed", "MAX_MESSAGE_BODY_BYTES", "MAX_NAME_CHARS", "OPERATIONS",
            "Operation", "Param", "READ", "ROLES", "Route", "SESSION_ID", "Style", "TOPIC_NAME", "Tool", "WRITE",
            "as_json", "check", "expected", "get_fact", "moment", "operation", "parse_time", "schema", "shown",
            "time_value"]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 from ...errors import InvalidValue
 
-__all__ = ["ArgumentError", "CLI_ONLY", "FRONT_ENDS", "MAX_FACT_CHARS", "MAX_NAME_CHARS", "NULL_STR", "Operation", "Param",
+__all__ = ["ArgumentError", "CLI_ONLY", "FRONT_ENDS", "Listed", "MAX_FACT_CHARS", "MAX_NAME_CHARS", "NULL_STR", "Operation", "Param",
            "MAX_MESSAGE_BODY_BYTES", "READ", "ROLES", "Route", "SESSION_ID", "Style", "Tool", "WRITE", "as_json", "check", "expected", "listed",
            "moment", "obj", "parse_time", "ref", "same", "schema", "shown", "time_value", "to_dict"]
 
@@ -104,11 +104,26 @@ def to_dict(result: Any) -> Any:
     return result.to_dict()
 
 
-def listed(key: str) -> Callable[[Any], dict[str, Any]]:
-    """The JSON answer of a list of library objects: ``{key: [item.to_dict(), ...]}``."""
-    def answer(items: Any) -> dict[str, Any]:
-        return {key: [item.to_dict() for item in items]}
-    return answer
+@dataclass(frozen=True)
+class Listed:
+    """The answer of an operation that gives a list of library objects: ``{key: [item.to_dict(), ...]}``,
+    each item an ``item`` of the HTTP API's components. Its schema is the routes' answer, and the
+    MCP tool's text is the list alone (unless the route or the tool says otherwise)."""
+
+    key: str
+    item: str
+
+    def __call__(self, items: Any) -> dict[str, Any]:
+        return {self.key: [item.to_dict() for item in items]}
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return obj([self.key], **{self.key: {"type": "array", "items": ref(self.item)}})
+
+
+def listed(key: str, item: str) -> Listed:
+    """The answer ``{key: [item, ...]}`` (:class:`Listed`)."""
+    return Listed(key, item)
 
 
 NULL_STR: Mapping[str, Any] = {"type": ["string", "null"]}  #: a string or null, in an answer's schema
@@ -128,15 +143,15 @@ def obj(required: list[str], **props: Any) -> dict[str, Any]:
 class Tool:
     """An operation as an MCP tool: its name, title, description and hints (``annotations``).
 
-    ``text``: what the model reads, made of the handler's result (default: the answer as JSON; a
-    string: that key of the answer, as JSON). ``answer``: the structured result, made of the
+    ``text``: what the model reads, made of the handler's result (default: the answer as JSON, or the
+    list alone of a :class:`Listed` answer). ``answer``: the structured result, made of the
     operation's answer when the tool's differs. ``extra``: arguments the server adds to every call."""
 
     name: str
     title: str
     description: str
     annotations: Mapping[str, Any] = field(default_factory=lambda: READ)
-    text: str | Callable[[Any], str] | None = None
+    text: Callable[[Any], str] | None = None
     answer: Callable[[Any], Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -152,7 +167,7 @@ class Route:
     method: str
     path: str
     summary: str
-    answer: Mapping[str, Any]
+    answer: Mapping[str, Any] | None = None  #: None: the operation's (a :class:`Listed` answer's schema)
     ok: int = 200
     errors: tuple[int, ...] = ()
     body_required: bool = True
@@ -190,6 +205,13 @@ class Operation:
         """``values`` (by ``front``'s names, checked) by the table's names, for :attr:`call`."""
         names = {p.name_in(front): p.name for p in self.params}
         return {names[name]: value for name, value in values.items()}
+
+    def answer_schema(self, route: Route) -> Mapping[str, Any]:
+        """The JSON schema of ``route``'s answer: its own, else the operation's listing's."""
+        if route.answer is not None:
+            return route.answer
+        assert isinstance(self.answer, Listed), f"{self.name} {route.path}: no answer schema"
+        return self.answer.schema
 
     def run(self, vault: Any, front: str, values: Mapping[str, Any], **extra: Any) -> Any:
         """Call the handler with ``front``'s checked ``values`` (and ``extra``); returns the result."""

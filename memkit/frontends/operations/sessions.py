@@ -67,12 +67,10 @@ SESSIONS: tuple[Operation, ...] = (
         Param("archived", "boolean", "The pruned (archived) sessions instead.", default=False, cli=("--archived",)),
     ), ("session", "list"),
     Tool("list_sessions", "List conversation sessions",
-             "The saved conversations, most recently updated first: id, title, created, updated "
-                        "(ISO times, UTC), messages (count), user, tags, file. Continue one with load_session.",
-             text="sessions"),
-    (Route("GET", "/sessions", "The saved conversations, most recently updated first.",
-              obj(["sessions"], sessions={"type": "array", "items": ref("SessionInfo")}), errors=(400,)),),
-    call=_list, answer=listed("sessions")),
+         "The saved conversations, most recently updated first: id, title, created, updated "
+         "(ISO times, UTC), messages (count), user, tags, file. Continue one with load_session."),
+    (Route("GET", "/sessions", "The saved conversations, most recently updated first.", errors=(400,)),),
+    call=_list, answer=listed("sessions", "SessionInfo")),
     Operation("start_session", (
         Param("session", "string", "An id to use (letters, digits, '.', '_', '-'); default: a new random one.",
               max_length=80, nonempty=True, pattern=SESSION_ID, names={"cli": "session_id"}, cli=("--id",),
@@ -92,12 +90,12 @@ SESSIONS: tuple[Operation, ...] = (
               absent={"mcp": "the answer is JSON", "http": "the answer is JSON"}),
     ), ("session", "new"),
     Tool("start_session", "Start a conversation session",
-             "Start saving a conversation: a new session file in sessions/. Returns its id (use it "
-                        "with save_message, load_session, and as get_context's session).",
-             WRITE),
+         "Start saving a conversation: a new session file in sessions/. Returns its id (use it "
+         "with save_message, load_session, and as get_context's session).",
+         WRITE),
     (Route("POST", "/sessions", "Start saving a conversation: a new session file in sessions/. "
-              "Its id works with the routes below and as POST /context's session.",
-              ref("Session"), ok=201, errors=(400, 409), body_required=False),),
+          "Its id works with the routes below and as POST /context's session.",
+          ref("Session"), ok=201, errors=(400, 409), body_required=False),),
     call=_start, answer=_without_messages),
     Operation("save_message", (
         SESSION_PATH,
@@ -116,12 +114,12 @@ SESSIONS: tuple[Operation, ...] = (
               max_length=40, format="date-time", cli=("--time",), metavar="TIME"),
     ), ("session", "add"),
     Tool("save_message", "Save a message to a session",
-             "Append one message to a saved conversation (appended to its file at once; nothing "
-                        "is rewritten). Returns the message with its time.",
-             WRITE),
+         "Append one message to a saved conversation (appended to its file at once; nothing "
+         "is rewritten). Returns the message with its time.",
+         WRITE),
     (Route("POST", "/sessions/{session}/messages", "Append one message to a saved conversation "
-              "(one append to its file; nothing is rewritten). Returns the message with its time.",
-              {"allOf": [ref("Message"), obj(["session"], session={"type": "string"})]}, ok=201, errors=(400, 404, 409), max_body=MAX_MESSAGE_BODY_BYTES, extra={"digest": False}, after="digest_later"),),
+          "(one append to its file; nothing is rewritten). Returns the message with its time.",
+          {"allOf": [ref("Message"), obj(["session"], session={"type": "string"})]}, ok=201, errors=(400, 404, 409), max_body=MAX_MESSAGE_BODY_BYTES, extra={"digest": False}, after="digest_later"),),
     call=_save, answer=same),
     Operation("load_session", (
         SESSION_PATH,
@@ -132,16 +130,16 @@ SESSIONS: tuple[Operation, ...] = (
               "session_strategy).", choices=SESSION_STRATEGIES, cli=("--strategy",)),
     ), ("session", "load"),
     Tool("load_session", "Load a conversation's recent history",
-             "A saved conversation's history within a token budget, oldest first, to continue it: "
-                        "the system prompt, a summary of older messages when the strategy makes one, then the "
-                        "newest messages that fit. The text content is the messages as 'role: content' lines; "
-                        "the structured result has messages [{role, content, time}], strategy, tokens, omitted, "
-                        "summarised and note (a fallback, said in words).",
-             dict(WRITE, idempotent_hint=True),
-             text=_window_text),
+         "A saved conversation's history within a token budget, oldest first, to continue it: "
+         "the system prompt, a summary of older messages when the strategy makes one, then the "
+         "newest messages that fit. The text content is the messages as 'role: content' lines; "
+         "the structured result has messages [{role, content, time}], strategy, tokens, omitted, "
+         "summarised and note (a fallback, said in words).",
+         dict(WRITE, idempotent_hint=True),
+         text=_window_text),
     (Route("GET", "/sessions/{session}", "A saved conversation's history within a token budget, "
-              "oldest first, to continue it (summary and hybrid may wait for the LLM).",
-              ref("Window"), errors=(400, 404)),
+          "oldest first, to continue it (summary and hybrid may wait for the LLM).",
+          ref("Window"), errors=(400, 404)),
      Route("POST", "/sessions/{session}/window", "As GET /sessions/{session}, and a summary made "
               "on the way is cached in the session's file (a GET writes nothing), so the next load needs no LLM call.",
               ref("Window"), errors=(400, 404, 409), body_required=False, extra={"cache": True}, operation_id="keep_window")),
@@ -157,11 +155,9 @@ SESSIONS: tuple[Operation, ...] = (
               cli=("--since",), metavar="DATE"),
     ), ("session", "search"),
     Tool("search_sessions", "Search past conversations",
-             "Find messages of saved conversations by meaning and words. Returns hits, best first: "
-                        "session (id), title, time, role, text, score, file, line.",
-             text="hits"),
+         "Find messages of saved conversations by meaning and words. Returns hits, best first: "
+         "session (id), title, time, role, text, score, file, line."),
     (Route("GET", "/sessions/search", "Find messages of saved conversations by meaning and "
-              "words, best first.",
-              obj(["hits"], hits={"type": "array", "items": ref("SessionHit")}), errors=(400, 404)),),
-    call=_search_sessions, answer=listed("hits")),
+          "words, best first.", errors=(400, 404)),),
+    call=_search_sessions, answer=listed("hits", "SessionHit")),
 )

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MEMKIT_NO_JUDGE", "1")  # the digest's duplicate check uses the static stage
 
 from memkit import Vault  # noqa: E402
-from memkit.digest.digest import near_duplicate_by_words  # noqa: E402
+from memkit.digest.duplicates import near_duplicate_by_words  # noqa: E402
 from memkit.formats.lifecycle import core_text  # noqa: E402
 
 THRESHOLDS = [round(0.70 + 0.02 * i, 2) for i in range(16)]  # 0.70 .. 1.00

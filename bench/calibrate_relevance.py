@@ -13,6 +13,15 @@ questions get a confident first hit.
 
     python bench/calibrate_relevance.py            # fit, report, print the weights to paste
     python bench/calibrate_relevance.py --check    # report the shipped weights only
+    python bench/calibrate_relevance.py --signals  # which signals tell "the vault answers this"
+
+``--signals`` measures, on both sets, how well each signal of a question's first hit tells a right
+answer from an unanswerable question and from a wrong first hit (the area under the ROC curve: 0.5
+is chance): the judge's cosine, its lead over the next candidate, its standing in the pool, the first
+stage's score and static cosine, the share of the query's word weight the hit holds, and the
+shipped relevance. Then logistic refits on bench/everyday.json over the judge's signals, each cut
+where at most 5 % of that set's unanswerable questions get a confident first hit, reported on both
+sets beside the shipped rule (the default ``Vault.search``).
 """
 from __future__ import annotations
 
@@ -144,10 +153,123 @@ def report(name: str, items: list[dict], w, cut: float) -> None:
                   f"{rc / len(sel):.0%}, confident and wrong {wc / len(sel):.0%}")
 
 
+def collect_signals(path: Path) -> list[dict]:
+    """For each question: its group, whether the first hit of ``Vault.search(q, k=60, threshold=None)``
+    is right, that hit's signals (see the module docstring), and the default search's first confident
+    hit (right or not)."""
+    from memkit.formats.words import terms as text_terms
+
+    data = ee.load_set(path)
+    seen: dict[str, np.ndarray] = {}
+    original = searcher_module.fuse
+
+    def recording(static, judge, conversation, *params):
+        seen["static"] = np.asarray(static, dtype=np.float64).copy()
+        seen["judge"] = np.asarray(judge, dtype=np.float64).copy()
+        return original(static, judge, conversation, *params)
+
+    searcher_module.fuse = recording
+    out = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            vault, where = ee.build_vault(Path(tmp) / "v", data)
+            for q in data["questions"]:
+                seen.clear()
+                hits = vault.search(q["q"], k=60, threshold=None)
+                if not hits or hits[0].judge is None or "judge" not in seen:
+                    continue
+                default = vault.search(q["q"])
+                first_conf = next((h for h in default if h.confident), None)
+                view, ranker = vault.searcher.ranker()
+                top = hits[0]
+                row = next(i for i in range(len(view)) if view.files[view.file_ids[i]] == top.file
+                           and int(view.lines[i]) == top.line)
+                qt = ranker.lex.counted(view.term_ids_of(text_terms(q["q"])))
+                pool_j, pool_s = seen["judge"], seen["static"]
+                at = int(np.argmin(np.abs(pool_j - top.judge)))
+                others = np.sort(np.array([h.judge for h in hits[1:]], dtype=np.float64))[::-1]
+                signals = {
+                    "judge cosine": float(top.judge),
+                    "lead over next": float(top.judge - (others[0] if others.size else 0.0)),
+                    "standing (sd)": float((top.judge - pool_j.mean()) / max(float(pool_j.std()), 1e-3)),
+                    "first-stage score": float(pool_s[at]),
+                    "static cosine": float(top.cosine),
+                    "word coverage": float(ranker.lex.coverage(qt)[row]),
+                    "relevance": float(top.relevance if top.relevance is not None else 0.0),
+                }
+                out.append({"group": q["group"], "right": where.get((top.file, top.line)) in q["answers"],
+                            "signals": signals, "confident": first_conf is not None,
+                            "confident_right": first_conf is not None
+                            and where.get((first_conf.file, first_conf.line)) in q["answers"]})
+    finally:
+        searcher_module.fuse = original
+    return out
+
+
+def _auc(pos: list[float], neg: list[float]) -> float:
+    if not pos or not neg:
+        return float("nan")
+    a, b = np.asarray(pos)[:, None], np.asarray(neg)[None, :]
+    return float((a > b).mean() + 0.5 * (a == b).mean())
+
+
+def _rates(items: list[dict], confident: list[bool]) -> tuple[float, float, float, float]:
+    """(plain right and confident, plain confident and wrong, messages right and confident,
+    unanswerable with a confident first hit) for these first-hit flags."""
+    def share(group: str, right: bool | None) -> float:
+        sel = [(it, c) for it, c in zip(items, confident) if it["group"] == group]
+        hit = [c and (right is None or it["right"] == right) for it, c in sel]
+        return sum(hit) / max(1, len(sel))
+    return share("plain", True), share("plain", False), share("message", True), share("unanswerable", None)
+
+
+def signals(train: list[dict], held: list[dict]) -> None:
+    names = list(train[0]["signals"])
+    print("\nSignals of the first hit: AUC right-first plain questions vs unanswerable ones, and vs plain "
+          "questions whose first hit is wrong (0.5 = chance)")
+    print(f"  {'signal':<20}{'everyday: vs unanswerable':>27}{'vs wrong':>10}{'held-out: vs unanswerable':>28}{'vs wrong':>10}")
+    for name in names:
+        cells = []
+        for items in (train, held):
+            pos = [it["signals"][name] for it in items if it["group"] == "plain" and it["right"]]
+            una = [it["signals"][name] for it in items if it["group"] == "unanswerable"]
+            wrong = [it["signals"][name] for it in items if it["group"] == "plain" and not it["right"]]
+            cells += [_auc(pos, una), _auc(pos, wrong)]
+        print(f"  {name:<20}{cells[0]:>27.3f}{cells[1]:>10.3f}{cells[2]:>28.3f}{cells[3]:>10.3f}")
+    print("\nRefits on bench/everyday.json (every question's first hit: right = 1), cut where at most 5 % of its "
+          "unanswerable questions are confident; plain right+confident / confident+wrong, messages right+confident, "
+          "unanswerable confident")
+    shipped = [(_rates(items, [it["confident"] for it in items])) for items in (train, held)]
+    rows = [("shipped rule (default search)", None, None, shipped)]
+    for cols in (["judge cosine"], ["judge cosine", "standing (sd)"], ["judge cosine", "lead over next"],
+                 ["judge cosine", "lead over next", "standing (sd)"]):
+        X = np.array([[it["signals"][c] for c in cols] for it in train])
+        y = np.array([1.0 if it["right"] and it["group"] != "unanswerable" else 0.0 for it in train])
+        w = fit(X, y)
+        p_train = predict(X, w)
+        una = p_train[[it["group"] == "unanswerable" for it in train]]
+        cut = float(np.sort(una)[::-1][int(0.05 * len(una))]) + 1e-9 if una.size else 0.5
+        figs = []
+        for items in (train, held):
+            p = predict(np.array([[it["signals"][c] for c in cols] for it in items]), w)
+            figs.append(_rates(items, [bool(v >= cut) for v in p]))
+        rows.append((" + ".join(cols), w, cut, figs))
+    print(f"  {'rule':<62}{'everyday':>24}{'held-out':>24}")
+    for name, _, cut, figs in rows:
+        cells = ["  ".join(f"{v:4.0%}" for v in f) for f in figs]
+        label = name if cut is None else f"{name} (p >= {cut:.2f})"
+        print(f"  {label:<62}{cells[0]:>24}{cells[1]:>24}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="report the shipped weights, fit nothing")
+    ap.add_argument("--signals", action="store_true", help="measure which signals tell an answer from none, fit nothing")
     args = ap.parse_args(argv)
+    if args.signals:
+        print(f"memkit confidence signals | {platform.machine()} | the default judge and settings")
+        signals(collect_signals(ee.DEFAULT_DATA), collect_signals(HERE / "everyday-heldout.json"))
+        return 0
     print(f"memkit relevance calibration | {platform.machine()} | {ee.cpu_name() if hasattr(ee, 'cpu_name') else platform.processor()}")
     train = collect(ee.DEFAULT_DATA)
     held = collect(HERE / "everyday-heldout.json")

@@ -148,7 +148,10 @@ def run(data: dict, vault: Vault, where: dict, threshold) -> list[dict]:
     """Per item: the ranked note ids of each mode (plain and rare questions: every mode; messages:
     default and hybrid; unanswerable: default), the default answer's hits with their scores and
     ``confident`` flags, and for a message what ``Vault.context`` made of it."""
+    from memkit.search.safety import is_safety_note
+
     notes = {n["id"]: n for n in data["notes"]}
+    health = [n for n in data["notes"] if is_safety_note(n["text"])]  # the notes a block adds when they bear
     rows = []
     for q in data["questions"]:
         modes = {"plain": MODES, "rare": MODES, "message": ("default", "hybrid")}.get(q["group"], ("default",))
@@ -165,7 +168,8 @@ def run(data: dict, vault: Vault, where: dict, threshold) -> list[dict]:
             ctx = vault.context(q["q"])
             text = notes[q["answers"][0]]["text"]
             row["context"] = {"held": _in_block(ctx.text, text), "topic": ctx.topic, "tokens": ctx.tokens,
-                              "memories": [where.get((h.file, h.line), "?") for h in ctx.memories]}
+                              "memories": [where.get((h.file, h.line), "?") for h in ctx.memories],
+                              "health": [n["id"] for n in health if _in_block(ctx.text, n["text"])]}
         rows.append(row)
     return rows
 
@@ -273,7 +277,18 @@ def print_messages(rows: list[dict], cats: list[str]) -> tuple[int, int]:
         for r in safety:
             if not r["context"]["held"]:
                 print(f"  missed: {r['q']!r} (needs {r['answers'][0]})")
+    stray = [(r, strays(r)) for r in rows if strays(r)]
+    if any("health" in r["context"] for r in rows):
+        print(f"health notes in a block where they do not bear (neither the message's note nor named in its 'bears'): "
+              f"{len(stray)}/{len(rows)} messages, {sum(len(s) for _, s in stray)} notes")
     return held, total
+
+
+def strays(row: dict) -> list[str]:
+    """The health notes (:func:`memkit.search.safety.is_safety_note`) in a message's block that do not
+    bear on it: neither its note nor one its ``bears`` names."""
+    bear = set(row["answers"]) | set(row.get("bears", ()))
+    return [i for i in row["context"].get("health", ()) if i not in bear]
 
 
 def confidence(row: dict) -> str:

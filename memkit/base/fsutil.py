@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 import tempfile
 import threading
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 from ..errors import MemkitError, VaultLocked
+from .lazy_re import lazy
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:
@@ -252,7 +252,7 @@ def _read_fd(fd: int, offset: int = 0) -> bytes:
         offset += len(chunk)
 
 
-TEMP_RE = re.compile(r"^\.(.+)\.[a-z0-9_]{8}\.tmp$")  #: the name of a temp file atomic writes make
+TEMP_RE = lazy(r"^\.(.+)\.[a-z0-9_]{8}\.tmp$")  #: the name of a temp file atomic writes make
 
 
 def _write_temp(path: Path, data: bytes) -> str:

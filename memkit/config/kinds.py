@@ -12,14 +12,15 @@ import re
 import urllib.parse
 from typing import Any, Mapping
 
+from ..base.lazy_re import lazy
 from ..formats.redact import slow_pattern
 from ..formats.safeyaml import load_yaml
 
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_QUIET = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*-\s*([01]?\d|2[0-3]):([0-5]\d)\s*$")
-_LIFETIME = re.compile(r"^(\d{1,5})\s*([dwmy])$")
+ENV_NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_QUIET = lazy(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*-\s*([01]?\d|2[0-3]):([0-5]\d)\s*$")
+_LIFETIME = lazy(r"^(\d{1,5})\s*([dwmy])$")
 _DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
-_KIND = re.compile(r"[^\W\d_][\w-]{0,39}")
+_KIND = lazy(r"[^\W\d_][\w-]{0,39}")
 
 
 class Invalid(ValueError):

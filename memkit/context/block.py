@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..base.fsutil import atomic_write, describe_os_error, file_lock
+from ..base.lazy_re import lazy
 from ..base.limits import MAX_MESSAGE_CHARS  # a message is kept (and searched) up to this length
 from ..errors import MemkitError, TopicNotFound, TopicParseError
 from ..formats.fields import strip_provenance
@@ -53,7 +54,7 @@ from ..formats.lifecycle import PENDING, due_date, expiry
 from ..formats.recent import TIME_FORMAT, RecentTopic, relative_time
 from ..formats.topic import Entry, Topic
 from ..formats.words import terms
-from ..search import Hit, Searcher, detect_topic, hit_at, is_confident
+from ..search import Hit, Searcher, bears_on, detect_topic, hit_at, is_confident, is_safety_note
 from ..store import Store
 from .conversation import Conversation, conversation_of
 
@@ -428,9 +429,9 @@ def _still_present(searcher: Searcher, memories: list[Hit]) -> list[Hit]:
 #: the markers an entry's text carries for memkit and for filters, not for the assistant's reading:
 #: importance, urgency, the follow-up's question, who it is about, ``(key: value)`` fields (the due
 #: and until days stay: they are part of what it says)
-_READ_NOISE = re.compile(r"[ \t]*\((?:importance\s+[\d.]+|urgency\s+\w+|people:[^()]*"
+_READ_NOISE = lazy(r"[ \t]*\((?:importance\s+[\d.]+|urgency\s+\w+|people:[^()]*"
                          r"|(?!due\b|until\b|from\b|ask\b)[a-z][a-z0-9_-]{0,39}:[^()\n]*)\)", re.IGNORECASE)
-_ASK_NOISE = re.compile(r"[ \t]*\(ask:[^()]*\)", re.IGNORECASE)  #: a follow-up's question: said in "To follow up"
+_ASK_NOISE = lazy(r"[ \t]*\(ask:[^()]*\)", re.IGNORECASE)  #: a follow-up's question: said in "To follow up"
 
 
 def _one_line(text: str, markers: bool = False, ask: bool = False) -> str:
@@ -451,7 +452,7 @@ def _profile_section(profile: Sequence[Entry], shown: int, markers: bool = False
 
 
 MAX_FOLLOW_UPS = 10  #: follow-ups listed in the block at most (the rest: `memkit pending`)
-_FOLLOW_NOISE = re.compile(r"^\[pending\]\s*|\s*\((?:due )?\d{4}-\d{2}-\d{2}\)", re.IGNORECASE)
+_FOLLOW_NOISE = lazy(r"^\[pending\]\s*|\s*\((?:due )?\d{4}-\d{2}-\d{2}\)", re.IGNORECASE)
 
 
 def _follow_section(follow: Sequence[tuple[str, str, date]], today: date) -> str:
@@ -642,6 +643,9 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
 
 CONTEXT_FLOOR = 0.15  #: a memory the judge scores below this cosine is not put in the block
 SAFETY_AFTER = 2  #: the safety notes that bear on a message come after its best this many memories
+#: the judge's cosine from which a health note is in the block whatever its words (below it: where
+#: it bears, :func:`memkit.search.safety.bears_on`)
+CONTEXT_SAFETY_SURE = 0.3
 CONTEXT_MEMORIES = 8  #: the judge's best this many (or max_memories_per_search, if more) for a message
 
 
@@ -665,12 +669,16 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     if len(wanted) < 2:  # one word ("hello", "thanks"): only what the judge is sure of
         floor = searcher.judge_threshold()
         return [h for h in hits if h.judge is not None and h.judge >= floor][:searcher.config.max_memories_per_search]
-    kept = [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR]
-    # a note that keeps the person safe (an allergy, a medication) and bears on the message at all
-    # goes in after the two best, even where the judge ranks it far down ("a Thai dish to order"
-    # and the shellfish allergy: 0.12)
+    # a health note the judge puts near a message it does not bear on ("book me a haircut" and the
+    # thyroid pill, 0.20) is one line of noise in every block: it stays where it bears
+    # (memkit.search.safety.bears_on) or the judge is sure of it
+    kept = [h for h in hits if h.judge is not None and h.judge >= CONTEXT_FLOOR
+            and (h.judge >= CONTEXT_SAFETY_SURE or not is_safety_note(h.text) or bears_on(h.text, message))]
+    # a note that keeps the person safe (an allergy, a medication) and bears on the message goes in
+    # after the two best, even where the judge ranks it far down ("a Thai dish to order" and the
+    # shellfish allergy: 0.12)
     shown = {h.id for h in kept}
-    safety = [h for h in searcher.safety_hits(message) if h.id not in shown]
+    safety = [h for h in searcher.safety_hits(message, floor=CONTEXT_SAFETY_SURE) if h.id not in shown]
     return kept[:SAFETY_AFTER] + safety + kept[SAFETY_AFTER:]
 
 

@@ -4,10 +4,10 @@ why (``forgotten``, ``done``, ``expired: …``, ``edited, now ID``, ``superseded
 appends to it (:meth:`memkit.store.store.Store.archive`)."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..base.lazy_re import lazy
 from .topic import LIST_MARKER_RE, Entry, text_hash
 
 __all__ = ["ARCHIVE", "ARCHIVE_HEADER", "ArchiveItem", "ArchivedEntry", "parse_archive", "archive_line"]
@@ -54,9 +54,9 @@ class ArchivedEntry:
         return m.group(1) if m else None
 
 
-_ARCHIVE_RE = re.compile(r"^- (\d{4}-\d{2}-\d{2}) from (\S+) \((.*?)\): (.*)$")
-_ARCHIVE_LONG_RE = re.compile(r"^- (\d{4}-\d{2}-\d{2}) from (\S+) \((superseded by .*)\): ((?:[-*+]|\d{1,9}[.)]) .*)$")
-_POINTER_RE = re.compile(r"^(?:edited, now|compacted into|superseded by|replaced by) ([0-9a-f]{8})\b")
+_ARCHIVE_RE = lazy(r"^- (\d{4}-\d{2}-\d{2}) from (\S+) \((.*?)\): (.*)$")
+_ARCHIVE_LONG_RE = lazy(r"^- (\d{4}-\d{2}-\d{2}) from (\S+) \((superseded by .*)\): ((?:[-*+]|\d{1,9}[.)]) .*)$")
+_POINTER_RE = lazy(r"^(?:edited, now|compacted into|superseded by|replaced by) ([0-9a-f]{8})\b")
 
 
 def parse_archive(text: str) -> list[ArchivedEntry]:

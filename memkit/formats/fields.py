@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..base.lazy_re import lazy
 from ..errors import InvalidValue
 
 FACTS_TOPIC = "facts"  #: the topic of the keyed facts (topics/facts.md)
@@ -31,20 +32,20 @@ RESERVED = frozenset({"ask", "due", "until", "urgency", "importance", "from", "p
 MAX_KEY = 40
 
 _KEY = r"[a-z][a-z0-9_-]{0,39}"
-_KEY_RE = re.compile(rf"^{_KEY}$")
-_FIELD_RE = re.compile(rf"\((?P<key>{_KEY}):\s*(?P<value>[^()\n]*?)\s*\)")
-_FACT_LINE_RE = re.compile(rf"^(?P<key>{_KEY}):\s+(?P<value>[^\n]*?)(?:\s*\((?P<day>\d{{4}}-\d{{2}}-\d{{2}})\))?\s*$")
-_FROM_RE = re.compile(r"\(from\s+(?P<source>[^\s()]+)(?:\s+(?P<day>\d{4}-\d{2}-\d{2}))?\)")
+_KEY_RE = lazy(rf"^{_KEY}$")
+_FIELD_RE = lazy(rf"\((?P<key>{_KEY}):\s*(?P<value>[^()\n]*?)\s*\)")
+_FACT_LINE_RE = lazy(rf"^(?P<key>{_KEY}):\s+(?P<value>[^\n]*?)(?:\s*\((?P<day>\d{{4}}-\d{{2}}-\d{{2}})\))?\s*$")
+_FROM_RE = lazy(r"\(from\s+(?P<source>[^\s()]+)(?:\s+(?P<day>\d{4}-\d{2}-\d{2}))?\)")
 #: a source a ``(from …)`` marker may name without its day: a transcript's file name, a session id's beginning
 DAYLESS_SOURCE = r"(?:[^\s()]+\.(?:txt|text|json|jsonl|md|log)|[0-9a-f]{8})"
-_DAYLESS_RE = re.compile(rf"^{DAYLESS_SOURCE}$")
+_DAYLESS_RE = lazy(rf"^{DAYLESS_SOURCE}$")
 #: a digest's ``(from SOURCE DAY)`` as it writes it (with its day, or a plain conversation's name without
 #: it): what search, dedup and the context leave out of an entry's text (a person's "(from Lisbon)" in
 #: prose, with no day, stays text)
 PROVENANCE_MARKER = r"\(from\s+(?:[^\s()]+\s+\d{4}-\d{2}-\d{2}|" + DAYLESS_SOURCE + r")\)"
-_STRIP_FROM_RE = re.compile(r"[ \t]*" + PROVENANCE_MARKER)
-_ENTRY_DATE_RE = re.compile(r"\((\d{4}-\d{2}-\d{2})\)\s*$")
-_PEOPLE_RE = re.compile(r"\(people:\s*(?P<names>[^()\n]*?)\s*\)")
+_STRIP_FROM_RE = lazy(r"[ \t]*" + PROVENANCE_MARKER)
+_ENTRY_DATE_RE = lazy(r"\((\d{4}-\d{2}-\d{2})\)\s*$")
+_PEOPLE_RE = lazy(r"\(people:\s*(?P<names>[^()\n]*?)\s*\)")
 
 
 def check_key(key: str) -> str:

@@ -22,6 +22,7 @@ import re
 from datetime import date, timedelta
 from typing import Mapping
 
+from ..base.lazy_re import lazy
 from ..errors import InvalidValue
 from .fields import PROVENANCE_MARKER
 from .topic import KIND_RE, LIST_MARKER_RE, Entry
@@ -33,23 +34,23 @@ __all__ = ["until_date", "due_date", "expiry", "last_day", "is_pending", "PENDIN
 PENDING = "pending"
 URGENCIES = ("high", "medium", "low")  #: most urgent first
 DEFAULT_IMPORTANCE = 0.5  #: an entry without ``(importance X)``
-_URGENCY_RE = re.compile(r"\(urgency\s+(high|medium|low)\)", re.IGNORECASE)
-_ASK_RE = re.compile(r"\(ask:\s*([^()]+?)\s*\)", re.IGNORECASE)
-_IMPORTANCE_RE = re.compile(r"\(importance\s+(0(?:\.\d+)?|1(?:\.0+)?)\)", re.IGNORECASE)
-_MARK_RE = re.compile(r"\((until|due)\s+(\d{4}-\d{2}-\d{2})\)", re.IGNORECASE)
+_URGENCY_RE = lazy(r"\(urgency\s+(high|medium|low)\)", re.IGNORECASE)
+_ASK_RE = lazy(r"\(ask:\s*([^()]+?)\s*\)", re.IGNORECASE)
+_IMPORTANCE_RE = lazy(r"\(importance\s+(0(?:\.\d+)?|1(?:\.0+)?)\)", re.IGNORECASE)
+_MARK_RE = lazy(r"\((until|due)\s+(\d{4}-\d{2}-\d{2})\)", re.IGNORECASE)
 #: ``(until DATE)`` is a marker only at the end of an entry (before its own date): "Rented in Paris
 #: (until 2019) and then…" in prose, or a comment in code, is text, not an end date
-_UNTIL_END_RE = re.compile(r"\(until\s+(\d{4}-\d{2}-\d{2})\)(?:\s*\(\d{4}-\d{2}-\d{2}\))?\s*$", re.IGNORECASE)
+_UNTIL_END_RE = lazy(r"\(until\s+(\d{4}-\d{2}-\d{2})\)(?:\s*\(\d{4}-\d{2}-\d{2}\))?\s*$", re.IGNORECASE)
 #: every marker memkit writes into an entry's text: a day it is due or ends, an urgency, a question, an
 #: importance, the conversation it came from
-_ANY_MARKER_RE = re.compile(r"\((?:(?:due|until)\s+\d{4}-\d{2}-\d{2}|urgency\s+\w+|ask:[^()]*|importance\s+[\d.]+)\)"
+_ANY_MARKER_RE = lazy(r"\((?:(?:due|until)\s+\d{4}-\d{2}-\d{2}|urgency\s+\w+|ask:[^()]*|importance\s+[\d.]+)\)"
                             "|" + PROVENANCE_MARKER, re.IGNORECASE)
 #: the kinds memkit knows without being told (``[kind]`` of an entry); memkit.yaml's ``expire:`` may
 #: name more (a kind of your own: ``expire: {recipe: never}``). A file may hold any ``[word]``.
 KNOWN_KINDS = ("fact", "preference", "decision", "discovery", "event", "context", "observation", "pending",
                "conversation")
-_TRAILING_DATE_RE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
-_TRAILING_TAGS_RE = re.compile(r"(?:\s+#[^\W\d_][\w/-]*)+\s*$")
+_TRAILING_DATE_RE = lazy(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
+_TRAILING_TAGS_RE = lazy(r"(?:\s+#[^\W\d_][\w/-]*)+\s*$")
 
 
 def _marked(text: str, word: str) -> date | None:

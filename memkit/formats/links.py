@@ -9,17 +9,17 @@ is not. This module parses, resolves and rewrites links in a text; it reads no f
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from ..base.lazy_re import lazy
 from .names import canonical_name
 from .topic import Topic
 
 __all__ = ["aliases_of", "Renamed", "Link", "find_links", "link_key", "LinkResolver", "rewrite_links", "has_links"]
 
-_LINK_RE = re.compile(r"(!?)\[\[([^\[\]|#\n]+?)\s*(?:#([^\[\]|\n]*?))?\s*(?:\|([^\[\]\n]*))?\]\]")
-_OTHER_FILE = re.compile(r"\.(?!md$)[A-Za-z0-9]{1,5}$")  # pier.png, scan.pdf: an attachment, no note
+_LINK_RE = lazy(r"(!?)\[\[([^\[\]|#\n]+?)\s*(?:#([^\[\]|\n]*?))?\s*(?:\|([^\[\]\n]*))?\]\]")
+_OTHER_FILE = lazy(r"\.(?!md$)[A-Za-z0-9]{1,5}$")  # pier.png, scan.pdf: an attachment, no note
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import hashlib
 import re
 import unicodedata
 
+from ..base.lazy_re import lazy
 from ..errors import TopicNameError
 
 TOPICS_DIR = "topics"
@@ -78,7 +79,7 @@ def slugify(text: str, max_len: int = MAX_NAME) -> str:
     return slug
 
 
-_CANONICAL = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_CANONICAL = lazy(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 def is_canonical(stem: str) -> bool:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from ..base.lazy_re import lazy
 from .topic import append_line, newline_of
 
 PEOPLE_FILE = "people.md"
@@ -29,8 +30,8 @@ PEOPLE_HEADER = "# People\n"
 #: what names the user (``--with me``, a digest's ``"people": ["user"]``): people.md's person of relation self
 USER_WORDS = frozenset({"me", "user", "self", "myself", "the user"})
 
-_LINE_RE = re.compile(r"^\s*[-*+]\s+(?P<name>[^\W\d_][^():\n]*?)\s*(?:\((?P<relation>[^)\n]*)\))?\s*(?::\s*(?P<about>.*?))?\s*$")
-_MENTION_RE = re.compile(r"(?<![\w@])@(?P<handle>[^\W\d_][\w'-]*(?:\.[^\W\d_][\w'-]*)*)")
+_LINE_RE = lazy(r"^\s*[-*+]\s+(?P<name>[^\W\d_][^():\n]*?)\s*(?:\((?P<relation>[^)\n]*)\))?\s*(?::\s*(?P<about>.*?))?\s*$")
+_MENTION_RE = lazy(r"(?<![\w@])@(?P<handle>[^\W\d_][\w'-]*(?:\.[^\W\d_][\w'-]*)*)")
 
 
 @dataclass(frozen=True)

@@ -42,11 +42,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from ..base.lazy_re import lazy
 from ..errors import InvalidValue
 
 REDACTED = "[redacted]"
 
-_API_KEY = re.compile(
+_API_KEY = lazy(
     r"(?<![\w-])(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
     r"|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,}"
     r"|glpat-[A-Za-z0-9_-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
@@ -55,10 +56,10 @@ _API_KEY = re.compile(
     # a PEM body never holds "-----": each try stops at the next one (many BEGINs cost no more)
     r"|-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:[^-]|-(?!----)){0,10000}-----END [A-Z ]{0,40}PRIVATE KEY-----")
 #: an environment variable holding a secret, as in a .env file or a shell: ``DB_PASSWORD=…``
-_ENV_SECRET = re.compile(r"\b[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_KEY|ACCESS_KEY)"
+_ENV_SECRET = lazy(r"\b[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_KEY|ACCESS_KEY)"
                          r"[A-Z0-9_]{0,40}\s?[=:]\s?[\"']?([^\s\"']{4,200})")
 #: the password in a URL: ``postgres://admin:S3cret@db``
-_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@]{1,64}:([^\s/@]{1,128})@")
+_URL_PASSWORD = lazy(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@]{1,64}:([^\s/@]{1,128})@")
 #: words that follow "password is" in a sentence about a password, not in one that gives it away
 _NOT_SECRET = ("in|on|at|not|the|a|an|my|your|his|her|our|their|its|this|that|same|still|now|also|set|reset|"
                "changed|expired|wrong|correct|required|needed|saved|stored|written|kept|somewhere|there|here|empty|"
@@ -78,7 +79,7 @@ _TOKEN = (rf"(?!(?:{_NOT_SECRET})\b[.,;!?)]*(?:\s|$))(?![a-z]+(?:ed|ing|ly)[.,;!
 #: the words naming a password-like secret (any token after them is one)
 _PASSWORD_WORDS = (r"password|passwd|pwd|passphrase|pass(?=\s?[:=])|master\s+key|"
                    r"(?:wi-?fi|network|wpa2?|secret|private|secret\s+access|access|api|app)\s+key|api\s+token")
-_PASSWORD = re.compile(
+_PASSWORD = lazy(
     rf"(?i)\b(?:{_PASSWORD_WORDS})\b(?:{_OF}{_VERB}(?:{_QUOTED}|{_TOKEN})"
     # without a verb ("password qwerty789"): a quoted secret, or a token holding a digit or a sign
     rf"|\s+(?:{_QUOTED}|(?=[^\s\"'“”]*[\d!@#$%^&*])([^\s\"'“”]{{4,100}}?)(?=[.,;!?)]*(?:\s|$))))")
@@ -90,9 +91,9 @@ _CODE_WORDS = (r"pin(?:\s+(?:code|number|no\.?))?|passcode|pass\s+code|cvv2?|cvc
 #: letters and digits (8F3K-2M9P); :func:`_code` wants 3 digits at least
 _CODE_VALUE = (r"(\d(?:[-#* ]?\d){2,15}#?|(?=[A-Za-z]*\d)[A-Za-z0-9]{2,12}(?:-[A-Za-z0-9]{2,12}){0,6})"
                rf"(?![\w.,/:%]?\d|\w|%|\s+{_UNITS}\b)")
-_CODE = re.compile(rf"(?i)\b(?:{_CODE_WORDS})\b(?:{_OF}{_VERB}|\s?[:,=]?\s+)\s*{_CODE_VALUE}")
+_CODE = lazy(rf"(?i)\b(?:{_CODE_WORDS})\b(?:{_OF}{_VERB}|\s?[:,=]?\s+)\s*{_CODE_VALUE}")
 #: a word before "code" that makes it no secret (a postal code, an error code, a promo code…)
-_PUBLIC_CODE = re.compile(
+_PUBLIC_CODE = lazy(
     r"(?i)\b(?:zip|postal|post|postcode|area|country|dialling|dialing|error|status|exit|return|response|http|"
     r"product|promo|promotional|discount|coupon|voucher|referral|gift|tracking|dress|source|bar|qr|morse|colour|"
     r"color|icd|hs|airport|iata|airline|flight|station|course|class|booking|reference|postal|zone|tax|sort|swift|"
@@ -100,16 +101,16 @@ _PUBLIC_CODE = re.compile(
     r"item|article|style|sample|line|chapter|section|room|table|seat|bus|route|unit|lot|batch|building\s+regulations)"
     r"[\s-]*$")
 #: a login and its password: "my bank login is maya / Tr0ub4dor&3" (only the password goes)
-_LOGIN = re.compile(
+_LOGIN = lazy(
     r"(?i)\b(?:log-?in|sign-?in|credentials?|user(?:name)?\s?/\s?pass(?:word)?)(?:\s+(?:details|info))?"
     rf"{_OF}(?:\s+(?:is|are|was|were)|\s?[:=-])?\s+"
     r"(?:[^\s/:,]{1,64})\s?(?:/|:|,|\s+and\s+|,?\s+pass(?:word)?\s?:?)\s?"
     r"([^\s\"'“”]{3,100}?)(?=[.,;!?)]*(?:\s|$))")
 #: a seed or recovery phrase: 12 to 24 words
-_PHRASE = re.compile(r"(?i)\b(?:seed|recovery|mnemonic|backup|secret)\s+(?:phrase|words)\b(?:\s+(?:is|was|are)|\s?[:=])"
+_PHRASE = lazy(r"(?i)\b(?:seed|recovery|mnemonic|backup|secret)\s+(?:phrase|words)\b(?:\s+(?:is|was|are)|\s?[:=])"
                      r"\s*((?:[a-z]{3,12}[ ,]+){11,23}[a-z]{3,12})\b")
-_CARD = re.compile(r"(?<![\d-])[2-6](?:[ -]?\d){12,18}(?![\d-])")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+_CARD = lazy(r"(?<![\d-])[2-6](?:[ -]?\d){12,18}(?![\d-])")
+_IBAN = lazy(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 
 
 def _luhn(digits: str) -> bool:

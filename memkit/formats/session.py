@@ -61,6 +61,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from ..base.lazy_re import lazy
 from ..errors import InvalidValue, MemkitError
 from .safeyaml import YamlError, load_yaml
 
@@ -77,10 +78,10 @@ ROLES = ("user", "assistant", "system", "tool")
 SUMMARY = "summary"
 STAGE = "stage"  #: a summary block's ``of=`` when it holds an aged conversation's stage text
 STAGE_KEYS = ("stage", "stage_at", "stage_ratio", "raw", "updated")  #: the header keys aging writes
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
-NAME_RE = re.compile(r"^(\d{4}-\d\d-\d\d)-(.+)\.md$")
+_ID_RE = lazy(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+NAME_RE = lazy(r"^(\d{4}-\d\d-\d\d)-(.+)\.md$")
 _TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
-_TIME_RE = re.compile(_TIME)
+_TIME_RE = lazy(_TIME)
 #: a block's heading: a known role (any case) and anything after it, or any one-word role and a
 #: time; a heading whose role or time cannot be read is still a block (read with a warning), so a
 #: person's hand-edited message never vanishes into the one before it
@@ -88,9 +89,9 @@ _HEADING = (rf"### (?:(?i:user|assistant|system|tool|summary) · [^\r\n]*|[A-Za-
             rf"(?:(?: · |[ \t])[^\r\n]*)?)")
 #: group 1: escaping backslashes (content, not a heading, when any); group 2: the heading
 #: (matched against the text after a "\n": a literal first character lets the regex engine skip ahead)
-_HEAD_RE = re.compile(rf"\n(\\*)(### (?:(user|assistant|system|tool|summary) · ({_TIME})((?: · [^\r\n]*)?)[ \t]*"
+_HEAD_RE = lazy(rf"\n(\\*)(### (?:(user|assistant|system|tool|summary) · ({_TIME})((?: · [^\r\n]*)?)[ \t]*"
                       rf"|{_HEADING[4:]}))\r?(?=\n|\Z)")  #: groups 3-5: role, time, flags of a heading read whole
-_ESCAPE_RE = re.compile(rf"^(\\*{_HEADING})", re.M)
+_ESCAPE_RE = lazy(rf"^(\\*{_HEADING})", re.M)
 
 
 def is_session_filename(name: str) -> bool:
@@ -416,7 +417,7 @@ def _flags(rest: str) -> tuple[bool, dict[str, str]]:
     return important, values
 
 
-_UNESCAPE_RE = re.compile(rf"^\\(\\*{_HEADING})", re.M)
+_UNESCAPE_RE = lazy(rf"^\\(\\*{_HEADING})", re.M)
 
 
 def _unescape(content: str) -> str:
@@ -503,7 +504,7 @@ def parse_blocks(text: str, start: int = 0, first_line: int = 1, problems: list[
 
 #: what a heading that memkit wrote reads as when a write was cut short in its time (memkit's
 #: own times always end in ``Z``: one without it, and no message under it, was never written whole)
-_CUT_RE = re.compile(r"### (?:user|assistant|system|tool|summary) · [0-9T:.-]*[ \t]*")
+_CUT_RE = lazy(r"### (?:user|assistant|system|tool|summary) · [0-9T:.-]*[ \t]*")
 
 
 def _cut_heading(text: str, start: int, first_line: int, problems: list[str] | None) -> int:

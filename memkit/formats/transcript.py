@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..base.fsutil import NotRegularFile, read_regular
+from ..base.lazy_re import lazy
 from ..base.limits import MAX_TRANSCRIPT_BYTES
 from ..errors import TranscriptError
 
-_SPEAKER_RE = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}?)\s*:\s+(.*)$")
+_SPEAKER_RE = lazy(r"^\s*([A-Za-z][\w .'-]{0,40}?)\s*:\s+(.*)$")
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def read_transcript(path: Path) -> tuple[list[Message], bytes]:
     return parse_transcript(data, str(path)), data
 
 
-_LINE_BREAK_B = re.compile(rb"\r\n|\r|\n")
+_LINE_BREAK_B = lazy(rb"\r\n|\r|\n")
 
 
 def decode_utf8(data: bytes, name: str, hint: str = "") -> str:

@@ -8,9 +8,10 @@
 """
 from __future__ import annotations
 
-import re
 from itertools import chain
 from typing import cast
+
+from ..base.lazy_re import lazy
 
 __all__ = ["STOP_WORDS", "terms", "words", "stem"]
 
@@ -32,9 +33,9 @@ STOP_WORDS: frozenset[str] = frozenset(
 
 # A word: letters/digits (unicode-aware), optionally joined by - . / _ or an apostrophe to the
 # next run ("node-3", "2026.10", "v1.2/rc", "caroline's").
-_TOKEN_RE = re.compile(r"\w+(?:[-./'’]\w+)*")
-_JOIN_RE = re.compile(r"[-./_]")
-_WORD_RE = re.compile(r"[^\W\d_]+")
+_TOKEN_RE = lazy(r"\w+(?:[-./'’]\w+)*")
+_JOIN_RE = lazy(r"[-./_]")
+_WORD_RE = lazy(r"[^\W\d_]+")
 _APOS_SUFFIXES = frozenset({"s", "t", "m", "re", "ve", "ll", "d"})
 _VOWELS = frozenset("aeiouy")
 _EDGE_PUNCT = "\"'’‘“”.,;:!?()[]{}<>*`~"

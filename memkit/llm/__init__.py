@@ -11,11 +11,13 @@ from ..base.face import face
 
 if TYPE_CHECKING:
     from .choice import LLMChoice
-    from .client import LLM, TextChat, ask_json, ask_text, choose, guard, make_llm
+    from .client import LLM, TextChat, choose, guard, make_llm
+    from .replies import ask_json, ask_text
 
 __all__ = ["LLM", "LLMChoice", "TextChat", "ask_json", "ask_text", "choose", "guard", "make_llm"]
 
 __getattr__, __dir__ = face(__name__, {
     ".choice": "LLMChoice",
-    ".client": "LLM TextChat ask_json ask_text choose guard make_llm",
+    ".client": "LLM TextChat choose guard make_llm",
+    ".replies": "ask_json ask_text",
 })

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..formats.words import terms as text_terms
+from .topk import distinct
 
 __all__ = ["BM25Index", "encode_terms"]
 
@@ -413,7 +414,7 @@ class BM25Index:
         got = self._gather([tid], False)
         if got is None:
             return np.zeros(0, dtype=np.int64)
-        rows = np.unique(got[0].astype(np.int64))
+        rows = distinct(got[0].astype(np.int64))
         if self.dead.size:
             rows = rows[~np.isin(rows, self.dead)]
         return rows
@@ -451,5 +452,5 @@ def _row_terms_df(term_ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, s
         return np.zeros(size, np.int64)
     idx = np.repeat(offsets[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
     key = term_ids[idx].astype(np.int64) * (len(offsets)) + np.repeat(rows, lengths)
-    key = np.unique(key)
+    key = distinct(key)
     return np.bincount(key // len(offsets), minlength=size)[:size].astype(np.int64)

@@ -44,7 +44,8 @@ turning it off alone lowered recall there (``python bench/eval.py --set smooth_n
 script behind ``make eval``; ``--set`` overrides one :class:`RankParams` weight). The speaker
 guard is what lets the person signal hold on ordinary notes too.
 
-**Vectors** are one float32 ``(n, dim)`` matrix (a vault's is the memory-mapped ``.npy`` of
+**Vectors** are kept by :class:`memkit.search.rank_matrix.RankMatrix` (this module scores, that
+one stores): one float32 ``(n, dim)`` matrix (a vault's is the memory-mapped ``.npy`` of
 :mod:`memkit.index.matrix`, never copied), read as two column views: the first ``PREFIX_DIMS``
 dimensions and the rest; an exact cosine of every row is one product with the whole matrix.
 
@@ -78,13 +79,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..base.limits import SEARCH_MODES
-from ..base.pages import release
 from ..formats.words import terms as text_terms
-from . import int8_scan, topk
+from . import topk
 from .lexical import BM25Index, encode_terms
+from .rank_matrix import PREFIX_DIMS, ROW_SCALE, RankMatrix
 from .speakers import speaker_of, speakers
 
-__all__ = ["RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "MODEL_THRESHOLD", "speaker_of", "speakers"]
+__all__ = ["PREFIX_DIMS", "ROW_SCALE", "RankParams", "Ranker", "RECOMMENDED_THRESHOLD", "MODEL_THRESHOLD",
+           "speaker_of", "speakers"]
 
 RECOMMENDED_THRESHOLD: dict[int, float] = {256: 0.40, 64: 0.45}
 #: models calibrated by name (their training moved their cosines): memkit's own model keeps >= 95 %
@@ -92,16 +94,12 @@ RECOMMENDED_THRESHOLD: dict[int, float] = {256: 0.40, 64: 0.45}
 MODEL_THRESHOLD: dict[str, float] = {"memkit-m2v": 0.20}
 
 FAST_MIN_N = 10_000  #: from this many entries (and >= 128 dimensions) hybrid search scores candidates only
-PREFIX_DIMS = 64  #: dimensions of the approximate scan
 CANDIDATES = 400  #: entries the approximate fused score keeps, at most (or 2 √n when larger, to CANDIDATES_MAX) …
 CANDIDATES_MAX = 1500  #: (at 1M entries: recall@10 against the exact path 0.992, 2,000 gave 0.993)
 CANDIDATE_SHARE = 1 / 64  #: … or this share of the entries (but at least MIN_CANDIDATES)
 MIN_CANDIDATES = 150
 VEC_CANDIDATES = 64  #: entries of best approximate cosine, added (the vector half's maximum)
 LOW_CANDIDATES = 64  #: entries of lowest approximate cosine (the vector half's minimum)
-#: a frozen index's rows are kept as round(x * ROW_SCALE) in int16 (unit rows: |x| <= 1); one
-#: step is 3e-5, a cosine's error a few 1e-6 (at most ~3e-5 measured)
-ROW_SCALE = 32767
 THRESHOLD_MARGIN = 0.15  #: an approximate cosine this far below the threshold cannot reach it
 NOISE_Z = 2.0  #: a weak match's cosine stands this many standard deviations above the query's mean
 NOISE_FLOOR = 0.1  #: … and above this cosine
@@ -137,7 +135,6 @@ class RankParams:
 
 Hit = tuple[int, float, float, float]  #: (entry index, score, cosine, lexical)
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce  # without ndarray.min's Python wrapper
-_BLOCK = 2048  # rows at a time in the context norms
 
 
 class Ranker:
@@ -154,34 +151,18 @@ class Ranker:
         (the rows of a file that changed, see :meth:`extended`).
     """
 
-    #: the fast path's scan (None: exact path only): the first ``PREFIX_DIMS`` dimensions of the
-    #: rows, transposed, ``(PREFIX_DIMS, rows)``: a product over it reads each dimension's values
-    #: in one run (twice as fast as over the rows' layout)
-    prefix: np.ndarray | None
-    prefix_buffer: np.ndarray | None  #: the prefix's columns, with room to grow (an extension fills it)
-    #: a prefix kept in a file (a frozen index's, :meth:`restored`): the first rows of the scan …
-    prefix_frozen: np.ndarray | None
-    prefix_tail: np.ndarray | None  #: … and the rows after them, in memory
-    #: a frozen index's first rows, ``(rows, dim)`` int16 (``ROW_SCALE``): the fast path's exact
-    #: cosines of those rows (None: from the matrix)
-    rows_frozen: np.ndarray | None
-    #: a frozen index's prefix as int8 and its dimensions' factors (:mod:`memkit.search.int8_scan`)
-    prefix8: tuple[np.ndarray, np.ndarray] | None
-    offsets8: np.ndarray | None  #: what the int8 scan's query offset adds to each row (worked out on the first scan, shared by extended rankers)
-
     def __init__(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
                  file_ids: np.ndarray | Sequence[int] | None = None, params: RankParams | None = None, *,
                  terms: tuple[np.ndarray, np.ndarray, Any] | None = None, live: np.ndarray | None = None,
                  base: "Ranker | None" = None, kept: dict[str, Any] | None = None, scan: bool = True,
                  pages: Callable[[], object] | None = None) -> None:
         self.params = p = params or RankParams()
-        self._pages = pages  # called now and then in a pass over every vector (gives their pages back)
         n = self.n = len(texts)
         if kept is not None and base is None:
             self._restore(vectors, file_ids, terms, live, kept)
             return
-        self._P, self._R, self._M = _split(vectors, n)
-        self.dim = self._P.shape[1] + self._R.shape[1]
+        self.matrix = RankMatrix(vectors, n, pages)
+        self.dim = self.matrix.dim
         files = np.zeros(n, dtype=np.int64) if file_ids is None else np.asarray(file_ids, dtype=np.int64).reshape(-1)
         if files.shape[0] != n:
             raise ValueError(f"file_ids has {files.shape[0]} items for {n} entries")
@@ -210,7 +191,8 @@ class Ranker:
         sp = np.array(ids + [-1], dtype=np.int32)[sp]  # -1 (no speaker) stays -1
         self.speaker: np.ndarray = sp if base is None else np.concatenate([base.speaker, sp])
         self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)  #: the largest fused score
-        self._set_prefix(base if scan else None, scan)
+        self.matrix.set_prefix(base.matrix if base is not None and scan else None,
+                               extend_frozen=self.n >= FAST_MIN_N, build=scan and self._scans())
 
     def kept(self) -> dict[str, Any]:
         """What a new process needs to rebuild this ranker without working it out again
@@ -222,45 +204,7 @@ class Ranker:
         arrays: dict[str, Any] = {f"bm25_{k}": v for k, v in self.lex.postings().items()}
         arrays.update(ctx_inv=self.ctx_inv, speaker=self.speaker)
         if self._scans():  # the prefix scan's matrix, transposed a block at a time into the file
-            P = self._P
-            top = np.zeros(PREFIX_DIMS, dtype=np.float32)  # each dimension's largest |value|, found by fill()
-
-            def written(out: Any) -> None:  # a block written: its pages and the matrix's given back
-                out.flush()
-                release(out)
-                if self._pages is not None:
-                    self._pages()
-
-            def fill(out: Any) -> None:  # a np.memmap of the file
-                for a in range(0, P.shape[0], 65536):
-                    block = P[a:a + 65536]
-                    out[:, a:a + 65536] = block.T
-                    np.maximum(top, np.abs(block).max(axis=0), out=top)
-                    written(out)
-
-            def fill8(out: Any) -> None:  # the int8 prefix (after fill(): its factors from every row)
-                factors = int8_scan.factors(top)
-                for a in range(0, P.shape[0], 65536):
-                    out[:, a:a + 65536] = int8_scan.quantize(P[a:a + 65536], factors)
-                    written(out)
-
-            def fill_factors(out: Any) -> None:
-                out[:] = int8_scan.factors(top)
-
-            whole = self._M
-
-            def fill_rows(out: Any) -> None:  # the rows in fixed point, a block at a time (16 MB temporaries)
-                for a in range(0, self.n, 16384):
-                    b = min(a + 16384, self.n)
-                    block = np.clip(whole[a:b] if whole is not None else np.hstack([P[a:b], self._R[a:b]]), -1, 1)
-                    block *= np.float32(ROW_SCALE)
-                    out[a:b] = np.rint(block, out=block)
-                    written(out)
-
-            arrays["prefix_t"] = ((PREFIX_DIMS, self.n), "<f4", fill)
-            arrays["prefix_i8"] = ((PREFIX_DIMS, self.n), "|i1", fill8)
-            arrays["prefix_factors"] = ((PREFIX_DIMS,), "<f4", fill_factors)
-            arrays["rows_i16"] = ((self.n, self.dim), "<i2", fill_rows)
+            arrays.update(self.matrix.kept())
         return {"arrays": arrays, "info": {"params": asdict(self.params), "speakers": self.speaker_names}}
 
     @classmethod
@@ -281,9 +225,8 @@ class Ranker:
 
     def _restore(self, vectors: Any, file_ids: Any, terms: Any, live: np.ndarray | None, kept: dict[str, Any]) -> None:
         p, n = self.params, self.n
-        self._pages = None
-        self._P, self._R, self._M = _split(vectors, n)
-        self.dim = self._P.shape[1] + self._R.shape[1]
+        self.matrix = RankMatrix(vectors, n)
+        self.dim = self.matrix.dim
         files = np.asarray(file_ids, dtype=np.int64).reshape(-1)
         self._set_live(live)
         postings = {k[5:]: v for k, v in kept.items() if k.startswith("bm25_")}
@@ -296,23 +239,11 @@ class Ranker:
         self.speaker_names = list(kept["speakers"])
         self.speaker_terms = [set(text_terms(name)) for name in self.speaker_names]
         self.top = (1 + p.speaker_boost) * (1 + p.smooth_next) * (1 + p.file_prior)
-        self.prefix = self.prefix_buffer = self.prefix_tail = None
-        prefix, rows = kept.get("prefix_t"), kept.get("rows_i16")
-        p8, factors = kept.get("prefix_i8"), kept.get("prefix_factors")
-        self.rows_frozen = self.prefix8 = self.offsets8 = None
-        if prefix is not None and prefix.shape == (PREFIX_DIMS, n):
-            self.prefix = self.prefix_frozen = prefix
-            if rows is not None and rows.shape == (n, self.dim) and rows.dtype == np.int16:
-                self.rows_frozen = rows
-            if (p8 is not None and p8.shape == (PREFIX_DIMS, n) and p8.dtype == np.int8
-                    and factors is not None and factors.shape == (PREFIX_DIMS,)):
-                self.prefix8 = (p8, np.asarray(factors, dtype=np.float32))
-        else:
-            self.prefix_frozen = None
+        self.matrix.restore_scan(kept)
 
     def _scans(self) -> bool:
         """Whether this ranker takes the fast path (a prefix scan) on large vaults."""
-        return self.n >= FAST_MIN_N and self.dim >= 2 * PREFIX_DIMS and self._P.shape[1] == PREFIX_DIMS
+        return self.n >= FAST_MIN_N and self.matrix.scannable
 
     def _set_live(self, live: np.ndarray | None) -> None:
         self.live = None if live is None or live.all() else np.asarray(live, dtype=bool)  #: None: every row
@@ -333,59 +264,40 @@ class Ranker:
     def _ctx_inv(self, start: int, stop: int) -> np.ndarray:
         """1 / |v_i + w v_{i-1}| for rows [start, stop) (1 without a previous entry): for unit rows
         it is 1 / sqrt(1 + w^2 + 2 w v_i.v_{i-1})."""
-        dots = np.zeros(stop - start, dtype=np.float32)
-        lo = max(start, 1)
-        for a in range(lo, stop, _BLOCK):  # in blocks: small temporaries
-            b = min(a + _BLOCK, stop)
-            if self._pages is not None and (a - lo) % (32 * _BLOCK) == 0:
-                self._pages()
-            block = np.einsum("ij,ij->i", self._P[a:b], self._P[a - 1:b - 1])
-            if self._R.shape[1]:
-                rest = self._R[a - 1:b]
-                block += np.einsum("ij,ij->i", rest[1:], rest[:-1])
-            dots[a - start:b - start] = block
+        dots = self.matrix.neighbour_dots(start, stop)
         w = np.float32(self.params.vec_context)
         return np.where(self.prev_ok[start:stop], 1 / np.sqrt(np.maximum(1 + w * w + 2 * w * dots, 1e-12)),
                         1).astype(np.float32)
 
-    def _set_prefix(self, base: "Ranker | None" = None, scan: bool = True) -> None:
-        self.prefix = self.prefix_buffer = self.prefix_frozen = self.prefix_tail = None
-        self.rows_frozen = self.prefix8 = self.offsets8 = None
-        frozen = base.prefix_frozen if base is not None else None
-        if frozen is not None and self.n >= FAST_MIN_N:
-            assert base is not None
-            self.rows_frozen, self.prefix8, self.offsets8 = base.rows_frozen, base.prefix8, base.offsets8
-            f, n = frozen.shape[1], self.n
-            buf = base.prefix_buffer
-            start = base.n if buf is not None else f
-            if buf is None or buf.shape[1] < n - f:
-                buf = np.empty((PREFIX_DIMS, n - f + max(1024, (n - f) // 4)), dtype=np.float32)
-                start = f
-            buf[:, start - f:n - f] = self._P[start:n].T
-            self.prefix_buffer = buf
-            self.prefix_frozen = self.prefix = frozen
-            self.prefix_tail = buf[:, :n - f]
-            return
-        if scan and self._scans():
-            # a contiguous copy of the matrix's first columns: the scan reads 1/4 of the bytes. An
-            # extended ranker copies only its new rows, into the room its base left (the base's
-            # prefix is a view of the rows before: never changed)
-            n = self.n
-            buf = base.prefix_buffer if base is not None else None
-            start = base.n if buf is not None and base is not None else 0
-            if buf is None or buf.shape[1] < n:
-                buf = np.empty((PREFIX_DIMS, n + max(1024, n // 4)), dtype=np.float32)
-                start = 0
-            for a in range(start, n, 65536):  # transposed a block at a time (small temporaries)
-                b = min(a + 65536, n)
-                buf[:, a:b] = self._P[a:b].T
-            self.prefix_buffer = buf
-            self.prefix = buf[:, :n]
-
     @property
     def vectors(self) -> np.ndarray:
         """The ``(n, dim)`` unit rows (a copy: kept split)."""
-        return self._M if self._M is not None else np.hstack([self._P, self._R]) if self._R.shape[1] else self._P
+        return self.matrix.vectors
+
+    @property
+    def prefix(self) -> np.ndarray | None:
+        """The fast path's scan (:attr:`memkit.search.rank_matrix.RankMatrix.prefix`); None: the
+        exact path only (set it to None to take the exact path)."""
+        return self.matrix.prefix
+
+    @prefix.setter
+    def prefix(self, value: np.ndarray | None) -> None:
+        self.matrix.prefix = value
+
+    @property
+    def prefix_tail(self) -> np.ndarray | None:
+        """The scan's rows after a frozen index's prefix, in memory."""
+        return self.matrix.prefix_tail
+
+    @property
+    def rows_frozen(self) -> np.ndarray | None:
+        """A frozen index's rows in fixed point (the fast path's exact cosines of those rows)."""
+        return self.matrix.rows_frozen
+
+    @property
+    def prefix8(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """A frozen index's prefix as int8 and its dimensions' factors."""
+        return self.matrix.prefix8
 
     def extended(self, texts: Sequence[str], vectors: np.ndarray | tuple[np.ndarray, np.ndarray], file_ids: np.ndarray,
                  terms: tuple[np.ndarray, np.ndarray, Any], live: np.ndarray | None) -> "Ranker":
@@ -398,57 +310,10 @@ class Ranker:
 
     # ---- the pieces ----------------------------------------------------------------------------
     def _unit(self, query_vec: np.ndarray) -> np.ndarray:
-        q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self.dim:
-            raise ValueError(f"query vector has {q.shape[0]} dimensions, index has {self.dim}")
-        norm = math.sqrt(float(q @ q))
-        return q / np.float32(norm) if norm > 0 and abs(norm - 1.0) > 1e-3 else q
+        return self.matrix.unit(query_vec)
 
-    def _cosines(self, q: np.ndarray, rows: np.ndarray | None = None, first: np.ndarray | None = None) -> np.ndarray:
-        """Exact cosines of every row (or of ``rows``) with the unit query ``q``; ``first``: the
-        products of ``rows`` with the first dimensions, already known (used without the whole matrix)."""
-        p = self._P.shape[1]
-        if self._M is not None:  # one product; rows read whole: contiguous, faster than the strided columns
-            return self._M @ q if rows is None else topk.rows_dot(self._M, rows, q)
-        if first is not None and rows is not None:
-            return first + self._R[rows] @ q[p:] if self._R.shape[1] else first.copy()
-        if rows is None:
-            cos = self._P @ q[:p]
-            if self._R.shape[1]:
-                cos += self._R @ q[p:]
-            return cos
-        cos = self._P[rows] @ q[:p]
-        if self._R.shape[1]:
-            cos += self._R[rows] @ q[p:]
-        return cos
-
-    def _scan(self, q0: np.ndarray, approx: np.ndarray) -> None:
-        """The approximate cosines of the frozen prefix's rows into ``approx``: the int8 scan
-        where it runs (:mod:`memkit.search.int8_scan`), else the float32 product."""
-        assert self.prefix is not None
-        f = self.prefix.shape[1]
-        scan = int8_scan.engine(PREFIX_DIMS) if self.prefix8 is not None else None
-        if scan is None or self.prefix8 is None:
-            np.matmul(q0, self.prefix, out=approx[:f])
-            return
-        p8, factors = self.prefix8
-        if self.offsets8 is None:  # once a process (its rows' sums: ~20 ms at 1M rows)
-            self.offsets8 = int8_scan.offsets(p8)
-        approx[:f] = scan.scan(q0, p8, factors, self.offsets8)
-
-    def _exact_rows(self, q: np.ndarray, rows: np.ndarray, approx: np.ndarray) -> np.ndarray:
-        """The exact cosines of ``rows`` (sorted) in the fast path, ``approx`` the scan's products
-        (the first dimensions' share, exact in float32 without a frozen index): a frozen index's
-        rows from their fixed-point copy, the others from the matrix."""
-        kept = self.rows_frozen
-        cut = 0 if kept is None else int(np.searchsorted(rows, kept.shape[0]))
-        out = np.empty(rows.shape[0], dtype=np.float32)
-        if kept is not None:
-            out[:cut] = topk.rows_dot(kept, rows[:cut], q * np.float32(1 / ROW_SCALE), np.float32)
-        if cut < rows.shape[0]:
-            tail = rows[cut:]
-            out[cut:] = self._cosines(q, tail, None if self._M is not None else approx[tail])
-        return out
+    def _cosines(self, q: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        return self.matrix.cosines(q, rows)
 
     def _vector(self, cos: np.ndarray, prev_cos: np.ndarray, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
         """(context cosine, vector score) of ``rows`` from their cosines and their previous entries'."""
@@ -673,10 +538,7 @@ class Ranker:
         a = np.float32(weight)
         q0 = q[:PREFIX_DIMS]
         approx = np.empty(n, dtype=np.float32)  # the scan, written in place (no concatenation)
-        f = self.prefix.shape[1]
-        self._scan(q0, approx)
-        if self.prefix_tail is not None:  # rows after a frozen prefix
-            np.matmul(q0, self.prefix_tail, out=approx[f:])
+        self.matrix.scan(q0, approx)
         if dead.size:  # a live row's value: changes neither the minimum nor the maximum
             approx[dead] = approx[self._a_live_row]
         # the best and the lowest approximate cosines hold the maximum and the minimum
@@ -700,26 +562,10 @@ class Ranker:
             proxy += boost
         if p.file_prior:
             proxy += (np.maximum.reduceat(proxy, self.seg_starts) * np.float32(p.file_prior)).repeat(self.seg_lens)
-        # candidates and the entry after each (its smoothing); exact cosines for them and the
-        # entries before them (context cosine), and for the lowest ones (the vector half's floor)
-        mark = np.zeros(n + 2, dtype=bool)
-        top = topk.top(proxy, self._candidates())
-        mark[top] = True
-        mark[top + 1] = True
-        mark[best_vec] = True
-        mark[n:] = False
-        if dead.size:
-            mark[dead] = False
-        e = mark.nonzero()[0]
-        if dead.size:
-            low = low[self.live[low]]  # type: ignore[index]
-        mark[:-1] |= mark[1:]  # now: the candidates and the entries before them
-        mark[low] = True
-        mark[low - 1] = True  # -1: the spare slot at the end, set to 0 below
-        rows = mark[:n].nonzero()[0]
+        e, low, rows = self._candidate_rows(proxy, best_vec, low)
         exact = np.empty(n + 2, dtype=np.float32)  # read at the rows computed only (and [-1]: 0)
         # the scan's products are the first dimensions' share of the exact cosines
-        exact[rows] = self._exact_rows(q, rows, approx)
+        exact[rows] = self.matrix.exact_rows(q, rows, approx)
         exact[-1] = 0
         m = e.shape[0]
         both = np.concatenate([e, low])  # the candidates, then the lowest (their vector scores only)
@@ -745,26 +591,31 @@ class Ranker:
         return [(int(e[i]), s, float(cos[i]), float(lex[e[i]])) for i, s in topk.best(ok.nonzero()[0], fused, k)]
 
 
+    def _candidate_rows(self, proxy: np.ndarray, best_vec: np.ndarray,
+                        low: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The fast path's candidates (the best of ``proxy``, the entry after each for its
+        smoothing, the best approximate cosines ``best_vec``), the lowest ones that live (``low``:
+        the vector half's floor), and the rows whose exact cosines those need (each, and the entry
+        before it for its context cosine): (candidates, lowest, rows), sorted, none dead."""
+        n, dead = self.n, self.dead
+        mark = np.zeros(n + 2, dtype=bool)
+        top = topk.top(proxy, self._candidates())
+        mark[top] = True
+        mark[top + 1] = True
+        mark[best_vec] = True
+        mark[n:] = False
+        if dead.size:
+            mark[dead] = False
+        e = mark.nonzero()[0]
+        if dead.size:
+            low = low[self.live[low]]  # type: ignore[index]
+        mark[:-1] |= mark[1:]  # now: the candidates and the entries before them
+        mark[low] = True
+        mark[low - 1] = True  # -1: the spare slot at the end, set to 0 below
+        return e, low, mark[:n].nonzero()[0]
+
 @functools.lru_cache(maxsize=256)
 def _query_words(query: str) -> frozenset[str]:
     """The search terms of a query (a search asks for them more than once)."""
     return frozenset(text_terms(query))
 
-
-def _split(vectors: np.ndarray | tuple[np.ndarray, np.ndarray],
-           n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(first PREFIX_DIMS dimensions, the rest, the whole matrix or None) as float32 arrays of
-    ``n`` rows: column views of one matrix (no copy), or the pair given."""
-    whole = None
-    if isinstance(vectors, tuple):
-        first = np.asarray(vectors[0], dtype=np.float32)
-        rest = np.asarray(vectors[1], dtype=np.float32)
-    else:
-        whole = np.asarray(vectors, dtype=np.float32)
-        if whole.ndim != 2:
-            raise ValueError(f"vectors must be ({n}, d); got {whole.shape}")
-        p = min(PREFIX_DIMS, whole.shape[1])
-        first, rest = whole[:, :p], whole[:, p:]
-    if first.ndim != 2 or rest.ndim != 2 or first.shape[0] != n or rest.shape[0] != n:
-        raise ValueError(f"vectors must be ({n}, d); got {first.shape} + {rest.shape}")
-    return first, rest, whole

@@ -9,9 +9,9 @@ topic.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
+from ..base.lazy_re import lazy
 from ..base.limits import MAX_QUERY_CHARS
 from ..errors import EntryNotFound, TopicNameError, TopicNotFound
 from ..formats.names import check_topic_name
@@ -20,7 +20,7 @@ from .searcher import Hit, Searcher
 
 __all__ = ["Related", "related_to", "find_item"]
 
-_ID_RE = re.compile(r"[0-9a-f]{4,40}")
+_ID_RE = lazy(r"[0-9a-f]{4,40}")
 
 
 @dataclass(frozen=True)

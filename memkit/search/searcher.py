@@ -61,7 +61,8 @@ from .judge_rank import (
 )
 from .query import MODES, Mode, Query, Threshold, since_day
 from .rank import MODEL_THRESHOLD, NOISE_MIN_N, RECOMMENDED_THRESHOLD, Ranker
-from .safety import safety_rows
+from .safety import bears_on, safety_rows
+from .topk import distinct
 
 log = logging.getLogger("memkit")
 
@@ -79,7 +80,9 @@ JUDGE_SURE = 0.55
 FALLBACK_FLOOR = 0.1
 FALLBACK_STANDING = 1.0
 SAFETY_MEMORIES = 2  #: safety notes a memory block adds at most (:meth:`Searcher.safety_hits`)
-SAFETY_FLOOR = 0.1  #: the judge's cosine with the message from which a safety note bears on it
+#: the judge's cosine with the message from which a safety note bears on it whatever its words
+#: (:func:`memkit.search.safety.bears_on`: "I'm switching to my winter coat" and the inhaler in every coat)
+SAFETY_SURE = 0.3
 SAFETY_MAX_ROWS = 500  #: safety notes looked at (a vault of medical notes: the newest ones)
 SAFETY_EMBED = 16  #: of them, at most this many without a stored judge vector are embedded for one message
 
@@ -666,11 +669,12 @@ class Searcher:
         return [replace(h, judge=float(cosines[i]), confident=bool(sure[i]), relevance=float(rel[i]))
                 for h, i in zip(hits, chosen)]
 
-    def safety_hits(self, message: str, *, k: int = SAFETY_MEMORIES, floor: float = SAFETY_FLOOR) -> list[Hit]:
+    def safety_hits(self, message: str, *, k: int = SAFETY_MEMORIES, floor: float = SAFETY_SURE) -> list[Hit]:
         """The safety notes (:mod:`memkit.search.safety`: allergies, medications, conditions) that
-        bear on ``message`` at all: the judge's cosine with it reaches ``floor``; at most ``k``,
-        closest first. Empty without the judge. The notes are found through the word index
-        (:func:`memkit.search.safety.safety_rows`), a few lookups whatever the vault's size."""
+        bear on ``message``: their words and the message's meet in a domain
+        (:func:`memkit.search.safety.bears_on`), or the judge's cosine with it reaches ``floor``; at
+        most ``k``, closest first. Empty without the judge. The notes are found through the word
+        index (:func:`memkit.search.safety.safety_rows`), a few lookups whatever the vault's size."""
         judge = self.judge()
         if judge is None:
             return []
@@ -697,7 +701,9 @@ class Searcher:
             cosines = judge.vectors([texts[i] for i in keep], self._judge_keys(view, rows)) @ judge.query(message)
         except ModelError:
             return []
-        order = [i for i in np.argsort(-cosines, kind="stable").tolist() if cosines[i] >= floor][:k]
+        kept_texts = [texts[i] for i in keep]
+        order = [i for i in np.argsort(-cosines, kind="stable").tolist()
+                 if cosines[i] >= floor or bears_on(kept_texts[i], message)][:k]
         static = np.asarray(view.vectors[rows[order]], dtype=np.float32) @ self.index.embedder.embed([message])[0] \
             if order else np.zeros(0, np.float32)
         hits = hits_at(view, [(int(rows[i]), float(cosines[i]), float(c), 0.0) for i, c in zip(order, static)])
@@ -778,7 +784,7 @@ def _may_expire(view: IndexView, start: int, lifetimes: Mapping[str, Any]) -> np
         found.append(until[until >= start])
         lo = frozen.rows
     found.append(np.array([j for j, text in enumerate(view.texts[lo:n], start=lo) if "(until" in text], dtype=np.int64))
-    return np.unique(np.concatenate(found).astype(np.int64))
+    return distinct(np.concatenate(found).astype(np.int64))
 
 
 def _thawed(view: IndexView) -> Ranker | None:

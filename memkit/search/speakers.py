@@ -7,12 +7,14 @@ from typing import Sequence
 
 import numpy as np
 
+from ..base.lazy_re import lazy
+
 __all__ = ["LABELS", "speaker_of", "speakers"]
 
 _UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĔĖĘĚĜĞĠĢĤĦĨĪĬĮİĲĴĶĹĻĽĿŁŃŅŇŊŌŎŐŒŔŖŘŚŜŞŠŢŤŦŨŪŬŮŰŲŴŶŸŹŻŽΑ-ΩА-Я"
 _NAME = rf"[{_UPPER}][\w'’.-]{{0,30}}(?:[ \t][{_UPPER}][\w'’.-]{{0,30}}){{0,2}}"
 # What may stand before the colon of "Name: text": a list marker, a "[kind]", the name.
-_PREFIX_RE = re.compile(rf"[ \t]*(?:[-*+][ \t]+)?(?:\[[^\]\n]{{1,30}}\][ \t]*)?({_NAME})[ \t]*")
+_PREFIX_RE = lazy(rf"[ \t]*(?:[-*+][ \t]+)?(?:\[[^\]\n]{{1,30}}\][ \t]*)?({_NAME})[ \t]*")
 _MAX_PREFIX = 40
 
 

@@ -7,10 +7,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["top", "cut", "runs", "rows_dot", "best", "ROWS_AT_ONCE", "TOP_SLACK", "TRIM_OVER"]
+__all__ = ["top", "cut", "distinct", "runs", "rows_dot", "best", "ROWS_AT_ONCE", "TOP_SLACK", "TRIM_OVER"]
 
 TOP_SLACK = 1.25  #: a sampled cut-off aims at this many times the entries wanted (rarely fewer)
 TRIM_OVER = 4  #: a cut-off that let through more than this many times the entries wanted is trimmed
+
+
+def distinct(x: np.ndarray) -> np.ndarray:
+    """The distinct values of ``x``, ascending: ``np.unique(x)`` without its ``np.ma`` check, whose
+    first use imports ``numpy.ma`` (~10 ms of a cold search, issue 42.3)."""
+    x = np.sort(x, kind="stable")
+    return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.shape[0] else x
 
 
 def cut(x: np.ndarray, c: int, largest: bool = True) -> np.ndarray:

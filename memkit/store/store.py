@@ -30,6 +30,7 @@ from ..base.fsutil import (
     read_regular,
     replace_checked,
 )
+from ..base.lazy_re import lazy
 from ..base.limits import MAX_ENTRY_CHARS
 from ..config import Config
 from ..errors import (
@@ -75,7 +76,7 @@ from .rename import rename_topic
 __all__ = ["Added", "Store", "TopicInfo", "TopicFile", "ArchiveItem", "ArchivedEntry", "ExistingEntry", "find_vault", "check_word",
            "TOPICS_DIR", "INBOX_DIR", "STATE_DIR", "INDEX_TXT", "MAX_ENTRY_CHARS"]
 
-_DAY_TAIL_RE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
+_DAY_TAIL_RE = lazy(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 
 
 class Added(NamedTuple):

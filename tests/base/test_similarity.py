@@ -153,8 +153,8 @@ def test_a_split_with_a_broken_blas_is_refused_and_writes_nothing(tmp_path, monk
 
 
 def test_a_digest_groups_conclusions_by_words_when_the_blas_is_broken(tmp_path, monkeypatch, caplog):
-    from memkit.digest.digest import _together
     from memkit.digest.extract import Conclusion
+    from memkit.digest.routing import together
 
     root = tmp_path / "v"
     Vault.init(root, profile=False)
@@ -162,11 +162,11 @@ def test_a_digest_groups_conclusions_by_words_when_the_blas_is_broken(tmp_path, 
     # close in meaning (the same short words) but no shared word of four letters: linked by vectors only
     texts = ["tea tea tea tea tea in a cup", "tea tea tea tea tea by the pot", "router firmware upgraded"]
     conclusions = [Conclusion(t, "fact") for t in texts]
-    assert [c.text for c in _together(vault.searcher, conclusions)] == texts[:2]
+    assert [c.text for c in together(vault.searcher, conclusions)] == texts[:2]
     monkeypatch.setattr(sim, "_matmul", faulty_float32)
-    assert [c.text for c in _together(vault.searcher, conclusions)] == texts[:2]  # recovered in float64
+    assert [c.text for c in together(vault.searcher, conclusions)] == texts[:2]  # recovered in float64
     monkeypatch.setattr(sim, "_matmul", broken)
     with caplog.at_level(logging.WARNING, logger="memkit"):
-        alone = _together(vault.searcher, conclusions)
+        alone = together(vault.searcher, conclusions)
     assert len(alone) == 1  # by shared words only: nothing links them
     assert "shared words only" in caplog.text

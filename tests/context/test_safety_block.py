@@ -54,3 +54,40 @@ def test_a_pinned_profile_line_is_shown_once(tmp_path):
                 f"---\ntitle: {name}\n---\n" + "".join(f"- {line}\n" for line in lines))
     block = Vault(root).context("Can you suggest a Thai dish I could order tonight? I have a peanut allergy").text
     assert block.count("Peanut allergy: carries an EpiPen") == 1, block
+
+
+def test_a_safety_note_bears_on_a_message_by_its_words():
+    """memkit.search.safety.bears_on: the note's words and the message's meet in one domain (the
+    same on every CPU: no model)."""
+    from memkit.search import bears_on
+
+    shellfish = "Shellfish allergy: prawns and mussels make my throat swell, EpiPen in the blue bag"
+    assert bears_on(shellfish, "Can you suggest a Thai dish I could order tonight?")
+    assert bears_on(shellfish, "book us a table at a seafood restaurant for Friday")
+    assert bears_on(shellfish, "help me pack for the trip")  # the EpiPen goes in the bag
+    assert not bears_on(shellfish, "book me a haircut near my workplace this Friday lunchtime")
+    assert bears_on("Ibuprofen upsets my stomach, paracetamol is fine", "I've pulled a muscle, what can I take?")
+    assert not bears_on("Ibuprofen upsets my stomach, paracetamol is fine", "the washer is leaking all over the floor")
+    assert bears_on("Allergic to penicillin: came out in hives", "the GP wants to prescribe something for my ear infection")
+    assert bears_on("Asthma: blue inhaler in every coat", "planning a hike in the heat on Saturday")
+    assert bears_on("Torn meniscus in the right knee", "signing up for a charity 5k fun run")
+    assert not bears_on("Torn meniscus in the right knee", "booking train tickets to London")
+    assert not bears_on("Take 50 mcg levothyroxine every morning", "the smart lights stopped responding")
+
+
+@needs_judge
+def test_a_health_note_stays_out_of_a_block_it_does_not_bear_on(tmp_path):
+    """The judge rates "book me a haircut" and the thyroid pill 0.20 (far below the 0.3 from which a
+    health note is in the block whatever its words): no health note in that block, and the
+    shellfish allergy in the block of a seafood dinner, whose wording the judge rates far lower."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    notes = {**NOTES, "health": ["Take 50 mcg levothyroxine every morning before coffee",
+                                 "Shellfish allergy: prawns and mussels make my throat swell",
+                                 "Dentist is Dr Okafor, check-up every six months"]}
+    for name, lines in notes.items():
+        (root / "topics" / f"{name}.md").write_text(
+            f"---\ntitle: {name}\n---\n" + "".join(f"- {line}\n" for line in lines))
+    vault = Vault(root)
+    haircut = vault.context("book me a haircut near my workplace this Friday lunchtime").text
+    assert "levothyroxine" not in haircut and "Shellfish" not in haircut, haircut
+    assert "Shellfish allergy" in vault.context("we're getting pad thai takeaway, what should I pick?").text

@@ -14,7 +14,8 @@ from fake_llm import FakeLLM, Reply
 from util import FakeEmbedder, loopback_llm, vault_with, write
 
 from memkit import LLMError, Vault
-from memkit.digest.digest import MAX_CONCLUSIONS, _new_topic_name, digest_file, process_inbox
+from memkit.digest.digest import MAX_CONCLUSIONS, digest_file, process_inbox
+from memkit.digest.routing import new_topic_name
 from memkit.errors import TranscriptError
 from memkit.formats.transcript import parse_transcript
 from memkit.llm.client import HTTPChatLLM, LLMSettings
@@ -360,7 +361,7 @@ def test_same_transcript_digested_twice_at_once_writes_once(tmp_path):
 
 
 def test_new_topic_name_never_reuses_an_existing_topic():
-    assert _new_topic_name({"name": "cooking"}, [], {"cooking", "general"}) == "cooking-2"
+    assert new_topic_name({"name": "cooking"}, [], {"cooking", "general"}) == "cooking-2"
 
 
 def test_transcript_null_and_string_parts():

@@ -175,7 +175,7 @@ def test_a_near_duplicate_that_adds_nothing_is_skipped(tmp_path, old, new):
 
 
 def test_what_a_near_duplicate_adds():
-    from memkit.digest.digest import adds_to
+    from memkit.digest.duplicates import adds_to
 
     assert adds_to("Booked Porto and Lisbon for May 20 to 27 (from chat.txt 2026-12-06)",
                    "Planning a trip to Porto and Lisbon in late May") == "the numbers 20, 27"

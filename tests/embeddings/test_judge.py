@@ -149,6 +149,22 @@ def test_a_question_nothing_answers_is_weak_or_empty_not_confident(tmp_path):
 
 
 @needs_judge
+def test_gibberish_is_never_confident_and_its_relevance_says_so(tmp_path):
+    """Issue 40, item 3: ``score`` is relative to the best hit (gibberish's first shows ~0.98), but
+    ``relevance`` is not: "zzzqqq xylophone" gets ~0.25 in the sample vault (confident from 0.7),
+    and its closest few are shown weak, not as "no memories match"."""
+    root = tmp_path / "vault"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "vault", root, ignore=shutil.ignore_patterns(".memkit"))
+    v = Vault(root)
+    for query in ("zzzqqq xylophone", "asdf qwer zxcv"):
+        hits = v.search(query)
+        assert hits, query
+        assert not any(h.confident for h in hits), [(h.text, h.relevance) for h in hits]
+        assert all(h.relevance is not None and h.relevance < 0.5 for h in hits), [(h.text, h.relevance) for h in hits]
+        assert v.search(query, weak=0) == []
+
+
+@needs_judge
 def test_exact_rare_words_stay_first_and_confident(tmp_path):
     topics = {"home-lab": ["Router is a MikroTik hAP ax3 in the hall cupboard", "NAS runs on node-3 with 4 disks"],
               "tech": ["Phone is a Pixel 8", "Laptop is a ThinkPad X1"]}

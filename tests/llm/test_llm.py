@@ -20,10 +20,9 @@ from memkit.llm.client import (
     CommandLLM,
     HTTPChatLLM,
     LLMSettings,
-    ask_json,
     make_llm,
-    parse_json_reply,
 )
+from memkit.llm.replies import ask_json, parse_json_reply
 
 try:
     from fake_llm import FakeLLM, Reply, last_user_message
@@ -587,7 +586,7 @@ def test_timeout_bounds_a_command_with_a_grandchild() -> None:
 
 
 def test_a_bracket_bomb_reply_is_refused_and_a_repair_asked_for() -> None:
-    from memkit.llm.client import ask_json
+    from memkit.llm.replies import ask_json
 
     class Scripted:
         def __init__(self, replies):

@@ -11,7 +11,8 @@ from test_proactive import NOW, make
 from util import loopback_llm
 
 from memkit import LLMError
-from memkit.llm.client import CommandLLM, LLMSettings, ask_text
+from memkit.llm.client import CommandLLM, LLMSettings
+from memkit.llm.replies import ask_text
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 

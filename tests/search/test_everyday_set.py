@@ -168,7 +168,7 @@ def test_runner_reports_messages_context_and_confidence(tmp_path, capsys):
         assert [h["id"] for h in r["default"]] == r["ranked"]["default"]
         assert all(isinstance(h["confident"], bool) for h in r["default"])
     ctx = by_group["message"]["context"]
-    assert isinstance(ctx["held"], bool) and set(ctx) == {"held", "topic", "tokens", "memories"}
+    assert isinstance(ctx["held"], bool) and set(ctx) == {"held", "topic", "tokens", "memories", "health"}
     text = {n["id"]: n["text"] for n in data["notes"]}[by_group["message"]["answers"][0]]
     assert ctx["held"] == mod._in_block(vault.context(by_group["message"]["q"]).text, text)
     held, n = mod.print_messages([by_group["message"]], data["categories"])

@@ -25,12 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ...base.lazy_re import lazy
 from ...base.limits import MAX_MESSAGE_CHARS
 from .warm import NoServer, ServerFailed, ask_cold, ask_warm, server_ready, socket_path, start_server
 
@@ -42,7 +42,7 @@ SESSION_PREFIX = "claude-code:"  #: a Claude Code session's context session is n
 MAX_CONTEXT_CHARS = 9_500  #: Claude Code shows a longer additionalContext only as a preview (10,000)
 DEFAULT_BUDGET = 1500  #: tokens of memory block per prompt
 RESET_SOURCES = ("clear", "compact")  #: a SessionStart after these gives the session's memories again
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_SAFE_ID = lazy(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,135 @@
+"""Where each conclusion goes: the LLM's topic hint, else the topic the vault's hits agree on,
+else a new topic for enough conclusions that belong together, else the topic of a close hit that
+shares its words, else ``general``; a topic that was split is never recreated."""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Sequence
+
+from ..base.similarity import similarities
+from ..errors import MemkitError, NumericError
+from ..formats.names import slugify
+from ..formats.words import terms
+from ..search import Searcher, detect_topic, is_confident, split_target
+from ..store import Store
+from .duplicates import Nearest
+from .extract import Conclusion
+
+log = logging.getLogger("memkit")
+
+__all__ = ["new_topic_name", "route", "shares_evidence", "summary_of", "together"]
+
+_DATE_TAIL = re.compile(r"\s*\((?:due |until )?\d{4}-\d{2}-\d{2}\)")
+
+
+def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
+          existing: set[str], nearest: Nearest) -> None:
+    """Where each conclusion goes, by the design's seed rules: the LLM's hint when it names a topic (a
+    split parent: its closest subtopic); else the topic the vault's hits agree on (a detected topic);
+    else, when at least ``min_conclusions_for_new_topic`` conclusions are left, a new topic: the one
+    the LLM proposed for the conclusions that fit no existing topic (all of them), or, with no
+    proposal, the largest group of them alike in words or meaning; else the topic of a close hit
+    that shares a good part of its words (:func:`shares_evidence`); else ``general``. One shared
+    word is no evidence: nothing goes to an unrelated existing topic on it."""
+    unrouted = []
+    for c in conclusions:
+        hint = slugify(c.topic_hint or "")
+        if hint in existing:
+            c.topic = hint
+            continue
+        if hint and store.subtopics(hint):  # the LLM named a topic that was split since: its closest part
+            c.topic = split_target(searcher, hint, c.text)
+            continue
+        guess = detect_topic(searcher, c.text, words_first=True, hits=nearest(c.text))
+        if guess is not None:
+            c.topic = guess.topic
+            continue
+        unrouted.append(c)
+    proposed = proposed_name(new_topic)
+    # the LLM, shown every topic, said these fit none and proposed one for them: it is the judge
+    group = unrouted if proposed else together(searcher, unrouted)
+    if len(group) >= searcher.config.min_conclusions_for_new_topic:
+        name = new_topic_name(new_topic, group, existing)
+        for c in group:
+            c.topic = name
+    threshold = searcher.threshold()
+    for c in unrouted:
+        if c.topic is not None:
+            continue
+        best = next((h for h in nearest(c.text) if shares_evidence(c.text, h.text) and is_confident(h, threshold)),
+                    None)
+        c.topic = best.topic if best is not None and best.topic in existing else "general"
+    for c in conclusions:  # a topic that was split is never recreated: its closest part, at any depth
+        c.topic = split_target(searcher, c.topic or "general", c.text)
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in terms(_DATE_TAIL.sub("", text)) if not w.isdigit()}
+
+def shares_evidence(text: str, entry: str) -> bool:
+    """Whether an entry shares enough of a text's words to place the text beside it: two content
+    words or more, and at least a third of the text's ("cetirizine for hay fever" beside the
+    cetirizine entry; not "prefers" alone, which half the vault says)."""
+    words = _content_words(text)
+    shared = words & _content_words(entry)
+    return len(shared) >= 2 and 3 * len(shared) >= len(words)
+
+def proposed_name(new_topic: dict[str, Any] | None) -> str:
+    """The topic name the LLM proposed (``""`` for none, or for ``general``)."""
+    name = slugify(str((new_topic or {}).get("name") or (new_topic or {}).get("title") or ""))
+    return "" if name == "general" else name
+
+def together(searcher: Searcher, conclusions: list[Conclusion]) -> list[Conclusion]:
+    """The largest group of conclusions that belong together: linked when they share a content word
+    (four letters or more), or their meanings are close (cosine at the vault's threshold + 0.1)."""
+    if len(conclusions) < 2:
+        return list(conclusions)
+    words = [{w for w in terms(_DATE_TAIL.sub("", c.text)) if len(w) >= 4 and w.isalpha()} for c in conclusions]
+    try:
+        vectors = searcher.embed([c.text for c in conclusions])
+        close = similarities(vectors) >= searcher.threshold() + 0.1
+    except NumericError as exc:
+        log.warning("grouping the conclusions by their shared words only: %s", exc)
+        close = None
+    except MemkitError:  # no model: by shared words only
+        close = None
+    n = len(conclusions)
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if words[i] & words[j] or (close is not None and bool(close[i, j])):
+                parent[root(i)] = root(j)
+    groups: dict[int, list[Conclusion]] = {}
+    for i, c in enumerate(conclusions):
+        groups.setdefault(root(i), []).append(c)
+    return max(groups.values(), key=len)
+
+def summary_of(conclusions: Sequence[Conclusion]) -> str:
+    """A few words saying what a new topic holds: its conclusions' most frequent content words."""
+    counts: dict[str, int] = {}
+    for c in conclusions:
+        for w in terms(_DATE_TAIL.sub("", c.text)):
+            if w.isalpha() and len(w) > 2:
+                counts[w] = counts.get(w, 0) + 1
+    return ", ".join(sorted(counts, key=lambda w: (-counts[w], w))[:4])
+
+def new_topic_name(proposed: dict[str, Any] | None, conclusions: list[Conclusion], existing: set[str]) -> str:
+    base = proposed_name(proposed)
+    if not base:
+        words: dict[str, int] = {}
+        for c in conclusions:
+            for w in terms(c.text):
+                if w.isalpha() and len(w) > 3:
+                    words[w] = words.get(w, 0) + 1
+        base = slugify("-".join(sorted(words, key=lambda w: (-words[w], w))[:2])) or "notes"
+    name, n = base, 2
+    while name in existing:
+        name, n = f"{base}-{n}", n + 1
+    return name

@@ -25,7 +25,16 @@ from .common import BadValue, echo_json, table_command
 
 DEBUG_ENV = "MEMKIT_DEBUG"
 
-#: every subcommand, as "module:attribute"; its module is imported only when it is needed
+#: every subcommand, as "module:attribute"; its module is imported only when it is needed.
+#: An operation of the table whose command no module holds is made from the table alone (LazyGroup).
+#: Of the table's commands, `set`, `get`, `people add` and `why` are made from it with a printer
+#: (cli.common.table_command); the others keep click's own decorators over cli_params (the table's
+#: options), because each needs more than its answer printed: `search` (--sessions, the filters'
+#: hint on stderr), `add` and `context` (stdin for '-'), `edit` (the [ID] TEXT pair), `forget` and
+#: `done` (a usage error naming --match), `show` (backlinks, a split topic), `topics`, `recent` and
+#: `pending` (relative times, all topics: the person at the shell sees private ones), `related` (the
+#: same), `index` (progress bars), `upkeep` and `proactive` (--at named in errors), `people` (a group
+#: that lists), `stats` and the session commands (stdin, --quiet, their group).
 COMMANDS = {
     "add": "memkit.frontends.cli.memories:add",
     "capture": "memkit.frontends.cli.jobs:capture",

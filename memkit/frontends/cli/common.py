@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, Callable, Sequence
 
 import click
@@ -89,16 +90,20 @@ def table_command(op: str, *, table: Sequence[Operation] | None = None,
 
     The function is called as ``show(result, answer, **arguments)`` (the handler's result, its
     JSON answer, the arguments by the table's names); its docstring is the command's help (or
-    ``help``). A command
-    that needs more than the answer printed (stdin, a usage error of its own, other calls) keeps
-    click's own decorators over :func:`cli_params`."""
+    ``help``). A parameter the table marks ``stdin`` is read from stdin when given as '-'. A command
+    that needs more than the answer printed (a usage error of its own, other calls) keeps click's
+    own decorators over :func:`cli_params`."""
     entry = operation(op) if table is None else next(o for o in table if o.name == op)
     assert entry.cli is not None and entry.call is not None, f"{op}: no CLI command or no handler"
     name = entry.cli[-1]
+    reads_stdin = [p.name_in("cli") for p in entry.offered("cli") if p.stdin]
 
     def make(show: Callable[..., None]) -> click.Command:
         @click.pass_context
         def command(ctx: click.Context, json_: bool, **given: Any) -> None:
+            for name in reads_stdin:
+                if given[name] == "-":
+                    given[name] = sys.stdin.read()
             result = entry.run(get_vault(ctx), "cli", given)
             answer = entry.answer(result)
             if json_:

@@ -27,10 +27,10 @@ DEBUG_ENV = "MEMKIT_DEBUG"
 
 #: every subcommand, as "module:attribute"; its module is imported only when it is needed.
 #: An operation of the table whose command no module holds is made from the table alone (LazyGroup).
-#: Of the table's commands, `set`, `get`, `people add` and `why` are made from it with a printer
-#: (cli.common.table_command); the others keep click's own decorators over cli_params (the table's
-#: options), because each needs more than its answer printed: `search` (--sessions, the filters'
-#: hint on stderr), `add` and `context` (stdin for '-'), `edit` (the [ID] TEXT pair), `forget` and
+#: Of the table's commands, `add`, `context`, `set`, `get`, `people add` and `why` are made from it
+#: with a printer (cli.common.table_command); the others keep click's own decorators over cli_params
+#: (the table's options), because each needs more than its answer printed: `search` (--sessions, the
+#: filters' hint on stderr), `edit` (the [ID] TEXT pair), `forget` and
 #: `done` (a usage error naming --match), `show` (backlinks, a split topic), `topics`, `recent` and
 #: `pending` (relative times, all topics: the person at the shell sees private ones), `related` (the
 #: same), `index` (progress bars), `upkeep` and `proactive` (--at named in errors), `people` (a group
@@ -153,9 +153,9 @@ class LazyGroup(click.Group):
     An operation of the table (:data:`table`) whose command is in no module of :data:`COMMANDS`
     is a command made from the table alone (:func:`memkit.frontends.cli.common.table_command`): its
     help is its MCP tool's description, and it prints its answer as JSON. A command that prints for
-    a person is made in its theme's module, with ``table_command`` and a printer (``set``, ``why``),
-    or with click's own decorators where it needs more than the answer printed (stdin, a usage
-    error of its own, other calls: ``search``, ``add``, ``show``)."""
+    a person is made in its theme's module, with ``table_command`` and a printer (``add``, ``set``,
+    ``why``), or with click's own decorators where it needs more than the answer printed (a usage
+    error of its own, other calls: ``search``, ``edit``, ``show``; see :data:`COMMANDS`)."""
 
     table: Sequence[Operation] = OPERATIONS
 

@@ -3,7 +3,6 @@ changing memories by hand (click commands over :class:`memkit.Vault`; the group 
 from __future__ import annotations
 
 import itertools
-import sys
 from datetime import datetime
 from typing import Any
 
@@ -15,12 +14,8 @@ from ..operations import operation
 from .common import cli_params, echo_json, get_vault, json_option, plural, redacted, table_command
 
 
-@click.command()
-@cli_params("add")
-@json_option
-@click.pass_context
-def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], due: str | None,
-        until: str | None, allow_duplicate: bool, json_: bool) -> None:
+@table_command("add")
+def add(entry: Any, answer: dict[str, Any], **_: Any) -> None:
     """Append a memory to a topic. TEXT '-' reads it from stdin (lines are joined into one entry).
 
     A topic that grows past topic_split_threshold_lines is split into subtopics right away; a
@@ -37,13 +32,7 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
       memkit add "Ask how the job interview went" --due 2026-11-28
       memkit add "Parking spot at the office is B14" --until 2026-12-31
     """
-    if text == "-":
-        text = sys.stdin.read()
-    vault = get_vault(ctx)
-    entry = vault.add(text, topic=topic, kind=kind, tags=tags, due=due, until=until, allow_duplicate=allow_duplicate)
-    if json_:
-        echo_json(entry.to_dict())
-    elif entry.duplicate:
+    if entry.duplicate:
         click.echo(f"already in {entry.topic} as {entry.id}: {entry.text} (not added again; "
                    f"--allow-duplicate adds it anyway){redacted(entry.redacted)}")
     else:

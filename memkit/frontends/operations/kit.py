@@ -67,6 +67,7 @@ class Param:
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     cli: tuple[str, ...] = ()
     argument: bool = False
+    stdin: bool = False  #: the CLI reads it from stdin when it is given as '-'
     nargs: int = 1
     metavar: str | None = None
 

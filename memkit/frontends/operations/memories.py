@@ -123,7 +123,7 @@ MEMORIES: tuple[Operation, ...] = (
     call=_search, answer=listed("hits", "Hit")),
     Operation("add", (
         Param("text", "string", "The memory: one self-contained sentence.",
-              required=True, max_length=MAX_ENTRY_CHARS, nonempty=True, argument=True),
+              required=True, max_length=MAX_ENTRY_CHARS, nonempty=True, argument=True, stdin=True),
         topic_param(f"Where it belongs (default: general; created if new). {TOPIC_NAME}"),
         Param("kind", "string", "One word memkit knows: fact, preference, decision, discovery, event, context, "
               "observation, pending, conversation, or one memkit.yaml's expire: names (else an error).",
@@ -233,7 +233,7 @@ MEMORIES: tuple[Operation, ...] = (
     call=lambda vault, id: vault.why(id)),
     Operation("context", (
         Param("message", "string", "The user's latest message (may be empty).",
-              required=True, max_length=MAX_MESSAGE_CHARS, argument=True),
+              required=True, max_length=MAX_MESSAGE_CHARS, argument=True, stdin=True),
         Param("session", "string", "A conversation session's id (started if there is none): its last turns "
               "join the block (the caller saves the messages), memories accumulate and a detected topic sticks "
               "across calls that share it. Without it the block is for this message alone.", max_length=MAX_NAME_CHARS,

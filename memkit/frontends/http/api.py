@@ -1,7 +1,8 @@
 """`memkit serve`: the vault as a small local HTTP API, JSON in and out, described by OpenAPI.
 
-Routes (``GET /openapi.json`` describes each, :mod:`memkit.frontends.http.spec` holds their schemas and
-:mod:`memkit.frontends.http.routes` what each does): ``GET /search``, ``POST /add``, ``POST /edit``,
+Routes (``GET /openapi.json`` describes each; the table of operations, :mod:`memkit.frontends.operations`,
+declares them, :mod:`memkit.frontends.http.spec` makes their schemas and
+:mod:`memkit.frontends.http.routes` runs each): ``GET /search``, ``POST /add``, ``POST /edit``,
 ``POST /forget``, ``GET /topics``, ``GET /topics/{topic}``, ``GET /recent``, ``POST /context``,
 ``GET /pending``, ``POST /pending/done``, ``GET /proactive``, ``GET /stats``, ``GET /busy``,
 ``GET /index`` and ``POST /index``, ``GET /health`` (for a supervisor: ok, the vault, the index's state); the conversation sessions' ``GET /sessions``, ``POST /sessions``,

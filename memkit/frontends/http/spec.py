@@ -1,8 +1,10 @@
 """The HTTP API's contract (:mod:`memkit.frontends.http.api`): each route's parameters, body and answers as
-JSON Schema, and the OpenAPI 3.1 document made from them. The parameters and bodies are made from
-the table of operations (:mod:`memkit.frontends.operations`) and checked by its one validation, so
-what the server accepts, what the document says and what the CLI and the MCP server take cannot
-drift apart.
+JSON Schema, and the OpenAPI 3.1 document made from them. The routes are made by iterating the
+table of operations (:mod:`memkit.frontends.operations`: each entry's routes, their summaries and
+answer schemas, their parameters as query, body and path), beside the server's own
+(:data:`SERVER_ROUTES`), and checked by its one validation, so what the server accepts, what the
+document says and what the CLI and the MCP server take cannot drift apart. The answers'
+components (:data:`COMPONENTS`) are here.
 
 No web framework here: plain dicts and functions (the server module imports Starlette).
 """

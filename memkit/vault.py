@@ -5,7 +5,8 @@ by :func:`memkit.embeddings.make_embedder`, the index and ranking to :class:`mem
 the conversations to ``vault.conversations`` (:class:`memkit.sessions.Conversations`), the keyed
 facts and people to ``vault.facts`` (:class:`memkit.store.Facts`), memory that ages to
 ``vault.upkeep`` (:class:`memkit.upkeep.Upkeep`), the servers' hooks to ``vault.frontend_internals``
-(:class:`memkit.search.Serving`, not library API), and the flows to memkit.split (an add),
+(:class:`memkit.runtime.Serving`, not library API), the links to ``vault.links``
+(:class:`memkit.memories.Links`), and the flows to memkit.memories (an add), memkit.split,
 memkit.digest and memkit.context. What every service is handed is one
 :class:`memkit.runtime.Runtime` (the store, the embedder, a lazy searcher, the LLM factory, the
 write hooks), built here. The model is loaded on first use and kept for the life of the object.
@@ -27,8 +28,9 @@ from .formats.recent import RecentTopic, relative_time
 from .formats.topic import Entry, Topic
 from .index import Index, IndexReport, Progress
 from .llm import LLMChoice
-from .runtime import Runtime
-from .search import Hit, Links, Mode, Searcher, Serving, Threshold
+from .memories import Links, add_entry
+from .runtime import Runtime, Serving
+from .search import Hit, Mode, Searcher, Threshold
 from .store import Facts, Store, TopicInfo, find_vault
 
 if TYPE_CHECKING:  # the services: each is imported by the methods that use it (see _LAZY below)
@@ -152,20 +154,18 @@ class Vault:
 
     @property
     def links(self) -> Links:
-        """The vault's ``[[links]]`` and what is like a memory (:class:`memkit.search.Links`):
+        """The vault's ``[[links]]`` and what is like a memory (:class:`memkit.memories.Links`):
         ``related``, ``backlinks``, ``broken``, ``rename``."""
         if self._links is None:
-            rt = self._rt
-            self._links = Links(self.store, lambda: rt.searcher)
+            self._links = Links(self._rt)
         return self._links
 
     @property
     def frontend_internals(self) -> Serving:
         """Internal, not library API: what only memkit's long-running front ends (``memkit serve``,
-        ``mcp``, ``watch``) need (:class:`memkit.search.Serving`); its names may change in any release."""
+        ``mcp``, ``watch``) need (:class:`memkit.runtime.Serving`); its names may change in any release."""
         if self._serving is None:
-            rt = self._rt
-            self._serving = Serving(self.store, lambda: rt.searcher, lambda: rt.embedder)
+            self._serving = Serving(self._rt)
         return self._serving
 
     @property
@@ -223,7 +223,7 @@ class Vault:
         split at once, its parts named by the configured LLM, else from their words
         (``split=False`` leaves it); the entry returned is then the one in its subtopic. A topic that was split is not recreated: the
         text goes to the subtopic whose entries share most of its words, else ``TOPIC-general``
-        (the entry returned says where; see :mod:`memkit.split.adding`).
+        (the entry returned says where; see :mod:`memkit.memories.adding`).
 
         ``due``: a follow-up due that day (``(due DATE)``, kind ``pending`` unless one is given);
         ``until``: the memory expires after that day (``(until DATE)``; not in the past); each a
@@ -233,11 +233,9 @@ class Vault:
         :raises MemkitError: empty text, a bad kind, tag or date, ``until`` in the past;
             TopicNameError: a bad topic name.
         """
-        from .split import add_entry
         text, kind = with_dates(text, kind, due=_day(due, "due"), until=_day(until, "until"))
-        rt = self._rt
-        return add_entry(self.store, lambda: rt.searcher, text, topic=topic, kind=kind, tags=tags, when=when,
-                         split=split, allow_duplicate=allow_duplicate, wrote=rt.wrote, llm=rt.llm)
+        return add_entry(self._rt, text, topic=topic, kind=kind, tags=tags, when=when, split=split,
+                         allow_duplicate=allow_duplicate)
 
     def edit(self, ref: str | None, text: str, *, match: str | None = None, topic: str | None = None) -> Entry:
         """Replace an entry where it stands; the old line goes to archive.md pointing at the new
@@ -306,7 +304,7 @@ class Vault:
         :param progress: called with (done, total) while embedding; ``judge_progress`` the same
             for the judge's vectors.
         :param judge: also fill the judge's vectors (False: the servers' start, which fills them
-            aside, :meth:`memkit.search.Serving.fill_judge_aside`).
+            aside, :meth:`memkit.runtime.Serving.fill_judge_aside`).
 
         The sidecars of other models are deleted once this model's is complete (derived data:
         switching back rebuilds one).

@@ -38,10 +38,10 @@ from typing import Any
 
 import pytest
 
+from memkit.formats.markdown import encode_topic
 from memkit.formats.topic import (
     Topic,
     append_line,
-    encode_topic,
     format_entry,
     parse_topic_text,
     read_topic,

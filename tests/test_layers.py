@@ -88,7 +88,7 @@ LAZY_MODULES = {
                  ".sessions", ".split", ".upkeep"},
     # moved out of vault.py with the flows they serve (issue 28.2), lazy as they were there:
     "embeddings/choice.py": {".remote"},  # the embedding server's client (urllib, http.client): only for a server
-    "split/adding.py": {".split"},
+    "memories/adding.py": {"..split"},  # the clustering: only when an add pushes a topic past the threshold
     "runtime/runtime.py": {"..llm"},
     "sessions/conversations.py": {"..digest"},  # the digest and its LLM client: only when a conversation is digested  # the LLM client (http.client, ssl): only when a flow asks for one  # the clustering: only when an add pushes a topic past the threshold
     # onnxruntime, imported the one way that turns its telemetry off (issue 41.16): as lazy as the
@@ -184,7 +184,7 @@ def test_every_public_name_still_imports():
 
 #: the packages seen from outside through their face (__init__.py) alone; formats/ and base/ are
 #: libraries of small modules, each module its own face
-FACED = ("config", "store", "embeddings", "index", "search", "llm", "split", "digest", "sessions", "upkeep", "git",
+FACED = ("config", "store", "embeddings", "index", "search", "llm", "split", "digest", "memories", "sessions", "upkeep", "git",
          "context", "frontends.cli", "frontends.http", "frontends.mcp")
 
 

@@ -152,7 +152,7 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
                   clear: bool = False, markers: bool = False) -> Context:
     """Build the memory block for the user's ``message``.
 
-    :param searcher: searches the vault.
+    :param searcher: searches the vault (its store is the vault's files).
     :param message: the user's latest message (may be empty: the block then has no new memories).
     :param session: a conversation id; memories accumulate and topic detection sticks across the
         calls that share it. ``None`` (or blank) is stateless.
@@ -170,13 +170,13 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
         raise MemkitError(f"the token budget must be at least 1, got {budget_tokens}")
     now = (now or datetime.now()).replace(microsecond=0)
     message = " ".join(str(message or "").split())[:MAX_MESSAGE_CHARS]
-    message = searcher.store.config.redact.apply(message).text  # kept in the session's state: never a secret
+    store = searcher.store
+    message = store.config.redact.apply(message).text  # kept in the session's state: never a secret
     session = session.strip() if session is not None else None
     session = session or None
-    store = searcher.store
     if session is None:
         state = _new_state(None, now)
-        return _build(searcher, message, state, budget_tokens, now, None, markers)
+        return _build(store, searcher, message, state, budget_tokens, now, None, markers)
     path = session_path(store, session)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +188,7 @@ def build_context(searcher: Searcher, message: str, *, session: str | None = Non
         if conversations is not None:
             turns = int(store.config.context_turns)
             conv = conversation_of(conversations, session, message, state, turns=turns, clear=clear, now=now)
-        result = _build(searcher, message, state, budget_tokens, now, conv, markers)
+        result = _build(store, searcher, message, state, budget_tokens, now, conv, markers)
         state["updated"] = now.strftime(TIME_FORMAT)
         try:
             atomic_write(path, json.dumps(state, indent=1) + "\n")  # ASCII: ids may hold surrogates
@@ -282,7 +282,7 @@ def _check_state(state: Any) -> str | None:
 
 # ---- the layers ---------------------------------------------------------------------------------
 
-def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_tokens: int, now: datetime,
+def _build(store: Store, searcher: Searcher, message: str, state: dict[str, Any], budget_tokens: int, now: datetime,
            conv: Conversation | None = None, markers: bool = False) -> Context:
     """Update ``state`` with ``message`` (search, accumulate, detect) and render the block."""
     hits: list[Hit] = []
@@ -294,7 +294,6 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
         guess = _safely(lambda: _detect(searcher, joined), None, "cannot detect the topic; keeping the session's")
         if guess is not None:
             state["topic"] = guess  # a clear detection wins; otherwise the earlier topic sticks
-    store = searcher.store
     private = set(_safely(store.private_topics, [], "cannot find the private topics"))  # never in a context
     hits = [h for h in hits if h.topic not in private]
     if state["topic"] in private:
@@ -311,11 +310,11 @@ def _build(searcher: Searcher, message: str, state: dict[str, Any], budget_token
                          if t not in private]
     profile = _safely(lambda: _profile(store, pinned, today), [], "cannot read the pinned profile")
     memories = [h for h in memories if h.topic not in pinned]  # shown once, "About the user", not again below
-    follow = [f for f in _safely(lambda: _due(searcher, today), [], "cannot list the follow-ups") if f[1] not in private]
+    follow = [f for f in _safely(lambda: _due(store, searcher, today), [], "cannot list the follow-ups") if f[1] not in private]
     topic: Topic | None = None
     if state["topic"]:
         try:
-            topic = searcher.store.topic(state["topic"])
+            topic = store.topic(state["topic"])
         except TopicNotFound:
             state["topic"] = None  # deleted, renamed or split since: back to memories
         except (TopicParseError, MemkitError) as exc:
@@ -339,7 +338,7 @@ def _relevance_order(searcher: Searcher, topic: Topic, message: str) -> list[int
     the message does not find, oldest first, then those it finds, least relevant first (under a
     tight budget "what car do I drive?" keeps the car itself, not the car wash)."""
     entries = topic.entries
-    hits = searcher.search(message, k=max(1, len(entries)), threshold=None, topic=topic.name, refresh=False)
+    hits = searcher.find(searcher.query(message, k=max(1, len(entries)), threshold=None, topic=topic.name), refresh=False)
     where = {e.id: pos for pos, e in enumerate(entries)}
     age = {pos: rank for rank, pos in enumerate(_age_order(entries))}
     score: dict[int, float] = {}
@@ -359,7 +358,7 @@ def _profile(store: Store, pinned: Sequence[str], today: date) -> list[Entry]:
     return out
 
 
-def _due(searcher: Searcher, today: date) -> list[tuple[str, str, date]]:
+def _due(store: Store, searcher: Searcher, today: date) -> list[tuple[str, str, date]]:
     """(text, topic, due day) of each follow-up due or overdue today, the oldest due first; read
     from the index (no topic file is parsed), whose entries carry their kind."""
     searcher.refresh()
@@ -371,7 +370,7 @@ def _due(searcher: Searcher, today: date) -> list[tuple[str, str, date]]:
         text = view.texts[i]
         entry = Entry(text, view.topics[int(view.file_ids[i])], "", 0, 0, kind, (), view.own_date(i))
         due = due_date(entry)
-        if due is not None and due <= today and not expiry(entry, searcher.store.config.expire, today):
+        if due is not None and due <= today and not expiry(entry, store.config.expire, today):
             out.append((text, entry.topic, due))
     return sorted(out, key=lambda item: item[2])
 
@@ -546,6 +545,25 @@ def _topic_section(topic: Topic, keep: set[int] | None, above: set[str] = frozen
     return "\n\n".join("\n".join(b) for b in blocks) + "\n"
 
 
+def _most(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
+    """The largest n in [lo, hi] with ok(n) (ok holds for every smaller n), or None."""
+    if ok(hi):
+        return hi
+    if lo >= hi or not ok(lo):
+        return None
+    while hi - lo > 1:  # ok(lo) and not ok(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def _warn_if_over(text: str, budget_tokens: int) -> None:
+    """Say so when even the smallest block (nothing but its instructions) is over the budget."""
+    if len(text) > budget_tokens * CHARS_PER_TOKEN:
+        log.warning("the memory block needs %d tokens even with nothing but its instructions; "
+                    "the budget of %d tokens is too small", estimate_tokens(text), budget_tokens)
+
+
 def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, session: str | None,
          budget_tokens: int, now: datetime, profile: Sequence[Entry] = (),
          follow: Sequence[tuple[str, str, date]] = (), order: list[int] | None = None, own: int = 0,
@@ -588,17 +606,6 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
     def fits(n_recent: int, n_mem: int, n_topic: int) -> bool:
         return len(render(n_recent, n_mem, n_topic)) <= budget_chars
 
-    def most(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
-        """The largest n in [lo, hi] with ok(n) (ok holds for every smaller n), or None."""
-        if ok(hi):
-            return hi
-        if lo >= hi or not ok(lo):
-            return None
-        while hi - lo > 1:  # ok(lo) and not ok(hi)
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-        return lo
-
     n_recent, n_mem, n_topic = len(recent), len(memories), n_entries
     floor = min(MIN_RECENT, n_recent)
     own = min(own, n_mem)
@@ -617,20 +624,18 @@ def _fit(recent: list[RecentTopic], memories: list[Hit], topic: Topic | None, se
             while n_turns > lo and not fits(n_recent, n_mem, n_topic):
                 n_turns -= 1
         elif layer == "recent":
-            found = most(lo, n_recent, lambda n: fits(n, n_mem, n_topic))
+            found = _most(lo, n_recent, lambda n: fits(n, n_mem, n_topic))
             n_recent = lo if found is None else found
         elif layer == "memories":
-            found = most(lo, n_mem, lambda n: fits(n_recent, n, n_topic))
+            found = _most(lo, n_mem, lambda n: fits(n_recent, n, n_topic))
             n_mem = lo if found is None else found
         else:
-            found = most(lo, n_topic, lambda n: fits(n_recent, n_mem, n))
+            found = _most(lo, n_topic, lambda n: fits(n_recent, n_mem, n))
             n_topic = lo if found is None else found
     while n_profile > 1 and not fits(n_recent, n_mem, n_topic):  # last resort: the profile's last lines
         n_profile -= 1
     text = render(n_recent, n_mem, n_topic)
-    if len(text) > budget_chars:
-        log.warning("the memory block needs %d tokens even with nothing but its instructions; "
-                    "the budget of %d tokens is too small", estimate_tokens(text), budget_tokens)
+    _warn_if_over(text, budget_tokens)
     omitted = {"recent": len(recent) - n_recent, "memories": len(memories) - n_mem, "topic_entries": n_entries - n_topic,
                "profile": len(profile) - n_profile}
     shown = None
@@ -661,11 +666,11 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
     if searcher.judge() is None:  # turned off, or it cannot run here: as before the judge
-        return _confident_hits(searcher, message)
+        return _with_safety(searcher, message, _confident_hits(searcher, message))
     k = max(CONTEXT_MEMORIES, searcher.config.max_memories_per_search)
-    hits = searcher.search(message, threshold=None, k=k)
+    hits = searcher.find(searcher.query(message, threshold=None, k=k))
     if hits and hits[0].judge is None:  # the search could not judge (words only: no model)
-        return _confident_hits(searcher, message)
+        return _with_safety(searcher, message, _confident_hits(searcher, message))
     if len(wanted) < 2:  # one word ("hello", "thanks"): only what the judge is sure of
         floor = searcher.judge_threshold()
         return [h for h in hits if h.judge is not None and h.judge >= floor][:searcher.config.max_memories_per_search]
@@ -677,6 +682,12 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     # a note that keeps the person safe (an allergy, a medication) and bears on the message goes in
     # after the two best, even where the judge ranks it far down ("a Thai dish to order" and the
     # shellfish allergy: 0.12)
+    return _with_safety(searcher, message, kept)
+
+
+def _with_safety(searcher: Searcher, message: str, kept: list[Hit]) -> list[Hit]:
+    """``kept`` with the safety notes that bear on the message (:meth:`Searcher.safety_hits`) after
+    its best ``SAFETY_AFTER``."""
     shown = {h.id for h in kept}
     safety = [h for h in searcher.safety_hits(message, floor=CONTEXT_SAFETY_SURE) if h.id not in shown]
     return kept[:SAFETY_AFTER] + safety + kept[SAFETY_AFTER:]
@@ -690,7 +701,7 @@ def _confident_hits(searcher: Searcher, message: str) -> list[Hit]:
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
     threshold = searcher.threshold()
-    hits = searcher.search(message, judge=False, weak=0)
+    hits = searcher.find(searcher.query(message, judge=False, weak=0))
     # evidence: close in meaning and sharing a word, or holding every informative word of the
     # message ("parking" finds "Parking spot is B15" whatever the model's cosine)
     return [h for h in hits if is_confident(h, threshold) or wanted <= set(terms(h.text))]

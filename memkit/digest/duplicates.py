@@ -37,7 +37,7 @@ class Nearest:
 
     def __call__(self, text: str) -> list[Hit]:
         if text not in self._hits:
-            self._hits[text] = self.searcher.search(text, k=NEAREST, threshold=None, words_first=True)
+            self._hits[text] = self.searcher.find(self.searcher.query(text, k=NEAREST, threshold=None, words_first=True))
         return self._hits[text]
 
 def drop_duplicates(store: Store, searcher: Searcher, conclusions: list[Conclusion], skipped: list[tuple[str, str]],

@@ -18,18 +18,24 @@ import yaml
 
 from ..base.fsutil import NotRegularFile, read_regular
 from ..errors import InvalidValue, TopicParseError
+from .markdown import (
+    HEADING_RE,
+    LIST_RE,
+    RULE_RE,
+    conflict_lines,
+    decode_topic,
+    encode_topic,
+    is_cr_only,
+    scan_blocks,
+    split_lines,
+    strip_eol,
+)
 from .names import topic_relpath
 from .plain import CONTROL, describe
 from .safeyaml import YamlError, load_yaml
 
 MAX_TOPIC_BYTES = 8 * 1024 * 1024  # a topic larger than this is refused, not loaded half
 
-# a list item: indentation, text (end-stripped after the match: a lazy (\S.*?)\s*$ cost ~7 µs a line)
-_LIST_RE = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])[ \t]+(\S.*)")
-_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
-_RULE_RE = re.compile(r"^\s{0,3}([-*_=])(\s*\1){2,}\s*$")
-_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s|$)")
 _COMMENT_RE = re.compile(r"\s+#.*$")
 KIND_RE = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")  #: an entry's ``[kind]`` prefix
@@ -184,100 +190,15 @@ def as_datetime(value: Any) -> datetime | None:
     return None
 
 
-def split_lines(text: str) -> list[str]:
-    """Split on ``\\n`` only, keeping each line's ending (``\\r\\n`` stays with its line)."""
-    lines = text.split("\n")
-    out = [line + "\n" for line in lines[:-1]]
-    if lines[-1]:
-        out.append(lines[-1])
-    return out
-
-
-def _strip_eol(line: str) -> str:
-    return line.rstrip("\r\n")
-
-
-def encode_topic(text: str, bom: bool = False, cr: bool = False) -> bytes:
-    """The bytes of a topic file whose decoded text is ``text`` (see :func:`decode_topic`)."""
-    if cr:
-        text = text.replace("\n", "\r")
-    return (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8", errors="surrogateescape")
-
-
-def is_cr_only(text: str) -> bool:
-    """Whether ``text`` ends its lines with bare CRs only (no LF anywhere)."""
-    return "\r" in text and "\n" not in text
-
-
-def decode_topic(data: bytes, path: str) -> tuple[str, bool]:
-    """Decode a topic file's bytes; returns (text, had_bom). Raises TopicParseError naming the line.
-
-    A file with bare-CR line endings is returned with LF endings (see :func:`is_cr_only`);
-    :func:`encode_topic` with ``cr=True`` turns it back into the same bytes."""
-    bom = data.startswith(b"\xef\xbb\xbf")
-    if bom:
-        data = data[3:]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise TopicParseError(path, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save it as UTF-8", line) from None
-    if is_cr_only(text):
-        text = text.replace("\r", "\n")
-    if "\x00" in text:
-        line = text.count("\n", 0, text.index("\x00")) + 1
-        raise TopicParseError(path, "contains NUL bytes: this looks like a binary file, not markdown", line)
-    return text, bom
-
-
-_MARKER_RE = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?:[ \t].*)?$")
-
-
-def conflict_lines(lines: list[str]) -> tuple[list[int], frozenset[int]]:
-    """Unresolved git merge conflicts: (the 0-based line of each ``<<<<<<<``, every line to leave
-    out: the marker lines, and a diff3 base section between ``|||||||`` and ``=======``). Both
-    sides' own lines stay. A marker outside a complete ``<<<<<<< … ======= … >>>>>>>`` is text."""
-    starts: list[int] = []
-    hidden: set[int] = set()
-    i, n = 0, len(lines)
-    while i < n:
-        if not _strip_eol(lines[i]).startswith("<<<<<<<") or not _MARKER_RE.match(_strip_eol(lines[i])):
-            i += 1
-            continue
-        base = mid = end = None
-        for j in range(i + 1, n):
-            bare = _strip_eol(lines[j])
-            if not _MARKER_RE.match(bare):
-                continue
-            if bare.startswith("|||||||") and base is None and mid is None:
-                base = j
-            elif bare.startswith("=======") and mid is None:
-                mid = j
-            elif bare.startswith(">>>>>>>") and mid is not None:
-                end = j
-                break
-            elif bare.startswith("<<<<<<<"):
-                break
-        if mid is None or end is None:
-            i += 1
-            continue
-        starts.append(i)
-        hidden.update((i, mid, end))
-        if base is not None:
-            hidden.update(range(base, mid))
-        i = end + 1
-    return starts, frozenset(hidden)
-
-
 def _parse_frontmatter(lines: list[str], path: str, hidden: frozenset[int],
                        problems: list[Problem]) -> tuple[dict[str, Any], int, bool]:
     """(meta, first body line, has frontmatter). Invalid YAML is a problem, not an error: the
     body is still read. Lines of a merge conflict inside it are left out, so both sides' keys
     count; a timestamp key written twice keeps the newest ``updated`` and the oldest ``created``."""
-    if not lines or _strip_eol(lines[0]).rstrip() != "---":
+    if not lines or strip_eol(lines[0]).rstrip() != "---":
         return {}, 0, False
     for i in range(1, len(lines)):
-        if i not in hidden and _strip_eol(lines[i]).rstrip() in ("---", "..."):
+        if i not in hidden and strip_eol(lines[i]).rstrip() in ("---", "..."):
             break
     else:
         problems.append(Problem("frontmatter", 1, f"{path} line 1: frontmatter opened with '---' is never closed: "
@@ -319,14 +240,8 @@ def _parse_frontmatter(lines: list[str], path: str, hidden: frozenset[int],
 
 def frontmatter_value(line: str) -> str:
     """The value of a ``key: value`` frontmatter line, without quotes or a trailing comment."""
-    value = _COMMENT_RE.sub("", _strip_eol(line).split(":", 1)[1]).strip()
+    value = _COMMENT_RE.sub("", strip_eol(line).split(":", 1)[1]).strip()
     return value.strip("'\"")
-
-
-def is_list_line(line: str) -> bool:
-    """Whether ``line`` starts a list item (``- x``, ``* x``, ``1. x``), not a rule (``- - -``)."""
-    bare = _strip_eol(line)
-    return bool(_LIST_RE.match(bare)) and not _RULE_RE.match(bare)
 
 
 def frontmatter_tags(meta: dict[str, Any]) -> tuple[str, ...]:
@@ -350,84 +265,6 @@ def parse_entry_text(text: str) -> tuple[str | None, tuple[str, ...], str | None
     return kind, tags, date_match.group(1) if date_match else None
 
 
-@dataclass(frozen=True)
-class Blocks:
-    """Which body lines (0-based) are structure rather than text: closed HTML comments and fenced
-    blocks. A fence never closed runs to the end of the file, as CommonMark (and every markdown
-    viewer) has it; its text stays searchable as one code paragraph. A comment never closed hides
-    nothing: only a closed comment is structure."""
-
-    fences: dict[int, int]  #: opening fence line -> its closing line (the line count if never closed)
-    comments: frozenset[int]  #: every line of a closed comment
-    code: frozenset[int]  #: the lines between a fence pair
-    unclosed_fence: str | None = None  #: the line that would close a fence left open (``"```"``)
-
-    @property
-    def closing(self) -> frozenset[int]:
-        return frozenset(self.fences.values())
-
-    @property
-    def hidden(self) -> frozenset[int]:
-        """Every line of a comment or a fenced block, delimiters included."""
-        return self.comments | self.code | frozenset(self.fences) | self.closing
-
-
-def fence_opener(line: str) -> str | None:
-    """The fence (e.g. ``"````"``) that ``line`` opens per CommonMark: 0-3 spaces, 3+ backticks or
-    tildes, an info string without backticks for a backtick fence; None when it opens none."""
-    m = _FENCE_OPEN_RE.match(line)
-    if not m or (m.group(1)[0] == "`" and "`" in m.group(2)):
-        return None
-    return m.group(1)
-
-
-def closes_fence(line: str, fence: str) -> bool:
-    """Whether ``line`` closes a block opened by ``fence``: the same character, at least as many."""
-    m = _FENCE_CLOSE_RE.match(line)
-    return m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
-
-
-def scan_blocks(lines: list[str], start: int) -> Blocks:
-    """Find the comments and fenced blocks of ``lines`` from line ``start`` (the body)."""
-    n = len(lines)
-    last_close = max((i for i in range(start, n) if "-->" in lines[i]), default=-1)
-    fences: dict[int, int] = {}
-    comments: set[int] = set()
-    code: set[int] = set()
-    never_closed: dict[str, int] = {}
-    in_comment = False
-    i = start
-    while i < n:
-        line = _strip_eol(lines[i])
-        if in_comment:
-            comments.add(i)
-            in_comment = "-->" not in line
-            i += 1
-            continue
-        stripped = line.strip()
-        if stripped.startswith("<!--") and ("-->" in stripped or last_close > i):
-            comments.add(i)
-            in_comment = "-->" not in stripped
-            i += 1
-            continue
-        fence = fence_opener(line)
-        if fence is not None:
-            end = None
-            if len(fence) < never_closed.get(fence[0], 1 << 30):
-                end = next((j for j in range(i + 1, n) if closes_fence(_strip_eol(lines[j]), fence)), None)
-            if end is None:  # CommonMark: a fence never closed runs to the end of the file
-                never_closed[fence[0]] = len(fence)
-                fences[i] = n
-                code.update(range(i + 1, n))
-                return Blocks(fences, frozenset(comments), frozenset(code), fence)
-            fences[i] = end
-            code.update(range(i + 1, end))
-            i = end + 1
-            continue
-        i += 1
-    return Blocks(fences, frozenset(comments), frozenset(code), None)
-
-
 def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, bom: bool = False) -> Topic:
     """Parse a topic file's text.
 
@@ -444,89 +281,98 @@ def parse_topic_text(text: str, name: str, file: str, path: Path | None = None, 
                                            "memkit reads both sides and writes nothing into the file until then")
                 for c in conflicts]
     meta, start, has_fm = _parse_frontmatter(lines, file, markers, problems)
-    entries: list[Entry] = []
-    para: list[str] = []
-    para_start = 0
-    item: list[str] = []
-    item_start = 0
-    item_indent = 0
-    heading = ""
-    note_tags = frontmatter_tags(meta)  # Obsidian's: the note's tags are each of its entries'
+    reader = _EntryReader(name, file, frontmatter_tags(meta))  # Obsidian's: the note's tags are each of its entries'
+    reader.read(lines, start, markers)
+    return Topic(name, path or Path(file), text, meta, reader.entries, start, has_fm, bom, problems=problems)
 
-    def make(parts: list[str], first: int, last: int, is_list: bool) -> None:
+
+class _EntryReader:
+    """The entries of a topic's body, read line by line: the list item and the prose paragraph
+    being read, and the heading they are under."""
+
+    def __init__(self, name: str, file: str, note_tags: tuple[str, ...]) -> None:
+        self.name, self.file, self.note_tags = name, file, note_tags
+        self.entries: list[Entry] = []
+        self.para: list[str] = []
+        self.para_start = 0
+        self.item: list[str] = []
+        self.item_start = 0
+        self.item_indent = 0
+        self.heading = ""
+
+    def make(self, parts: list[str], first: int, last: int, is_list: bool) -> None:
         body = parts[0].strip() if len(parts) == 1 else " ".join(p.strip() for p in parts if p.strip())
         if not body:
             return
         kind, tags, day = parse_entry_text(body) if is_list else (None, parse_entry_text(body)[1], None)
-        if note_tags:
-            tags = tuple(dict.fromkeys(tags + note_tags))
-        entries.append(Entry(body, name, file, first + 1, last + 1, kind, tags, day, is_list, text_hash(body),
-                             heading=heading))
+        if self.note_tags:
+            tags = tuple(dict.fromkeys(tags + self.note_tags))
+        self.entries.append(Entry(body, self.name, self.file, first + 1, last + 1, kind, tags, day, is_list,
+                                  text_hash(body), heading=self.heading))
 
-    def flush_para(end: int) -> None:
-        nonlocal para
-        if para:
-            make(para, para_start, end, False)
-            para = []
+    def flush_para(self, end: int) -> None:
+        if self.para:
+            self.make(self.para, self.para_start, end, False)
+            self.para = []
 
-    def flush_item(end: int) -> None:
-        nonlocal item
-        if item:
-            make(item, item_start, end, True)
-            item = []
+    def flush_item(self, end: int) -> None:
+        if self.item:
+            self.make(self.item, self.item_start, end, True)
+            self.item = []
 
-    blocks = scan_blocks(lines, start)
-    closing = blocks.closing
-    last_content = start - 1
-    for i in range(start, len(lines)):
-        line = _strip_eol(lines[i])
-        stripped = line.strip()
-        if i in markers:  # a merge conflict's marker line: structure; both sides' lines are read
-            flush_item(last_content)
-            flush_para(last_content)
-            continue
-        if i in blocks.code:  # the text of a fenced block is one paragraph entry
-            if not para:
-                para_start = i
-            para.append(line)
+    def read(self, lines: list[str], start: int, markers: frozenset[int]) -> None:
+        """Read the body, ``lines`` from ``start``; ``markers``: a merge conflict's marker lines."""
+        blocks = scan_blocks(lines, start)
+        closing = blocks.closing
+        last_content = start - 1
+        for i in range(start, len(lines)):
+            line = strip_eol(lines[i])
+            stripped = line.strip()
+            if i in markers:  # a merge conflict's marker line: structure; both sides' lines are read
+                self.flush_item(last_content)
+                self.flush_para(last_content)
+                continue
+            if i in blocks.code:  # the text of a fenced block is one paragraph entry
+                if not self.para:
+                    self.para_start = i
+                self.para.append(line)
+                last_content = i
+                continue
+            if i in blocks.comments or i in blocks.fences:
+                self.flush_item(last_content)
+                self.flush_para(last_content)
+                continue
+            if i in closing:
+                self.flush_para(i - 1)
+                continue
+            if not stripped:
+                self.flush_item(last_content)
+                self.flush_para(last_content)
+                continue
+            match = LIST_RE.match(line)
+            if match and not RULE_RE.match(line):
+                self.flush_item(last_content)
+                self.flush_para(last_content)
+                self.item, self.item_start, self.item_indent = [match.group(2).rstrip()], i, len(match.group(1))
+                last_content = i
+                continue
+            if HEADING_RE.match(line) or RULE_RE.match(line):
+                self.flush_item(last_content)
+                self.flush_para(last_content)
+                if HEADING_RE.match(line):
+                    self.heading = stripped.lstrip("#").strip().rstrip("#").strip()
+                continue
+            if self.item and (len(line) - len(line.lstrip())) > self.item_indent:
+                self.item.append(stripped)  # an indented continuation of the list item above
+                last_content = i
+                continue
+            self.flush_item(last_content)
+            if not self.para:
+                self.para_start = i
+            self.para.append(stripped)
             last_content = i
-            continue
-        if i in blocks.comments or i in blocks.fences:
-            flush_item(last_content)
-            flush_para(last_content)
-            continue
-        if i in closing:
-            flush_para(i - 1)
-            continue
-        if not stripped:
-            flush_item(last_content)
-            flush_para(last_content)
-            continue
-        match = _LIST_RE.match(line)
-        if match and not _RULE_RE.match(line):
-            flush_item(last_content)
-            flush_para(last_content)
-            item, item_start, item_indent = [match.group(2).rstrip()], i, len(match.group(1))
-            last_content = i
-            continue
-        if _HEADING_RE.match(line) or _RULE_RE.match(line):
-            flush_item(last_content)
-            flush_para(last_content)
-            if _HEADING_RE.match(line):
-                heading = stripped.lstrip("#").strip().rstrip("#").strip()
-            continue
-        if item and (len(line) - len(line.lstrip())) > item_indent:
-            item.append(stripped)  # an indented continuation of the list item above
-            last_content = i
-            continue
-        flush_item(last_content)
-        if not para:
-            para_start = i
-        para.append(stripped)
-        last_content = i
-    flush_item(last_content)
-    flush_para(last_content)
-    return Topic(name, path or Path(file), text, meta, entries, start, has_fm, bom, problems=problems)
+        self.flush_item(last_content)
+        self.flush_para(last_content)
 
 
 def read_topic(path: Path, name: str, file: str) -> Topic:
@@ -577,9 +423,9 @@ def append_line(text: str, line: str) -> str:
 
 def _body_start(lines: list[str]) -> int:
     """The first body line: after a closed ``---`` frontmatter block, else 0 (no YAML parsed)."""
-    if lines and _strip_eol(lines[0]).rstrip() == "---":
+    if lines and strip_eol(lines[0]).rstrip() == "---":
         for i in range(1, len(lines)):
-            if _strip_eol(lines[i]).rstrip() in ("---", "..."):
+            if strip_eol(lines[i]).rstrip() in ("---", "..."):
                 return i + 1
     return 0
 
@@ -655,17 +501,17 @@ def set_frontmatter(text: str, values: dict[str, Any]) -> str:
     """
     bom = text.startswith("\ufeff")
     lines = split_lines(text[1:] if bom else text)
-    if not lines or _strip_eol(lines[0]).rstrip() != "---":
+    if not lines or strip_eol(lines[0]).rstrip() != "---":
         return text
     nl = newline_of(text)
-    end = next((i for i in range(1, len(lines)) if _strip_eol(lines[i]).rstrip() in ("---", "...")), None)
+    end = next((i for i in range(1, len(lines)) if strip_eol(lines[i]).rstrip() in ("---", "...")), None)
     if end is None:
         return text
     found: set[str] = set()
     for i in range(1, end):
         key = frontmatter_key(lines[i])
         if key is not None and key in values:  # every occurrence: YAML reads the last one
-            bare = _strip_eol(lines[i])
+            bare = strip_eol(lines[i])
             value = bare.split(":", 1)[1].strip()
             comment = _COMMENT_RE.search(bare) if value[:1] not in ("'", '"') else None
             lines[i] = (f"{key}: {yaml_scalar(values[key])}{comment.group(0) if comment else ''}"
@@ -722,6 +568,6 @@ def format_entry(text: str, kind: str | None = None, tags: tuple[str, ...] | lis
             body += f" #{tag}"
     if day and not _DATE_RE.search(body):
         body += f" ({day})"
-    if _RULE_RE.match(f"- {body}"):  # "- --" would read as a horizontal rule, not an entry
+    if RULE_RE.match(f"- {body}"):  # "- --" would read as a horizontal rule, not an entry
         body = "\\" + body
     return f"- {body}"

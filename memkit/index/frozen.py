@@ -191,19 +191,7 @@ def write(folder: Path, stem: str, con: sqlite3.Connection, columns: str, gen: i
             "odd_dates": {str(k): v for k, v in builder.odd.items()}, "kinds": kinds,
             "tags": list(tag_of), "arrays": sink.arrays, "ranking": {}}
         if ranking is not None:
-            view = _view(tmp, meta, gen, vectors[:rows], vocab)
-            made = ranking(view)
-            del view
-            extra = _Sink(tmp)
-            for key, value in made.get("arrays", {}).items():
-                if isinstance(value, tuple):  # (shape, dtype, fill): written in place through a map
-                    extra.fill(f"rank.{key}", *value)
-                    continue
-                for block in [value] if isinstance(value, np.ndarray) else value:  # an array, or its blocks
-                    extra.put(f"rank.{key}", np.asarray(block))
-            extra.close()
-            meta["arrays"].update(extra.arrays)
-            meta["ranking"] = made.get("info", {})
+            _write_ranking(tmp, meta, ranking(_view(tmp, meta, gen, vectors[:rows], vocab)))
         with open(tmp / "meta.json", "w", encoding="utf-8") as fh:
             json.dump(meta, fh, separators=(",", ":"))
             fh.flush()
@@ -218,6 +206,21 @@ def write(folder: Path, stem: str, con: sqlite3.Connection, columns: str, gen: i
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return name
+
+
+def _write_ranking(tmp: Path, meta: dict[str, Any], made: dict[str, Any]) -> None:
+    """Write what the search layer computed from the frozen view (``rank.<name>`` arrays, each an
+    array, its blocks, or (shape, dtype, fill) written in place through a map) and its JSON info."""
+    extra = _Sink(tmp)
+    for key, value in made.get("arrays", {}).items():
+        if isinstance(value, tuple):  # (shape, dtype, fill): written in place through a map
+            extra.fill(f"rank.{key}", *value)
+            continue
+        for block in [value] if isinstance(value, np.ndarray) else value:  # an array, or its blocks
+            extra.put(f"rank.{key}", np.asarray(block))
+    extra.close()
+    meta["arrays"].update(extra.arrays)
+    meta["ranking"] = made.get("info", {})
 
 
 def _view(folder: Path, meta: dict[str, Any], gen: int, vectors: np.ndarray, vocab: TermIds) -> IndexView:

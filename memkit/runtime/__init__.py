@@ -7,9 +7,11 @@ from ..base.face import face
 
 if TYPE_CHECKING:
     from .runtime import Runtime
+    from .serving import Serving
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "Serving"]
 
 __getattr__, __dir__ = face(__name__, {
     ".runtime": "Runtime",
+    ".serving": "Serving",
 })

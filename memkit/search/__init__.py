@@ -6,23 +6,19 @@ from typing import TYPE_CHECKING
 from ..base.face import face
 
 if TYPE_CHECKING:
-    from .links import Links
     from .query import Mode, Query, Threshold
     from .related import Related, related_to
     from .route import detect_topic, is_confident, split_target
     from .safety import bears_on, is_safety_note
     from .searcher import Hit, Searcher, hit_at
-    from .serving import Serving
 
-__all__ = ["Links", "Related", "related_to", "Hit", "Mode", "Query", "Searcher", "Serving", "Threshold", "bears_on", "detect_topic", "hit_at",
+__all__ = ["Related", "related_to", "Hit", "Mode", "Query", "Searcher", "Threshold", "bears_on", "detect_topic", "hit_at",
            "is_confident", "is_safety_note", "split_target"]
 
 __getattr__, __dir__ = face(__name__, {
     ".query": "Mode Query Threshold",
-    ".links": "Links",
     ".related": "Related related_to",
     ".route": "detect_topic is_confident split_target",
     ".safety": "bears_on is_safety_note",
     ".searcher": "Hit Searcher hit_at",
-    ".serving": "Serving",
 })

@@ -46,7 +46,9 @@ def detect_topic(searcher: Searcher, text: str, threshold: float | None = None, 
     """
     if not terms(text):  # nothing but stop words and punctuation: no topic to detect
         return None
-    hits = searcher.search(text, k=VOTES, threshold=None, words_first=words_first) if hits is None else hits[:VOTES]
+    if hits is None:
+        hits = searcher.find(searcher.query(text, k=VOTES, threshold=None, words_first=words_first))
+    hits = hits[:VOTES]
     if not hits:
         return None
     if threshold is None:
@@ -69,7 +71,7 @@ def closest_subtopic(searcher: Searcher, parent: str, subtopics: list[str], text
     :param subtopics: the topics a split made of ``parent`` (non-empty).
     """
     if terms(text):
-        hits = searcher.search(text, k=1, threshold=None, topic=parent, mode="lexical")
+        hits = searcher.find(searcher.query(text, k=1, threshold=None, topic=parent, mode="lexical"))
         for child in sorted(subtopics, key=len, reverse=True) if hits else ():
             if hits[0].topic == child or hits[0].topic.startswith(child + "-"):
                 return child

@@ -6,12 +6,10 @@ from typing import TYPE_CHECKING
 from ..base.face import face
 
 if TYPE_CHECKING:
-    from .adding import add_entry
     from .split import SplitPart, SplitPlan, maybe_split, split_topic
 
-__all__ = ["SplitPart", "add_entry", "SplitPlan", "maybe_split", "split_topic"]
+__all__ = ["SplitPart", "SplitPlan", "maybe_split", "split_topic"]
 
 __getattr__, __dir__ = face(__name__, {
-    ".adding": "add_entry",
     ".split": "SplitPart SplitPlan maybe_split split_topic",
 })

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from ..base.fsutil import read_regular
 from ..errors import MemkitError
 from ..formats.links import Link, LinkResolver, aliases_of, find_links
+from ..formats.markdown import decode_topic
 from ..formats.names import canonical_name
-from ..formats.topic import MAX_TOPIC_BYTES, Entry, Topic, decode_topic, parse_topic_text
+from ..formats.topic import MAX_TOPIC_BYTES, Entry, Topic, parse_topic_text
 from .layout import VaultFiles
 
 __all__ = ["LinkGraph", "link_graph"]

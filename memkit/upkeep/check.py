@@ -41,6 +41,7 @@ from ..base.fsutil import read_regular
 from ..errors import MemkitError
 from ..formats.archive import ArchiveItem
 from ..formats.links import LinkResolver, aliases_of, find_links
+from ..formats.markdown import split_lines
 from ..formats.people import PEOPLE_FILE
 from ..formats.plain import control_lines
 from ..formats.recent import render_recent
@@ -54,7 +55,6 @@ from ..formats.topic import (
     parse_topic_text,
     read_topic,
     remove_lines,
-    split_lines,
 )
 from ..search import Searcher
 from ..store import INBOX_DIR, Store
@@ -178,31 +178,7 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
             except (OSError, MemkitError):
                 continue
             report.problems += _control_findings(store.rel(path), data.decode("utf-8", errors="replace"))
-    try:
-        errors = sorted(store.inbox_dir.glob("*.error")) if store.inbox_dir.is_dir() else []
-    except OSError:
-        errors = []
-    for path in errors:
-        rel = f"{INBOX_DIR}/{path.name}"
-        try:
-            why = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[0]
-        except (OSError, IndexError):
-            why = "(unreadable)"
-        report.problems.append(Finding("inbox-error", rel, None,
-                                       f"{rel}: {why} (fix the cause; delete this file or touch the transcript to retry)"))
-    errored = {p.name[:-len(".error")] for p in errors}
-    for path in store.inbox.waiting():
-        rel = f"{INBOX_DIR}/{path.name}"
-        if path.name in errored:
-            continue  # reported with its error above
-        if store.config.llm:
-            report.problems.append(Finding("inbox-waiting", rel, None,
-                                           f"{rel} waits for `memkit watch` to digest it once it is idle"))
-        else:
-            report.problems.append(Finding("inbox-undigested", rel, None,
-                                           f"{rel} waits in inbox/ but no LLM is configured, so nothing digests it: "
-                                           "set `llm:` in memkit.yaml, then run `memkit watch` (or `memkit digest "
-                                           f"{rel}`)"))
+    report.problems += _inbox_findings(store)
     listed = render_recent(store.index_txt.read(write=False), store.config.index_max_entries)
     try:
         current = store.recent_path.read_text(encoding="utf-8", errors="replace")
@@ -213,18 +189,56 @@ def check_vault(store: Store, index: Searcher | None = None, *, fix: bool = Fals
                                        "index.txt is out of step with the topic files; `memkit check --fix` rewrites it",
                                        fixable=True))
     if index is not None:
-        broken = index.index_damage()
-        if broken:
-            rel, why = broken
-            report.problems.append(Finding("index", rel, None,
-                                           f"{rel} is damaged ({why}); `memkit check --fix` (or the next search) "
-                                           "makes it anew from the topic files", fixable=True))
-        # an index behind the files is not reported: every search brings it up to date by itself
-        for other in index.other_indexes():
-            report.problems.append(Finding("index", other, None,
-                                           f"{other} is the index of another model; `memkit index` (or --fix) "
-                                           "removes it", fixable=True))
+        report.problems += _index_findings(index)
     return report
+
+
+def _inbox_findings(store: Store) -> list[Finding]:
+    """The transcripts of inbox/ that failed (their ``.error`` files) and those that wait."""
+    found: list[Finding] = []
+    try:
+        errors = sorted(store.inbox_dir.glob("*.error")) if store.inbox_dir.is_dir() else []
+    except OSError:
+        errors = []
+    for path in errors:
+        rel = f"{INBOX_DIR}/{path.name}"
+        try:
+            why = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[0]
+        except (OSError, IndexError):
+            why = "(unreadable)"
+        found.append(Finding("inbox-error", rel, None,
+                             f"{rel}: {why} (fix the cause; delete this file or touch the transcript to retry)"))
+    errored = {p.name[:-len(".error")] for p in errors}
+    for path in store.inbox.waiting():
+        rel = f"{INBOX_DIR}/{path.name}"
+        if path.name in errored:
+            continue  # reported with its error above
+        if store.config.llm:
+            found.append(Finding("inbox-waiting", rel, None,
+                                 f"{rel} waits for `memkit watch` to digest it once it is idle"))
+        else:
+            found.append(Finding("inbox-undigested", rel, None,
+                                 f"{rel} waits in inbox/ but no LLM is configured, so nothing digests it: "
+                                 "set `llm:` in memkit.yaml, then run `memkit watch` (or `memkit digest "
+                                 f"{rel}`)"))
+    return found
+
+
+def _index_findings(index: Searcher) -> list[Finding]:
+    """A damaged index, and the indexes of other models."""
+    found: list[Finding] = []
+    broken = index.index_damage()
+    if broken:
+        rel, why = broken
+        found.append(Finding("index", rel, None,
+                             f"{rel} is damaged ({why}); `memkit check --fix` (or the next search) "
+                             "makes it anew from the topic files", fixable=True))
+    # an index behind the files is not reported: every search brings it up to date by itself
+    for other in index.other_indexes():
+        found.append(Finding("index", other, None,
+                             f"{other} is the index of another model; `memkit index` (or --fix) "
+                             "removes it", fixable=True))
+    return found
 
 
 def _link_findings(topics: dict[str, Topic]) -> list[Finding]:

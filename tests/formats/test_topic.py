@@ -11,17 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memkit.errors import TopicParseError
+from memkit.formats.markdown import decode_topic, is_list_line, split_lines
 from memkit.formats.topic import (
     append_line,
-    decode_topic,
     format_entry,
-    is_list_line,
     parse_entry_text,
     parse_topic_text,
     read_topic,
     remove_lines,
     set_frontmatter,
-    split_lines,
 )
 
 SAMPLE = """\

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memkit.errors import InvalidValue, TopicParseError
+from memkit.formats.markdown import decode_topic, encode_topic, is_cr_only, split_lines
 from memkit.formats.safeyaml import load_yaml
 from memkit.formats.topic import (
     MAX_TOPIC_BYTES,
@@ -18,17 +19,13 @@ from memkit.formats.topic import (
     append_line,
     as_datetime,
     check_text,
-    decode_topic,
-    encode_topic,
     format_entry,
-    is_cr_only,
     newline_of,
     parse_entry_text,
     parse_topic_text,
     read_topic,
     remove_lines,
     set_frontmatter,
-    split_lines,
     text_hash,
     unified_diff,
     yaml_scalar,

@@ -26,7 +26,8 @@ from util import FakeEmbedder, wait_until, write
 import memkit.frontends.watch
 from memkit import Vault
 from memkit.context.block import INSTRUCTIONS
-from memkit.formats.topic import parse_topic_text, split_lines
+from memkit.formats.markdown import split_lines
+from memkit.formats.topic import parse_topic_text
 from memkit.frontends.cli.group import main
 
 DEADLINE_S = 10.0

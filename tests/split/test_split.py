@@ -15,8 +15,9 @@ from util import FakeEmbedder, vault_with, write
 
 from memkit import MemkitError, Vault
 from memkit.config.settings import Config
+from memkit.formats.markdown import scan_blocks, split_lines
 from memkit.formats.names import check_topic_name
-from memkit.formats.topic import parse_topic_text, read_topic, scan_blocks, split_lines
+from memkit.formats.topic import parse_topic_text, read_topic
 from memkit.llm.client import HTTPChatLLM, LLMSettings
 from memkit.split.split import (
     NothingToSplit,

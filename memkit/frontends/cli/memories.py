@@ -88,10 +88,15 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
         t = vault.topic(topic)
     except TopicNotFound:
         children = vault.store.subtopics(topic)
-        if not children:
-            raise
-        click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
-        return
+        if not children:  # a file's name alone, as a [[link]] names it
+            name, also = vault.store.resolve_topic(topic)
+            t = vault.topic(name)
+            if also:
+                click.echo(f"({topic} names {len(also) + 1} topics: this is {name}, the shortest path; "
+                           f"also {', '.join(also)})")
+        else:
+            click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
+            return
     children = vault.store.subtopics(t.name)
     click.echo(f"{t.title} ({t.name}, {plural(len(t.entries), 'entry', 'entries')})"
                f"{' — ' + t.summary if t.summary else ''}")

@@ -70,6 +70,7 @@ from ...errors import (
 from ...vault import Vault
 from ..mcp import Memory, build_server, require_sdk
 from .conn import Bounds, bounded_protocol
+from .idle import IdleTimer, count_requests
 from .routes import Api
 from .spec import MAX_BODY_BYTES, OPERATIONS, HttpRoute, RequestError, check, openapi, query_args
 
@@ -466,6 +467,8 @@ class HTTPServer:
     :param header_timeout_s, body_timeout_s, max_connections: how long a client may take to send a
         request's header and its body, and how many connections may be open
         (:mod:`memkit.frontends.http.conn`; default: memkit.yaml's ``serve:``).
+    :param idle_exit_s: stop once no request came for this many seconds (None: never;
+        :mod:`memkit.frontends.http.idle`); :param clock: its clock (a test's).
     :raises MemkitError: a non-loopback address without a token (an empty one is none), a token
         of whitespace only, a port in use.
     """
@@ -473,7 +476,8 @@ class HTTPServer:
     def __init__(self, vault: Vault, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
                  unix: str | None = None, watch: bool = False, polling: bool = False, mcp: bool = False,
                  header_timeout_s: float | None = None, body_timeout_s: float | None = None,
-                 max_connections: int | None = None, operations: Sequence[HttpRoute] = OPERATIONS) -> None:
+                 max_connections: int | None = None, idle_exit_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic, operations: Sequence[HttpRoute] = OPERATIONS) -> None:
         require_server_libs()
         import uvicorn
 
@@ -493,6 +497,9 @@ class HTTPServer:
         self.unix = Path(unix).expanduser() if unix is not None else None
         self.api = Api(vault, watch=watch, polling=polling)
         self.app = build_app(self.api, token=token or None, mcp=mcp, operations=operations)
+        self.idle = IdleTimer(idle_exit_s, clock) if idle_exit_s else None
+        if self.idle is not None:
+            self.app = count_requests(self.app, self.idle)
         self.socket = _listen(host, port, unix)
         if unix is not None:
             self.url = "http://localhost"
@@ -504,9 +511,14 @@ class HTTPServer:
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=5, http=bounded_protocol(self.bounds),
                                 timeout_keep_alive=self.bounds.header_timeout_s)  # type: ignore[arg-type]
-        self.server = uvicorn.Server(config)
+        self.server = _server(config, self.idle)
         self._thread: threading.Thread | None = None
         self._prepared = False
+
+    @property
+    def idled(self) -> bool:
+        """Whether it stopped because no request came for ``idle_exit_s``."""
+        return bool(getattr(self.server, "idled", False))
 
     def prepare(self) -> None:
         """Load the model, bring the index up to date and start the watcher (``watch``), before
@@ -589,6 +601,26 @@ class HTTPServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _server(config: Any, idle: IdleTimer | None) -> Any:
+    """uvicorn's server; with ``idle``, one that stops on the first tick after ``idle`` expired."""
+    import uvicorn
+
+    if idle is None:
+        return uvicorn.Server(config)
+    timer: IdleTimer = idle
+
+    class IdleServer(uvicorn.Server):
+        idled = False
+
+        async def on_tick(self, counter: int) -> bool:
+            if not self.should_exit and timer.expired():
+                log.debug("no request for %g s: stopping", timer.idle_s)
+                self.idled = self.should_exit = True
+            return bool(await super().on_tick(counter))
+
+    return IdleServer(config)
 
 
 def start_server(vault: Vault, **options: Any) -> HTTPServer:

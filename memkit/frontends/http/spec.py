@@ -88,7 +88,12 @@ COMPONENTS: dict[str, Any] = {
                              "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
                              "split_into": {"type": "array", "items": {"type": "string"},
                                             "description": "The subtopics a split made of it (a topic split away "
-                                                           "has only name and split_into)."}}},
+                                                           "has only name and split_into)."},
+                             "named_as": {"type": "string", "description": "The name asked for, when it named the "
+                                          "topic as a [[link]] does (its file's name alone, an alias)."},
+                             "also_named_so": {"type": "array", "items": {"type": "string"}, "description":
+                                               "The other topics whose files have that name (the shortest path "
+                                               "was shown)."}}},
     "Recent": {"type": "object", "required": ["updated", "topic", "summary"],
                "properties": {"updated": {"type": "string"}, "topic": {"type": "string"},
                               "summary": {"type": "string"}}},
@@ -136,7 +141,9 @@ COMPONENTS: dict[str, Any] = {
                                "important": {"type": "boolean"}, "name": {"type": "string"},
                                "line": {"type": "integer"},
                                "redacted": {"type": "integer", "description": "Secrets replaced by [redacted] "
-                                            "before it was saved (absent when none; docs/privacy.md)."}}},
+                                            "before it was saved (absent when none; docs/privacy.md)."},
+                               "created": {"type": "boolean", "description": "Saving it started its session (an "
+                                           "id with no session yet; absent otherwise)."}}},
     "Window": {"type": "object", "required": ["session", "strategy", "messages", "tokens", "max_tokens", "total",
                                               "omitted"],
                "properties": {"session": {"type": "string"}, "strategy": {"type": "string"},

@@ -115,10 +115,12 @@ SESSIONS: tuple[Operation, ...] = (
     ), ("session", "add"),
     Tool("save_message", "Save a message to a session",
          "Append one message to a saved conversation (appended to its file at once; nothing "
-         "is rewritten). Returns the message with its time.",
+         "is rewritten; an id with no session starts one, as get_context's session does: then "
+         "created is true). Returns the message with its time.",
          WRITE),
     (Route("POST", "/sessions/{session}/messages", "Append one message to a saved conversation "
-          "(one append to its file; nothing is rewritten). Returns the message with its time.",
+          "(one append to its file; nothing is rewritten; an id with no session starts one, as POST /context "
+          "does: then created is true). Returns the message with its time.",
           {"allOf": [ref("Message"), obj(["session"], session={"type": "string"})]}, ok=201, errors=(400, 404, 409), max_body=MAX_MESSAGE_BODY_BYTES, extra={"digest": False}, after="digest_later"),),
     call=_save, answer=same),
     Operation("load_session", (

@@ -1,24 +1,22 @@
 """What only memkit's long-running front ends (``memkit serve``, ``memkit mcp``, ``memkit watch``)
 need of a vault: an index connection of their own, the judge's vectors filled aside (or in the
 watcher's thread), index.txt brought up to date for a few topics, the index's state, whether a
-writer holds the lock. ``vault.frontend_internals``
-is that object ; it is memkit's own plumbing,
-not library API: its names may change in any release.
+writer holds the lock. ``vault.frontend_internals`` is that object, handed the vault's runtime
+context (:class:`memkit.runtime.Runtime`); it is memkit's own plumbing, not library API: its names
+may change in any release.
 """
 from __future__ import annotations
 
 import atexit
 import logging
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from ..base.fsutil import file_lock
-from ..embeddings import Embedder
 from ..errors import MemkitError, VaultLocked
 from ..formats.recent import RecentTopic
 from ..index import Index
-from ..store import Store
-from .searcher import Searcher
+from .runtime import Runtime
 
 log = logging.getLogger("memkit")
 
@@ -47,28 +45,27 @@ class Serving:
     """A vault's hooks for long-running front ends, ``vault.frontend_internals``: internal, not
     library API (see the module docstring).
 
-    :param store: the vault's files; :param searcher: its searcher (asked for when needed);
-    :param embedder: its embedder (for an index connection of another thread).
+    :param runtime: the vault's runtime context: its store, its searcher (built when first
+        needed) and its embedder (for an index connection of another thread).
     """
 
-    def __init__(self, store: Store, searcher: Callable[[], Searcher], embedder: Callable[[], Embedder]) -> None:
-        self.store = store
-        self._searcher = searcher
-        self._embedder = embedder
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.store = runtime.store
 
     def open_index(self) -> Index:
         """A new index of this vault and model, with its own database connection: for a thread
         that refreshes while another searches the vault (the watcher)."""
-        return Index(self.store, self._embedder())
+        return Index(self.store, self.runtime.embedder)
 
     def fill_judge(self, index: Index | None = None, progress: Any = None) -> int:
         """Store the judge's vector of every entry that lacks one (``index``: another connection,
         the watcher's); how many were embedded."""
-        return self._searcher().fill_judge(progress, index=index)
+        return self.runtime.searcher.fill_judge(progress, index=index)
 
     def judge_missing(self) -> int | None:
         """How many live entries have no judge vector stored (None: no judge here)."""
-        return self._searcher().judge_missing()
+        return self.runtime.searcher.judge_missing()
 
     def fill_judge_aside(self, stop: threading.Event | None = None) -> threading.Thread:
         """Fill the judge's stored vectors in a daemon thread with an index connection of its own
@@ -105,7 +102,7 @@ class Serving:
     def index_status(self) -> dict[str, Any]:
         """The index as ``memkit stats`` shows it: model, dim, file, exists and ``stale_files``
         (topic files changed since the last refresh). Loads no model."""
-        return self._searcher().index_state()
+        return self.runtime.searcher.index_state()
 
     def write_locked(self) -> bool:
         """Whether a writer (a thread of this process or another process) holds the vault's write

@@ -1,15 +1,13 @@
 """``vault.links``: related memories (:mod:`memkit.search.related`) and the vault's ``[[links]]`` (:mod:`memkit.formats.links` says what one is):
 backlinks, the broken ones, and renaming a topic with the links to it rewritten
-(:mod:`memkit.store.rename`). A group of verbs :class:`memkit.vault.Vault` hands out."""
+(:mod:`memkit.store.rename`). A group of verbs :class:`memkit.vault.Vault` hands out, handed the
+vault's runtime context (:class:`memkit.runtime.Runtime`)."""
 from __future__ import annotations
-
-from typing import Callable
 
 from ..formats.links import Renamed
 from ..formats.topic import Entry
-from ..store import Store
-from .related import Related, related_to
-from .searcher import Searcher
+from ..runtime import Runtime
+from ..search import Related, related_to
 
 __all__ = ["Links"]
 
@@ -17,9 +15,9 @@ __all__ = ["Links"]
 class Links:
     """The links of one vault (``vault.links``): ``related``, ``backlinks``, ``broken``, ``rename``."""
 
-    def __init__(self, store: Store, searcher: Callable[[], Searcher | None]) -> None:
-        self.store = store
-        self._searcher = searcher
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.store = runtime.store
 
     def related(self, ref: str, *, k: int | None = None, private: bool = True) -> Related:
         """The memories most like entry ``ref`` (an id) or topic ``ref``, without a query: its own
@@ -28,9 +26,7 @@ class Links:
         ``private: true`` topics, as a served search does.
 
         :raises TopicNotFound: no such entry or topic."""
-        searcher = self._searcher()
-        assert searcher is not None
-        return related_to(searcher, ref, k=k, private=private)
+        return related_to(self.runtime.searcher, ref, k=k, private=private)
 
     def backlinks(self, topic: str) -> list[Entry]:
         """The entries whose ``[[links]]`` name topic ``topic`` (a file's name alone, its path or an
@@ -49,7 +45,5 @@ class Links:
         as Obsidian does (:mod:`memkit.store.rename`). :raises TopicNotFound: no topic ``old``;
         :raises MemkitError: ``new`` exists already."""
         done = self.store.rename_topic(old, new)
-        searcher = self._searcher()
-        if searcher is not None:
-            searcher.changed()
+        self.runtime.changed()  # a searcher built already re-checks the files at its next search
         return done

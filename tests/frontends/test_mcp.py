@@ -386,7 +386,7 @@ def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, mo
 
     async def scenario() -> None:
         async with Client(server) as client:
-            memory.list_topics = broken  # type: ignore[method-assign]
+            memory.vault.topics = broken  # type: ignore[method-assign]  # list_topics calls it
             result = await client.call_tool("list_topics", {})
             assert result.is_error
             assert result.content[0].text == ("unexpected error: RuntimeError: disk on fire "

@@ -239,7 +239,7 @@ def test_after_a_merge_index_txt_is_in_step_without_a_fix(clones: tuple[Path, Pa
     assert git(b, "status", "--porcelain").stdout == ""  # the merge commit holds index.txt as memkit writes it
     lines = (b / "index.txt").read_text().splitlines()
     assert len({line.split("|")[1] for line in lines}) == len(lines) == 3, lines
-    report = open_vault(b).check()
+    report = open_vault(b).upkeep.check()
     assert [p.kind for p in report.problems if p.kind == "recent"] == [], report.problems
     assert git(b, "status", "--porcelain").stdout == ""  # and no command rewrites it afterwards
 

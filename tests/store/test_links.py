@@ -55,7 +55,7 @@ def test_backlinks_linked_search_and_broken_links(linked):
     topics = {h.topic for h in linked.search("harbor budget tomatoes", linked="work/harbor", threshold=None)}
     assert topics == {"work/harbor", "work/budget", "journal"}  # not garden: no link either way
     assert [(e.topic, target) for e, target in linked.links.broken()] == [("work/harbor", "Vendors")]
-    report = linked.check()
+    report = linked.upkeep.check()
     broken = [p for p in report.problems if p.kind == "broken-link"]
     assert [(p.file, p.line) for p in broken] == [("topics/work/harbor.md", 7)] and not report.needs_person
     with pytest.raises(TopicNotFound):

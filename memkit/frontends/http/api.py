@@ -1,7 +1,8 @@
 """`memkit serve`: the vault as a small local HTTP API, JSON in and out, described by OpenAPI.
 
-Routes (``GET /openapi.json`` describes each, :mod:`memkit.frontends.http.spec` holds their schemas and
-:mod:`memkit.frontends.http.routes` what each does): ``GET /search``, ``POST /add``, ``POST /edit``,
+Routes (``GET /openapi.json`` describes each; the table of operations, :mod:`memkit.frontends.operations`,
+declares them, :mod:`memkit.frontends.http.spec` makes their schemas and
+:mod:`memkit.frontends.http.routes` runs each): ``GET /search``, ``POST /add``, ``POST /edit``,
 ``POST /forget``, ``GET /topics``, ``GET /topics/{topic}``, ``GET /recent``, ``POST /context``,
 ``GET /pending``, ``POST /pending/done``, ``GET /proactive``, ``GET /stats``, ``GET /busy``,
 ``GET /index`` and ``POST /index``, ``GET /health`` (for a supervisor: ok, the vault, the index's state); the conversation sessions' ``GET /sessions``, ``POST /sessions``,
@@ -48,7 +49,7 @@ import traceback
 import urllib.parse
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ...base.http import is_loopback
 from ...errors import (
@@ -272,7 +273,7 @@ def _endpoint(api: Api, op: HttpRoute) -> Callable[[Any], Awaitable[Any]]:
                 with api.body_room(size) if size > MAX_BODY_BYTES else contextlib.nullcontext():
                     data = await read_json(request, op.body_required, op.max_body)
                     args.update(check(op.body, {} if data is None else data))
-            result = await api.call(op.handler, args)
+            result = await api.call(op, args)
         except Exception as exc:
             status = error_status(exc)
             if status >= 500 and not isinstance(exc, MemkitError):
@@ -319,15 +320,17 @@ def _encoded_slash(request: Any) -> Any:
                        "in a segment: no route takes one (a session id never has one)")
 
 
-def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
+def build_app(api: Api, *, token: str | None = None, mcp: bool = False,
+              operations: Sequence[HttpRoute] = OPERATIONS) -> Any:
     """The Starlette application serving ``api`` (wrapped in :class:`Guard`); ``mcp``: also MCP
-    over streamable HTTP at ``/mcp``."""
+    over streamable HTTP at ``/mcp``; ``operations``: its routes (:func:`memkit.frontends.http.spec.http_routes`
+    of the table of operations)."""
     import anyio.to_thread
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Route
 
-    spec = openapi(token=token is not None, mcp=mcp)
+    spec = openapi(token=token is not None, mcp=mcp, routes=operations)
     endpoint = McpEndpoint(api) if mcp else None
 
     async def openapi_json(request: Any) -> Any:
@@ -348,7 +351,7 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
     routes = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/health", health, methods=["GET"]),
               Route("/", page, methods=["GET"]), Route("/page/{name}", page, methods=["GET"])]
     by_path: dict[str, list[HttpRoute]] = {}
-    for op in OPERATIONS:
+    for op in operations:
         by_path.setdefault(op.path, []).append(op)
     for path, ops in by_path.items():
         handlers = {op.method: _endpoint(api, op) for op in ops}
@@ -460,6 +463,7 @@ class HTTPServer:
     :param unix: a Unix socket path to listen on instead of ``host:port`` (mode 0600; no token needed).
     :param watch: also run the watcher; :param polling: it polls.
     :param mcp: also serve MCP over streamable HTTP at ``/mcp`` (needs the MCP SDK).
+    :param operations: the routes (default: the table of operations' and the server's own, :func:`memkit.frontends.http.spec.http_routes`).
     :param header_timeout_s, body_timeout_s, max_connections: how long a client may take to send a
         request's header and its body, and how many connections may be open
         (:mod:`memkit.frontends.http.conn`; default: memkit.yaml's ``serve:``).
@@ -473,7 +477,7 @@ class HTTPServer:
                  unix: str | None = None, watch: bool = False, polling: bool = False, mcp: bool = False,
                  header_timeout_s: float | None = None, body_timeout_s: float | None = None,
                  max_connections: int | None = None, idle_exit_s: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, operations: Sequence[HttpRoute] = OPERATIONS) -> None:
         require_server_libs()
         import uvicorn
 
@@ -492,7 +496,7 @@ class HTTPServer:
             max_connections=settings.max_connections if max_connections is None else max_connections)
         self.unix = Path(unix).expanduser() if unix is not None else None
         self.api = Api(vault, watch=watch, polling=polling)
-        self.app = build_app(self.api, token=token or None, mcp=mcp)
+        self.app = build_app(self.api, token=token or None, mcp=mcp, operations=operations)
         self.idle = IdleTimer(idle_exit_s, clock) if idle_exit_s else None
         if self.idle is not None:
             self.app = count_requests(self.app, self.idle)

@@ -133,3 +133,15 @@ def test_empty_message_text_is_refused(runner, vault):
     assert result.exit_code == 2 and result.output.startswith("memkit: error: the message text is empty")
     result = run(runner, vault, "session", "add", "e", "user", input="")  # no text, nothing piped
     assert result.exit_code == 2 and "no message text: give it as an argument" in result.output
+
+
+def test_session_add_to_an_id_with_no_session_starts_it(runner, vault):
+    """Issue 41.6: one rule with `context --session`: the id starts a session, and it says so."""
+    result = run(runner, vault, "session", "add", "porto-trip", "user", "Book Porto for May")
+    assert result.exit_code == 0 and result.output.startswith("added user message to porto-trip (")
+    assert result.output.rstrip().endswith("; a new session)"), result.output
+    result = run(runner, vault, "session", "add", "porto-trip", "assistant", "Booked", "--json")
+    assert "created" not in json.loads(result.output)
+    result = run(runner, vault, "session", "add", "porto", "user", "a prefix is its own session")
+    assert "a new session" in result.output  # never written into porto-trip
+    assert [m.content for m in vault.conversations.show("porto-trip").messages] == ["Book Porto for May", "Booked"]

@@ -29,8 +29,8 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
     """Where each conclusion goes, by the design's seed rules: the LLM's hint when it names a topic (a
     split parent: its closest subtopic); else the topic the vault's hits agree on (a detected topic);
     else, when at least ``min_conclusions_for_new_topic`` of the conclusions left belong together, a
-    new topic for them: the one the LLM proposed for those that bear on it (:func:`fitting`), or,
-    with no proposal, the largest group alike in words or meaning (:func:`together`) — the Rostro
+    new topic for them: the one the LLM proposed for those that bear on it (:func:`fitting`), else
+    the largest group alike in words or meaning (:func:`together`), named as proposed — the Rostro
     rule: unrelated conclusions are never filed together under the LLM's proposal; else the topic
     of a close hit that shares a good part of its
     words (:func:`shares_evidence`); else ``general``. One shared word is no evidence: nothing goes
@@ -53,8 +53,11 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
         unrouted.append(c)
     # a new topic only for enough conclusions that belong together (the Rostro rule): with a proposal
     # from the LLM, those that bear on it; it said they fit no topic, not that they fit its ("hobbies")
-    group = fitting(searcher, new_topic, unrouted) if proposed_name(new_topic) else together(searcher, unrouted)
-    if len(group) >= searcher.config.min_conclusions_for_new_topic:
+    least = searcher.config.min_conclusions_for_new_topic
+    group = fitting(searcher, new_topic, unrouted) if proposed_name(new_topic) else []
+    if len(group) < least:  # or the largest group alike in words or meaning (named as proposed)
+        group = together(searcher, unrouted)
+    if len(group) >= least:
         name = new_topic_name(new_topic, group, existing)
         for c in group:
             c.topic = name

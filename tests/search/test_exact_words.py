@@ -122,4 +122,4 @@ def test_a_long_entry_is_found_by_its_own_unique_word(tmp_path, where):
             hits = v.search(query)
             assert hits and PLAIN[n] in hits[0].text and hits[0].confident, (query, [h.text[:30] for h in hits])
             fast = v.search(query, fast=True)
-            assert fast and PLAIN[n] in fast[0].text, query
+            assert fast and PLAIN[n] in fast[0].text and fast[0].confident, query

@@ -33,7 +33,8 @@ Two more groups test the assistant's flow and the scores' honesty:
 
 Targets (issue 40): with the default model, plain questions @1 >= 0.80 and @3 >= 0.95 through
 ``Vault.search``, first *and* confident >= 80 %; the block holds the note for >= 90 % of the
-messages; <= 5 % of the unanswerable questions get a confident hit; every exact-word lookup (an
+messages and for every safety message (a health note bears on it: ``"safety": true``); <= 5 % of
+the unanswerable questions get a confident hit; every exact-word lookup (an
 identifier one note alone holds, searched alone and in a question) finds its note first. ``--data bench/everyday-heldout.json`` runs the
 held-out set (another person's notes, for confirmation only); ``--json FILE`` writes every item's
 results.
@@ -463,6 +464,11 @@ def main(argv: list[str] | None = None) -> int:
     if n_msg:
         print(f"  messages, the block holds the note: >= {TARGET_BLOCK:.0%}: {held}/{n_msg} = {held / n_msg:.0%} -> "
               f"{'met' if held / n_msg >= TARGET_BLOCK else 'NOT met'}")
+    safety = [r for r in by_group["message"] if r.get("safety")]
+    if safety:
+        kept = sum(1 for r in safety if r["context"]["held"])
+        print(f"  safety messages, the block holds the health note: 100%: {kept}/{len(safety)} -> "
+              f"{'met' if kept == len(safety) else 'NOT met'}")
     if n_un:
         print(f"  unanswerable questions with a confident hit: <= {TARGET_UNANSWERABLE:.0%}: {conf_wrong}/{n_un} = "
               f"{conf_wrong / n_un:.0%} -> {'met' if conf_wrong / n_un <= TARGET_UNANSWERABLE else 'NOT met'}")

@@ -54,6 +54,10 @@ class EntryNotFound(MemkitError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class AmbiguousEntry(EntryNotFound):
+    """Several different entries match the id prefix or text given (the message lists them)."""
+
+
 class ProvenanceNotFound(EntryNotFound):
     """The entry names no conversation it came from (``memkit why``), or that conversation is gone."""
 
@@ -83,6 +87,10 @@ class SessionNotFound(MemkitError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class SessionAmbiguous(SessionNotFound):
+    """Several sessions match the id prefix given (the message lists them)."""
 
 
 class SessionConflict(MemkitError):

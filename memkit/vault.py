@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the services: each is imported by the methods that use it (
     from .git import GitSetup, merge_files
     from .sessions import Conversations, Imported, SessionHit, Window
     from .split import SplitPlan
-    from .upkeep import CheckReport, Upkeep
+    from .upkeep import Upkeep
 
 __all__ = ["Vault", "find_vault", "LLMChoice",
            # what the front ends (cli, watch, mcp_server) use besides Vault: they import only this
@@ -144,8 +144,9 @@ class Vault:
     @property
     def upkeep(self) -> Upkeep:
         """Memory that ages (:class:`memkit.upkeep.Upkeep`): ``tidy``, ``pending``, ``done``,
-        ``history``, ``git_history``, ``compact``, ``distill``, ``stats``, ``waiting_transcripts``,
-        ``process_inbox``, ``run`` (every scheduled job once) and ``due``."""
+        ``history``, ``git_history``, ``check`` (every problem; ``fix``: the safe ones repaired),
+        ``compact``, ``distill``, ``stats``, ``waiting_transcripts``, ``process_inbox``, ``run`` (every
+        scheduled job once) and ``due``."""
         from .upkeep import Upkeep
         if self._upkeep is None:
             self._upkeep = Upkeep(self._rt)
@@ -196,15 +197,6 @@ class Vault:
     def recent(self, *, rebuild: bool = False) -> list[RecentTopic]:
         """The lines of index.txt (recent topics), newest first; ``rebuild``: made anew from the topic files."""
         return self.store.index_txt.rebuild(self.store.iter_topics()) if rebuild else self.store.index_txt.read()
-
-    def check(self, *, fix: bool = False) -> CheckReport:
-        """Every problem in the vault with file and line (see :mod:`memkit.upkeep.check`); ``fix``
-        repairs the safe ones first (duplicates to archive.md, duplicate keys, index.txt, the index)."""
-        from .upkeep import check_vault
-        report = check_vault(self.store, self.searcher, fix=fix)
-        if fix:
-            self.changed()
-        return report
 
     def git_setup(self) -> GitSetup:
         """Make the vault merge-friendly in git (see :mod:`memkit.git.sync`): memkit's lines in

@@ -46,11 +46,12 @@ def _section_lines(row: Setting) -> list[str]:
     return out
 
 
-def default_yaml() -> str:
-    """memkit.yaml with every setting at its default, each after its help: what ``memkit init`` writes."""
+def default_yaml(config: type = Config) -> str:
+    """memkit.yaml with every setting at its default, each after its help: what ``memkit init`` writes
+    (``config``: the settings' class, :class:`memkit.config.Config`)."""
     out = ["# memkit settings. Every key is optional; the values below are the defaults (a commented-out",
            "# key is unset). What each one takes: docs/configuration.md in memkit's sources."]
-    for row in rows(Config):
+    for row in rows(config):
         out += [""] + _comment(row.help)
         if row.section:
             out += _section_lines(row)
@@ -84,8 +85,8 @@ def _table(prefix: str, settings: list[Setting]) -> list[str]:
     return out
 
 
-def docs_page() -> str:
-    """docs/configuration.md: a table of the settings, then one of each section's."""
+def docs_page(config: type = Config) -> str:
+    """docs/configuration.md: a table of the settings of ``config``, then one of each section's."""
     out = [
         "# Configuration",
         "",
@@ -99,8 +100,8 @@ def docs_page() -> str:
         f"Examples of `llm:` and `embedder:` set-ups: [settings notes]({NOTES}).",
         "",
     ]
-    out += _table("", rows(Config))
-    for row in rows(Config):
+    out += _table("", rows(config))
+    for row in rows(config):
         if row.section:
             out += ["", f"## {row.name}", "", *textwrap.wrap(row.help, WIDTH, break_on_hyphens=False), ""]
             if row.section.optional:

@@ -398,11 +398,11 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     if not wanted:  # only stop words and punctuation ("hi!", "ok thanks"): small talk
         return []
     if searcher.judge() is None:  # turned off, or it cannot run here: as before the judge
-        return _confident_hits(searcher, message)
+        return _with_safety(searcher, message, _confident_hits(searcher, message))
     k = max(CONTEXT_MEMORIES, searcher.config.max_memories_per_search)
     hits = searcher.find(searcher.query(message, threshold=None, k=k))
     if hits and hits[0].judge is None:  # the search could not judge (words only: no model)
-        return _confident_hits(searcher, message)
+        return _with_safety(searcher, message, _confident_hits(searcher, message))
     if len(wanted) < 2:  # one word ("hello", "thanks"): only what the judge is sure of
         floor = searcher.judge_threshold()
         return [h for h in hits if h.judge is not None and h.judge >= floor][:searcher.config.max_memories_per_search]
@@ -414,6 +414,12 @@ def _message_hits(searcher: Searcher, message: str) -> list[Hit]:
     # a note that keeps the person safe (an allergy, a medication) and bears on the message goes in
     # after the two best, even where the judge ranks it far down ("a Thai dish to order" and the
     # shellfish allergy: 0.12)
+    return _with_safety(searcher, message, kept)
+
+
+def _with_safety(searcher: Searcher, message: str, kept: list[Hit]) -> list[Hit]:
+    """``kept`` with the safety notes that bear on the message (:meth:`Searcher.safety_hits`) after
+    its best ``SAFETY_AFTER``."""
     shown = {h.id for h in kept}
     safety = [h for h in searcher.safety_hits(message, floor=CONTEXT_SAFETY_SURE) if h.id not in shown]
     return kept[:SAFETY_AFTER] + safety + kept[SAFETY_AFTER:]

@@ -27,11 +27,12 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
           existing: set[str], nearest: Nearest) -> None:
     """Where each conclusion goes, by the design's seed rules: the LLM's hint when it names a topic (a
     split parent: its closest subtopic); else the topic the vault's hits agree on (a detected topic);
-    else, when at least ``min_conclusions_for_new_topic`` conclusions are left, a new topic: the one
-    the LLM proposed for the conclusions that fit no existing topic (all of them), or, with no
-    proposal, the largest group of them alike in words or meaning; else the topic of a close hit
-    that shares a good part of its words (:func:`shares_evidence`); else ``general``. One shared
-    word is no evidence: nothing goes to an unrelated existing topic on it."""
+    else, when at least ``min_conclusions_for_new_topic`` of the conclusions left belong together
+    (the largest group alike in words or meaning, :func:`together`), a new topic for that group,
+    named as the LLM proposed when it did (the Rostro rule: unrelated conclusions are never filed
+    together under the LLM's proposal); else the topic of a close hit that shares a good part of its
+    words (:func:`shares_evidence`); else ``general``. One shared word is no evidence: nothing goes
+    to an unrelated existing topic on it."""
     unrouted = []
     for c in conclusions:
         hint = slugify(c.topic_hint or "")
@@ -46,9 +47,9 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
             c.topic = guess.topic
             continue
         unrouted.append(c)
-    proposed = proposed_name(new_topic)
-    # the LLM, shown every topic, said these fit none and proposed one for them: it is the judge
-    group = unrouted if proposed else together(searcher, unrouted)
+    # a new topic, the LLM's proposal or not, only for enough conclusions that belong together (the
+    # Rostro rule): the LLM said they fit no topic, not that they fit each other ("hobbies")
+    group = together(searcher, unrouted)
     if len(group) >= searcher.config.min_conclusions_for_new_topic:
         name = new_topic_name(new_topic, group, existing)
         for c in group:

@@ -15,7 +15,6 @@ from ..base.fsutil import atomic_write, file_lock
 from ..formats.archive import ArchiveItem, archive_line
 from ..formats.fields import provenance, provenance_marker
 from ..formats.lifecycle import core_text
-from ..formats.names import topic_relpath
 from ..formats.topic import (
     Entry,
     Topic,
@@ -140,7 +139,7 @@ def _remove_outdated(store: Store, conclusions: list[Conclusion], texts: Texts, 
 def _diff(store: Store, texts: Texts, archive_items: list[ArchiveItem], now: datetime) -> str:
     """The unified diff of the topics' texts and of the lines archive.md gets."""
     diff = "".join(
-        unified_diff(old if current is not None else None, new, topic_relpath(name))
+        unified_diff(old if current is not None else None, new, store.topic_rel(name))
         for name, (current, old, new) in sorted(texts.items())
     )
     if archive_items:

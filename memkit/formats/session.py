@@ -136,6 +136,8 @@ class SessionMessage:
     line: int = 0  #: the line of its heading in the session file (0: not from a file)
     #: secrets replaced by ``[redacted]`` before it was written (:mod:`memkit.formats.redact`)
     redacted: int = field(default=0, compare=False, repr=False)
+    #: saving it started its session (an id with no session yet, as ``context --session`` does)
+    created: bool = field(default=False, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content, "time": self.time}
@@ -147,6 +149,8 @@ class SessionMessage:
             data["line"] = self.line
         if self.redacted:
             data["redacted"] = self.redacted
+        if self.created:
+            data["created"] = True
         return data
 
 

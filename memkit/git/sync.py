@@ -4,12 +4,14 @@ A vault's ``.gitattributes`` (written by ``memkit init`` and ``memkit git-setup`
 
     topics/*.md merge=memkit      # this module's driver (registered per clone by git-setup)
     archive.md merge=union        # git's own: both sides' appended lines are kept
-    index.txt merge=union         # memkit repairs what a union leaves on its next read
+    index.txt merge=union         # a clone without git-setup: memkit repairs it on its next read
     sessions/*.md merge=union     # a clone without git-setup: both sides' blocks kept
 
 and ``git-setup`` names the session files (``sessions/``, its ``archive/`` and ``archive/raw/``)
-``merge=memkit`` in the clone's own ``.git/info/attributes``, which overrides that: the driver
-merges them block by block (:mod:`memkit.git.session_merge`).
+and ``index.txt`` ``merge=memkit`` in the clone's own ``.git/info/attributes``, which overrides
+that: the driver merges sessions block by block (:mod:`memkit.git.session_merge`) and index.txt
+as memkit reads it (:func:`merge_index`: one line per topic, the newest), so the merge commit
+holds it in step and ``memkit check`` finds nothing to fix.
 
 The driver runs git's 3-way merge (``git merge-file --diff3``) and then settles the conflicts
 that concurrent memkit use produces, which are not real disagreements:
@@ -37,14 +39,16 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 
 from ..base.fsutil import atomic_write
+from ..config import Config, load_config
 from ..errors import MemkitError
 from ..formats.names import TOPICS_DIR
+from ..formats.recent import parse_recent, render_recent
 from ..formats.session import SESSIONS_DIR
 from ..formats.topic import as_datetime, frontmatter_key, frontmatter_value
 from ..store import Store, ensure_git_files
 from .session_merge import merge_session
 
-__all__ = ["DRIVER", "merge_topic", "merge_files", "git_setup", "GitSetup"]
+__all__ = ["DRIVER", "merge_topic", "merge_files", "merge_index", "git_setup", "GitSetup"]
 
 DRIVER = "memkit"
 _TIMESTAMP_KEYS = ("updated", "created")
@@ -250,10 +254,36 @@ def merge_files(base: str, ours: str, theirs: str, path: str | None = None) -> i
     old, mine, other = (Path(p).read_bytes() for p in (base, ours, theirs))
     if path is not None and is_session_path(path):
         merged, left = merge_session_bytes(old, mine, other, path)
+    elif path is not None and PurePosixPath(path.replace("\\", "/")).name == INDEX_NAME:
+        merged, left = merge_index(old, mine, other, _index_limit(Path(path).parent)), 0
     else:
         merged, left = merge_topic(old, mine, other)
     atomic_write(Path(ours), merged)  # a driver killed mid-write leaves git's %A whole, never cut short
     return 1 if left else 0
+
+
+def merge_index(base: bytes, ours: bytes, theirs: bytes, limit: int = Config().index_max_entries) -> bytes:
+    """index.txt merged as memkit reads what a union merge leaves: one line per topic, the newer of
+    the two sides', newest first, at most ``limit`` lines (memkit.yaml's ``index_max_entries``). A
+    topic one side dropped (its file renamed or removed there) while the other kept its line as it
+    was stays out."""
+    old, mine, other = (parse_recent(data.decode("utf-8", errors="replace")) for data in (base, ours, theirs))
+    lines = {"ours": {r.line() for r in mine}, "theirs": {r.line() for r in other}}
+    topics = {"ours": {r.topic for r in mine}, "theirs": {r.topic for r in other}}
+    dropped = {r.topic for r in old
+               if (r.topic not in topics["ours"] and r.line() in lines["theirs"])
+               or (r.topic not in topics["theirs"] and r.line() in lines["ours"])}
+    kept = [r for r in mine + other if r.topic not in dropped]
+    return render_recent(kept, limit).encode("utf-8")
+
+
+def _index_limit(root: Path) -> int:
+    """The vault's ``index_max_entries`` (git runs the driver at the work tree's top, so ``root`` is
+    the vault's folder there); the default when its memkit.yaml cannot be read."""
+    try:
+        return load_config(root).index_max_entries
+    except MemkitError:
+        return Config().index_max_entries
 
 
 def is_session_path(path: str) -> bool:
@@ -325,23 +355,25 @@ def git_setup(store: Store, command: list[str] | None = None) -> GitSetup:
 #: the session files this driver merges, in the clone's own ``.git/info/attributes`` (it overrides
 #: the vault's ``.gitattributes``, whose ``merge=union`` serves a clone without ``git-setup``)
 SESSION_PATTERNS = (f"{SESSIONS_DIR}/*.md", f"{SESSIONS_DIR}/archive/*.md", f"{SESSIONS_DIR}/archive/raw/*.md")
+INDEX_NAME = "index.txt"  #: merged by :func:`merge_index` where the clone's attributes name it
 
 
 def _session_attributes(store: Store) -> None:
-    """Name the session files ``merge=memkit`` in the repository's ``info/attributes`` (idempotent)."""
+    """Name the session files and index.txt ``merge=memkit`` in the repository's ``info/attributes``
+    (idempotent: a clone set up before gets the lines it lacks)."""
     where = _git(["rev-parse", "--git-path", "info/attributes", "--show-prefix"], cwd=store.root)
     if where.returncode != 0:
         raise MemkitError(f"git rev-parse failed: {where.stderr.decode(errors='replace').strip()}")
     lines = os.fsdecode(where.stdout).splitlines()
     attributes = Path(lines[0]) if Path(lines[0]).is_absolute() else store.root / lines[0]
     prefix = lines[1].strip() if len(lines) > 1 else ""
-    wanted = [f"/{prefix}{pattern} merge={DRIVER}" for pattern in SESSION_PATTERNS]
+    wanted = [f"/{prefix}{pattern} merge={DRIVER}" for pattern in (*SESSION_PATTERNS, INDEX_NAME)]
     try:
         have = attributes.read_text(encoding="utf-8").splitlines() if attributes.is_file() else []
         missing = [line for line in wanted if line not in have]
         if missing:
             attributes.parent.mkdir(parents=True, exist_ok=True)
-            text = "\n".join(have) + ("\n" if have else "") + "# memkit: session files (memkit git-setup)\n"
+            text = "\n".join(have) + ("\n" if have else "") + "# memkit: session files, index.txt (memkit git-setup)\n"
             atomic_write(attributes, text + "\n".join(missing) + "\n")
     except OSError as exc:
         raise MemkitError(f"{attributes}: cannot write: {exc.strerror or exc}") from None

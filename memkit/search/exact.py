@@ -11,6 +11,10 @@ alike. People look things up by exactly such words, so an entry that holds one i
   (``Garcima``; not a month, a weekday or a holiday);
 - it is *rare* when at most ``RARE_MAX`` live entries hold it (a term held more widely is skipped
   before its postings are read);
+- a plain rare word counts too where the judge cannot have read it: the judge reads an entry's
+  first 128 tokens, so in an entry of thousands of characters a word past its first
+  ``JUDGE_SEES_CHARS`` is invisible to it, and BM25's length norm damps it too (issue 41: a long
+  entry was not found by its own unique word);
 - the entries holding the most of the query's rare identifying terms (at most ``RARE_MAX`` of
   them) are put first, in the order the search gave them (the searcher decides whether they are
   confident: :meth:`memkit.search.Searcher.find`).
@@ -25,9 +29,12 @@ import numpy as np
 
 from ..formats.words import terms as text_terms
 
-__all__ = ["RARE_MAX", "ExactWords", "exact_words", "identifying"]
+__all__ = ["RARE_MAX", "JUDGE_SEES_CHARS", "ExactWords", "exact_words", "identifying"]
 
 RARE_MAX = 3  #: a term held by more live entries than this is not rare: no entry is put first for it
+#: how far into an entry a word is surely read by the judge (its 128 tokens are ~500 characters
+#: of English): a rare word first written later than this is one it never saw
+JUDGE_SEES_CHARS = 400
 _CALENDAR = frozenset(
     "january february march april may june july august september october november december "
     "monday tuesday wednesday thursday friday saturday sunday christmas easter halloween ramadan "
@@ -69,6 +76,19 @@ def _named(word: str, texts: Sequence[str]) -> bool:
     return all(inside.search(t) is not None and lower.search(t) is None for t in texts)
 
 
+def _unseen(word: str, texts: Sequence[str]) -> bool:
+    """Whether some text holding ``word`` writes it first past :data:`JUDGE_SEES_CHARS` (or, in
+    another form than the query's, is longer than that): the judge never read it there."""
+    pattern = re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)", re.IGNORECASE)
+    for t in texts:
+        if len(t) <= JUDGE_SEES_CHARS:
+            continue
+        m = pattern.search(t)
+        if m is None or m.start() > JUDGE_SEES_CHARS:
+            return True
+    return False
+
+
 def _raw_words(query: str) -> dict[str, str]:
     """The query's plain words by their search term (``Kelly`` under ``kelli``)."""
     out: dict[str, str] = {}
@@ -108,7 +128,12 @@ def exact_words(query: str, qterms: Sequence[str], ids: Sequence[int], df: Calla
             rows = allowed(rows)
         if not 0 < rows.size <= RARE_MAX:
             continue
-        if ident or (raw is not None and _named(raw[term], [text(int(r)) for r in rows])):
+        if ident:
+            found[term] = rows
+            continue
+        assert raw is not None
+        held = [text(int(r)) for r in rows]
+        if _named(raw[term], held) or _unseen(raw[term], held):
             found[term] = rows
     if not found:
         return NONE

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from ..base.lazy_re import lazy
 from ..base.limits import MAX_QUERY_CHARS
-from ..errors import EntryNotFound, TopicNameError, TopicNotFound
+from ..errors import AmbiguousEntry, EntryNotFound, TopicNameError, TopicNotFound
 from ..formats.names import check_topic_name
 from ..formats.topic import Entry, Topic
 from .searcher import Hit, Searcher
@@ -39,15 +39,17 @@ class Related:
 def find_item(searcher: Searcher, ref: str) -> Entry | Topic:
     """The entry whose id starts with ``ref`` (4 hex digits or more), else the topic named ``ref``.
 
-    :raises TopicNotFound: neither (the message says both were looked for)."""
+    :raises TopicNotFound: neither (the message says both were looked for); :raises AmbiguousEntry:
+    several entries' ids start with ``ref``."""
     ref = ref.strip()
     store = searcher.store
     if _ID_RE.fullmatch(ref.lower()):
         try:
             return store.find(ref)
-        except EntryNotFound as exc:
-            if "entries with" in str(exc):  # several share the prefix: say which
-                raise
+        except AmbiguousEntry:  # several share the prefix: say which
+            raise
+        except EntryNotFound:
+            pass
     try:
         check_topic_name(ref)
         return store.topic(ref)
@@ -66,7 +68,7 @@ def related_to(searcher: Searcher, ref: str, *, k: int | None = None, private: b
 
     :param k: how many at most (default ``max_memories_per_search``).
     :param private: False leaves out the topics with ``private: true`` (the servers' answers).
-    :raises TopicNotFound: no such entry or topic; :raises EntryNotFound: an id several entries share.
+    :raises TopicNotFound: no such entry or topic; :raises AmbiguousEntry: an id several entries share.
     """
     item = find_item(searcher, ref)
     want = searcher.config.max_memories_per_search if k is None else k

@@ -21,6 +21,7 @@ they do not bear).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
@@ -51,7 +52,8 @@ SAFETY_DOMAINS: dict[str, tuple[str, str]] = {
              "takeout delivery cook cooking bake baking recipe cafe café bistro tapas sushi thai chinese indian "
              "italian mexican japanese curry pizza burger pasta paella risotto carbonara noodles stew soup "
              "sandwich salad dessert cake cheesecake buttercream chocolate milkshake smoothie latte icecream "
-             "picnic barbecue bbq buffet seafood fish grocery groceries"),
+             "picnic barbecue bbq buffet seafood fish grocery groceries pesto satay praline marzipan baklava nougat "
+             "granola muesli scampi chowder bouillabaisse"),
     "pain": ("ibuprofen paracetamol acetaminophen aspirin codeine naproxen nsaid painkiller painkillers",
              "pain painful painkiller ache aching achy hurt hurts sore headache toothache backache fever "
              "temperature pulled muscle twisted sprain sprained strain swollen swelling injury injured bruise "
@@ -69,6 +71,10 @@ SAFETY_DOMAINS: dict[str, tuple[str, str]] = {
     "carry": ("epipen inhaler insulin levothyroxine warfarin medication medicine metformin salbutamol",
               "pack packing washbag suitcase luggage trip travel travelling holiday abroad flight fly flying "
               "camping kit first-aid"),
+    "health": ("",  # the message asks about health itself: every safety note bears on it
+               "allergy allergies allergic react reaction reactions intolerance intolerant sensitive health "
+               "healthy medical condition conditions symptom symptoms doctor gp nurse hospital medication "
+               "medications medicine medicines prescription diagnosis"),
     "blood": ("warfarin anticoagulant insulin diabetes diabetic pregnant pregnancy epilepsy epileptic pacemaker",
               "blood donate donation donor surgery operation tattoo piercing fasting alcohol"),
 }
@@ -82,11 +88,22 @@ def is_safety_note(text: str) -> bool:
     return not SAFETY_TERMS.isdisjoint(terms(text))
 
 
+@lru_cache(maxsize=64)
+def _asked(message: str) -> tuple[frozenset[str], ...]:
+    """The note words of the domains ``message`` touches (a message is asked about many notes)."""
+    said = set(terms(message))
+    return tuple(note or SAFETY_TERMS for note, asked in _DOMAIN_TERMS if not asked.isdisjoint(said))
+
+
 def bears_on(text: str, message: str) -> bool:
     """Whether the safety note ``text`` bears on ``message`` by :data:`SAFETY_DOMAINS`: its own words
-    and the message's meet in one domain ("Shellfish allergy" and "a Thai dish to order")."""
-    own, said = set(terms(text)), set(terms(message))
-    return any(not note.isdisjoint(own) and not asked.isdisjoint(said) for note, asked in _DOMAIN_TERMS)
+    and the message's meet in one domain ("Shellfish allergy" and "a Thai dish to order"; a message
+    about health itself, "is there anything I react badly to?", and every safety note)."""
+    domains = _asked(message)
+    if not domains:  # most messages touch none: no note's words are read
+        return False
+    own = set(terms(text))
+    return any(not note.isdisjoint(own) for note in domains)
 
 
 def safety_rows(term_ids: Callable[[Sequence[str]], list[int]], holders: Callable[[int], np.ndarray]) -> np.ndarray:

@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import date, timedelta
+from itertools import islice
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -673,25 +674,16 @@ class Searcher:
         """The safety notes (:mod:`memkit.search.safety`: allergies, medications, conditions) that
         bear on ``message``: their words and the message's meet in a domain
         (:func:`memkit.search.safety.bears_on`), or the judge's cosine with it reaches ``floor``; at
-        most ``k``, closest first. Empty without the judge. The notes are found through the word
-        index (:func:`memkit.search.safety.safety_rows`), a few lookups whatever the vault's size."""
-        judge = self.judge()
-        if judge is None:
-            return []
+        most ``k``, closest first (by the judge; without it, the words alone and the static model).
+        The notes are found through the word index (:func:`memkit.search.safety.safety_rows`), a few
+        lookups whatever the vault's size."""
         view, ranker = self.ranker(others=False)
-        if len(view) == 0:
-            return []
-        rows = safety_rows(view.term_ids_of, ranker.lex.holders)
-        if rows.size:
-            gone = self.expired_rows(view)
-            if gone.size:
-                rows = rows[~np.isin(rows, gone)]
-            private = self.store.private_topics()
-            if private:  # never in a block: left out before the cut, so they take no public note's place
-                rows = rows[~np.isin(view.file_ids[rows], [i for i, t in enumerate(view.topics) if t in private])]
-        rows = rows[-SAFETY_MAX_ROWS:]  # the newest, where a vault holds very many
+        rows = self._safety_rows(view, ranker) if len(view) else np.zeros(0, dtype=np.int64)
         if not rows.size:
             return []
+        judge = self.judge()
+        if judge is None:  # a board too slow for the judge: the notes whose words bear on the message
+            return self._safety_by_words(view, rows, message, k)
         texts = [view.texts[i] for i in rows.tolist()]
         try:
             # their stored vectors, and at most SAFETY_EMBED embedded now: a message never waits seconds
@@ -700,14 +692,41 @@ class Searcher:
             rows = rows[keep]
             cosines = judge.vectors([texts[i] for i in keep], self._judge_keys(view, rows)) @ judge.query(message)
         except ModelError:
-            return []
+            return self._safety_by_words(view, rows, message, k)
         kept_texts = [texts[i] for i in keep]
-        order = [i for i in np.argsort(-cosines, kind="stable").tolist()
-                 if cosines[i] >= floor or bears_on(kept_texts[i], message)][:k]
+        order = list(islice((i for i in np.argsort(-cosines, kind="stable").tolist()
+                             if cosines[i] >= floor or bears_on(kept_texts[i], message)), k))
         static = np.asarray(view.vectors[rows[order]], dtype=np.float32) @ self.index.embedder.embed([message])[0] \
             if order else np.zeros(0, np.float32)
         hits = hits_at(view, [(int(rows[i]), float(cosines[i]), float(c), 0.0) for i, c in zip(order, static)])
         return [replace(h, judge=float(cosines[i]), confident=False) for h, i in zip(hits, order)]
+
+    def _safety_rows(self, view: IndexView, ranker: Ranker) -> np.ndarray:
+        """The live, unexpired rows of safety notes outside private topics, the newest
+        ``SAFETY_MAX_ROWS`` (:meth:`safety_hits`)."""
+        rows = safety_rows(view.term_ids_of, ranker.lex.holders)
+        if rows.size:
+            gone = self.expired_rows(view)
+            if gone.size:
+                rows = rows[~np.isin(rows, gone)]
+            private = self.store.private_topics()
+            if private:  # never in a block: left out before the cut, so they take no public note's place
+                rows = rows[~np.isin(view.file_ids[rows], [i for i, t in enumerate(view.topics) if t in private])]
+        return rows[-SAFETY_MAX_ROWS:]  # the newest, where a vault holds very many
+
+    def _safety_by_words(self, view: IndexView, rows: np.ndarray, message: str, k: int) -> list[Hit]:
+        """:meth:`safety_hits` without the judge: the notes of ``rows`` whose words bear on ``message``,
+        closest by the static model first (newest first where it cannot embed)."""
+        rows = np.array([r for r in rows.tolist() if bears_on(view.texts[r], message)], dtype=np.int64)[::-1]
+        if not rows.size:
+            return []
+        try:
+            static = np.asarray(view.vectors[rows], dtype=np.float32) @ self.index.embedder.embed([message])[0]
+        except (ModelError, ValueError, IndexError):
+            static = np.zeros(rows.shape[0], dtype=np.float32)
+        order = np.argsort(-static, kind="stable")[:k].tolist()
+        hits = hits_at(view, [(int(rows[i]), float(static[i]), float(static[i]), 0.0) for i in order])
+        return [replace(h, confident=False) for h in hits]
 
     def _judge_keys(self, view: IndexView, rows: np.ndarray) -> list[int]:
         """The judge's key (:func:`memkit.embeddings.judge.text_keys`) of each of ``rows``, computed once a row

@@ -11,11 +11,12 @@ LLM factory, the embedder, the searcher the digest writes through).
 from __future__ import annotations
 
 import builtins
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ..errors import MemkitError, TranscriptError
+from ..errors import MemkitError, SessionAmbiguous, SessionConflict, SessionNotFound, TranscriptError
 from ..formats.names import session_file_name
 from ..formats.session import PruneReport, Session, SessionInfo, SessionMessage, check_session_id
 from ..runtime import Runtime
@@ -125,14 +126,38 @@ class Conversations:
 
         With ``digest_every_messages: N`` in memkit.yaml and an LLM configured, the N-th new message
         digests the messages not digested yet (a failure is logged; the message is saved); not with
-        ``digest=False`` (the caller digests later: :meth:`digest_new` with ``force=False``)."""
-        message = self.folder.append(session_id, role, content, important=important, name=name, now=now,
-                                     exact=exact)
+        ``digest=False`` (the caller digests later: :meth:`digest_new` with ``force=False``).
+
+        An id with no session starts one (as the context's session does: one rule); the message
+        says so (``created``). :raises InvalidValue: such an id is not a valid one (the rule is
+        named), or the message is not (checked before anything is written); :raises SessionAmbiguous:
+        a prefix several sessions share; :raises SessionConflict: the session is archived."""
+        folder = self.folder
+        try:
+            path, archived = folder.find(session_id, exact=exact)
+            created = False
+        except SessionAmbiguous:
+            raise
+        except SessionNotFound:
+            folder.message(role, content, important=important, name=name, now=now)  # refuse before creating
+            path, archived, created = self._start(check_session_id(session_id), now), False, True
+        message = folder.append_path(path, role, content, important=important, name=name, now=now, archived=archived)
+        if created:
+            message = replace(message, created=True)
         config = self.store.config
         every = config.digest_every_messages
         if digest and every > 0 and config.llm is not None:
             digest_quietly(self.folder, self.store.state_dir, session_id, every, self._digest_with("auto"))
         return message
+
+    def _start(self, session_id: str, now: datetime | None) -> Path:
+        """The file of a session started for a message to ``session_id`` (another writer may just
+        have started it: then that one's)."""
+        try:
+            self.new(session_id=session_id, now=now)
+        except SessionConflict:
+            pass
+        return self.folder.find(session_id, exact=True)[0]
 
     def digest_new(self, session_id: str, *, llm: LLMChoice = "auto", force: bool = True) -> Digested | None:
         """Digest the messages of a session the LLM has not seen yet (see

@@ -43,7 +43,7 @@ from ..base.fsutil import (
 )
 from ..base.limits import MAX_SESSION_MESSAGE_CHARS
 from ..config import Config
-from ..errors import InvalidValue, MemkitError, SessionConflict, SessionNotFound
+from ..errors import InvalidValue, MemkitError, SessionAmbiguous, SessionConflict, SessionNotFound
 from ..formats.plain import check_plain, check_plain_data
 from ..formats.session import (
     ARCHIVE_DIR,
@@ -162,7 +162,8 @@ class Sessions:
 
     def find(self, session: str, *, exact: bool = False) -> tuple[Path, bool]:
         """The file of session ``session`` (its id, a unique prefix of it unless ``exact``, or its
-        file name) and whether it is archived. :raises SessionNotFound: none or several match."""
+        file name) and whether it is archived. :raises SessionNotFound: none; :raises SessionAmbiguous:
+        several match."""
         given = session.strip().rsplit("/", 1)[-1]
         raw = given[:-3] if given.endswith(".md") else given
         if not raw or ".." in raw or "\\" in raw or "\0" in raw:
@@ -187,7 +188,7 @@ class Sessions:
         if not found:
             raise SessionNotFound(f"no session {session!r} in {SESSIONS_DIR}/ (`memkit session list` shows them)")
         listed = ", ".join(NAME_RE.match(p.name).group(2) for p, _ in found[:5])  # type: ignore[union-attr]
-        raise SessionNotFound(f"session {session!r} is ambiguous: {listed}{'…' if len(found) > 5 else ''}")
+        raise SessionAmbiguous(f"session {session!r} is ambiguous: {listed}{'…' if len(found) > 5 else ''}")
 
     # -- reading
     def _read_bytes(self, path: Path) -> tuple[bytes, os.stat_result]:

@@ -154,7 +154,8 @@ def join(parent: str, suffix: str) -> str:
     """A part's name: ``<parent>-<suffix>``, in the parent's folder (``work/harbor`` ->
     ``work/harbor-pier``)."""
     if "/" in parent:
-        folder, _, leaf = check_topic_name(parent).rpartition("/")
+        check_topic_name(parent)
+        folder, _, leaf = parent.rpartition("/")  # the folder as it is on disk (an adopted ``Work/``)
         return f"{folder}/{join(leaf, suffix)}"
     name = slugify(f"{parent}-{suffix}")
     return name if name and name != parent else slugify(f"{parent[:MAX_NAME - len(suffix) - 1]}-{suffix}")

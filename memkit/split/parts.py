@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import MemkitError
 from ..formats.markdown import is_list_line, scan_blocks, split_lines
@@ -45,6 +45,8 @@ class SplitPlan:
     bom: bool = field(default=False, repr=False)
     named_by: str = "words"  #: ``"llm"`` or ``"words"``
     applied: bool = False
+    #: a topic's file as messages and diffs name it (``Store.topic_rel``: no ``topics/`` with ``topics_folder: .``)
+    file_of: Callable[[str], str] = field(default=topic_relpath, repr=False, compare=False)
 
     @property
     def names(self) -> list[str]:
@@ -72,8 +74,8 @@ class SplitPlan:
         :param store: the vault the plan was made for.
         """
         now = datetime.now().replace(microsecond=0)
-        out = [unified_diff(None, text, topic_relpath(name)) for name, text in render(self, now).items()]
-        out.append(unified_diff(self.raw, None, topic_relpath(self.parent)))
+        out = [unified_diff(None, text, store.topic_rel(name)) for name, text in render(self, now).items()]
+        out.append(unified_diff(self.raw, None, store.topic_rel(self.parent)))
         try:
             old_index: str | None = store.recent_path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
@@ -200,7 +202,7 @@ def _header(plan: SplitPlan, parent: Topic, part: SplitPart, nl: str, now: datet
 
 def render(plan: SplitPlan, now: datetime) -> dict[str, str]:
     """name -> file text for every part; checks that the parts hold exactly the parent's entries."""
-    parent = parse_topic_text(plan.raw, plan.parent, topic_relpath(plan.parent), bom=plan.bom)
+    parent = parse_topic_text(plan.raw, plan.parent, plan.file_of(plan.parent), bom=plan.bom)
     nl = newline_of(plan.raw)
     by_line = {e.line: i for i, e in enumerate(parent.entries)}
     owner: dict[int, int] = {}
@@ -255,11 +257,11 @@ def _check(plan: SplitPlan, parent: Topic, texts: dict[str, str]) -> None:
     if parent_lines and not parent_lines[-1].endswith("\n"):
         parent_lines[-1] += newline_of(parent.raw)  # the one line a part may end differently
     unknown = {k: v for k, v in parent.meta.items() if k not in _KNOWN_META}
-    where = topic_relpath(plan.parent)
+    where = plan.file_of(plan.parent)
     for part in plan.parts:
         text = texts[part.name]
         try:
-            got = parse_topic_text(text, part.name, topic_relpath(part.name))
+            got = parse_topic_text(text, part.name, plan.file_of(part.name))
         except MemkitError as exc:
             raise _FrontmatterMismatch(
                 f"{where}: its frontmatter cannot be copied into {part.name} ({exc}); nothing was written"

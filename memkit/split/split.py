@@ -171,7 +171,7 @@ def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_pa
         gwords = words[-1]
         summary = f"other entries from {parent.name}" + (f": {', '.join(gwords[:3])}" if gwords else "")
         parts.append(SplitPart(name, f"{parent.title}: general", summary, [entries[i] for i in general]))
-    plan = SplitPlan(parent.name, parts, parent.raw, parent.bom, named_by)
+    plan = SplitPlan(parent.name, parts, parent.raw, parent.bom, named_by, file_of=store.topic_rel)
     render(plan, datetime.now().replace(microsecond=0))  # refuse now, not at apply time, if it cannot work
     return plan
 
@@ -188,7 +188,9 @@ def apply_split(store: Store, plan: SplitPlan) -> list[str]:
     if plan.applied:
         raise MemkitError(f"this split of {plan.parent} was already applied")
     for part in plan.parts:
-        if check_topic_name(part.name) != part.name or part.name == plan.parent:
+        folder, _, leaf = part.name.rpartition("/")  # in the parent's folder, named as it is on disk
+        same_folder = folder == plan.parent.rpartition("/")[0] and check_topic_name(leaf) == leaf
+        if (check_topic_name(part.name) != part.name and not same_folder) or part.name == plan.parent:
             raise TopicNameError(f"invalid part name {part.name!r}: use lowercase words joined by '-'")
     if len(set(plan.names)) != len(plan.parts):
         raise MemkitError(f"the parts of {plan.parent} have duplicate names: {', '.join(plan.names)}")

@@ -311,7 +311,7 @@ class VaultFiles:
         self._next_sweep = time.monotonic() + TEMP_SWEEP_INTERVAL_S
         sessions = self.root / SESSIONS_DIR  # and a session's, once aging or an import was killed
         folders = [sessions, sessions / ARCHIVE_DIR, sessions / ARCHIVE_DIR / RAW_DIR]
-        sweep_temp_files([(self.root, ROOT_FILES)] + ([(self.topics_dir, None)] if self.topics_dir_inside() else [])
+        sweep_temp_files([(self.root, ROOT_FILES)] + [(f, None) for f in self.topic_folders()]
                          + [(f, None) for f in folders if f.is_dir() and self.is_inside(f)])
 
     def warn_once(self, message: str) -> None:
@@ -372,11 +372,7 @@ class VaultFiles:
                 name = item.name
                 rel = prefix + name
                 if not name.endswith(".md"):
-                    try:
-                        is_dir = item.is_dir(follow_symlinks=False)
-                    except OSError:
-                        is_dir = False
-                    if is_dir and not self.globs.skips_folder(rel) and (prefix or not self._own(name)):
+                    if self._goes_into(item, prefix):
                         folders.append((item.path, rel + "/"))
                     continue
                 if not is_topic_filename(name) or not self.is_topic_rel(rel):
@@ -406,6 +402,33 @@ class VaultFiles:
             by_inode[key] = tf
             out.append(tf)
         return sorted(out, key=lambda tf: tf.name), skipped
+
+    def _goes_into(self, item: os.DirEntry[str], prefix: str) -> bool:
+        """Whether the topics' scan goes into folder ``item`` (under ``prefix``): a real folder, not
+        hidden or excluded, not memkit's own."""
+        try:
+            is_dir = item.is_dir(follow_symlinks=False)
+        except OSError:
+            return False
+        return is_dir and not self.globs.skips_folder(prefix + item.name) and (bool(prefix) or not self._own(item.name))
+
+    def topic_folders(self) -> list[Path]:
+        """The topics folder and every folder under it the topics' scan goes into (where a topic's
+        temp files may be left: :meth:`_recover`)."""
+        if not self.topics_dir_inside():
+            return []
+        out: list[Path] = []
+        folders = [(os.fspath(self.topics_dir), "")]
+        while folders:
+            where, prefix = folders.pop()
+            out.append(Path(where))
+            try:
+                items = list(os.scandir(where))
+            except OSError:
+                continue
+            folders += [(item.path, prefix + item.name + "/") for item in items
+                        if not item.name.endswith(".md") and self._goes_into(item, prefix)]
+        return out
 
     def _own(self, name: str) -> bool:
         """Whether ``name`` at the top of the topics folder is memkit's own (the vault's folder only)."""

@@ -34,6 +34,7 @@ from ..base.lazy_re import lazy
 from ..base.limits import MAX_ENTRY_CHARS
 from ..config import Config
 from ..errors import (
+    AmbiguousEntry,
     EntryNotFound,
     InvalidValue,
     MemkitError,
@@ -43,7 +44,7 @@ from ..errors import (
 )
 from ..formats.archive import ARCHIVE, ARCHIVE_HEADER, ArchivedEntry, ArchiveItem, archive_line, parse_archive
 from ..formats.lifecycle import core_text
-from ..formats.links import Renamed
+from ..formats.links import Renamed, link_key
 from ..formats.markdown import decode_topic, encode_topic, is_cr_only, split_lines
 from ..formats.names import check_topic_name
 from ..formats.topic import (
@@ -230,18 +231,38 @@ class Store(VaultFiles):
     def show_topic(self, name: str) -> dict[str, Any]:
         """A topic as the front ends show it (name, title, summary, file, entries, ``split_into``);
         one split away: ``name`` and ``split_into`` only. :raises TopicNotFound: neither."""
+        named: dict[str, Any] = {}
         try:
             t = self.topic(name)
         except TopicNotFound:
-            if not (children := self.subtopics(name)):
-                raise
-            return {"name": name, "split_into": children}
-        shown = dict(t.to_dict(), file=self.rel(t.path), split_into=self.subtopics(t.name))
+            if children := self.subtopics(name):
+                return {"name": name, "split_into": children}
+            resolved, also = self.resolve_topic(name)
+            t = self.topic(resolved)
+            named = {"named_as": name, "also_named_so": also} if also else {"named_as": name}
+        shown = dict(t.to_dict(), file=self.rel(t.path), split_into=self.subtopics(t.name), **named)
         backlinks = link_graph(self).backlinks(t.name)
         if backlinks:  # the entries whose [[links]] name it
             shown["linked_from"] = [dict(e.to_dict(), link=link.target + (f"#{link.heading}" if link.heading else ""))
                                     for e, link in backlinks]
         return shown
+
+    def resolve_topic(self, name: str) -> tuple[str, list[str]]:
+        """The topic ``name`` names as a ``[[link]]`` does (:class:`memkit.formats.links.LinkResolver`):
+        its path, else its file's name alone (``Budget`` is ``work/budget``; several in different
+        folders: the shortest path), else an alias; and the other topics whose files have that
+        name (the choice was not the only one).
+
+        :raises TopicNotFound: no topic is named so."""
+        resolver = link_graph(self).resolver
+        found = resolver.resolve(name)
+        if len(found) != 1:  # none, or a split topic's parts (``subtopics`` shows those)
+            self.topic(name)  # raises the usual message
+            raise TopicNotFound(f"no topic {name!r} (see `memkit topics`)")  # pragma: no cover - a race
+        key = link_key(name)
+        leaf = key.rpartition("/")[2]
+        also = [n for n in resolver.by_leaf.get(leaf, []) if n != found[0]] if "/" not in key else []
+        return found[0], also
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its entry count, last update (as index.txt has it, which follows every
@@ -278,12 +299,12 @@ class Store(VaultFiles):
 
     def _one(self, found: list[Entry], what: str) -> list[Entry]:
         """``found`` when it is one entry, possibly written several times (identical text, one
-        topic); :raises EntryNotFound: none, or several different entries (listed)."""
+        topic); :raises EntryNotFound: none; :raises AmbiguousEntry: several different entries (listed)."""
         if not found:
             raise EntryNotFound(f"no entry with {what} (see `memkit show TOPIC` for ids)")
         if len({(e.hash, e.topic) for e in found}) > 1:
             listing = "; ".join(f"{e.id} {e.topic}: {_short(e.text)}" for e in found[:8])
-            raise EntryNotFound(f"{len(found)} entries with {what}, be more specific (or give --topic): {listing}")
+            raise AmbiguousEntry(f"{len(found)} entries with {what}, be more specific (or give --topic): {listing}")
         return found
 
     # ---- writing topics ------------------------------------------------------------------------

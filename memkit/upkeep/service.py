@@ -1,6 +1,6 @@
 """``vault.upkeep``: memory that ages well, one object (:class:`Upkeep`) as ``vault.conversations``
 is for the sessions: expiry (``tidy``), follow-ups (``pending``, ``done``), versions (``history``,
-``git_history``), compaction and the profile (``compact``, ``distill``), the counts (``stats``), the
+``git_history``), the vault's problems (``check``), compaction and the profile (``compact``, ``distill``), the counts (``stats``), the
 inbox's digest (``waiting_transcripts``, ``process_inbox``) and the scheduled jobs (``run``, ``due``).
 
 Each verb is one call of :mod:`memkit.upkeep.upkeep`, :mod:`memkit.upkeep.schedule` or
@@ -16,6 +16,7 @@ from ..digest import InboxResult, digest_text, process_inbox
 from ..formats.topic import Entry
 from ..llm import LLMChoice
 from ..runtime import Runtime
+from .check import CheckReport, check_vault
 from .schedule import UpkeepReport, apply_proposal, run_upkeep, upkeep_due
 from .upkeep import (
     ChangeReport,
@@ -70,6 +71,14 @@ class Upkeep:
         """``git log`` lines of the commits that added or removed a version's text (when the vault
         is a git repository)."""
         return git_log(self._rt.store, step.text, step.topic)
+
+    def check(self, *, fix: bool = False) -> CheckReport:
+        """Every problem in the vault with file and line (see :mod:`memkit.upkeep.check`); ``fix``
+        repairs the safe ones first (duplicates to archive.md, duplicate keys, index.txt, the index)."""
+        report = check_vault(self._rt.store, self._rt.searcher, fix=fix)
+        if fix:
+            self._rt.changed()
+        return report
 
     def stats(self) -> dict[str, Any]:
         """Counts: entries per topic and kind, follow-ups, expired entries, archive, index, inbox."""

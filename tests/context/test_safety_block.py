@@ -73,6 +73,10 @@ def test_a_safety_note_bears_on_a_message_by_its_words():
     assert bears_on("Torn meniscus in the right knee", "signing up for a charity 5k fun run")
     assert not bears_on("Torn meniscus in the right knee", "booking train tickets to London")
     assert not bears_on("Take 50 mcg levothyroxine every morning", "the smart lights stopped responding")
+    # a message about health itself: every safety note bears on it
+    assert bears_on("Allergic to tree nuts (cashews, walnuts)", "is there anything I react badly to?")
+    assert bears_on("Take 50 mcg levothyroxine every morning", "any health issues I should tell the new doctor about?")
+    assert bears_on("Allergic to tree nuts (cashews, walnuts)", "I'm making pesto tonight")
 
 
 @needs_judge
@@ -91,3 +95,17 @@ def test_a_health_note_stays_out_of_a_block_it_does_not_bear_on(tmp_path):
     haircut = vault.context("book me a haircut near my workplace this Friday lunchtime").text
     assert "levothyroxine" not in haircut and "Shellfish" not in haircut, haircut
     assert "Shellfish allergy" in vault.context("we're getting pad thai takeaway, what should I pick?").text
+
+
+def test_without_the_judge_the_words_still_bring_the_allergy(tmp_path):
+    """A board too slow for the judge (``judge: false``) still gets the safety note that bears on
+    the message, by its words (memkit.search.safety.bears_on), and none where it does not."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    (root / "memkit.yaml").write_text("judge: false\n")
+    for name, lines in NOTES.items():
+        (root / "topics" / f"{name}.md").write_text(
+            f"---\ntitle: {name}\n---\n" + "".join(f"- {line}\n" for line in lines))
+    vault = Vault(root)
+    assert "Peanut allergy" in vault.context("Can you suggest a Thai dish I could order tonight?").text
+    assert "Peanut allergy" not in vault.context("remind me to renew the car insurance").text
+    assert vault.searcher.safety_hits("what should we get from the takeaway?")[0].text.startswith("Peanut allergy")

@@ -3,6 +3,7 @@ where a replacement goes, what it records of where a memory came from."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
 import pytest
@@ -453,3 +454,83 @@ def test_importing_what_holds_no_conversation_is_an_error_and_writes_nothing(tmp
     assert "notes.json" in result.output and "no conversation" in result.output
     after = sorted(p.name for p in (vault.root / "sessions").rglob("*")) if (vault.root / "sessions").exists() else []
     assert after == before
+
+
+# ---- 5: the Rostro rule: an existing topic unless three related conclusions open a new one -------
+
+def proposing(conclusions, new_topic, stale=None):
+    """An LLM that gives ``conclusions`` with no topic and proposes ``new_topic`` for them; with
+    ``stale``, the entries shown to it holding that word are outdated by the first conclusion."""
+    def answer(request):
+        prompt = last_user_message(request)
+        if "1. NEW: " not in prompt:
+            return json.dumps({"conclusions": conclusions, "new_topic": new_topic})
+        shown = re.findall(r"^\s+\[([0-9a-f]{8})\] (.*)$", prompt, re.M)
+        return json.dumps({"updates": [{"new": 1, "outdated": [i for i, t in shown if stale and stale in t]}]})
+    return answer
+
+
+def placed(report) -> dict[str, str]:
+    """Each written conclusion's text (its kind and date left out) -> its topic."""
+    return {re.sub(r"^- (\[\w+\] )?", "", line).split(" (")[0]: topic for topic, line in report.written}
+
+
+ROSTRO_TOPICS = {
+    "cooking": "- Prefers bomba rice for paella (2026-01-01)\n- Makes paella rice with saffron (2026-01-01)\n",
+    "health": "- Allergic to tree nuts (2026-01-01)\n- Takes cetirizine for hay fever in spring (2026-01-01)\n",
+    "home": "- Lives in Portland Oregon (2025-05-01)\n- Has a standing desk (2025-05-01)\n",
+}
+
+
+@pytest.mark.parametrize("model", ["fake", "memkit's own"])
+def test_unrelated_conclusions_are_not_filed_together_under_a_proposed_topic(tmp_path, model):
+    """The issue's case: with no topic from the LLM, four unrelated conclusions went together to its
+    proposed ``hobbies``; each goes to its best existing topic (or general) instead."""
+    vault = vault_with(tmp_path, ROSTRO_TOPICS)
+    if model != "fake":
+        vault = Vault(vault.root)
+    said = [{"kind": "preference", "text": "Prefers jasmine rice for a stir fry, not paella rice"},
+            {"kind": "fact", "text": "Takes cetirizine for the cat allergy too"},
+            {"kind": "event", "text": "Booked a dentist appointment for March 3"},
+            {"kind": "fact", "text": "The car insurance renews in June"}]
+    with FakeLLM(proposing(said, {"name": "hobbies", "title": "Hobbies"})) as fake:
+        report = digest_file(vault.searcher, write(tmp_path / "chat.txt", "user: a bit of everything\n"),
+                             loopback_llm(fake), now=NOW, split=False)
+    where = placed(report)
+    assert "hobbies" not in report.new_topics and not (vault.topics_dir / "hobbies.md").exists(), where
+    assert where["Prefers jasmine rice for a stir fry, not paella rice"] == "cooking"
+    assert where["Takes cetirizine for the cat allergy too"] == "health"
+    assert where["Booked a dentist appointment for March 3"] == "general"
+    assert where["The car insurance renews in June"] == "general"
+
+
+def test_three_related_conclusions_open_the_proposed_topic_and_the_rest_stay_out(tmp_path):
+    vault = vault_with(tmp_path, ROSTRO_TOPICS)
+    said = [{"kind": "fact", "text": "Goes bouldering at the climbing gym on Tuesdays"},
+            {"kind": "fact", "text": "Bought new climbing shoes for bouldering"},
+            {"kind": "preference", "text": "Prefers bouldering to rope climbing"},
+            {"kind": "fact", "text": "The car insurance renews in June"}]
+    with FakeLLM(proposing(said, {"name": "climbing", "title": "Climbing"})) as fake:
+        report = digest_file(vault.searcher, write(tmp_path / "chat.txt", "user: climbing talk\n"),
+                             loopback_llm(fake), now=NOW, split=False)
+    where = placed(report)
+    assert sorted(report.new_topics) == ["climbing", "general"]
+    assert [t for t in where.values()].count("climbing") == 3
+    assert where["The car insurance renews in June"] == "general"
+
+
+def test_a_replacement_stays_where_the_replaced_entry_was_beside_a_proposed_topic(tmp_path):
+    """Item 2 holds with item 5: the superseding conclusion goes to the replaced entry's topic, not to
+    the topic the LLM proposed for the conversation."""
+    vault = vault_with(tmp_path, ROSTRO_TOPICS)
+    said = [{"kind": "event", "text": "Moved from Portland Oregon to Seattle"},
+            {"kind": "fact", "text": "Goes bouldering at the climbing gym on Tuesdays"},
+            {"kind": "fact", "text": "Bought new climbing shoes for bouldering"},
+            {"kind": "preference", "text": "Prefers bouldering to rope climbing"}]
+    with FakeLLM(proposing(said, {"name": "climbing"}, stale="Portland")) as fake:
+        report = digest_file(vault.searcher, write(tmp_path / "chat.txt", "user: we moved; climbing\n"),
+                             loopback_llm(fake), now=NOW, split=False)
+    where = placed(report)
+    assert [t for t, _, _ in report.superseded] == ["home"]
+    assert where["Moved from Portland Oregon to Seattle"] == "home"
+    assert [t for t in where.values()].count("climbing") == 3

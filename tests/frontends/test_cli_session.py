@@ -48,7 +48,7 @@ def test_load_with_summary_and_no_llm_says_so(runner, vault):
 
 def test_errors_are_one_line(runner, vault):
     for args, message in [
-        (("session", "add", "nope", "user", "hi"), "memkit: error: no session 'nope' in sessions/"),
+        (("session", "add", "a b", "user", "hi"), "memkit: error: invalid session id 'a b': use letters, digits"),
         (("session", "new", "--id", "../x"), "memkit: error: invalid session id '../x'"),
         (("session", "show", "nope"), "memkit: error: no session 'nope'"),
         (("session", "new", "--meta", "oops"), "memkit: error: --meta takes KEY=VALUE, got 'oops'"),

@@ -18,37 +18,17 @@ from memkit.base.limits import MAX_SEARCH_RESULTS, SEARCH_MODES  # noqa: E402
 from memkit.errors import MemkitError  # noqa: E402
 from memkit.frontends.cli.group import main  # noqa: E402
 from memkit.frontends.http.api import HTTPServer  # noqa: E402
-from memkit.frontends.http.spec import OPERATIONS, SEARCH_PARAMS, SESSION_SEARCH_PARAMS  # noqa: E402
+from memkit.frontends.http.spec import OPERATIONS  # noqa: E402
 from memkit.frontends.mcp.server import TOOLS, Memory, TypedTools  # noqa: E402
+from memkit.frontends.operations import OPERATIONS as TABLE  # noqa: E402
+from memkit.frontends.operations import schema  # noqa: E402
 
-#: each operation: the CLI command (with its group), the MCP tool, the HTTP route
-FRONT_ENDS = {
-    "search": (("search",), "search_memories", ("GET", "/search")),
-    "add": (("add",), "add_memory", ("POST", "/add")),
-    "edit": (("edit",), "edit_memory", ("POST", "/edit")),
-    "forget": (("forget",), "forget_memory", ("POST", "/forget")),
-    "context": (("context",), "get_context", ("POST", "/context")),
-    "topics": (("topics",), "list_topics", ("GET", "/topics")),
-    "show a topic": (("show",), "read_topic", ("GET", "/topics/{topic}")),
-    "recent topics": (("recent",), "recent_topics", ("GET", "/recent")),
-    "pending": (("pending",), "pending_follow_ups", ("GET", "/pending")),
-    "done": (("done",), "mark_done", ("POST", "/pending/done")),
-    "why": (("why",), "why_memory", ("GET", "/why/{id}")),
-    "related": (("related",), "related_memories", ("GET", "/related")),
-    "proactive": (("proactive",), "proactive", ("GET", "/proactive")),
-    "upkeep": (("upkeep",), "run_upkeep", ("POST", "/upkeep")),
-    "list sessions": (("session", "list"), "list_sessions", ("GET", "/sessions")),
-    "start a session": (("session", "new"), "start_session", ("POST", "/sessions")),
-    "save a message": (("session", "add"), "save_message", ("POST", "/sessions/{session}/messages")),
-    "load a session": (("session", "load"), "load_session", ("GET", "/sessions/{session}")),
-    "search sessions": (("session", "search"), "search_sessions", ("GET", "/sessions/search")),
-    "set": (("set",), "set_fact", ("POST", "/facts")),
-    "get": (("get",), "get_fact", ("GET", "/facts")),
-    "people": (("people",), "list_people", ("GET", "/people")),
-    "add person": (("people", "add"), "add_person", ("POST", "/people")),
-}
-#: what one front end has for reasons of its own: the server's jobs and state, a summary cached by
-#: a POST (a GET writes nothing); a transcript digested with the LLM (the CLI's digest reads a file)
+SEARCH_PARAMS = schema("search", "http")
+SESSION_SEARCH_PARAMS = schema("search_sessions", "http")
+
+#: what one front end has for reasons of its own, as the table says (``absent``): the server's jobs
+#: and state, a summary cached by a POST (a GET writes nothing); a transcript digested with the LLM
+#: (the CLI's digest reads a file)
 ONLY = {"http": {("GET", "/stats"), ("GET", "/busy"), ("GET", "/index"), ("POST", "/index"),
                  ("POST", "/sessions/{session}/window")},
         "mcp": {"digest_transcript"}}
@@ -77,13 +57,22 @@ def tools(tmp_path_factory):
 
 
 def test_every_front_end_has_every_operation(tools):
+    """Iterates the table: each operation is a CLI command, an MCP tool and an HTTP route, or the
+    table says why not; what is in one front end only is the list above."""
     routes = {(op.method, op.path) for op in OPERATIONS}
-    for operation, (command, tool, route) in FRONT_ENDS.items():
-        cli_command(command)
-        assert tool in TOOLS and tool in tools.tools, f"{operation}: no MCP tool {tool}"
-        assert route in routes, f"{operation}: no HTTP route {route}"
-    assert routes - {r for *_, r in FRONT_ENDS.values()} == ONLY["http"]
-    assert set(TOOLS) - {t for _, t, _ in FRONT_ENDS.values()} == ONLY["mcp"]
+    everywhere: set[tuple[str, str]] = set()
+    for op in TABLE:
+        if op.cli is not None:
+            cli_command(op.cli)
+        if op.mcp is not None:
+            assert op.mcp.name in TOOLS, f"{op.name}: no MCP tool {op.mcp.name}"
+            assert op.mcp.name in tools.tools or op.mcp.name in ONLY["mcp"], f"{op.name}: {op.mcp.name} not served"
+        for route in op.http:
+            assert (route.method, route.path) in routes, f"{op.name}: no HTTP route {route.method} {route.path}"
+        if op.cli is not None and op.mcp is not None and op.http:
+            everywhere.add((op.http[0].method, op.http[0].path))
+    assert routes - everywhere == ONLY["http"]
+    assert set(TOOLS) - {op.mcp.name for op in TABLE if op.mcp is not None and op.cli and op.http} == ONLY["mcp"]
 
 
 def test_search_takes_the_same_parameters_with_the_same_limits(tools):

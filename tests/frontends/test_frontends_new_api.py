@@ -52,14 +52,24 @@ def test_the_mcp_session_tools_warn_nothing(tmp_path, strict):
 def test_the_http_routes_warn_nothing(tmp_path, strict):
     pytest.importorskip("starlette")
     from memkit.frontends.http.routes import Api
+    from memkit.frontends.http.spec import OPERATIONS, check
 
     api = Api(vault_with(tmp_path, TOPICS, FakeEmbedder()))
-    api.start_session("trip", "Lisbon", None, None, None, None)
-    api.save_message("trip", "user", "Book the tram to Belem", False, None, None)
-    assert [s["id"] for s in api.list_sessions(None, False)["sessions"]] == ["trip"]
-    assert api.load_session("trip", 100, None)["messages"][-1]["content"] == "Book the tram to Belem"
-    assert api.keep_window("trip", 100, None)["session"] == "trip"
-    assert api.search_sessions("tram", 3, None, None, None)["hits"][0]["session"] == "trip"
+    routes = {r.handler: r for r in OPERATIONS}
+
+    def do(handler, session=None, **fields):
+        route = routes[handler]
+        args = check(route.params, {"session": session}) if route.params is not None else {}
+        if route.params is None and session is not None:
+            fields["session"] = session  # POST /sessions: a field of its body
+        return api.do(route, args | check(route.query or route.body, fields))
+
+    do("start_session", session="trip", title="Lisbon")
+    do("save_message", "trip", role="user", content="Book the tram to Belem")
+    assert [s["id"] for s in do("list_sessions")["sessions"]] == ["trip"]
+    assert do("load_session", "trip", max_tokens=100)["messages"][-1]["content"] == "Book the tram to Belem"
+    assert do("keep_window", "trip", max_tokens=100)["session"] == "trip"
+    assert do("search_sessions", q="tram", k=3)["hits"][0]["session"] == "trip"
     assert api.index_status()["model"] == "fake-bow" and api.busy()["write_lock"] is False
     api.warm_up()
     if api._judge_thread is not None:

@@ -307,3 +307,67 @@ def test_a_compacted_session_gets_its_memories_again(tmp_path):
                                start=False)
     assert again.how == "cold" and json.loads(again.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "bomba" not in state[0].read_text()  # forgotten: the next prompts give them again
+
+
+# ---- the started server ends when idle -------------------------------------------------------------
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_idle_timer_counts_from_the_last_request_and_never_cuts_one():
+    from memkit.frontends.http.idle import IdleTimer
+
+    clock = FakeClock()
+    timer = IdleTimer(60, clock)
+    clock.now += 59
+    assert not timer.expired()
+    clock.now += 1
+    assert timer.expired()
+    timer.begin()  # a long request: never idle while it runs
+    clock.now += 600
+    assert not timer.expired()
+    timer.end()
+    clock.now += 59
+    assert not timer.expired()
+    clock.now += 1
+    assert timer.expired()
+
+
+def test_a_server_the_hook_starts_stops_after_its_idle_time(tmp_path):
+    """Issue 44: a `memkit serve` the hook started ran forever; now it stops after 30 minutes with
+    no request (the clock moved by the test, never waited for)."""
+    from memkit.frontends.hook.warm import IDLE_EXIT_MINUTES, serve_command
+    from memkit.frontends.http import HTTPServer
+
+    vault = make_vault(tmp_path)
+    sock = socket_path(vault.root)
+    assert sock is not None
+    command = serve_command(vault.root, sock)
+    assert command[-2:] == ["--idle-exit", "30"] and IDLE_EXIT_MINUTES == 30
+    clock = FakeClock()
+    server = HTTPServer(Vault(vault.root), unix=str(sock), idle_exit_s=IDLE_EXIT_MINUTES * 60, clock=clock).start()
+    try:
+        conn = socket.socket(socket.AF_UNIX)
+        conn.settimeout(WAIT_S)
+        conn.connect(str(sock))
+        conn.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        assert conn.recv(100).startswith(b"HTTP/1.1 200")
+        conn.close()
+        deadline = time.monotonic() + WAIT_S
+        while server.idle is not None and server.idle.busy and time.monotonic() < deadline:
+            time.sleep(0.01)  # the request's end is counted once its answer is sent
+        clock.now += IDLE_EXIT_MINUTES * 60 - 1
+        assert server._thread is not None
+        server._thread.join(0.3)
+        assert server._thread.is_alive() and not server.idled  # a second short of it: still serving
+        clock.now += 1
+        server._thread.join(WAIT_S)  # the next tick sees it: no waiting on the clock itself
+        assert not server._thread.is_alive() and server.idled
+        assert not sock.exists()  # the socket is gone: the next prompt starts a server again
+    finally:
+        server.stop()

@@ -112,8 +112,8 @@ BAD_CALLS = [  # (tool, arguments, the one-line message, the CLI command giving 
     ("save_message", {"session": "nope", "role": "user", "content": 5}, "invalid value for content: expected a string, got 5",
      None),
     ("save_message", {"session": "nope", "role": "user"}, "save_message: missing required argument 'content'", None),
-    ("save_message", {"session": "nope", "role": "user", "content": "hi"}, "no session 'nope' in sessions/",
-     ["session", "add", "nope", "user", "hi"]),
+    ("save_message", {"session": "nope", "role": "user", "content": "x\x07"}, "the message holds the control character U+0007",
+     ["session", "add", "nope", "user", "x\x07"]),  # refused before its session is started
     ("load_session", {"session": "nope", "max_tokens": 0}, "invalid value for max_tokens: 0 is below the minimum 1",
      None),
     ("load_session", {"session": "../../etc", "max_tokens": 10}, "no session '../../etc'", None),
@@ -386,7 +386,7 @@ def test_in_process_client_unexpected_error_is_a_tool_error(tmp_path, caplog, mo
 
     async def scenario() -> None:
         async with Client(server) as client:
-            memory.list_topics = broken  # type: ignore[method-assign]
+            memory.vault.topics = broken  # type: ignore[method-assign]  # list_topics calls it
             result = await client.call_tool("list_topics", {})
             assert result.is_error
             assert result.content[0].text == ("unexpected error: RuntimeError: disk on fire "
@@ -444,8 +444,10 @@ def test_session_tools_continue_yesterdays_conversation(tmp_path):
                 assert not error and len(started["id"]) == 8
                 error, _, found = await call(session, "search_sessions", query="when do I fly to Lisbon")
                 assert not error and found["hits"][0]["session"] == "yesterday"
-                error, text, _ = await call(session, "save_message", session="nope", role="user", content="x")
-                assert error and text.startswith("no session 'nope'")
+                error, _, saved = await call(session, "save_message", session="nope", role="user", content="x")
+                assert not error and saved["created"] is True  # an id with no session starts one
+                error, _, saved = await call(session, "save_message", session="nope", role="user", content="y")
+                assert not error and "created" not in saved
                 error, text, _ = await call(session, "save_message", session="yesterday", role="robot", content="x")
                 assert error and text.startswith("invalid role 'robot'")
 

@@ -225,3 +225,33 @@ def test_check_refuses_a_topic_git_knows_that_lost_every_entry(clones: tuple[Pat
     for entry in vault.store.topic("pets").entries:
         vault.forget(entry.id)
     assert cli(a, "check").exit_code == 0
+
+
+def test_after_a_merge_index_txt_is_in_step_without_a_fix(clones: tuple[Path, Path]) -> None:
+    """Issue 41 item 6: a union merge of index.txt left each topic's old and new lines, and `memkit
+    check` (the pre-commit hook) said it was out of step until `check --fix`. The driver merges it
+    as memkit reads it: one line per topic, the newest, newest first."""
+    a, b = clones
+    open_vault(a).add("Miso is afraid of the vacuum cleaner", topic="pets")
+    open_vault(b).add("Started learning Portuguese", topic="general")
+    open_vault(b).add("Bakes sourdough on Sundays", topic="cooking")
+    assert_clean_merge(sync(a, b), b)
+    assert git(b, "status", "--porcelain").stdout == ""  # the merge commit holds index.txt as memkit writes it
+    lines = (b / "index.txt").read_text().splitlines()
+    assert len({line.split("|")[1] for line in lines}) == len(lines) == 3, lines
+    report = open_vault(b).upkeep.check()
+    assert [p.kind for p in report.problems if p.kind == "recent"] == [], report.problems
+    assert git(b, "status", "--porcelain").stdout == ""  # and no command rewrites it afterwards
+
+
+def test_the_index_merge_keeps_each_topics_newest_line_and_what_a_side_removed_stays_out() -> None:
+    from memkit.git.sync import merge_index
+
+    base = b"2026-03-01T10:00:00|pets|cats\n2026-02-01T10:00:00|old|gone soon\n2026-01-01T10:00:00|general|\n"
+    ours = b"2026-03-02T10:00:00|general|\n2026-03-01T10:00:00|pets|cats\n"  # removed "old"
+    theirs = (b"2026-03-03T09:00:00|pets|cats and a dog\n2026-02-01T10:00:00|old|gone soon\n"
+              b"2026-01-01T10:00:00|general|\n")
+    assert merge_index(base, ours, theirs) == (b"2026-03-03T09:00:00|pets|cats and a dog\n"
+                                                b"2026-03-02T10:00:00|general|\n")
+    assert merge_index(b"", b"<<<<<<< x\n2026-03-02T10:00:00|a|\n", b"2026-03-03T10:00:00|b|\n") == \
+        b"2026-03-03T10:00:00|b|\n2026-03-02T10:00:00|a|\n"

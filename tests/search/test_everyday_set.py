@@ -89,6 +89,24 @@ def test_messages_have_exactly_one_note_and_mostly_no_shared_term(data):
     assert len(sharing) * 2 < len(messages), f"most messages share no search term with their note: {sharing}"
 
 
+def test_safety_messages_and_the_health_notes_that_bear(path, data):
+    """Issue 40 item 5: at least 12 messages of each set need a health note (an allergy, a medication,
+    a condition); ``bears`` names other health notes that bear on a message, so the runner can
+    count the ones a block shows where they do not."""
+    from memkit.search.safety import is_safety_note
+
+    notes = {n["id"]: n["text"] for n in data["notes"]}
+    safety = [q for q in _group(data, "message") if q.get("safety")]
+    assert len(safety) >= 12, len(safety)
+    for q in safety:
+        assert is_safety_note(notes[q["answers"][0]]), q["q"]
+    for q in data["questions"]:
+        if "bears" in q:
+            assert q.get("group") == "message", q["q"]
+            assert q["bears"] and not set(q["bears"]) & set(q["answers"]), q["q"]
+            assert all(is_safety_note(notes[i]) for i in q["bears"]), q["q"]
+
+
 def test_plain_questions_share_no_term_with_their_answers(data):
     notes = {n["id"]: n["text"] for n in data["notes"]}
     bad = []
@@ -194,3 +212,6 @@ def test_runner_block_and_confidence_rules():
     assert mod.confidence(row(["a"], ("a", True), ("b", True))) == "right"
     assert mod.confidence(row(["a"], ("b", True), ("a", True))) == "wrong"
     assert mod.confidence(row([], ("b", True))) == "wrong"
+    message = {"answers": ["hea-nuts"], "bears": ["hea-pill"], "context": {"health": ["hea-nuts", "hea-pill", "hea-knee"]}}
+    assert mod.strays(message) == ["hea-knee"]  # a health note in the block that bears on nothing said
+    assert mod.strays({"answers": ["x"], "context": {"held": True}}) == []

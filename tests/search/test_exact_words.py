@@ -80,3 +80,46 @@ def test_sample_vault_lookups_by_identifier(tmp_path, expected, query):
     hits = Vault(root).search(query)
     assert any(expected in h.text for h in hits[:1]), [h.text[:50] for h in hits]
     assert hits[0].confident
+
+
+def _filler(rng: random.Random, chars: int) -> str:
+    words = "the we went to market and bought some bread with friends later walked home along river".split()
+    out: list[str] = []
+    while sum(len(w) + 1 for w in out) < chars:
+        out.append(rng.choice(words))
+    return " ".join(out)
+
+
+def test_a_plain_rare_word_counts_where_the_judge_cannot_read_it():
+    rng = random.Random(3)
+    long_end = _filler(rng, 3000) + " quintessor at the end"
+    long_start = "quintessor " + _filler(rng, 3000)
+    texts = [long_end, "short note about paella", "Paella night", long_start, _filler(rng, 300) + " velocitrax"]
+    assert _pick(texts, "quintessor") == [0, 3]  # past the judge's window in one of them: both held it
+    assert _pick(["quintessor " + _filler(rng, 3000)], "quintessor") == []  # read by the judge: as before
+    assert _pick(texts, "velocitrax") == []  # a short entry: the judge reads it
+    assert _pick(texts, "paella") == []
+
+
+PLAIN = ("quelvarine", "morvantic")
+
+
+@needs_judge
+@pytest.mark.parametrize("where", ["middle", "end"])
+def test_a_long_entry_is_found_by_its_own_unique_word(tmp_path, where):
+    """Issue 41 item 17: an entry of 2,000-5,000 characters with one rare word was not found by it."""
+    rng = random.Random(11)
+    root = Vault.init(tmp_path / "v", profile=False).root
+    lines = [f"- {_filler(rng, 60)} {w}" for w in ("garden", "river", "bread", "friends", "market")]
+    for n, size in enumerate((2000, 5000)):
+        body = _filler(rng, size)
+        cut = len(body) // 2 if where == "middle" else len(body)
+        lines.append(f"- {body[:cut].rstrip()} zanthorium{n} {PLAIN[n]} {body[cut:].lstrip()}".rstrip())
+    (root / "topics" / "notes.md").write_text("# Notes\n\n" + "\n".join(lines) + "\n")
+    v = Vault(root)
+    for n in range(2):
+        for query in (PLAIN[n], f"zanthorium{n}"):  # a plain word, and one with a digit
+            hits = v.search(query)
+            assert hits and PLAIN[n] in hits[0].text and hits[0].confident, (query, [h.text[:30] for h in hits])
+            fast = v.search(query, fast=True)
+            assert fast and PLAIN[n] in fast[0].text, query

@@ -389,15 +389,14 @@ def test_an_exact_write_never_lands_in_a_session_its_id_prefixes(tmp_path):
     """An API's clients name their own sessions: "user1" must not write into "user12"."""
     v = Vault(Vault.init(tmp_path / "s", profile=False).root, embedder=FakeEmbedder())
     v.conversations.new(session_id="user12", now=T0)
-    with pytest.raises(SessionNotFound):
-        v.conversations.append("user1", "user", "my PIN is 4321", exact=True)
-    assert v.conversations.show("user12").messages == []
-    v.conversations.append("user1", "user", "a person typing a prefix", now=at(1))  # the CLI's way: a unique prefix
-    assert [m.content for m in v.conversations.show("user12").messages] == ["a person typing a prefix"]
-    with pytest.raises(SessionNotFound):  # reads too: one client must not read another's history
+    v.conversations.append("user12", "user", "a person typing a prefix", now=at(1), exact=True)
+    with pytest.raises(SessionNotFound):  # reads: one client must not read another's history
         v.conversations.window("user1", exact=True)
     with pytest.raises(SessionNotFound):
         v.conversations.search("prefix", session="user1", exact=True)
+    assert v.conversations.append("user1", "user", "my plan is Porto", exact=True).created  # its own, new session
+    assert [m.content for m in v.conversations.show("user12").messages] == ["a person typing a prefix"]
+    assert [m.content for m in v.conversations.show("user1").messages] == ["my plan is Porto"]
     assert v.conversations.window("user12", exact=True).total == 1
 
 
@@ -409,3 +408,26 @@ def test_searching_one_session_compares_its_name_as_it_is(tmp_path):
         v.conversations.append(sid, "user", f"hotel booking in lisbon said in session {sid}", now=at(i + 1))
     for sid in ("a.b", "a-b", "Trip", "trip", "User_1"):
         assert {h.session for h in v.conversations.search("hotel booking lisbon", k=10, session=sid)} == {sid}, sid
+
+
+def test_a_message_to_an_id_with_no_session_starts_it_as_the_context_does(tmp_path):
+    """Issue 41 item 6: `session add` to an unknown id failed where `context --session` creates it."""
+    from memkit.errors import SessionAmbiguous, SessionNotFound
+
+    v = Vault(Vault.init(tmp_path / "v", profile=False).root, embedder=FakeEmbedder())
+    first = v.conversations.append("trip-porto", "user", "Book Porto for May", exact=True)
+    assert first.created and first.to_dict()["created"] is True
+    again = v.conversations.append("trip-porto", "assistant", "Booked")
+    assert not again.created and "created" not in again.to_dict()
+    assert [m.content for m in v.conversations.show("trip-porto").messages] == ["Book Porto for May", "Booked"]
+    assert v.conversations.show("trip-porto").file.startswith("sessions/")
+    with pytest.raises(InvalidValue, match="invalid session id 'a b': use letters, digits"):
+        v.conversations.append("a b", "user", "hi")
+    with pytest.raises(InvalidValue, match="invalid role"):  # refused before a session is started
+        v.conversations.append("fresh", "robot", "hi")
+    with pytest.raises(SessionNotFound):
+        v.conversations.show("fresh")
+    v.conversations.new(session_id="trip-lisbon")
+    with pytest.raises(SessionAmbiguous, match="ambiguous"):  # a prefix two share: not a new session
+        v.conversations.append("trip", "user", "hi")
+    assert v.conversations.append("trip-l", "user", "prefix, not exact").created is False  # the library's prefix

@@ -149,3 +149,39 @@ def test_a_topic_in_a_folder_splits_into_the_same_folder(tmp_path):
     names = [t.name for t in vault.topics()]
     assert sorted(names) == sorted(plan.names)
     assert sum(len(vault.topic(n).entries) for n in names) == 24
+
+
+def _adopted(tmp_path: Path) -> Vault:
+    notes = tmp_path / "Notes"
+    write(notes / "Work" / "harbor.md", "# Harbor\n\n" + "".join(
+        f"- {word} note {n} about the {word} plans\n" for n in range(12) for word in ("rice", "bread")))
+    Vault.init(notes, existing=True)
+    return Vault(notes, embedder=FakeEmbedder())
+
+
+def test_with_topics_folder_dot_previews_name_the_files_where_they_are(tmp_path):
+    """Issue 44: with ``topics_folder: .`` a split's preview still said topics/Work/harbor.md."""
+    v = _adopted(tmp_path)
+    diff = v.split("Work/harbor", llm=None, dry_run=True, min_part=3).diff(v.store)
+    labels = [line for line in diff.splitlines() if line.startswith(("--- ", "+++ "))]
+    assert "--- a/Work/harbor.md" in labels and any(line.startswith("+++ b/Work/harbor-") for line in labels), labels
+    assert not any("topics/" in line for line in labels), labels
+    plan = v.split("Work/harbor", llm=None, min_part=3)  # the parts go into the folder as it is named
+    assert all(name.startswith("Work/harbor-") for name in plan.names) and not (v.root / "work").exists()
+
+
+def test_temp_files_of_dead_writers_are_swept_in_every_topic_folder(tmp_path):
+    """Issue 44: the sweep looked only at the top of the topics folder."""
+    v = _adopted(tmp_path)
+    root = v.root
+    stale = [write(root / "Work" / ".harbor.md.abcd1234.tmp", "half a file"),
+             write(root / "Work" / "Deep" / ".new.md.zz99yy88.tmp", "half a file"),
+             write(root / ".top.md.qq11ww22.tmp", "half a file")]
+    kept = [write(root / "Work" / ".harbor.txt.abcd1234.tmp", "not memkit's"),
+            write(root / ".obsidian" / ".x.md.abcd1234.tmp", "Obsidian's folder: not memkit's")]
+    v.add("The pier opens in May", topic="Work/harbor")
+    assert [p for p in stale if p.exists()] == [] and all(p.exists() for p in kept)
+    plain = Vault(Vault.init(tmp_path / "v", profile=False).root, embedder=FakeEmbedder())
+    deep = write(plain.topics_dir / "work" / "deep" / ".harbor.md.abcd1234.tmp", "half a file")
+    plain.add("The pier opens in May", topic="work/harbor")
+    assert not deep.exists()

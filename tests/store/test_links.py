@@ -6,7 +6,7 @@ import pytest
 from util import FakeEmbedder, write
 
 from memkit import Vault
-from memkit.errors import MemkitError, TopicNotFound
+from memkit.errors import AmbiguousEntry, EntryNotFound, MemkitError, TopicNotFound
 from memkit.formats.links import LinkResolver, find_links, rewrite_links
 
 
@@ -55,7 +55,7 @@ def test_backlinks_linked_search_and_broken_links(linked):
     topics = {h.topic for h in linked.search("harbor budget tomatoes", linked="work/harbor", threshold=None)}
     assert topics == {"work/harbor", "work/budget", "journal"}  # not garden: no link either way
     assert [(e.topic, target) for e, target in linked.links.broken()] == [("work/harbor", "Vendors")]
-    report = linked.check()
+    report = linked.upkeep.check()
     broken = [p for p in report.problems if p.kind == "broken-link"]
     assert [(p.file, p.line) for p in broken] == [("topics/work/harbor.md", 7)] and not report.needs_person
     with pytest.raises(TopicNotFound):
@@ -91,3 +91,52 @@ def test_a_rename_moves_the_file_and_rewrites_the_links_to_it(linked):
     assert "harbor" in [r.topic for r in linked.recent()] and linked.search("euros", threshold=None)
     with pytest.raises(MemkitError, match="exists already"):
         linked.links.rename("journal", "garden")
+
+
+def test_an_id_prefix_several_entries_share_is_its_own_error(tmp_path):
+    """related's lookup told "several entries" from "none" by the words of the message; now by its type."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    write(root / "topics" / "many.md", "".join(f"- note number {n}\n" for n in range(1500)))
+    v = Vault(root, embedder=FakeEmbedder())
+    seen: dict[str, str] = {}
+    for e in v.store.entries("many"):
+        if e.hash[:4] in seen:
+            prefix = e.hash[:4]
+            break
+        seen[e.hash[:4]] = e.hash
+    else:
+        pytest.fail("no two ids share 4 digits")
+    with pytest.raises(AmbiguousEntry, match="be more specific") as got:
+        v.links.related(prefix)
+    assert isinstance(got.value, EntryNotFound)  # still what callers caught
+    with pytest.raises(AmbiguousEntry):
+        v.store.find(prefix)
+    with pytest.raises(EntryNotFound) as none:
+        v.store.find("ffff0000")
+    assert not isinstance(none.value, AmbiguousEntry)
+
+
+def test_show_finds_a_topic_by_its_file_name_as_a_link_does(linked):
+    """Issue 44: `memkit show Budget` did not find topics/work/budget.md, which [[Budget]] names."""
+    from click.testing import CliRunner
+
+    from memkit.frontends.cli.group import main
+
+    root = linked.root
+    shown = linked.store.show_topic("Budget")
+    assert shown["name"] == "work/budget" and shown["named_as"] == "Budget" and "also_named_so" not in shown
+    assert linked.store.show_topic("harbour")["name"] == "work/harbor"  # an alias, as a link
+    run = CliRunner().invoke(main, ["--vault", str(root), "show", "Budget"])
+    assert run.exit_code == 0 and run.output.startswith("Budget (work/budget, 1 entry)\n"), run.output
+    write(root / "topics" / "home" / "deep" / "budget.md", "- The household budget is tight\n")
+    write(root / "topics" / "zoo" / "budget.md", "- The zoo's budget\n")
+    shown = linked.store.show_topic("budget")
+    assert shown["name"] == "work/budget" and shown["also_named_so"] == ["home/deep/budget", "zoo/budget"]
+    run = CliRunner().invoke(main, ["--vault", str(root), "show", "budget"])
+    assert run.output.splitlines()[:2] == [
+        "(budget names 3 topics: this is work/budget, the shortest path; also home/deep/budget, zoo/budget)",
+        "Budget (work/budget, 1 entry)"], run.output
+    run = CliRunner().invoke(main, ["--vault", str(root), "show", "nothing-here"])
+    assert run.exit_code == 1 and "no topic 'nothing-here'" in run.output
+    with pytest.raises(TopicNotFound):
+        linked.store.show_topic("deep/nothing")

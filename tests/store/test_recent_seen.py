@@ -101,4 +101,4 @@ def test_topics_left_out_by_the_cap_do_not_churn_index_txt(tmp_path):
     for _ in range(3):
         Vault(vault.root).recent()
         assert (vault.root / "index.txt").read_bytes() == first
-    assert not [p for p in Vault(vault.root).check().problems if p.kind == "recent"]
+    assert not [p for p in Vault(vault.root).upkeep.check().problems if p.kind == "recent"]

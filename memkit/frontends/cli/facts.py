@@ -1,19 +1,19 @@
 """`memkit set`, `get` and `people`: keyed facts (one live value per key, in topics/facts.md) and the
-people memories are about (people.md). Click commands over :class:`memkit.Vault`; the answers are
-:mod:`memkit.frontends.facts`'s, the same as the servers'."""
+people memories are about (people.md). `set`, `get` and `people add` are made from the table of operations
+(:func:`memkit.frontends.cli.common.table_command`: their handler and --json answer are the
+servers'); `people` keeps click's own group, which lists when no subcommand is given."""
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
-from ..facts import add_person_answer, get_answer, people_answer, set_answer
-from .common import cli_params, echo_json, get_vault, json_option, redacted
+from ..operations import operation
+from .common import cli_params, echo_json, get_vault, json_option, redacted, table_command
 
 
-@click.command("set")
-@cli_params("set")
-@json_option
-@click.pass_context
-def set_cmd(ctx: click.Context, key: str, value: str, json_: bool) -> None:
+@table_command("set")
+def set_cmd(result: Any, answer: dict[str, Any], key: str, value: str) -> None:
     """Set KEY to VALUE: one live value per key (the user's city, the wifi name).
 
     The key's line in topics/facts.md ('- city: Porto (2026-11-27)') is replaced where it stands;
@@ -24,10 +24,7 @@ def set_cmd(ctx: click.Context, key: str, value: str, json_: bool) -> None:
       memkit set city Porto
       memkit set wifi "Casa Maya 5G"
     """
-    answer = set_answer(get_vault(ctx), key, value)
-    if json_:
-        echo_json(answer)
-    elif not answer["changed"]:
+    if not answer["changed"]:
         click.echo(f"{answer['key']} is {answer['value']} already")
     elif answer["old"] is None:
         click.echo(f"{answer['key']}: {answer['value']}{redacted(answer.get('redacted', 0))}")
@@ -36,11 +33,8 @@ def set_cmd(ctx: click.Context, key: str, value: str, json_: bool) -> None:
                    f"{redacted(answer.get('redacted', 0))}")
 
 
-@click.command("get")
-@cli_params("get")
-@json_option
-@click.pass_context
-def get_cmd(ctx: click.Context, key: str | None, history: bool, json_: bool) -> None:
+@table_command("get")
+def get_cmd(result: Any, answer: dict[str, Any], key: str | None, history: bool) -> None:
     """Print KEY's value (exit 1 when it has none); without KEY, every key and its value.
 
     \b
@@ -49,10 +43,7 @@ def get_cmd(ctx: click.Context, key: str | None, history: bool, json_: bool) -> 
       memkit get
       memkit get city --history
     """
-    answer = get_answer(get_vault(ctx), key, history)
-    if json_:
-        echo_json(answer)
-    elif key is None:
+    if key is None:
         for fact in answer["facts"]:
             click.echo(f"{fact['key']}: {fact['value']}" + (f"  ({fact['day']})" if fact["day"] else ""))
     elif history:
@@ -86,7 +77,8 @@ def people_group(ctx: click.Context, json_: bool) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    answer = people_answer(get_vault(ctx))
+    people = operation("people")  # a group: `people add` is its subcommand, so click's own decorators
+    answer = people.answer(people.run(get_vault(ctx), "cli", {}))
     if json_:
         echo_json(answer)
         return
@@ -96,23 +88,19 @@ def people_group(ctx: click.Context, json_: bool) -> None:
         click.echo(_person_line(person))
 
 
-@people_group.command("add")
-@cli_params("add_person")
-@json_option
-@click.pass_context
-def people_add(ctx: click.Context, name: str, relation: str | None, detail: str | None, about: str | None,
-               json_: bool) -> None:
+@table_command("add_person")
+def people_add(result: Any, answer: dict[str, Any], name: str, relation: str | None, detail: str | None,
+               about: str | None) -> None:
     """Add a person to people.md: NAME, their relation to the user, a line about them.
 
     \b
     Example:
       memkit people add Ana --relation family --detail sister --about "lives in Porto"
     """
-    answer = add_person_answer(get_vault(ctx), name, relation, detail, about)
-    if json_:
-        echo_json(answer)
-    else:
-        click.echo(f"added to people.md: {_person_line(answer)}")
+    click.echo(f"added to people.md: {_person_line(answer)}")
+
+
+people_group.add_command(people_add)
 
 
 __all__ = ["get_cmd", "people_group", "set_cmd"]

@@ -15,16 +15,26 @@ import logging
 import os
 import sqlite3
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import click
 
 from ...errors import InvalidValue, MemkitError, TopicNameError
-from .common import BadValue
+from ..operations import OPERATIONS, Operation
+from .common import BadValue, echo_json, table_command
 
 DEBUG_ENV = "MEMKIT_DEBUG"
 
-#: every subcommand, as "module:attribute"; its module is imported only when it is needed
+#: every subcommand, as "module:attribute"; its module is imported only when it is needed.
+#: An operation of the table whose command no module holds is made from the table alone (LazyGroup).
+#: Of the table's commands, `add`, `context`, `set`, `get`, `people add` and `why` are made from it
+#: with a printer (cli.common.table_command); the others keep click's own decorators over cli_params
+#: (the table's options), because each needs more than its answer printed: `search` (--sessions, the
+#: filters' hint on stderr), `edit` (the [ID] TEXT pair), `forget` and
+#: `done` (a usage error naming --match), `show` (backlinks, a split topic), `topics`, `recent` and
+#: `pending` (relative times, all topics: the person at the shell sees private ones), `related` (the
+#: same), `index` (progress bars), `upkeep` and `proactive` (--at named in errors), `people` (a group
+#: that lists), `stats` and the session commands (stdin, --quiet, their group).
 COMMANDS = {
     "add": "memkit.frontends.cli.memories:add",
     "capture": "memkit.frontends.cli.jobs:capture",
@@ -132,14 +142,34 @@ def report_error(message: str, code: int, as_json: bool) -> None:
         click.echo(f"memkit: error: {message}", err=True)
 
 
+def _print_answer(result: Any, answer: Any, **_: Any) -> None:
+    echo_json(answer)
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on demand from :data:`COMMANDS` (click's documented
-    lazy-loading pattern): listing them costs nothing, running one imports its module alone."""
+    lazy-loading pattern): listing them costs nothing, running one imports its module alone.
+
+    An operation of the table (:data:`table`) whose command is in no module of :data:`COMMANDS`
+    is a command made from the table alone (:func:`memkit.frontends.cli.common.table_command`): its
+    help is its MCP tool's description, and it prints its answer as JSON. A command that prints for
+    a person is made in its theme's module, with ``table_command`` and a printer (``add``, ``set``,
+    ``why``), or with click's own decorators where it needs more than the answer printed (a usage
+    error of its own, other calls: ``search``, ``edit``, ``show``; see :data:`COMMANDS`)."""
+
+    table: Sequence[Operation] = OPERATIONS
+
+    def _from_table(self) -> dict[str, Operation]:
+        return {op.cli[0]: op for op in self.table if op.cli is not None and len(op.cli) == 1 and op.cli[0] not in COMMANDS}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS) | set(self._from_table()))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        plain = self._from_table().get(cmd_name)
+        if plain is not None and cmd_name not in self.commands:
+            help_ = plain.mcp.description if plain.mcp is not None else plain.name
+            return table_command(plain.name, table=self.table, help=help_)(_print_answer)
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module, attr = COMMANDS[cmd_name].split(":")
             command = getattr(importlib.import_module(module), attr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import click
 
@@ -46,16 +47,19 @@ def _where(user: bool, project: str | None) -> Path:
     return settings_path(user=user, project=Path(project) if project else None)
 
 
-_user_option = click.option("--user", is_flag=True, help="~/.claude/settings.json (every project) instead of "
-                                                         "the project's .claude/settings.json.")
-_project_option = click.option("--project", type=click.Path(file_okay=False), metavar="DIR",
-                               help="The project whose .claude/settings.json to edit (default: here).")
+def _settings_command(name: str) -> Callable[[Callable[..., Any]], click.Command]:
+    """A subcommand on one client's settings file: CLIENT, --user and --project (install,
+    uninstall, status share them)."""
+    def make(fn: Callable[..., Any]) -> click.Command:
+        fn = click.option("--project", type=click.Path(file_okay=False), metavar="DIR",
+                          help="The project whose .claude/settings.json to edit (default: here).")(fn)
+        fn = click.option("--user", is_flag=True, help="~/.claude/settings.json (every project) instead of "
+                                                        "the project's .claude/settings.json.")(fn)
+        return hook_group.command(name)(click.argument("client", type=CLIENTS)(fn))
+    return make
 
 
-@hook_group.command("install")
-@click.argument("client", type=CLIENTS)
-@_user_option
-@_project_option
+@_settings_command("install")
 @click.option("--budget", type=click.IntRange(1, 100_000), metavar="N",
               help=f"Tokens of memory block per prompt (default {DEFAULT_BUDGET}).")
 @click.pass_context
@@ -78,10 +82,7 @@ def install(ctx: click.Context, client: str, user: bool, project: str | None, bu
     click.echo(f"  {command}")
 
 
-@hook_group.command("uninstall")
-@click.argument("client", type=CLIENTS)
-@_user_option
-@_project_option
+@_settings_command("uninstall")
 def uninstall(client: str, user: bool, project: str | None) -> None:
     """Remove memkit's hooks from Claude Code's settings (only memkit's).
 
@@ -94,10 +95,7 @@ def uninstall(client: str, user: bool, project: str | None) -> None:
     click.echo(f"removed {plural(removed, 'memkit hook')} from {path}" if removed else f"no memkit hook in {path}")
 
 
-@hook_group.command("status")
-@click.argument("client", type=CLIENTS)
-@_user_option
-@_project_option
+@_settings_command("status")
 def status(client: str, user: bool, project: str | None) -> None:
     """Show memkit's hooks in Claude Code's settings.
 

@@ -4,14 +4,14 @@ is in :mod:`memkit.frontends.cli.group`)."""
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from typing import Any, Callable
 
 import click
 
 from ...errors import MemkitError
 from ...vault import LLMChoice, parse_day
-from .common import BadValue, cli_params, echo_json, get_vault, json_option, plural
+from ..operations import moment
+from .common import cli_params, echo_json, get_vault, json_option, plural
 
 
 @click.command()
@@ -290,7 +290,7 @@ def upkeep(ctx: click.Context, at: str | None, json_: bool) -> None:
       memkit upkeep
       memkit upkeep --json
     """
-    report = get_vault(ctx).upkeep.run(now=_moment(at))
+    report = get_vault(ctx).upkeep.run(now=moment(at, "--at"))
     if json_:
         echo_json(report.to_dict())
         return
@@ -315,7 +315,7 @@ def proactive(ctx: click.Context, at: str | None, no_llm: bool, json_: bool) -> 
       memkit proactive
       memkit proactive --json --at "2026-11-28 09:00"
     """
-    nudge = get_vault(ctx).proactive(now=_moment(at), llm=None if no_llm else "auto")
+    nudge = get_vault(ctx).proactive(now=moment(at, "--at"), llm=None if no_llm else "auto")
     if json_:
         echo_json(nudge.to_dict())
         return
@@ -323,16 +323,6 @@ def proactive(ctx: click.Context, at: str | None, no_llm: bool, json_: bool) -> 
     if nudge.follow_up is not None:
         click.echo(f"  {nudge.follow_up.entry.id}  {nudge.follow_up.entry.text}")
         click.echo(f"  say: {nudge.opening or nudge.question}")
-
-
-def _moment(at: str | None) -> datetime | None:
-    """An --at option's moment (None: now)."""
-    if at is None:
-        return None
-    try:
-        return datetime.fromisoformat(at.strip())
-    except ValueError:
-        raise BadValue(f"--at must be like '2026-11-28 09:00', got {at!r}") from None
 
 
 def _print_change(report: Any, json_: bool, what: str) -> None:

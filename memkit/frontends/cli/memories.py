@@ -3,22 +3,19 @@ changing memories by hand (click commands over :class:`memkit.Vault`; the group 
 from __future__ import annotations
 
 import itertools
-import sys
 from datetime import datetime
+from typing import Any
 
 import click
 
 from ...errors import TopicNotFound
-from ...vault import parse_day, relative_time
-from .common import cli_params, echo_json, get_vault, json_option, plural, redacted
+from ...vault import relative_time
+from ..operations import operation
+from .common import cli_params, echo_json, get_vault, json_option, plural, redacted, table_command
 
 
-@click.command()
-@cli_params("add")
-@json_option
-@click.pass_context
-def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags: tuple[str, ...], due: str | None,
-        until: str | None, allow_duplicate: bool, json_: bool) -> None:
+@table_command("add")
+def add(entry: Any, answer: dict[str, Any], **_: Any) -> None:
     """Append a memory to a topic. TEXT '-' reads it from stdin (lines are joined into one entry).
 
     A topic that grows past topic_split_threshold_lines is split into subtopics right away; a
@@ -35,14 +32,7 @@ def add(ctx: click.Context, text: str, topic: str | None, kind: str | None, tags
       memkit add "Ask how the job interview went" --due 2026-11-28
       memkit add "Parking spot at the office is B14" --until 2026-12-31
     """
-    if text == "-":
-        text = sys.stdin.read()
-    vault = get_vault(ctx)
-    entry = vault.add(text, topic=topic, kind=kind, tags=tags, due=parse_day(due, "--due") if due is not None else None,
-                      until=parse_day(until, "--until") if until is not None else None, allow_duplicate=allow_duplicate)
-    if json_:
-        echo_json(entry.to_dict())
-    elif entry.duplicate:
+    if entry.duplicate:
         click.echo(f"already in {entry.topic} as {entry.id}: {entry.text} (not added again; "
                    f"--allow-duplicate adds it anyway){redacted(entry.redacted)}")
     else:
@@ -98,10 +88,15 @@ def show(ctx: click.Context, topic: str, json_: bool) -> None:
         t = vault.topic(topic)
     except TopicNotFound:
         children = vault.store.subtopics(topic)
-        if not children:
-            raise
-        click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
-        return
+        if not children:  # a file's name alone, as a [[link]] names it
+            name, also = vault.store.resolve_topic(topic)
+            t = vault.topic(name)
+            if also:
+                click.echo(f"({topic} names {len(also) + 1} topics: this is {name}, the shortest path; "
+                           f"also {', '.join(also)})")
+        else:
+            click.echo(f"{topic} was split into: {', '.join(children)} (see `memkit show {children[0]}`)")
+            return
     children = vault.store.subtopics(t.name)
     click.echo(f"{t.title} ({t.name}, {plural(len(t.entries), 'entry', 'entries')})"
                f"{' — ' + t.summary if t.summary else ''}")
@@ -157,9 +152,8 @@ def forget(ctx: click.Context, entry_id: str | None, match: str | None, topic: s
     """
     if bool(entry_id) == bool(match):
         raise click.UsageError("give either an entry ID or --match TEXT")
-    vault = get_vault(ctx)
-    entries = vault.forget(entry_id, match=match, topic=topic, every=True) if all_ else \
-        [vault.forget(entry_id, match=match, topic=topic)]
+    entries = operation("forget").run(get_vault(ctx), "cli", {"entry_id": entry_id, "match": match, "topic": topic,
+                                                             "all_": all_})
     if json_:
         echo_json(entries[0].to_dict() if not all_ else [e.to_dict() for e in entries])
     else:
@@ -247,11 +241,8 @@ def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
             click.echo(f"  {line}")
 
 
-@click.command()
-@cli_params("why")
-@json_option
-@click.pass_context
-def why(ctx: click.Context, entry_id: str, json_: bool) -> None:
+@table_command("why")
+def why(found: Any, answer: dict[str, Any], id: str) -> None:  # noqa: A002
     """Why memkit believes something: the lines of the conversation a memory came from.
 
     A digest ends each entry with '(from SOURCE DAY)': a session's id or a transcript's file name.
@@ -263,11 +254,7 @@ def why(ctx: click.Context, entry_id: str, json_: bool) -> None:
     Example:
       memkit why 3f2a9c1e
     """
-    found = get_vault(ctx).why(entry_id)
-    if json_:
-        echo_json(found.to_dict())
-    else:
-        click.echo(found.render())
+    click.echo(found.render())
 
 
 @click.command()

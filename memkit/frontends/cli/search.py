@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ...vault import Threshold, parse_day
-from .common import cli_params, echo_json, get_vault, json_option, plural
+from ...vault import Threshold
+from .common import cli_params, echo_json, get_vault, json_option, plural, table_command
 
 
 @click.command()
@@ -38,8 +38,6 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
       memkit search "what do I drive" --fast
       memkit search --sessions "when do I fly to Lisbon"
     """
-    if since is not None:
-        since = parse_day(since, "--since").isoformat()
     vault = get_vault(ctx)
     if sessions:
         from .session import print_session_hits  # printed as `memkit session search` prints; loaded for --sessions
@@ -104,12 +102,8 @@ def related(ctx: click.Context, ref: str, k: int | None, json_: bool) -> None:
     print_hits(found.hits, "" if not any(h.confident for h in found.hits) else "  (weak)")
 
 
-@click.command("context")
-@cli_params("context")
-@json_option
-@click.pass_context
-def context_cmd(ctx: click.Context, message: str, session: str | None, budget: int, reset: bool, clear: bool,
-                markers: bool, json_: bool) -> None:
+@table_command("context")
+def context_cmd(block: Any, answer: dict[str, Any], **_: Any) -> None:
     """Print the memory block to put in an assistant's system prompt for MESSAGE.
 
     Recent topics (with relative times), then the memories relevant to the conversation so far
@@ -127,14 +121,7 @@ def context_cmd(ctx: click.Context, message: str, session: str | None, budget: i
       memkit context "and for dessert?" --session kitchen --json
       echo "$USER_MESSAGE" | memkit context - --session "$CHAT_ID" --budget 1000
     """
-    vault = get_vault(ctx)
-    if message == "-":
-        message = sys.stdin.read()
-    result = vault.context(message, session=session, budget_tokens=budget, reset=reset, clear=clear, markers=markers)
-    if json_:
-        echo_json(result.to_dict())
-    else:
-        click.echo(result.text, nl=False)
+    click.echo(block.text, nl=False)
 
 
 class _Progress:

@@ -32,9 +32,11 @@ TOKEN_ENV = "MEMKIT_TOKEN"
               "POST /upkeep runs it).")
 @click.option("--polling", is_flag=True, help="With --watch: poll the files instead of OS events.")
 @click.option("--mcp", "mcp", is_flag=True, help="Also serve MCP (streamable HTTP) at /mcp: the tools of `memkit mcp`.")
+@click.option("--idle-exit", type=click.FloatRange(0), default=0, metavar="MINUTES",
+              help="Stop after MINUTES with no request (0: never, the default; the hook's server: 30).")
 @click.pass_context
 def serve(ctx: click.Context, host: str | None, port: int | None, token: str | None, unix: str | None, watch: bool,
-          polling: bool, mcp: bool) -> None:
+          polling: bool, mcp: bool, idle_exit: float) -> None:
     """Serve the vault as a local HTTP API (JSON; described at /openapi.json).
 
     Routes: GET /search, POST /add, POST /edit, POST /forget, GET /topics, GET /topics/NAME,
@@ -61,7 +63,8 @@ def serve(ctx: click.Context, host: str | None, port: int | None, token: str | N
             raise MemkitError(f"memkit.yaml serve.token_env names {settings.token_env}, which is not set")
     from ..http import HTTPServer  # only this command needs the server (and Starlette, uvicorn)
 
-    server = HTTPServer(vault, host=host, port=port, token=token, unix=unix, watch=watch, polling=polling, mcp=mcp)
+    server = HTTPServer(vault, host=host, port=port, token=token, unix=unix, watch=watch, polling=polling, mcp=mcp,
+                        idle_exit_s=idle_exit * 60 or None)
     try:
         server.prepare()  # the model loaded, the index current, the watcher started: then we say so
     except BaseException:
@@ -72,4 +75,4 @@ def serve(ctx: click.Context, host: str | None, port: int | None, token: str | N
                f"{'; MCP at /mcp' if mcp else ''}{'; token required' if token else ''}; Ctrl-C to stop")
     sys.stdout.flush()
     server.run()
-    click.echo("stopped")
+    click.echo(f"stopped: no request for {idle_exit:g} minutes" if server.idled else "stopped")

@@ -81,16 +81,20 @@ def add(ctx: click.Context, session_id: str, role: str, text: str | None, import
         time: str | None, json_: bool) -> None:
     """Append a message to session ID (TEXT, or stdin with '-'). ROLE is user, assistant, system or tool.
 
+    ID is the session's id or file name, never a prefix of another's: an ID with no session starts
+    one, as `memkit context --session ID` does.
+
     \b
     Example:
       memkit session add lisbon user "Which hotel did we pick?"
     """
     message = get_vault(ctx).conversations.append(session_id, role, _text(text, "message text"), important=important,
-                                                  name=name, now=time_value(time, "--time"))
+                                                  name=name, now=time_value(time, "--time"), exact=True)
     if json_:
         echo_json(message.to_dict())
     else:
-        click.echo(f"added {role} message to {session_id} ({message.time}){redacted(message.redacted)}")
+        started = "; a new session" if message.created else ""
+        click.echo(f"added {role} message to {session_id} ({message.time}{started}){redacted(message.redacted)}")
 
 
 @session_group.command("list")

@@ -60,7 +60,7 @@ def check(ctx: click.Context, fix: bool, json_: bool) -> None:
       memkit check --fix
       memkit check --json
     """
-    report = get_vault(ctx).check(fix=fix)
+    report = get_vault(ctx).upkeep.check(fix=fix)
     if json_:
         echo_json(report.to_dict())
     else:

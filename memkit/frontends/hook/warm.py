@@ -11,7 +11,8 @@ costs most of a second (issue 44); a warm server answers the same request in mil
    socket, detached (its own session, its output in ``.memkit/serve.log``, its pid in
    ``.memkit/serve.pid``), so the *next* prompt is warm; this one is answered cold. A marker
    (``.memkit/serve.starting``, O_EXCL, stale after :data:`START_GRACE_S`) keeps two prompts that
-   arrive together from starting two servers.
+   arrive together from starting two servers. It stops after :data:`IDLE_EXIT_MINUTES` with no
+   request (``memkit serve --idle-exit``), its socket removed: the next prompt starts it again.
 3. **cold**: :func:`ask_cold` builds the block in this process through :class:`memkit.Vault`, the
    same call the server makes, so the answer is the same.
 
@@ -31,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["NoServer", "ServerFailed", "socket_path", "ask_warm", "ask_cold", "serve_command", "start_server",
-           "SOCKET_NAME", "START_GRACE_S", "MAX_SOCKET_PATH"]
+           "SOCKET_NAME", "START_GRACE_S", "MAX_SOCKET_PATH", "IDLE_EXIT_MINUTES"]
 
 SOCKET_NAME = "serve.sock"  #: in the vault's .memkit/: where the hook looks for a warm server
 PID_NAME = "serve.pid"
 LOG_NAME = "serve.log"
 STARTING_NAME = "serve.starting"
+IDLE_EXIT_MINUTES = 30  #: a server the hook started stops after this long with no request (its model's memory back)
 START_GRACE_S = 60.0  #: a start marker older than this is stale (the server it announced never came up)
 MAX_SOCKET_PATH = 100  #: sun_path holds 108 bytes on Linux, 104 on macOS: a longer path has no warm server
 
@@ -121,8 +123,10 @@ def ask_cold(root: Path, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve_command(root: Path, sock: Path, python: str | None = None) -> list[str]:
-    """The command that serves ``root`` on ``sock`` (what :func:`start_server` runs)."""
-    return [python or sys.executable, "-m", "memkit", "--vault", str(root), "serve", "--socket", str(sock)]
+    """The command that serves ``root`` on ``sock`` (what :func:`start_server` runs); it stops
+    after :data:`IDLE_EXIT_MINUTES` with no prompt (the next one starts it again)."""
+    return [python or sys.executable, "-m", "memkit", "--vault", str(root), "serve", "--socket", str(sock),
+            "--idle-exit", f"{IDLE_EXIT_MINUTES:g}"]
 
 
 def start_server(root: Path, sock: Path, *, now: float | None = None) -> int | None:

@@ -1,7 +1,8 @@
 """`memkit serve`: the vault as a small local HTTP API, JSON in and out, described by OpenAPI.
 
-Routes (``GET /openapi.json`` describes each, :mod:`memkit.frontends.http.spec` holds their schemas and
-:mod:`memkit.frontends.http.routes` what each does): ``GET /search``, ``POST /add``, ``POST /edit``,
+Routes (``GET /openapi.json`` describes each; the table of operations, :mod:`memkit.frontends.operations`,
+declares them, :mod:`memkit.frontends.http.spec` makes their schemas and
+:mod:`memkit.frontends.http.routes` runs each): ``GET /search``, ``POST /add``, ``POST /edit``,
 ``POST /forget``, ``GET /topics``, ``GET /topics/{topic}``, ``GET /recent``, ``POST /context``,
 ``GET /pending``, ``POST /pending/done``, ``GET /proactive``, ``GET /stats``, ``GET /busy``,
 ``GET /index`` and ``POST /index``, ``GET /health`` (for a supervisor: ok, the vault, the index's state); the conversation sessions' ``GET /sessions``, ``POST /sessions``,
@@ -48,7 +49,7 @@ import traceback
 import urllib.parse
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ...base.http import is_loopback
 from ...errors import (
@@ -69,6 +70,7 @@ from ...errors import (
 from ...vault import Vault
 from ..mcp import Memory, build_server, require_sdk
 from .conn import Bounds, bounded_protocol
+from .idle import IdleTimer, count_requests
 from .routes import Api
 from .spec import MAX_BODY_BYTES, OPERATIONS, HttpRoute, RequestError, check, openapi, query_args
 
@@ -271,7 +273,7 @@ def _endpoint(api: Api, op: HttpRoute) -> Callable[[Any], Awaitable[Any]]:
                 with api.body_room(size) if size > MAX_BODY_BYTES else contextlib.nullcontext():
                     data = await read_json(request, op.body_required, op.max_body)
                     args.update(check(op.body, {} if data is None else data))
-            result = await api.call(op.handler, args)
+            result = await api.call(op, args)
         except Exception as exc:
             status = error_status(exc)
             if status >= 500 and not isinstance(exc, MemkitError):
@@ -318,15 +320,17 @@ def _encoded_slash(request: Any) -> Any:
                        "in a segment: no route takes one (a session id never has one)")
 
 
-def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
+def build_app(api: Api, *, token: str | None = None, mcp: bool = False,
+              operations: Sequence[HttpRoute] = OPERATIONS) -> Any:
     """The Starlette application serving ``api`` (wrapped in :class:`Guard`); ``mcp``: also MCP
-    over streamable HTTP at ``/mcp``."""
+    over streamable HTTP at ``/mcp``; ``operations``: its routes (:func:`memkit.frontends.http.spec.http_routes`
+    of the table of operations)."""
     import anyio.to_thread
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Route
 
-    spec = openapi(token=token is not None, mcp=mcp)
+    spec = openapi(token=token is not None, mcp=mcp, routes=operations)
     endpoint = McpEndpoint(api) if mcp else None
 
     async def openapi_json(request: Any) -> Any:
@@ -347,7 +351,7 @@ def build_app(api: Api, *, token: str | None = None, mcp: bool = False) -> Any:
     routes = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/health", health, methods=["GET"]),
               Route("/", page, methods=["GET"]), Route("/page/{name}", page, methods=["GET"])]
     by_path: dict[str, list[HttpRoute]] = {}
-    for op in OPERATIONS:
+    for op in operations:
         by_path.setdefault(op.path, []).append(op)
     for path, ops in by_path.items():
         handlers = {op.method: _endpoint(api, op) for op in ops}
@@ -459,9 +463,12 @@ class HTTPServer:
     :param unix: a Unix socket path to listen on instead of ``host:port`` (mode 0600; no token needed).
     :param watch: also run the watcher; :param polling: it polls.
     :param mcp: also serve MCP over streamable HTTP at ``/mcp`` (needs the MCP SDK).
+    :param operations: the routes (default: the table of operations' and the server's own, :func:`memkit.frontends.http.spec.http_routes`).
     :param header_timeout_s, body_timeout_s, max_connections: how long a client may take to send a
         request's header and its body, and how many connections may be open
         (:mod:`memkit.frontends.http.conn`; default: memkit.yaml's ``serve:``).
+    :param idle_exit_s: stop once no request came for this many seconds (None: never;
+        :mod:`memkit.frontends.http.idle`); :param clock: its clock (a test's).
     :raises MemkitError: a non-loopback address without a token (an empty one is none), a token
         of whitespace only, a port in use.
     """
@@ -469,7 +476,8 @@ class HTTPServer:
     def __init__(self, vault: Vault, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
                  unix: str | None = None, watch: bool = False, polling: bool = False, mcp: bool = False,
                  header_timeout_s: float | None = None, body_timeout_s: float | None = None,
-                 max_connections: int | None = None) -> None:
+                 max_connections: int | None = None, idle_exit_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic, operations: Sequence[HttpRoute] = OPERATIONS) -> None:
         require_server_libs()
         import uvicorn
 
@@ -488,7 +496,10 @@ class HTTPServer:
             max_connections=settings.max_connections if max_connections is None else max_connections)
         self.unix = Path(unix).expanduser() if unix is not None else None
         self.api = Api(vault, watch=watch, polling=polling)
-        self.app = build_app(self.api, token=token or None, mcp=mcp)
+        self.app = build_app(self.api, token=token or None, mcp=mcp, operations=operations)
+        self.idle = IdleTimer(idle_exit_s, clock) if idle_exit_s else None
+        if self.idle is not None:
+            self.app = count_requests(self.app, self.idle)
         self.socket = _listen(host, port, unix)
         if unix is not None:
             self.url = "http://localhost"
@@ -500,9 +511,14 @@ class HTTPServer:
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=5, http=bounded_protocol(self.bounds),
                                 timeout_keep_alive=self.bounds.header_timeout_s)  # type: ignore[arg-type]
-        self.server = uvicorn.Server(config)
+        self.server = _server(config, self.idle)
         self._thread: threading.Thread | None = None
         self._prepared = False
+
+    @property
+    def idled(self) -> bool:
+        """Whether it stopped because no request came for ``idle_exit_s``."""
+        return bool(getattr(self.server, "idled", False))
 
     def prepare(self) -> None:
         """Load the model, bring the index up to date and start the watcher (``watch``), before
@@ -585,6 +601,26 @@ class HTTPServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _server(config: Any, idle: IdleTimer | None) -> Any:
+    """uvicorn's server; with ``idle``, one that stops on the first tick after ``idle`` expired."""
+    import uvicorn
+
+    if idle is None:
+        return uvicorn.Server(config)
+    timer: IdleTimer = idle
+
+    class IdleServer(uvicorn.Server):
+        idled = False
+
+        async def on_tick(self, counter: int) -> bool:
+            if not self.should_exit and timer.expired():
+                log.debug("no request for %g s: stopping", timer.idle_s)
+                self.idled = self.should_exit = True
+            return bool(await super().on_tick(counter))
+
+    return IdleServer(config)
 
 
 def start_server(vault: Vault, **options: Any) -> HTTPServer:

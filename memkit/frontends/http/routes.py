@@ -1,6 +1,7 @@
-"""What each route of `memkit serve` (:mod:`memkit.frontends.http.api`) does, on the served vault: the
-:class:`Api` object, one method per route (``HttpRoute.handler`` in :mod:`memkit.frontends.http.spec`), and
-where each runs (:meth:`Api.call`).
+"""Where each route of `memkit serve` (:mod:`memkit.frontends.http.api`) runs, on the served vault: the
+:class:`Api` object runs an operation's handler from the table (:mod:`memkit.frontends.operations`)
+on the Vault it belongs to (:meth:`Api.do`, :meth:`Api.call`), and serves the server's own routes
+and jobs (``GET /busy``, ``GET /index``, ``POST /index``, the digest after a saved message).
 
 Threads: every call on the served :class:`Vault` runs in one worker thread, one at a time
 (:meth:`Api.run`; the Vault's searcher and caches are not meant for several threads at once).
@@ -25,10 +26,8 @@ from typing import Any, Callable, Iterator
 
 from ...errors import MemkitError
 from ...vault import LLMChoice, Vault
-from ..facts import add_person_answer, get_answer, people_answer, set_answer
-from ..privacy import without_private
 from ..watch import Watcher
-from .spec import MAX_MESSAGE_BODY_BYTES, RequestError
+from .spec import MAX_MESSAGE_BODY_BYTES, HttpRoute, RequestError
 
 log = logging.getLogger("memkit")
 
@@ -42,20 +41,6 @@ WATCH_STOP_S = 30.0
 
 def _now() -> str:
     return datetime.now().replace(microsecond=0).isoformat()
-
-
-def _local(value: str | None) -> datetime | None:
-    """A checked ISO time as the library takes a moment: local time, naive (one with an offset is
-    converted)."""
-    if not value:
-        return None
-    moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-    return moment.astimezone().replace(tzinfo=None) if moment.tzinfo else moment
-
-
-def _one_of(id: str | None, match: str | None, what: str = "the entry") -> None:  # noqa: A002
-    if (id is None) == (match is None):
-        raise RequestError(400, f"give {what}'s 'id' or a 'match' of its text (one of the two)")
 
 
 @dataclass
@@ -207,84 +192,12 @@ class Api:
             if thread is not None and thread.is_alive():
                 thread.join(JOB_STOP_S)
 
-    # ---- the routes' work (each runs in a worker thread) ----
-    def search(self, q: str, k: int | None, topic: str | None, kind: str | None, tag: str | None, since: str | None,
-               mode: str, min_importance: float | None, fast: bool = False, person: str | None = None,
-               relation: str | None = None, where: list[str] | None = None,
-               linked: str | None = None) -> dict[str, Any]:
-        hits = self.vault.search(q, k=k, topic=topic, kind=kind, tag=tag, since=since, min_importance=min_importance,
-                                 mode=mode, fast=fast,  # type: ignore[arg-type]  # the enum
-                                 private=False,  # private topics only when asked for by name (docs/privacy.md)
-                                 person=person, relation=relation, where=where, linked=linked)
-        return {"hits": [h.to_dict() for h in hits]}
-
-    def related(self, ref: str, k: int | None = None) -> dict[str, Any]:
-        return self.vault.links.related(ref, k=k, private=False).to_dict()
-
-    def set_fact(self, key: str, value: str) -> dict[str, Any]:
-        return set_answer(self.vault, key, value)
-
-    def get_fact(self, key: str | None, history: bool) -> dict[str, Any]:
-        return get_answer(self.vault, key, history)
-
-    def people(self) -> dict[str, Any]:
-        return people_answer(self.vault)
-
-    def add_person(self, name: str, relation: str | None, detail: str | None, about: str | None) -> dict[str, Any]:
-        return add_person_answer(self.vault, name, relation, detail, about)
-
-    def add(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
-            until: str | None) -> dict[str, Any]:
-        return self.vault.add(text, topic=topic, kind=kind, tags=tags or (), due=due, until=until).to_dict()
-
-    def forget(self, id: str | None, match: str | None, topic: str | None, all: bool) -> dict[str, Any]:  # noqa: A002
-        _one_of(id, match)
-        entries = self.vault.forget(id, match=match, topic=topic, every=True) if all else \
-            [self.vault.forget(id, match=match, topic=topic)]
-        return {"forgotten": [e.to_dict() for e in entries]}
-
-    def edit(self, id: str | None, match: str | None, topic: str | None, text: str) -> dict[str, Any]:  # noqa: A002
-        _one_of(id, match)
-        return self.vault.edit(id, text, match=match, topic=topic).to_dict()
-
-    def topics(self) -> dict[str, Any]:
-        infos = without_private(self.vault, self.vault.topics(), lambda t: t.name)
-        return {"topics": [t.to_dict() for t in sorted(infos, key=lambda t: t.updated, reverse=True)]}
-
-    def show_topic(self, topic: str) -> dict[str, Any]:
-        return self.vault.store.show_topic(topic)
-
-    def why(self, id: str) -> dict[str, Any]:  # noqa: A002
-        return self.vault.why(id).to_dict()
-
-    def recent(self) -> dict[str, Any]:
-        return {"recent": [r.to_dict() for r in without_private(self.vault, self.vault.recent(), lambda r: r.topic)]}
-
-    def context(self, message: str, session: str | None, budget_tokens: int, reset: bool,
-                clear: bool = False, markers: bool = False) -> dict[str, Any]:
-        return self.vault.context(message, session=session, budget_tokens=budget_tokens, reset=reset, clear=clear,
-                                  markers=markers).to_dict()
-
-    def pending(self) -> dict[str, Any]:
-        return {"pending": [f.to_dict() for f in without_private(self.vault, self.vault.upkeep.pending(), lambda f: f.entry.topic)]}
-
-    def done(self, id: str | None, match: str | None, topic: str | None) -> dict[str, Any]:  # noqa: A002
-        _one_of(id, match, "the follow-up")
-        return {"done": self.vault.upkeep.done(id, match=match, topic=topic).to_dict()}
-
+    # ---- the server's own routes and state (each runs in a worker thread) ----
     def aside_vault(self) -> Vault:
         """The Vault of the work :meth:`run_aside` runs (made on first use)."""
         if self._aside_vault is None:
             self._aside_vault = self.other_vault()
         return self._aside_vault
-
-    def proactive(self, now: str | None, last_conversation: str | None, draft: bool) -> dict[str, Any]:
-        """Runs on a Vault of its own (see :meth:`run_aside`): drafting may wait for the LLM."""
-        return self.aside_vault().proactive(now=_local(now), last_conversation=_local(last_conversation),
-                                            llm="auto" if draft else None).to_dict()
-
-    def stats(self) -> dict[str, Any]:
-        return self.vault.upkeep.stats()
 
     def index_status(self) -> dict[str, Any]:
         try:
@@ -310,29 +223,13 @@ class Api:
         locked = self.vault.frontend_internals.write_locked()
         return {"busy": bool(jobs) or locked, "jobs": jobs, "write_lock": locked}
 
-    # ---- conversation sessions (the MCP server's list_sessions, start_session, save_message,
-    # load_session, search_sessions; run_upkeep) ----
-    def list_sessions(self, limit: int | None, archived: bool) -> dict[str, Any]:
-        return {"sessions": [i.to_dict() for i in self.vault.conversations.list(archived=archived)[:limit]]}
-
-    def start_session(self, session: str | None, title: str | None, system_prompt: str | None, user: str | None,
-                      tags: list[str] | None, metadata: dict[str, str] | None) -> dict[str, Any]:
-        data = self.vault.conversations.new(session_id=session, title=title, system_prompt=system_prompt, user=user,
-                                            tags=tags or (), metadata=metadata).to_dict()
-        data.pop("messages", None)
-        return data
-
-    def save_message(self, session: str, role: str, content: str, important: bool, name: str | None,
-                     time: str | None) -> dict[str, Any]:
-        """Saved at once; when ``digest_every_messages`` may be due (an LLM configured), the digest
-        runs afterwards in a thread of its own (:meth:`_digest_later`): the answer never waits for it."""
-        when = datetime.fromisoformat(time[:-1] + "+00:00" if time.endswith("Z") else time) if time else None
-        message = self.vault.conversations.append(session, role, content, important=important, name=name, now=when,
-                                                  exact=True, digest=False)
+    def digest_later(self, session: str, **_: Any) -> None:
+        """After ``POST /sessions/{session}/messages`` (saved with digest=False): when
+        ``digest_every_messages`` may be due (an LLM configured), the digest runs afterwards in a
+        thread of its own (:meth:`_digest_later`): the answer never waits for it."""
         config = self.vault.config
         if config.digest_every_messages > 0 and config.llm is not None:
             self._digest_later(session)
-        return dict(message.to_dict(), session=session)
 
     def _digest_later(self, session: str) -> None:
         """Digest ``session``'s new messages if ``digest_every_messages`` are due, after this answer:
@@ -362,28 +259,6 @@ class Api:
             except Exception:  # a full disk…: logged, and the worker goes on (it must never die holding the job)
                 log.exception("session %s: digest of the new messages failed; tried again later", session)
 
-    def load_session(self, session: str, max_tokens: int, strategy: str | None, cache: bool = False) -> dict[str, Any]:
-        """Runs aside with the summary or hybrid strategy (:meth:`asks_llm`): a summary waits for the
-        LLM. ``GET /sessions/{session}`` writes nothing (a summary made is only returned); ``POST
-        /sessions/{session}/window`` (:meth:`keep_window`) also caches it in the session's file."""
-        vault = self.aside_vault() if self.asks_llm("load_session", {"strategy": strategy}) else self.vault
-        return vault.conversations.window(session, max_tokens, strategy=strategy, exact=True, cache=cache).to_dict()
-
-    def keep_window(self, session: str, max_tokens: int, strategy: str | None) -> dict[str, Any]:
-        return self.load_session(session, max_tokens, strategy, cache=True)
-
-    def search_sessions(self, q: str, k: int, session: str | None, role: str | None,
-                        since: str | None) -> dict[str, Any]:
-        hits = self.vault.conversations.search(q, k=k, session=session, role=role, exact=True, since=since)
-        return {"hits": [h.to_dict() for h in hits]}
-
-    def run_upkeep(self, at: str | None) -> dict[str, Any]:
-        """Runs on a Vault of its own (see :meth:`run_aside`): its jobs may wait for the LLM."""
-        try:
-            return self.aside_vault().upkeep.run(now=_local(at)).to_dict()
-        finally:
-            self.vault.changed()  # the served Vault re-checks the files at its next search
-
     def asks_llm(self, handler: str, args: dict[str, Any]) -> bool:
         """Whether a route's work may wait for the LLM, so runs aside (see :meth:`call`)."""
         config = self.vault.config
@@ -391,20 +266,40 @@ class Api:
             return (args.get("strategy") or config.session_strategy) != "simple"
         return handler in ("proactive", "run_upkeep")
 
-    async def call(self, handler: str, args: dict[str, Any]) -> Any:
-        """Do a route's work (the method ``handler`` with the checked ``args``) where it belongs:
-        ``busy`` at once in a thread of its own, never behind the vault's worker; ``index_start``
-        here (it starts a thread of its own); what may wait for the LLM aside; the rest in the worker."""
-        method = getattr(self, handler)
-        if handler == "busy":
+    def do(self, route: HttpRoute, args: dict[str, Any]) -> Any:
+        """A route's work, in this thread: the operation's handler (:mod:`memkit.frontends.operations`)
+        on the Vault it belongs to, and its answer; or the server's own method (``route.route.server``,
+        or a route of the server's own state)."""
+        op, made = route.operation, route.route
+        if op is None or made is None or made.server is not None:
+            return getattr(self, route.handler if made is None or made.server is None else made.server)(**args)
+        vault = self.aside_vault() if self.asks_llm(route.handler, args) else self.vault
+        try:
+            result = op.run(vault, "http", args, **made.extra)
+        finally:
+            if vault is not self.vault:
+                self.vault.changed()  # the served Vault re-checks the files at its next search
+        if made.after is not None:
+            getattr(self, made.after)(**args)
+        return op.answer(result)
+
+    async def call(self, route: HttpRoute | str, args: dict[str, Any]) -> Any:
+        """Do a route's work (:meth:`do`, or the method named ``route`` with the checked ``args``)
+        where it belongs: ``busy`` at once in a thread of its own, never behind the vault's worker;
+        ``index_start`` here (it starts a thread of its own); what may wait for the LLM aside; the
+        rest in the worker."""
+        name = route if isinstance(route, str) else (route.route.server if route.route and route.route.server
+                                                      else route.handler)
+        if name == "busy":
             import anyio.to_thread
 
             return await anyio.to_thread.run_sync(self.busy)
-        if handler == "index_start":
+        if name == "index_start":
             return self.index_start(**args)
-        if self.asks_llm(handler, args):
-            return await self.run_aside(lambda: method(**args))
-        return await self.run(lambda: method(**args))
+        work = (lambda: getattr(self, name)(**args)) if isinstance(route, str) else (lambda: self.do(route, args))
+        if self.asks_llm(name, args):
+            return await self.run_aside(work)
+        return await self.run(work)
 
     def index_start(self, full: bool) -> dict[str, Any]:
         """Start an index refresh on a Vault of its own. :raises RequestError: 409, one is running."""

@@ -1,55 +1,29 @@
 """The HTTP API's contract (:mod:`memkit.frontends.http.api`): each route's parameters, body and answers as
-JSON Schema, and the OpenAPI 3.1 document made from them. The parameters and bodies are made from
-the table of operations (:mod:`memkit.frontends.operations`) and checked by its one validation, so
-what the server accepts, what the document says and what the CLI and the MCP server take cannot
-drift apart.
+JSON Schema, and the OpenAPI 3.1 document made from them. The routes are made by iterating the
+table of operations (:mod:`memkit.frontends.operations`: each entry's routes, their summaries and
+answer schemas, their parameters as query, body and path), beside the server's own
+(:data:`SERVER_ROUTES`), and checked by its one validation, so what the server accepts, what the
+document says and what the CLI and the MCP server take cannot drift apart. The answers'
+components (:data:`COMPONENTS`) are here.
 
 No web framework here: plain dicts and functions (the server module imports Starlette).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ... import __version__
 from ...errors import MemkitError
-from ..operations import ROLES, Style, expected, schema, shown
+from ..operations import MAX_MESSAGE_BODY_BYTES, ROLES, Operation, Route, Style, expected, schema, shown
+from ..operations import OPERATIONS as TABLE
 from ..operations import check as check_params
 
-__all__ = ["HttpRoute", "OPERATIONS", "RequestError", "check", "openapi", "query_args", "MAX_BODY_BYTES",
-           "MAX_MESSAGE_BODY_BYTES"]
+__all__ = ["HttpRoute", "OPERATIONS", "RequestError", "SERVER_ROUTES", "check", "http_routes", "openapi", "query_args",
+           "MAX_BODY_BYTES", "MAX_MESSAGE_BODY_BYTES"]
 
 MAX_BODY_BYTES = 256 * 1024  #: a request body larger than this is refused (413)
-#: POST /sessions/{session}/messages: a session message may be a pasted document (MAX_SESSION_MESSAGE_CHARS)
-MAX_MESSAGE_BODY_BYTES = 8 * 1024 * 1024
 
-# ---- request schemas: made from the table of operations (memkit.frontends.operations), which also checks them ----
-
-def _params(op: str, where: str | None = None) -> dict[str, Any]:
-    return schema(op, "http", where)
-
-
-SEARCH_PARAMS = _params("search")
-ADD_BODY = _params("add")
-CONTEXT_BODY = _params("context")
-DONE_BODY = _params("done")
-FORGET_BODY = _params("forget")
-EDIT_BODY = _params("edit")
-TOPIC_PATH = _params("show", "path")
-PROACTIVE_PARAMS = _params("proactive")
-SESSION_PATH = _params("load_session", "path")
-WHY_PATH = _params("why", "path")
-RELATED_PARAMS = _params("related")
-SESSIONS_PARAMS = _params("list_sessions")
-START_BODY = _params("start_session")
-MESSAGE_BODY = _params("save_message", "body")
-LOAD_PARAMS = _params("load_session", "body")
-SESSION_SEARCH_PARAMS = _params("search_sessions")
-UPKEEP_BODY = _params("upkeep")
-INDEX_BODY = _params("index")
-SET_BODY = _params("set")
-GET_PARAMS = _params("get")
-PERSON_BODY = _params("add_person")
 
 # ---- response schemas (components) -----------------------------------------------------------------
 
@@ -114,7 +88,12 @@ COMPONENTS: dict[str, Any] = {
                              "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
                              "split_into": {"type": "array", "items": {"type": "string"},
                                             "description": "The subtopics a split made of it (a topic split away "
-                                                           "has only name and split_into)."}}},
+                                                           "has only name and split_into)."},
+                             "named_as": {"type": "string", "description": "The name asked for, when it named the "
+                                          "topic as a [[link]] does (its file's name alone, an alias)."},
+                             "also_named_so": {"type": "array", "items": {"type": "string"}, "description":
+                                               "The other topics whose files have that name (the shortest path "
+                                               "was shown)."}}},
     "Recent": {"type": "object", "required": ["updated", "topic", "summary"],
                "properties": {"updated": {"type": "string"}, "topic": {"type": "string"},
                               "summary": {"type": "string"}}},
@@ -162,7 +141,9 @@ COMPONENTS: dict[str, Any] = {
                                "important": {"type": "boolean"}, "name": {"type": "string"},
                                "line": {"type": "integer"},
                                "redacted": {"type": "integer", "description": "Secrets replaced by [redacted] "
-                                            "before it was saved (absent when none; docs/privacy.md)."}}},
+                                            "before it was saved (absent when none; docs/privacy.md)."},
+                               "created": {"type": "boolean", "description": "Saving it started its session (an "
+                                           "id with no session yet; absent otherwise)."}}},
     "Window": {"type": "object", "required": ["session", "strategy", "messages", "tokens", "max_tokens", "total",
                                               "omitted"],
                "properties": {"session": {"type": "string"}, "strategy": {"type": "string"},
@@ -204,80 +185,40 @@ def _obj(required: list[str], **props: Any) -> dict[str, Any]:
 
 @dataclass
 class HttpRoute:
-    """One HTTP route of an operation (:data:`memkit.frontends.operations.OPERATIONS` declares the
-    operations): what it takes, what it answers, and the method of :class:`Api` that serves it."""
+    """One HTTP route, made from an operation's :class:`memkit.frontends.operations.Route` (or one of
+    the server's own, :data:`SERVER_ROUTES`): what it takes (its path, query and body schemas, from
+    the operation's parameters), what it answers, and what serves it (``handler``: the OpenAPI
+    operationId; ``operation``: the table's entry, None for the server's own routes, served by the
+    method of :class:`memkit.frontends.http.routes.Api` of that name)."""
 
     method: str
     path: str
     handler: str
     summary: str
     ok: int
-    answer: dict[str, Any]
+    answer: Mapping[str, Any]
     query: dict[str, Any] | None = None
     body: dict[str, Any] | None = None
     body_required: bool = True
     errors: tuple[int, ...] = ()
     params: dict[str, Any] | None = None  #: the path's parameters (``{session}``)
     max_body: int = MAX_BODY_BYTES
+    operation: Operation | None = None
+    route: Route | None = None
 
 
-OPERATIONS = [
-    HttpRoute("GET", "/search", "search", "Search memories (exact words and meaning, fused), best first.", 200,
-              _obj(["hits"], hits={"type": "array", "items": _ref("Hit")}), query=SEARCH_PARAMS, errors=(400, 404)),
-    HttpRoute("POST", "/add", "add", "Append a memory to a topic; returns the entry written (and where: a topic "
-              "over its size limit is split at once).", 201, _ref("Entry"), body=ADD_BODY, errors=(400, 409)),
-    HttpRoute("POST", "/context", "context", "The memory block for an assistant's system prompt, for the user's "
-              "latest message.", 200, _ref("Context"), body=CONTEXT_BODY, errors=(400,)),
-    HttpRoute("POST", "/forget", "forget", "Remove a memory (by id or text): the line moves to archive.md with "
-              "the day and its topic, so it can be put back; nothing is deleted.", 200,
-              _obj(["forgotten"], forgotten={"type": "array", "items": _ref("Entry")}), body=FORGET_BODY,
-              errors=(400, 404, 409)),
-    HttpRoute("POST", "/edit", "edit", "Change a memory where it stands (by id or text); the old line is kept in "
-              "archive.md. Returns the new entry (dated today).", 200, _ref("Entry"), body=EDIT_BODY,
-              errors=(400, 404, 409)),
-    HttpRoute("GET", "/topics", "topics", "Every topic, most recently updated first: name, entries, updated, "
-              "summary, file.", 200, _obj(["topics"], topics={"type": "array", "items": _ref("TopicInfo")})),
-    HttpRoute("GET", "/topics/{topic}", "show_topic", "One topic's entries with their ids (for POST /forget and "
-              "POST /edit), or, for a topic that was split, the topics it was split into.", 200, _ref("Topic"),
-              params=TOPIC_PATH, errors=(400, 404, 409)),
-    HttpRoute("GET", "/recent", "recent", "The recent-topics index (index.txt), newest first.", 200,
-              _obj(["recent"], recent={"type": "array", "items": _ref("Recent")})),
-    HttpRoute("GET", "/why/{id}", "why", "Where a memory came from: the conversation its (from …) marker names "
-              "(a session, an aged session's raw archive, a transcript in inbox/done/) and the lines of it that say "
-              "the memory. 404: no such entry, it names no conversation, or that conversation is gone.", 200,
-              _ref("Why"), params=WHY_PATH, errors=(400, 404)),
-    HttpRoute("GET", "/related", "related", "The memories most like a memory (ref: its id) or a topic (ref: its "
-              "name), without a query: its text through the two stages of GET /search, itself left out. 404: no "
-              "such entry or topic.", 200,
-              _obj(["of", "hits"], of={"type": "object"}, hits={"type": "array", "items": _ref("Hit")}),
-              query=RELATED_PARAMS, errors=(400, 404)),
-    HttpRoute("GET", "/pending", "pending", "The follow-ups (kind pending), most urgent first.", 200,
-              _obj(["pending"], pending={"type": "array", "items": _ref("FollowUp")})),
-    HttpRoute("GET", "/proactive", "proactive", "Whether now is a good moment to raise a follow-up (never in "
-              "quiet_hours, nor within proactive_gap_hours of the last conversation), which one, its question "
-              "and, with an LLM, a drafted opening line.", 200, _ref("Nudge"), query=PROACTIVE_PARAMS,
-              errors=(400,)),
-    HttpRoute("POST", "/pending/done", "done", "Resolve a follow-up (by id or text): it moves to archive.md as "
-              "done.", 200, _obj(["done"], done=_ref("Entry")), body=DONE_BODY, errors=(400, 404, 409)),
-    HttpRoute("POST", "/facts", "set_fact", "Give a key (the user's city, the wifi name) its one live value: its "
-              "line in topics/facts.md is replaced where it stands, the old value kept in archive.md with its date.",
-              200, _obj(["key", "value", "old", "changed", "id"], key={"type": "string"}, value={"type": "string"},
-                        old=_NULL_STR, changed={"type": "boolean", "description": "false: it had that value"},
-                        id=_NULL_STR, redacted={"type": "integer", "description": "Secrets replaced by "
-                                                "[redacted] in the value (absent when none; docs/privacy.md)."}),
-              body=SET_BODY, errors=(400, 409)),
-    HttpRoute("GET", "/facts", "get_fact", "A key's live value (404: none), with history=true every value it had; "
-              "without a key, every key with its value.", 200,
-              {"oneOf": [_ref("Fact"), _obj(["facts"], facts={"type": "array", "items": _ref("Fact")})]},
-              query=GET_PARAMS, errors=(400, 404)),
-    HttpRoute("GET", "/people", "people", "The people memories are about (people.md), in its order.", 200,
-              _obj(["people"], people={"type": "array", "items": _ref("Person")})),
-    HttpRoute("POST", "/people", "add_person", "Append a person to people.md (created when missing).", 201,
-              _ref("Person"), body=PERSON_BODY, errors=(400, 409)),
-    HttpRoute("GET", "/stats", "stats", "Counts: entries per topic and kind, follow-ups, archive, index, inbox.",
-              200, _obj(["topics", "entries", "per_topic", "per_kind", "pending", "index"],
-                        topics={"type": "integer"}, entries={"type": "integer"}, per_topic={"type": "object"},
-                        per_kind={"type": "object"}, pending={"type": "integer"}, index={"type": "object"})),
+def _http_route(op: Operation, route: Route) -> HttpRoute:
+    has = {"path": bool(schema(op, "http", "path")["properties"]), "rest": bool(schema(op, "http", "rest")["properties"])}
+    rest = schema(op, "http", "rest") if has["rest"] else None
+    return HttpRoute(route.method, route.path, route.operation_id or op.name, route.summary, route.ok, op.answer_schema(route),
+                     query=rest if route.method == "GET" else None, body=None if route.method == "GET" else rest,
+                     body_required=route.body_required, errors=route.errors,
+                     params=schema(op, "http", "path") if has["path"] else None,
+                     max_body=route.max_body or MAX_BODY_BYTES, operation=op, route=route)
+
+
+#: the routes of the server's own state, no operation of the others (methods of the Api of the same name)
+SERVER_ROUTES = (
     HttpRoute("GET", "/busy", "busy", "Whether a long job runs: in this server an index refresh started by "
               "POST /index (job 'index') or, with --watch and an LLM, a digest of inbox/ (job 'digest'); or "
               "any writer (this server, the CLI, a watcher, a digest) holding the vault's write lock.", 200,
@@ -286,34 +227,17 @@ OPERATIONS = [
                    write_lock={"type": "boolean", "description": "A writer holds the vault's write lock now."})),
     HttpRoute("GET", "/index", "index_status", "The index: model, dimension, topic files it is behind, and the "
               "last index job of this server.", 200, _ref("IndexState")),
-    HttpRoute("POST", "/index", "index_start", "Start bringing the index up to date in the background; "
-              "GET /index and GET /busy follow it.", 202, _obj(["job"], job=_ref("Job")), body=INDEX_BODY,
-              body_required=False, errors=(400, 409)),
-    HttpRoute("GET", "/sessions", "list_sessions", "The saved conversations, most recently updated first.", 200,
-              _obj(["sessions"], sessions={"type": "array", "items": _ref("SessionInfo")}), query=SESSIONS_PARAMS,
-              errors=(400,)),
-    HttpRoute("POST", "/sessions", "start_session", "Start saving a conversation: a new session file in sessions/. "
-              "Its id works with the routes below and as POST /context's session.", 201, _ref("Session"),
-              body=START_BODY, body_required=False, errors=(400, 409)),
-    # before /sessions/{session}: a session whose id is 'search' is loaded by its file name
-    HttpRoute("GET", "/sessions/search", "search_sessions", "Find messages of saved conversations by meaning and "
-              "words, best first.", 200, _obj(["hits"], hits={"type": "array", "items": _ref("SessionHit")}),
-              query=SESSION_SEARCH_PARAMS, errors=(400, 404)),
-    HttpRoute("GET", "/sessions/{session}", "load_session", "A saved conversation's history within a token budget, "
-              "oldest first, to continue it (summary and hybrid may wait for the LLM).", 200, _ref("Window"),
-              query=LOAD_PARAMS, params=SESSION_PATH, errors=(400, 404)),
-    HttpRoute("POST", "/sessions/{session}/window", "keep_window", "As GET /sessions/{session}, and a summary made "
-              "on the way is cached in the session's file (a GET writes nothing), so the next load needs no LLM call.",
-              200, _ref("Window"), body=LOAD_PARAMS, body_required=False, params=SESSION_PATH, errors=(400, 404, 409)),
-    HttpRoute("POST", "/sessions/{session}/messages", "save_message", "Append one message to a saved conversation "
-              "(one append to its file; nothing is rewritten). Returns the message with its time.", 201,
-              {"allOf": [_ref("Message"), _obj(["session"], session={"type": "string"})]}, body=MESSAGE_BODY,
-              params=SESSION_PATH, errors=(400, 404, 409), max_body=MAX_MESSAGE_BODY_BYTES),
-    HttpRoute("POST", "/upkeep", "run_upkeep", "Run the scheduled jobs now, as `memkit upkeep` does: expired "
-              "memories archived, sessions digested and aged, old ones archived, the profile re-distilled when "
-              "due. Slow when an LLM is configured; searches go on meanwhile.", 200, _ref("Upkeep"),
-              body=UPKEEP_BODY, body_required=False, errors=(400, 409)),
-]
+)
+
+
+def http_routes(table: Sequence[Operation] = TABLE) -> list[HttpRoute]:
+    """Every route of the API: each operation's of ``table``, then the server's own; a path with a
+    parameter after the fixed ones (``/sessions/search`` before ``/sessions/{session}``)."""
+    made = [_http_route(op, route) for op in table for route in op.http] + list(SERVER_ROUTES)
+    return sorted(made, key=lambda r: "{" in r.path)
+
+
+OPERATIONS = http_routes()
 
 STATUS_TEXT = {
     400: "Bad request: a missing, unknown or invalid field or parameter, or a Host that is not loopback",
@@ -330,9 +254,9 @@ STATUS_TEXT = {
 }
 
 
-def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
+def openapi(*, token: bool = False, mcp: bool = False, routes: Sequence[HttpRoute] | None = None) -> dict[str, Any]:
     """The OpenAPI 3.1 description of every route (``token``: say that requests need the bearer
-    token; ``mcp``: the server also speaks MCP at /mcp)."""
+    token; ``mcp``: the server also speaks MCP at /mcp; ``routes``: these instead of :data:`OPERATIONS`)."""
     def error_responses(codes: set[int]) -> dict[str, Any]:
         # every route: 400 (an unknown query parameter, a Host that is not loopback), 403 (another
         # site's page), 405; 401 with a token
@@ -353,7 +277,7 @@ def openapi(*, token: bool = False, mcp: bool = False) -> dict[str, Any]:
                                       "properties": {"ok": {"type": "boolean"}, "vault": {"type": "string"},
                                                      "index": {"type": "object"}}}}}},
                           **error_responses({503})}}}}
-    for op in OPERATIONS:
+    for op in OPERATIONS if routes is None else routes:
         spec: dict[str, Any] = {"summary": op.summary, "operationId": op.handler}
         parameters = [
             {"name": name, "in": where, "required": where == "path" or name in params.get("required", []),

@@ -20,8 +20,9 @@ carrying the same one-line message the CLI prints, and the next call works as be
 protocol is written to stdout: the SDK points file descriptor 1 at stderr while it serves, and
 memkit's log goes to stderr.
 
-Each tool is a method of :class:`Memory`; its input schema is made from the table of operations,
-which also checks the arguments (:class:`TypedTools`): a bad one is said in one line the way the
+Each tool is an operation of the table (:mod:`memkit.frontends.operations`): its listing, its input
+schema and its handler (one call into the Vault) come from there; the schema also checks the
+arguments (:class:`TypedTools`): a bad one is said in one line the way the
 CLI says it ("invalid value for k: 0 is below the minimum 1"), an unknown argument is refused.
 
 The ``mcp`` package is imported only when the server is built, so ``memkit --help`` stays fast and
@@ -33,20 +34,16 @@ An interface-layer module: it uses memkit's public API, and the library's own li
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import logging
 import traceback
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 from urllib.parse import quote, unquote
 
-from ... import InvalidValue, MemkitError, Vault, __version__
-from ...base.limits import MAX_MESSAGE_CHARS, MAX_TRANSCRIPT_BYTES
-from ..facts import add_person_answer, get_answer, people_answer, set_answer
-from ..operations import OPERATIONS, ArgumentError, Style, check, schema, time_value
-from ..privacy import without_private
+from ... import MemkitError, Vault, __version__
+from ...base.limits import MAX_MESSAGE_CHARS
+from ..operations import OPERATIONS, ArgumentError, Listed, Operation, Style, Tool, as_json, check, schema
 from .tools import INSTRUCTIONS, TOOLS
 
 log = logging.getLogger("memkit")
@@ -56,11 +53,11 @@ TOPIC_URI = "memkit://topics/"
 CONTEXT_URI = "memkit://context"  #: the memory block without a message (profile, due, recent topics, instructions)
 MEMORY_PROMPT = "memory"  #: the prompt that yields the memory block for a message
 
-# ---- the tools: methods of Memory --------------------------------------------------------------
-# Each tool is a method of Memory; its parameters, their limits and the input schema the client
-# sees come from the table of operations (memkit.frontends.operations, the same as the CLI's and
-# the HTTP API's), which also checks the arguments (:class:`TypedTools`). The metadata (title,
-# description, hints) is the rest of each tool's listing: :data:`memkit.frontends.mcp.tools.TOOLS`.
+# ---- the tools: the table of operations -----------------------------------------------------------
+# Each tool is an operation of the table (memkit.frontends.operations, the same as the CLI's and
+# the HTTP API's): its name, title, description and hints, its parameters (the input schema the
+# client sees, which also checks the arguments: :class:`TypedTools`) and its handler, one call into
+# the Vault; Memory holds the served Vaults it runs on.
 
 @dataclass
 class Outcome:
@@ -70,37 +67,34 @@ class Outcome:
     structured: dict[str, Any] | None = None
 
 
-def _moment(at: str | None) -> datetime | None:
-    if at is None or not at.strip():
-        return None
-    try:
-        return datetime.fromisoformat(at.strip())
-    except ValueError:
-        raise InvalidValue(f"at must be like '2026-11-28 09:00', got {at!r}") from None
-
-
-def _as_json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, default=str)
+#: the tools whose work may wait for the LLM: on the digest's Vault, so searches go on meanwhile
+SLOW = ("digest_transcript", "run_upkeep")
 
 
 @dataclass
 class Memory:
-    """The served vault: one :class:`Vault` kept warm, and the work done on it (one method per tool)."""
+    """The served vault: one :class:`Vault` kept warm, and the operations of ``table`` as its tools."""
 
     vault: Vault
     #: a second Vault for digest (its own in-process index, the same model), so a slow LLM does not
     #: hold up searches; None when no LLM is configured
     digest_vault: Vault | None = None
+    table: Sequence[Operation] = OPERATIONS
 
     @classmethod
-    def open(cls, vault: Vault) -> "Memory":
+    def open(cls, vault: Vault, table: Sequence[Operation] = OPERATIONS) -> "Memory":
         digest_vault = None
         if vault.config.llm:
             digest_vault = Vault(vault.root, config=vault.config, model=vault.model)
-        return cls(vault, digest_vault)
+        return cls(vault, digest_vault, table)
 
     def tool_names(self) -> list[str]:
-        return [name for name in TOOLS if name != "digest_transcript" or self.digest_vault is not None]
+        return [op.mcp.name for op in self.table
+                if op.mcp is not None and (op.mcp.name != "digest_transcript" or self.digest_vault is not None)]
+
+    def vault_for(self, tool: str) -> Vault:
+        """The Vault a tool runs on: the digest's for the slow ones (:data:`SLOW`), when there is one."""
+        return (self.digest_vault or self.vault) if tool in SLOW else self.vault
 
     def warm_up(self) -> None:
         """Load the model and bring the index up to date, so the first search is fast."""
@@ -111,150 +105,32 @@ class Memory:
         except MemkitError as exc:
             log.warning("%s", exc)  # each tool call will report it again
 
-    # each tool runs in a worker thread, one at a time (see build_server()); the arguments are checked
-    # (TypedTools.call) and complete, their defaults filled in
-    def search_memories(self, query: str, k: int, topic: str | None, kind: str | None, tag: str | None,
-                        since: str | None, person: str | None, relation: str | None, where: list[str] | None,
-                        linked: str | None, mode: str, min_importance: float | None, fast: bool) -> Outcome:
-        hits = [h.to_dict() for h in self.vault.search(query, k=k, topic=topic, kind=kind, tag=tag, since=since,
-                                                        mode=mode,  # type: ignore[arg-type]  # the table's choices
-                                                        min_importance=min_importance, refresh=True,
-                                                        fast=fast, private=False, person=person,
-                                                        relation=relation, where=where, linked=linked)]
-        return Outcome(_as_json(hits), {"hits": hits})
-
-    def related_memories(self, ref: str, k: int | None) -> Outcome:
-        data = self.vault.links.related(ref, k=k, private=False).to_dict()
-        return Outcome(_as_json(data), data)
-
-    def add_memory(self, text: str, topic: str | None, kind: str | None, tags: list[str] | None, due: str | None,
-                   until: str | None) -> Outcome:
-        entry = self.vault.add(text, topic=topic, kind=kind, tags=tags or (), due=due, until=until).to_dict()
-        return Outcome(_as_json(entry), entry)
-
-    def edit_memory(self, id: str, text: str) -> Outcome:  # noqa: A002
-        entry = self.vault.edit(id, text).to_dict()
-        return Outcome(_as_json(entry), entry)
-
-    def set_fact(self, key: str, value: str) -> Outcome:
-        data = set_answer(self.vault, key, value)
-        return Outcome(_as_json(data), data)
-
-    def get_fact(self, key: str | None, history: bool) -> Outcome:
-        data = get_answer(self.vault, key, history)
-        return Outcome(_as_json(data), data)
-
-    def list_people(self) -> Outcome:
-        data = people_answer(self.vault)
-        return Outcome(_as_json(data["people"]), data)
-
-    def add_person(self, name: str, relation: str | None, detail: str | None, about: str | None) -> Outcome:
-        data = add_person_answer(self.vault, name, relation, detail, about)
-        return Outcome(_as_json(data), data)
-
-    def pending_follow_ups(self) -> Outcome:
-        items = [f.to_dict() for f in without_private(self.vault, self.vault.upkeep.pending(), lambda f: f.entry.topic)]
-        return Outcome(_as_json(items), {"pending": items})
-
-    def mark_done(self, id: str) -> Outcome:  # noqa: A002
-        entry = self.vault.upkeep.done(id).to_dict()
-        entry["archive"] = "archive.md"
-        return Outcome(_as_json(entry), entry)
-
-    def forget_memory(self, id: str) -> Outcome:  # noqa: A002
-        entry = self.vault.forget(id).to_dict()
-        entry["archive"] = "archive.md"
-        return Outcome(_as_json(entry), entry)
-
-    def why_memory(self, id: str) -> Outcome:  # noqa: A002
-        found = self.vault.why(id)
-        return Outcome(found.render(), found.to_dict())
-
-    def get_context(self, message: str, session: str | None, budget_tokens: int, reset: bool,
-                    clear: bool = False, markers: bool = False) -> Outcome:
-        ctx = self.vault.context(message, session=session, budget_tokens=budget_tokens, reset=reset, clear=clear,
-                                 markers=markers)
-        return Outcome(ctx.text, ctx.to_dict())
-
-    def list_topics(self) -> Outcome:
-        infos = sorted(without_private(self.vault, self.vault.topics(), lambda t: t.name), key=lambda t: t.updated,
-                       reverse=True)
-        topics = [t.to_dict() for t in infos]
-        return Outcome(_as_json(topics), {"topics": topics})
-
-    def read_topic(self, name: str) -> Outcome:
-        data = self.vault.store.show_topic(name)  # a topic split away: its name and split_into, as `memkit show`
-        return Outcome(_as_json(data), data)
-
-    def recent_topics(self) -> Outcome:
-        items = [r.to_dict() for r in without_private(self.vault, self.vault.recent(), lambda r: r.topic)]
-        return Outcome(_as_json(items), {"recent": items})
-
-    def list_sessions(self, limit: int | None, archived: bool) -> Outcome:
-        sessions = [i.to_dict() for i in self.vault.conversations.list(archived=archived)[:limit]]
-        return Outcome(_as_json(sessions), {"sessions": sessions})
-
-    def start_session(self, session: str | None, title: str | None, system_prompt: str | None, user: str | None,
-                      tags: list[str] | None, metadata: dict[str, str] | None) -> Outcome:
-        data = self.vault.conversations.new(title=title, system_prompt=system_prompt, session_id=session, user=user,
-                                            tags=tags or (), metadata=metadata).to_dict()
-        data.pop("messages", None)
-        return Outcome(_as_json(data), data)
-
-    def save_message(self, session: str, role: str, content: str, important: bool, name: str | None,
-                     time: str | None) -> Outcome:
-        data = dict(self.vault.conversations.append(session, role, content, important=important, name=name,
-                                                    now=time_value(time), exact=True).to_dict(),
-                    session=session)  # exact: a session "user1" must not write into "user12"
-        return Outcome(_as_json(data), data)
-
-    def load_session(self, session: str, max_tokens: int, strategy: str | None) -> Outcome:
-        result = self.vault.conversations.window(session, max_tokens, strategy=strategy, exact=True)
-        text = "\n\n".join(f"{m.role}: {m.content}" for m in result.messages)
-        if result.note:
-            text = f"(note: {result.note})\n\n{text}"
-        return Outcome(text, result.to_dict())
-
-    def search_sessions(self, query: str, k: int, session: str | None, role: str | None,
-                        since: str | None) -> Outcome:
-        found = self.vault.conversations.search(query, k=k, session=session, role=role, since=since, exact=True)
-        hits = [h.to_dict() for h in found]
-        return Outcome(_as_json(hits), {"hits": hits})
-
-    def proactive(self, at: str | None) -> Outcome:
-        nudge = self.vault.proactive(now=_moment(at)).to_dict()
-        text = ("now: " if nudge["now"] else "not now: ") + nudge["reason"]
-        if nudge["follow_up"] is not None:
-            text += f"\nsay: {nudge['opening'] or nudge['question']}"
-        return Outcome(text, nudge)
-
-    def run_upkeep(self, at: str | None) -> Outcome:
-        report = (self.digest_vault or self.vault).upkeep.run(now=_moment(at))
-        return Outcome("\n".join(report.lines()), report.to_dict())
-
-    def digest_transcript(self, text: str, dry_run: bool) -> Outcome:
-        assert self.digest_vault is not None
-        data = text.encode("utf-8", errors="surrogatepass")
-        if len(data) > MAX_TRANSCRIPT_BYTES:
-            raise MemkitError(f"transcript is {len(data) / 1e6:.1f} MB; memkit digests at most "
-                              f"{MAX_TRANSCRIPT_BYTES / 1e6:.0f} MB at once: split it into smaller parts")
-        report = self.digest_vault.digest(text=text, name="transcript", dry_run=dry_run)
-        result = report.to_dict()
-        return Outcome(_as_json(result), result)
-
     def read_topic_file(self, name: str) -> tuple[str, str]:
         """(name, exact text) of a topic file, for the resource."""
         t = self.vault.topic(name)
         return t.name, t.raw
 
 
-# ---- the tools' schemas and their validation: the table of operations -----------------------------
-
 #: each tool's operation in the table
-TOOL_OPERATIONS = {op.mcp: op for op in OPERATIONS if op.mcp is not None}
+TOOL_OPERATIONS = {op.mcp.name: op for op in OPERATIONS if op.mcp is not None}
 #: how the MCP server says a bad argument; blank text, a session id and a date are the library's to
 #: refuse, with the message the CLI gives
 STYLE = Style(invalid="invalid value for", what="argument", edge=False)
+
+
+def outcome(tool: Tool, op: Operation, result: Any) -> Outcome:
+    """What a tool answers: the operation's answer (or the tool's own made of it) as the structured
+    result, and the text the model reads (:attr:`memkit.frontends.operations.Tool.text`)."""
+    answer = op.answer(result)
+    if tool.answer is not None:
+        answer = tool.answer(answer)
+    if tool.text is not None:
+        text = tool.text(result)
+    elif tool.answer is None and isinstance(op.answer, Listed):
+        text = as_json(answer[op.answer.key])  # the list alone; the structured result names it
+    else:
+        text = as_json(answer)
+    return Outcome(text, answer)
 
 
 class TypedTools:
@@ -262,7 +138,8 @@ class TypedTools:
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
-        self.tools = {name: TOOL_OPERATIONS[name] for name in memory.tool_names()}
+        by_name = {op.mcp.name: op for op in memory.table if op.mcp is not None}
+        self.tools = {name: by_name[name] for name in memory.tool_names()}
 
     def schema(self, name: str) -> dict[str, Any]:
         return schema(self.tools[name], "mcp")
@@ -279,8 +156,9 @@ class TypedTools:
             raise ArgumentError(f"{tool}: the arguments must be a JSON object")
         given = {k: v for k, v in arguments.items() if v is not None}  # null: the default
         values = check(self.schema(tool), given, replace(STYLE, prefix=f"{tool}: "))
-        method: Callable[..., Outcome] = getattr(self.memory, tool)
-        return method(**values)
+        op = self.tools[tool]
+        assert op.mcp is not None
+        return outcome(op.mcp, op, op.run(self.memory.vault_for(tool), "mcp", values, **op.mcp.extra))
 
 
 def error_message(exc: BaseException) -> str:
@@ -325,9 +203,9 @@ def build_server(memory: Memory) -> Any:
 
     typed = TypedTools(memory)
     tools = [
-        types.Tool(name=name, title=TOOLS[name]["title"], description=TOOLS[name]["description"],
-                   input_schema=typed.schema(name), annotations=types.ToolAnnotations(**TOOLS[name]["annotations"]))
-        for name in memory.tool_names()
+        types.Tool(name=name, title=op.mcp.title, description=op.mcp.description, input_schema=typed.schema(name),
+                   annotations=types.ToolAnnotations(**op.mcp.annotations))
+        for name, op in typed.tools.items() if op.mcp is not None
     ]
 
     @asynccontextmanager
@@ -352,7 +230,7 @@ def build_server(memory: Memory) -> Any:
             return typed.call(name, arguments)
 
         try:
-            slow = name in ("digest_transcript", "run_upkeep")  # the LLM at work: searches go on meanwhile
+            slow = name in SLOW  # the LLM at work: searches go on meanwhile
             outcome = await run(work, digest=slow)
             if slow and not (arguments or {}).get("dry_run"):
                 memory.vault.changed()  # the served Vault sees the digest's entries at once
@@ -462,6 +340,6 @@ def serve(vault: Vault) -> None:
         pass
 
 
-__all__ = ["ArgumentError", "INSTRUCTIONS", "Memory", "TOOLS", "TOOL_OPERATIONS", "TypedTools", "build_server",
-           "require_sdk", "serve"]
+__all__ = ["ArgumentError", "INSTRUCTIONS", "Memory", "Outcome", "SLOW", "TOOLS", "TOOL_OPERATIONS", "TypedTools",
+           "build_server", "outcome", "require_sdk", "serve"]
 

@@ -89,8 +89,8 @@ LAZY_MODULES = {
     # moved out of vault.py with the flows they serve (issue 28.2), lazy as they were there:
     "embeddings/choice.py": {".remote"},  # the embedding server's client (urllib, http.client): only for a server
     "memories/adding.py": {"..split"},  # the clustering: only when an add pushes a topic past the threshold
-    "runtime/runtime.py": {"..llm"},
-    "sessions/conversations.py": {"..digest"},  # the digest and its LLM client: only when a conversation is digested  # the LLM client (http.client, ssl): only when a flow asks for one  # the clustering: only when an add pushes a topic past the threshold
+    "runtime/runtime.py": {"..llm"},  # the LLM client (http.client, ssl): only when a flow asks for one
+    "sessions/conversations.py": {"..digest"},  # the digest and its LLM client: only when a conversation is digested
     # onnxruntime, imported the one way that turns its telemetry off (issue 41.16): as lazy as the
     # `import onnxruntime` each replaced (``from ..base.ort import onnxruntime as ort``)
     "embeddings/judge.py": {"..base.ort"}, "search/int8_scan.py": {"..base.ort"},

@@ -7,14 +7,16 @@ from typing import TYPE_CHECKING
 from ..base.face import face
 
 if TYPE_CHECKING:
-    from .block import Context, build_context, reset_session
+    from .block import build_context, reset_session
     from .nudge import Nudge, proactive
     from .provenance import Why, why
+    from .render import Context
 
 __all__ = ["Context", "Nudge", "Why", "build_context", "proactive", "reset_session", "why"]
 
 __getattr__, __dir__ = face(__name__, {
-    ".block": "Context build_context reset_session",
+    ".block": "build_context reset_session",
     ".nudge": "Nudge proactive",
     ".provenance": "Why why",
+    ".render": "Context",
 })

@@ -11,7 +11,8 @@ import pytest
 from util import FakeEmbedder, write
 
 from memkit import MemkitError, Vault
-from memkit.context.block import INSTRUCTIONS, Context, _fit, build_context, reset_session, session_path
+from memkit.context.block import build_context, reset_session, session_path
+from memkit.context.render import INSTRUCTIONS, Context, fit
 from memkit.search.route import detect_topic
 from memkit.search.searcher import Hit
 
@@ -266,10 +267,10 @@ def test_budget_trims_memories_from_the_bottom():
 
     recent = [RecentTopic(NOW - timedelta(days=i), f"t{i}", "summary") for i in range(8)]
     memories = [hit(i) for i in range(20)]
-    untrimmed = _fit(recent, memories, None, None, 100_000, NOW)
+    untrimmed = fit(recent, memories, None, None, 100_000, NOW)
     assert len(untrimmed.memories) == 20
     budget = untrimmed.tokens - 60
-    ctx = _fit(recent, memories, None, "s", budget, NOW)
+    ctx = fit(recent, memories, None, "s", budget, NOW)
     assert ctx.tokens <= budget and len(ctx.recent) == 5  # recent topics go first, down to five
     assert 0 < len(ctx.memories) < 20 and ctx.memories == memories[:len(ctx.memories)]
     assert f"- ({20 - len(ctx.memories)} more not shown)" in section(ctx.text, "Relevant memories")

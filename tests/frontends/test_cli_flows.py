@@ -25,7 +25,7 @@ from util import FakeEmbedder, wait_until, write
 
 import memkit.frontends.watch
 from memkit import Vault
-from memkit.context.block import INSTRUCTIONS
+from memkit.context.render import INSTRUCTIONS
 from memkit.formats.markdown import split_lines
 from memkit.formats.topic import parse_topic_text
 from memkit.frontends.cli.group import main

@@ -33,6 +33,7 @@ bench:
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/bench_judge.py
+	$(BIN)/python bench/bench_imports.py --vault bench/out/judge/vault-10k -- search --fast "what rice do I use"
 	$(BIN)/python bench/bench_sessions.py
 	$(BIN)/python bench/bench_http.py
 	$(BIN)/python bench/bench_scale.py

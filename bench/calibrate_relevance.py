@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import eval_everyday as ee  # noqa: E402
 
-import memkit.search.searcher as searcher_module  # noqa: E402
+import memkit.search.judged as judged_module  # noqa: E402
 from memkit.search import judge_rank  # noqa: E402
 
 
@@ -52,13 +52,13 @@ def collect(path: Path) -> list[dict]:
     """For each question: its group, its answers, and each judged candidate's note id and features."""
     data = ee.load_set(path)
     seen: list[np.ndarray] = []
-    original = searcher_module.relevance
+    original = judged_module.relevance
 
     def recording(cosines, coverage=None, *a, **kw):
         seen.append(judge_rank.relevance_features(cosines, coverage, kw.get("reference")))
         return original(cosines, coverage, *a, **kw)
 
-    searcher_module.relevance = recording
+    judged_module.relevance = recording
     out = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -78,7 +78,7 @@ def collect(path: Path) -> list[dict]:
                 out.append({"group": q["group"], "answers": q["answers"], "ids": ids,
                             "features": feats[idx], "cosines": cos})
     finally:
-        searcher_module.relevance = original
+        judged_module.relevance = original
     return out
 
 
@@ -161,14 +161,14 @@ def collect_signals(path: Path) -> list[dict]:
 
     data = ee.load_set(path)
     seen: dict[str, np.ndarray] = {}
-    original = searcher_module.fuse
+    original = judged_module.fuse
 
     def recording(static, judge, conversation, *params):
         seen["static"] = np.asarray(static, dtype=np.float64).copy()
         seen["judge"] = np.asarray(judge, dtype=np.float64).copy()
         return original(static, judge, conversation, *params)
 
-    searcher_module.fuse = recording
+    judged_module.fuse = recording
     out = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -202,7 +202,7 @@ def collect_signals(path: Path) -> list[dict]:
                             "confident_right": first_conf is not None
                             and where.get((first_conf.file, first_conf.line)) in q["answers"]})
     finally:
-        searcher_module.fuse = original
+        judged_module.fuse = original
     return out
 
 

@@ -598,7 +598,7 @@ def record_searches(monkeypatch) -> list[tuple[str, list]]:
 def near_ties(query: str, hits: list) -> list[str]:
     """What of a judged search's hits stands too close to a neighbour or a cut (see TIE_MARGIN)."""
     from memkit.search.judge_rank import JUDGE_THRESHOLD, RELEVANCE_CONFIDENT
-    from memkit.search.searcher import FALLBACK_FLOOR, JUDGE_SURE, WEAK_FLOOR
+    from memkit.search.judged import FALLBACK_FLOOR, JUDGE_SURE, WEAK_FLOOR
 
     out = []
     judged = [h for h in hits if h.judge is not None]

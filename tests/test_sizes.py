@@ -18,9 +18,6 @@ MAX_FUNCTION_LINES = 80
 ALLOWED = {
     "memkit/frontends/mcp/server.py::build_server",
     "memkit/sessions/budget.py::window",
-    "memkit/search/searcher.py",
-    "memkit/search/searcher.py::find",
-    "memkit/search/searcher.py::_judged",
 }
 
 

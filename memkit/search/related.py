@@ -16,7 +16,8 @@ from ..base.limits import MAX_QUERY_CHARS
 from ..errors import AmbiguousEntry, EntryNotFound, TopicNameError, TopicNotFound
 from ..formats.names import check_topic_name
 from ..formats.topic import Entry, Topic
-from .searcher import Hit, Searcher
+from .hits import Hit
+from .searcher import Searcher
 
 __all__ = ["Related", "related_to", "find_item"]
 

@@ -5,7 +5,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..formats.words import terms
-from .searcher import Hit, Searcher
+from .hits import Hit
+from .searcher import Searcher
 
 GENERAL = "general"  #: the topic of what belongs to no topic yet, and the catch-all part of a split
 VOTES = 5  #: hits that vote

@@ -8,6 +8,10 @@ search lists no topic files at all (20,000 files: ~0.4 s) and reads what the wat
 changed, the ranker is extended with that file's rows rather than built again
 (:meth:`Ranker.extended`). A process that has just written a topic file makes it searchable at
 once with :meth:`Searcher.refresh_files` (no listing of topics/).
+
+A search is one checked :class:`memkit.search.Query` handed to :meth:`Searcher.find`; what it may
+return is :mod:`memkit.search.filters`, its second stage :mod:`memkit.search.judged`, its results
+:mod:`memkit.search.hits`.
 """
 from __future__ import annotations
 
@@ -15,8 +19,8 @@ import logging
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
-from datetime import date, timedelta
+from dataclasses import replace
+from datetime import date
 from itertools import islice
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -29,13 +33,10 @@ from ..base.pages import release
 from ..config import Config
 from ..embeddings import Embedder, judge_known_fast, judge_too_slow, prefetch_query, shared_judge, text_keys
 from ..errors import MemkitError, ModelError, TopicNotFound
-from ..formats.lifecycle import importance, last_day
-from ..formats.names import in_topic
 from ..formats.topic import Topic
 from ..formats.words import terms as text_terms
 from ..index import (
     JUDGE_DIR,
-    NO_DAY,
     TRIM_MIN_ROWS,
     Index,
     IndexReport,
@@ -43,27 +44,19 @@ from ..index import (
     JudgeVectors,
     Progress,
     SessionSource,
-    column_mask,
-    tag_mask,
     trim_memory,
 )
 from ..store import Store, load_people
-from .about import about_mask
-from .exact import exact_words
+from .filters import RowFacts, in_scope, query_mask
+from .hits import Hit, hits_at
 from .judge_rank import (
-    EXACT_RELEVANCE,
     JUDGE_THRESHOLD,
-    RELEVANCE_CONFIDENT,
     JudgeParams,
-    cosine_relevance,
-    fuse,
-    relevance,
-    relevance_features,
 )
+from .judged import judged_hits
 from .query import MODES, Mode, Query, Threshold, since_day
-from .rank import MODEL_THRESHOLD, NOISE_MIN_N, RECOMMENDED_THRESHOLD, Ranker
+from .rank import MODEL_THRESHOLD, RECOMMENDED_THRESHOLD, Ranker
 from .safety import bears_on, safety_rows
-from .topk import distinct
 
 log = logging.getLogger("memkit")
 
@@ -71,74 +64,12 @@ __all__ = ["Hit", "Searcher", "Threshold", "Mode", "Query", "default_threshold",
 
 REFRESH_INTERVAL_S = 1.0  # an in-process index re-checks the files at most this often
 REFRESH_WAIT_S = 2.0  # a search waits this long at most for another process's index write
-WEAK_FLOOR = 0.2  #: a judged hit below this cosine is never shown, not even as weak
-JUDGE_WORDS_KEEP = 0.8  #: a judged hit holding this share of the query's word weight is confident
-#: a judged hit whose cosine reaches this is confident whatever its lead over the others (several
-#: notes that all answer lead each other by little: "what rice do I use" in the cooking topic)
-JUDGE_SURE = 0.55
-#: with nothing confident nor above ``WEAK_FLOOR``, a judged search still shows the closest few whose
-#: cosine reaches this and that stand this many standard deviations above the pool's mean, weak
-FALLBACK_FLOOR = 0.1
-FALLBACK_STANDING = 1.0
 SAFETY_MEMORIES = 2  #: safety notes a memory block adds at most (:meth:`Searcher.safety_hits`)
 #: the judge's cosine with the message from which a safety note bears on it whatever its words
 #: (:func:`memkit.search.safety.bears_on`: "I'm switching to my winter coat" and the inhaler in every coat)
 SAFETY_SURE = 0.3
 SAFETY_MAX_ROWS = 500  #: safety notes looked at (a vault of medical notes: the newest ones)
 SAFETY_EMBED = 16  #: of them, at most this many without a stored judge vector are embedded for one message
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result."""
-
-    id: str
-    text: str
-    topic: str
-    kind: str | None
-    tags: tuple[str, ...]
-    date: str | None
-    file: str
-    line: int
-    score: float  #: the ranking score (hybrid: 0..1, only for ordering)
-    cosine: float  #: cosine similarity of the entry to the query
-    lexical: float = 0.0  #: BM25 score of the entry for the query (0: no query word in it)
-    confident: bool = True  #: False: below the threshold, shown because nothing passed it (a weak match)
-    judge: float | None = None  #: the judge's cosine (the second stage, :mod:`memkit.embeddings.judge`); None: not judged
-    #: how likely the hit answers the query, 0..1, calibrated on memkit's sets (:func:`memkit.search.judge_rank.relevance`);
-    #: None: not judged. Unlike ``score`` it is not relative to the best hit
-    relevance: float | None = None
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "Hit | None":
-        """The hit :meth:`to_dict` described, or None when ``data`` is not such a dict."""
-        try:
-            return cls(str(data["id"]), str(data["text"]), str(data["topic"]),
-                       None if data.get("kind") is None else str(data["kind"]),
-                       tuple(str(t) for t in data.get("tags", ())),
-                       None if data.get("date") is None else str(data["date"]), str(data["file"]),
-                       int(data["line"]), float(data["score"]), float(data["cosine"]),
-                       float(data.get("lexical", 0.0)), bool(data.get("confident", True)),
-                       None if data.get("judge") is None else float(data["judge"]),
-                       None if data.get("relevance") is None else float(data["relevance"]))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["tags"] = list(self.tags)
-        data["score"] = round(self.score, 4)
-        data["cosine"] = round(self.cosine, 4)
-        data["lexical"] = round(self.lexical, 4)
-        if self.judge is None:
-            del data["judge"]  # not judged: as before the second stage
-        else:
-            data["judge"] = round(self.judge, 4)
-        if self.relevance is None:
-            del data["relevance"]
-        else:
-            data["relevance"] = round(self.relevance, 4)
-        return data
 
 
 #: duplicate_similarity's ``auto`` by model (bench/calibrate_duplicates.py on bench/duplicates.json:
@@ -173,10 +104,7 @@ class Searcher:
         self._watched_until = 0.0  #: a watcher keeps the index current until then (looked again after)
         self._recheck = False  #: :meth:`changed` was called: the next refresh checks the files itself
         self.removed_indexes: list[str] = []  #: what the last :meth:`reindex` removed
-        #: (view lineage, rows checked, last valid day per row, the day it was computed for)
-        self._expired: tuple[int, int, np.ndarray, int] | None = None
-        self._expired_rows: tuple[IndexView, int, np.ndarray] | None = None  #: the last answer, for that view and day
-        self._importance: tuple[int, np.ndarray] | None = None  # (view lineage, importance per row)
+        self._rows = RowFacts()  #: the rows' importances and expiry days, along the view's lineage
         self._judge: JudgeVectors | None = None
         self._judge_off = False  #: the judge cannot run here (said once)
         self._keys: tuple[int, np.ndarray, np.ndarray] | None = None  # (lineage, judge key per row, known)
@@ -266,15 +194,6 @@ class Searcher:
             self.store.warn_once(f"{exc}; searching with the static model alone")
             return 0
 
-    @staticmethod
-    def _relevance(cosines: np.ndarray, reference: int) -> np.ndarray:
-        """:func:`memkit.search.judge_rank.relevance` of the judged candidates, its statistics read
-        over the first ``reference`` of them (the pool, not the rows an exact word added: ``k`` and
-        expired rows do not move it); from the cosine alone where the pool is too small for
-        statistics (a few entries, a narrow filter)."""
-        if reference < NOISE_MIN_N:
-            return cosine_relevance(cosines)
-        return relevance(cosines, reference=reference)
 
     def judge_missing(self) -> int | None:
         """About how many live entries of the index have no judge vector stored (the live entries less
@@ -433,7 +352,8 @@ class Searcher:
                subtopics: bool = True, judge: bool | None = None, private: bool = True, person: str | None = None,
                relation: str | None = None, where: Mapping[str, str] | Iterable[str] | None = None,
                linked: str | None = None) -> list[Hit]:
-        """Search the vault's memories.
+        """Search the vault's memories: the query checked once (:meth:`query`), its topics resolved
+        (:meth:`scoped`), then answered (:meth:`find`), as :meth:`memkit.vault.Vault.search` does.
 
         :param query: what to look for (natural language, names, part numbers…).
         :param k: how many results at most (default ``max_memories_per_search``).
@@ -469,12 +389,19 @@ class Searcher:
         q = self.query(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag, since=since, mode=mode,
                        weak=weak, words_first=words_first, min_importance=min_importance, subtopics=subtopics,
                        judge=judge, person=person, relation=relation, where=where)
+        return self.find(self.scoped(q, private=private, linked=linked), refresh=refresh)
+
+    def scoped(self, q: Query, *, private: bool = True, linked: str | None = None) -> Query:
+        """``q`` with the topics it may see resolved in this vault: ``private=False`` hides the
+        ``private: true`` topics (but ``q.topic`` and its subtopics, when it names one), ``linked``
+        keeps topic ``linked`` and the topics linked from or to it (:meth:`linked_topics`).
+        :raises TopicNotFound: no topic ``linked``."""
         if not private:
             q = replace(q, hidden=frozenset(t for t in self.store.private_topics()
-                                            if not (q.topic and _in(t, q.topic, q.subtopics))))
+                                            if not (q.topic and in_scope(t, q.topic, q.subtopics))))
         if linked is not None:
             q = replace(q, within=self.linked_topics(linked))
-        return self.find(q, refresh=refresh)
+        return q
 
     def linked_topics(self, topic: str) -> frozenset[str]:
         """Topic ``topic`` (named as a ``[[link]]`` names it) and the topics linked from or to it.
@@ -525,19 +452,12 @@ class Searcher:
         view, ranker = self.ranker(others=checked or watched)
         subtopics = q.subtopics
         if name:
-            if not any(_in(t, name, subtopics) for t in view.topics) and \
-                    not any(_in(tf.name, name, subtopics) for tf in self.store.topic_files()):  # the disk only if the view lacks it
+            if not any(in_scope(t, name, subtopics) for t in view.topics) and \
+                    not any(in_scope(tf.name, name, subtopics) for tf in self.store.topic_files()):  # the disk only if the view lacks it
                 raise TopicNotFound(f"no topic {name!r} (nor subtopics {name}-*) in this vault; see `memkit topics`")
         if len(view) == 0:
             return []
-        mask = _mask(view, q)
-        about = about_mask(view.texts, view.file_ids, view.topics, load_people(self.store) if
-                           q.person or q.relation else [], person=q.person, relation=q.relation, where=q.where)
-        if about is not None:
-            mask = about if mask is None else mask & about
-        if q.min_importance is not None:
-            worth = self.importances(view) >= np.float32(q.min_importance) - np.float32(1e-6)
-            mask = worth if mask is None else mask & worth
+        mask = query_mask(view, q, load_people(self.store) if q.person or q.relation else [], self.importances)
         if mask is not None and not mask.any():
             return []
         qterms = text_terms(query)
@@ -557,10 +477,12 @@ class Searcher:
         if judging is not None and qvec is not None:
             calibrated = asked == "auto" and isinstance(self.config.judge_threshold, str)
             judge_threshold = self.judge_threshold() if asked == "auto" else threshold
-            judged = self._judged(judging, query, qt, qvec, view, ranker, k, judge_threshold, mask, gone, weak,
-                                  calibrated=calibrated, exact_terms=(qterms, qids))
-            if judged is not None:
-                return judged
+            try:
+                return judged_hits(judging, self.judge_keys, self.judge_params, query, qt, qvec, view, ranker, k,
+                                   judge_threshold, mask, gone, weak, calibrated=calibrated, exact_terms=(qterms, qids))
+            except ModelError as exc:  # the static stage answers
+                self.store.warn_once(f"{exc}; searching with the static model alone")
+                self._judge_off = True
         with single_thread():
             ranked = ranker.search_hits(query, qvec, k=k + len(gone), mode=mode, threshold=threshold, mask=mask,
                                         words_first=q.words_first, qterms=qt)
@@ -576,99 +498,6 @@ class Searcher:
         shown = [r for r in closest if r[0] not in gone and (r[2] > noise or own[r[0]] > 0)][:min(k, weak)]
         return [replace(h, confident=False) for h in hits_at(view, shown)]
 
-    def _judged(self, judge: JudgeVectors, query: str, qt: list[tuple[int, int]], qvec: np.ndarray, view: IndexView,
-                ranker: Ranker, k: int, threshold: float | None, mask: np.ndarray | None, gone: set[int],
-                weak: int, calibrated: bool = False,
-                exact_terms: tuple[Sequence[str], Sequence[int]] = ((), ())) -> list[Hit] | None:
-        """The second stage (:mod:`memkit.search.judge_rank`): the static stage's best ``pool``
-        candidates, before any threshold, fused with the judge's cosines, at most ``k`` in fused
-        order: the confident ones, and among them up to ``weak`` whose judge cosine reaches
-        ``WEAK_FLOOR``, marked ``confident=False``. None: the judge failed
-        (said once), the static stage answers."""
-        params = self.judge_params
-        with single_thread():
-            pool = ranker.search_hits(query, qvec, k=max(params.pool, k) + len(gone), mode="hybrid",
-                                      threshold=None, mask=mask, qterms=qt)
-        pool = [r for r in pool if r[0] not in gone]
-        pool = pool[:max(params.pool, k)]
-        reference = len(pool)  # the candidates the relevance's statistics are read over (not the rows added below)
-        gone_rows = np.fromiter(gone, dtype=np.int64, count=len(gone))
-
-        def allowed(rows: np.ndarray) -> np.ndarray:
-            keep = np.ones(rows.shape[0], dtype=bool) if mask is None else mask[rows]
-            return rows[keep & ~np.isin(rows, gone_rows)] if gone_rows.size else rows[keep]
-
-        lex = ranker.lex
-        exact = exact_words(query, *exact_terms, lambda tid: int(lex.df[tid]) if tid < lex.n_terms else 0,
-                            lex.holders, view.texts.__getitem__, allowed)
-        if exact.rows.size:  # an entry holding the query's rare identifier is judged even if the pool missed it
-            inside = {r[0] for r in pool}
-            extra = np.array([int(r) for r in exact.rows.tolist() if int(r) not in inside], dtype=np.int64)
-            if extra.size:
-                floor_score = min((r[1] for r in pool), default=0.0)
-                cos = np.asarray(view.vectors[extra], dtype=np.float32) @ qvec
-                bm25 = lex.scores_at(qt, extra)
-                pool += [(int(r), floor_score, float(c), float(b)) for r, c, b in zip(extra.tolist(), cos, bm25)]
-        if not pool:
-            return []
-        rows = np.array([r[0] for r in pool], dtype=np.int64)
-        try:
-            vectors = judge.vectors([view.texts[i] for i in rows.tolist()], self._judge_keys(view, rows))
-            qj = judge.query(query)
-        except ModelError as exc:
-            self.store.warn_once(f"{exc}; searching with the static model alone")
-            self._judge_off = True
-            return None
-        cosines = vectors @ qj
-        fused = fuse(np.array([r[1] for r in pool], dtype=np.float32), cosines, ranker.speaker[rows] >= 0, params)
-        order = np.argsort(-fused, kind="stable").tolist()
-        first = np.isin(rows, exact.rows)
-        if first.any():  # the entries holding the query's rare identifying words come first
-            order = [i for i in order if first[i]] + [i for i in order if not first[i]]
-        own = ranker.lex.coverage(qt)[rows]
-        rel = self._relevance(cosines, reference)
-        floor = np.float32(WEAK_FLOOR if threshold is None else min(float(threshold), WEAK_FLOOR))
-        # an entry holding the query's rare identifier is confident where the query is hardly more than
-        # it ("node-3", "where did I order item7x3?") or the judge does not rule it out
-        pinned = first & (exact.alone | (cosines >= floor))
-        rel[pinned] = np.maximum(rel[pinned], np.float32(EXACT_RELEVANCE))
-        words = own >= np.float32(JUDGE_WORDS_KEEP)
-        if threshold is None:
-            sure = np.ones(len(rows), dtype=bool)
-            chosen = order[:k]
-        else:
-            if calibrated:  # confident: the calibrated relevance says so and the judge's cosine reaches
-                # its threshold (a lone far hit in a small vault leads the rest by far), or an exact rare word
-                high = cosines >= np.float32(JUDGE_SURE)
-                rel[high] = np.maximum(rel[high], cosine_relevance(cosines[high]))
-                sure = ((rel >= np.float32(RELEVANCE_CONFIDENT)) & (cosines >= np.float32(threshold))) | pinned | high
-            else:  # a judge_threshold set in memkit.yaml or asked for: on the judge's cosine
-                # confident: the judge says so, or the entry holds the query's words (an exact rare word)
-                # and the judge does not rule it out
-                sure = (cosines >= np.float32(threshold)) | (words & (cosines >= floor))
-            chosen, unsure = [], 0
-            for i in order:  # in fused order: the confident ones, and up to ``weak`` close ones among them
-                if sure[i] or (unsure < weak and cosines[i] >= floor):
-                    unsure += not sure[i]
-                    chosen.append(i)
-                    if len(chosen) == k:
-                        break
-            if calibrated and not chosen and weak > 0 and len(rows) >= NOISE_MIN_N:  # (a few entries: no statistics)
-                # nothing confident nor close: the closest few that stand out of the pool, weak (not
-                # "no memories match" for a question whose answer the judge merely rates low: "is
-                # there anything I react badly to?" -> the peanut allergy at a cosine of 0.11)
-                standing = relevance_features(cosines)[:, 2]
-                chosen = [i for i in order if cosines[i] >= FALLBACK_FLOOR and standing[i] >= FALLBACK_STANDING][:min(k, weak)]
-            # an entry holding the query's words is never lost: one the judge rates below the floor
-            # (a rare name or part number it does not know: "Garcima" ~0.15) is shown weak, in the room left
-            if weak > 0:  # weak=0: confident hits only
-                lost = [i for i in order if words[i] and not sure[i] and cosines[i] < floor][:k]
-                while lost and len(chosen) + len(lost) > k and any(not sure[i] for i in chosen):
-                    chosen.remove(next(i for i in reversed(chosen) if not sure[i]))  # a close one makes room
-                chosen += lost[:max(0, k - len(chosen))]
-        hits = hits_at(view, [(int(rows[i]), float(fused[i]), pool[i][2], pool[i][3]) for i in chosen])
-        return [replace(h, judge=float(cosines[i]), confident=bool(sure[i]), relevance=float(rel[i]))
-                for h, i in zip(hits, chosen)]
 
     def safety_hits(self, message: str, *, k: int = SAFETY_MEMORIES, floor: float = SAFETY_SURE) -> list[Hit]:
         """The safety notes (:mod:`memkit.search.safety`: allergies, medications, conditions) that
@@ -690,7 +519,7 @@ class Searcher:
             later = set(judge.missing(texts)[SAFETY_EMBED:])
             keep = [i for i in range(len(texts)) if i not in later]
             rows = rows[keep]
-            cosines = judge.vectors([texts[i] for i in keep], self._judge_keys(view, rows)) @ judge.query(message)
+            cosines = judge.vectors([texts[i] for i in keep], self.judge_keys(view, rows)) @ judge.query(message)
         except ModelError:
             return self._safety_by_words(view, rows, message, k)
         kept_texts = [texts[i] for i in keep]
@@ -728,7 +557,16 @@ class Searcher:
         hits = hits_at(view, [(int(rows[i]), float(static[i]), float(static[i]), 0.0) for i in order])
         return [replace(h, confident=False) for h in hits]
 
-    def _judge_keys(self, view: IndexView, rows: np.ndarray) -> list[int]:
+    def importances(self, view: IndexView) -> np.ndarray:
+        """Each row's ``(importance X)`` (:meth:`memkit.search.filters.RowFacts.importances`)."""
+        return self._rows.importances(view)
+
+    def expired_rows(self, view: IndexView, today: date | None = None) -> np.ndarray:
+        """The rows of ``view`` whose entry has expired by ``today``: search and context never show
+        them (:meth:`memkit.search.filters.RowFacts.expired_rows`)."""
+        return self._rows.expired_rows(view, self.config.expire, today)
+
+    def judge_keys(self, view: IndexView, rows: np.ndarray) -> list[int]:
         """The judge's key (:func:`memkit.embeddings.judge.text_keys`) of each of ``rows``, computed once a row
         along the view's lineage."""
         cached = self._keys
@@ -745,65 +583,6 @@ class Searcher:
             keys[todo] = text_keys([view.texts[i] for i in todo.tolist()])
             known[todo] = True
         return keys[rows].tolist()
-
-    def importances(self, view: IndexView) -> np.ndarray:
-        """Each row's ``(importance X)`` as float32 (read from its text; cached along the view's
-        lineage, so an extended view reads its new rows only)."""
-        cached = self._importance
-        start = cached[1].shape[0] if cached is not None and cached[0] == view.lineage and \
-            cached[1].shape[0] <= len(view) else 0
-        old = cached[1][:start] if cached is not None and start else np.zeros(0, dtype=np.float32)
-        fresh = np.array([importance(t) for t in view.texts[start:]], dtype=np.float32)
-        values = np.concatenate([old, fresh]) if start else fresh
-        self._importance = (view.lineage, values)
-        return values
-
-    def expired_rows(self, view: IndexView, today: date | None = None) -> np.ndarray:
-        """The rows of ``view`` whose entry has expired by ``today`` (past its ``(until DATE)`` or
-        its kind's lifetime, memkit.yaml ``expire:``): search and context never show them. Cached
-        along the view's lineage, so an extended view only checks its new rows."""
-        today = today or date.today()
-        day = (today - date(1970, 1, 1)).days
-        known = self._expired_rows
-        if known is not None and known[0] is view and known[1] == day:
-            return known[2]
-        cached = self._expired
-        start = 0
-        last: np.ndarray = np.zeros(0, dtype=np.int64)
-        if cached is not None and cached[0] == view.lineage and cached[1] <= len(view) and cached[3] == day:
-            start, last = cached[1], cached[2]
-        n = len(view)
-        if start < n:
-            fresh = np.full(n - start, np.iinfo(np.int64).max, dtype=np.int64)
-            lifetimes = self.config.expire
-            kinds, own, epoch = view.kinds, view.own_days, date(1970, 1, 1)
-            for j in _may_expire(view, start, lifetimes).tolist():  # most entries cannot expire
-                text = view.texts[j]
-                written = epoch + timedelta(days=int(own[j])) if own[j] != NO_DAY else None
-                end, _ = last_day(kinds[j], written, text, lifetimes)
-                if end is not None:
-                    fresh[j - start] = (end - epoch).days
-            last = np.concatenate([last[:start], fresh])
-        self._expired = (view.lineage, n, last, day)
-        rows = np.flatnonzero(last < day)
-        rows = rows[[view.is_live(int(i)) for i in rows]] if len(rows) else rows
-        self._expired_rows = (view, day, rows)
-        return rows
-
-
-def _may_expire(view: IndexView, start: int, lifetimes: Mapping[str, Any]) -> np.ndarray:
-    """The rows ``start…`` of ``view`` that may expire: of a kind with a lifetime, or holding
-    ``(until``; for a frozen view's rows, read off what it kept rather than text by text."""
-    n = len(view)
-    found = [np.flatnonzero(column_mask(view.kinds, lambda k: (k or "") in lifetimes, start)) + start]
-    frozen = view.frozen
-    lo = start
-    if frozen is not None and start < frozen.rows:
-        until = frozen.until_rows
-        found.append(until[until >= start])
-        lo = frozen.rows
-    found.append(np.array([j for j, text in enumerate(view.texts[lo:n], start=lo) if "(until" in text], dtype=np.int64))
-    return distinct(np.concatenate(found).astype(np.int64))
 
 
 def _thawed(view: IndexView) -> Ranker | None:
@@ -836,51 +615,3 @@ def ranking_kept(view: IndexView) -> dict[str, Any]:
     return kept
 
 
-def hits_at(view: IndexView, ranked: list[tuple[int, float, float, float]]) -> list[Hit]:
-    """The :class:`Hit` of each (entry, score, cosine, lexical) of ``view`` (columns read at once)."""
-    if not ranked:
-        return []
-    rows = np.array([r[0] for r in ranked], dtype=np.int64)
-    fids = view.file_ids[rows].tolist()
-    ids = view.ids[rows].tolist()
-    lines = view.lines[rows].tolist()
-    dates = view.own_dates_at(rows)
-    return [Hit(entry_id.decode("ascii"), view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], day,
-                view.files[fid], line, float(score), float(cos), float(lex))
-            for (i, score, cos, lex), fid, entry_id, line, day in zip(ranked, fids, ids, lines, dates)]
-
-
-def hit_at(view: IndexView, i: int, score: float, cosine: float, lexical: float) -> Hit:
-    """The :class:`Hit` of entry ``i`` of ``view``."""
-    fid = int(view.file_ids[i])
-    return Hit(view.ids[i].decode("ascii"), view.texts[i], view.topics[fid], view.kinds[i], view.tags[i], view.own_date(i),
-               view.files[fid], int(view.lines[i]), float(score), cosine, lexical)
-
-
-def _in(name: str, topic: str, subtopics: bool) -> bool:
-    return in_topic(name, topic) if subtopics else name == topic
-
-
-def _mask(view: IndexView, q: Query) -> np.ndarray | None:
-    mask: np.ndarray | None = None
-
-    def both(m: np.ndarray) -> None:
-        nonlocal mask
-        mask = m if mask is None else mask & m
-
-    if q.topic:  # checked by the caller
-        ok = np.array([_in(t, q.topic, q.subtopics) for t in view.topics], dtype=bool)
-        both(ok[view.file_ids] if len(ok) else np.zeros(len(view), bool))
-    if q.kind is not None:
-        both(column_mask(view.kinds, lambda k: k == q.kind))
-    if q.tag is not None:
-        both(tag_mask(view.tags, q.tag))
-    if q.since:
-        both(view.dates >= np.datetime64(q.since, "D"))
-    if q.within is not None:  # a topic and the topics it links to or is linked from (search --linked)
-        inside = np.array([t in q.within for t in view.topics], dtype=bool)
-        both(inside[view.file_ids] if len(inside) else np.zeros(len(view), bool))
-    if q.hidden:  # private topics (Searcher.search's private=False)
-        shown = np.array([t not in q.hidden for t in view.topics], dtype=bool)
-        both(shown[view.file_ids] if len(shown) else np.zeros(len(view), bool))
-    return mask

@@ -13,8 +13,8 @@ from util import FakeEmbedder, write
 from memkit import MemkitError, Vault
 from memkit.context.block import build_context, reset_session, session_path
 from memkit.context.render import INSTRUCTIONS, Context, fit
+from memkit.search.hits import Hit
 from memkit.search.route import detect_topic
-from memkit.search.searcher import Hit
 
 NOW = datetime(2026, 2, 14, 12, 0, 0)
 

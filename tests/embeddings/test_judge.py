@@ -15,8 +15,8 @@ from memkit.embeddings import judge as judge_mod
 from memkit.embeddings.judge import Judge, judge_folder, judge_status, judge_text, shared_judge, text_keys
 from memkit.frontends.cli.group import main
 from memkit.index.judge_vectors import JudgeVectors
+from memkit.search.hits import Hit
 from memkit.search.judge_rank import JudgeParams, fuse
-from memkit.search.searcher import Hit
 
 needs_judge = pytest.mark.skipif(judge_status() is not None, reason=f"judge unavailable: {judge_status()}")
 

@@ -327,10 +327,11 @@ class Vault:
         :class:`memkit.search.Query`); ``private=False`` leaves out ``private: true`` topics unless
         ``topic`` names them (what the servers do: docs/privacy.md); ``linked``: only a topic and the
         topics it links to or is linked from (``[[links]]``)."""
-        return self.searcher.search(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag,
-                                    since=since, mode=mode, refresh=refresh, weak=weak,
-                                    min_importance=min_importance, judge=False if fast else judge, private=private,
-                                    person=person, relation=relation, where=where, linked=linked)
+        searcher = self.searcher
+        q = searcher.query(query, k=k, threshold=threshold, topic=topic, kind=kind, tag=tag, since=since, mode=mode,
+                           weak=weak, min_importance=min_importance, judge=False if fast else judge, person=person,
+                           relation=relation, where=where)  # checked once, then passed down
+        return searcher.find(searcher.scoped(q, private=private, linked=linked), refresh=refresh)
 
     # ---- the flows ----------------------------------------------------------------------------------
     def context(self, message: str, *, session: str | None = None, budget_tokens: int = 2000,

@@ -16,6 +16,7 @@ importance, dates), which carry no meaning a question asks for.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import os
@@ -247,6 +248,27 @@ _SOON: tuple[str, threading.Event, list[tuple[Judge, np.ndarray]]] | None = None
 _SOON_LOCK = threading.Lock()
 _ABANDONED: list[LazyJudge] = []  #: a forked child's copies of a judge its parent was loading: never freed
 _PRELOAD: threading.Thread | None = None
+_THREADS: list[threading.Thread] = []  #: the judge's threads started by this process (joined at exit)
+_SETTLING = False  #: whether :func:`_settle` is registered
+SETTLE_S = 60.0  #: how long the exit waits for a judge thread still loading or embedding
+
+
+def _settle() -> None:
+    """At the interpreter's exit, wait for the judge's threads: a daemon thread killed while
+    onnxruntime sets up its session aborts the whole process (rc 134, "terminate called without an
+    active exception"), as a search that found nothing to re-score exits before its prefetch ends."""
+    for thread in list(_THREADS):
+        thread.join(SETTLE_S)
+
+
+def _start(thread: threading.Thread) -> None:
+    """Start one of the judge's daemon threads, the exit waiting for it (:func:`_settle`)."""
+    global _SETTLING
+    if not _SETTLING:
+        atexit.register(_settle)  # on first use, not on import: importing memkit has no side effect
+        _SETTLING = True
+    _THREADS[:] = [t for t in _THREADS if t.is_alive()] + [thread]
+    thread.start()
 
 
 def _forked() -> None:
@@ -255,6 +277,7 @@ def _forked() -> None:
     session in a forked child waits for its parent's threads forever."""
     global _SHARED, _SHARED_LOCK, _PRELOAD, _SOON, _SOON_LOCK
     _SHARED_LOCK, _PRELOAD, _SOON, _SOON_LOCK = threading.Lock(), None, None, threading.Lock()
+    _THREADS.clear()  # the parent's threads are not in the child: nothing to wait for
     if _SHARED is not None and _SHARED.loading:
         _ABANDONED.append(_SHARED)
         _SHARED = None
@@ -268,7 +291,7 @@ def preload_judge() -> None:
     global _PRELOAD
     if _PRELOAD is None and not shared_judge().loaded and shared_judge().available:
         _PRELOAD = threading.Thread(target=shared_judge().judge, name="memkit-judge-load", daemon=True)
-        _PRELOAD.start()
+        _start(_PRELOAD)
 
 
 def prefetch_query(text: str) -> None:
@@ -297,7 +320,7 @@ def prefetch_query(text: str) -> None:
         finally:
             done.set()
 
-    threading.Thread(target=run, name="memkit-judge-query", daemon=True).start()
+    _start(threading.Thread(target=run, name="memkit-judge-query", daemon=True))
 
 
 def prefetched(judge: Judge, text: str) -> np.ndarray | None:

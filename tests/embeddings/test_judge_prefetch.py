@@ -45,3 +45,23 @@ def test_without_a_judge_nothing_is_prefetched(monkeypatch):
     monkeypatch.setattr(judge_mod, "_SOON", None)
     prefetch_query("anything")
     assert judge_mod._SOON is None
+
+
+@needs_judge
+def test_a_process_does_not_exit_while_its_judge_thread_loads(tmp_path):
+    """A search that found nothing to re-score (an empty vault: a new user's first search) left the
+    judge loading in a daemon thread; the interpreter's exit then killed that thread inside
+    onnxruntime's session setup, and the process aborted (rc 134, "terminate called without an
+    active exception"). The exit waits for the judge's threads."""
+    import subprocess
+    import sys
+
+    script = ("import atexit, threading\n"
+              "atexit.register(lambda: print(sorted(t.name for t in threading.enumerate()"
+              " if t.name.startswith('memkit-judge'))))\n"  # registered first: runs after memkit's own
+              "from memkit.embeddings.judge import prefetch_query\n"
+              "prefetch_query('what rice do I use')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"  # no judge thread left running when the interpreter shuts down

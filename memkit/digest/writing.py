@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from ..formats.topic import (
 from ..store import Store
 from .extract import Conclusion
 from .report import DigestReport, digested_path, load_digested, remember
-from .routing import summary_of
+from .routing import proposed_name, summary_of
 
 log = logging.getLogger("memkit")
 
@@ -93,11 +94,13 @@ def _drafts(store: Store, by_topic: dict[str, list[Conclusion]], proposed: dict[
             now: datetime) -> Texts:
     """Each topic's text as read under the lock, or a new topic's header (its title and summary)."""
     texts: Texts = {}
+    base = proposed_name(proposed)
     for name, items in by_topic.items():
         current = store.read_for_write(name)
-        if current is None:
-            title = str(proposed.get("title") or name.replace("-", " ").capitalize())
-            summary = " ".join(str(proposed.get("summary") or "").split())[:120] if name not in ("general",) else ""
+        if current is None:  # the proposal's title and summary head only the topic it opened
+            own = proposed if base and (name == base or re.fullmatch(re.escape(base) + r"-\d+", name)) else {}
+            title = str(own.get("title") or name.replace("-", " ").capitalize())
+            summary = " ".join(str(own.get("summary") or "").split())[:120] if name not in ("general",) else ""
             if not summary and name != "general":  # a new topic always says what it holds
                 summary = summary_of(items)
             old, text = "", new_topic_text(" ".join(title.split())[:80], summary, now)

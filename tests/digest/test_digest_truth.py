@@ -504,6 +504,21 @@ def test_unrelated_conclusions_are_not_filed_together_under_a_proposed_topic(tmp
     assert where["The car insurance renews in June"] == "general"
 
 
+def test_a_topic_the_proposal_did_not_open_is_not_titled_as_proposed(tmp_path):
+    """The Rostro rule sent the conclusions to ``general``, but the new ``general.md`` was headed
+    ``title: Hobbies`` / ``# Hobbies``: the proposal's title and summary name only its own topic."""
+    vault = vault_with(tmp_path, {"cooking": "- Makes paella with chicken on Sundays (2026-01-01)\n"})
+    said = [{"kind": "event", "text": "Booked a dentist appointment for March 3"},
+            {"kind": "fact", "text": "The car insurance renews in June"}]
+    with FakeLLM(proposing(said, {"name": "hobbies", "title": "Hobbies", "summary": "things done for fun"})) as fake:
+        report = digest_file(vault.searcher, write(tmp_path / "chat.txt", "user: a bit of everything\n"),
+                             loopback_llm(fake), now=NOW, split=False)
+    assert report.new_topics == ["general"]
+    text = (vault.topics_dir / "general.md").read_text()
+    assert "Hobbies" not in text and "for fun" not in text
+    assert "title: General" in text and "# General" in text
+
+
 def test_three_related_conclusions_open_the_proposed_topic_and_the_rest_stay_out(tmp_path):
     vault = vault_with(tmp_path, ROSTRO_TOPICS)
     said = [{"kind": "fact", "text": "Goes bouldering at the climbing gym on Tuesdays"},

@@ -61,7 +61,7 @@ from .queue import EMBED_BATCH, entry_texts
 from .report import IndexReport, Progress
 from .sidecar import Sidecar
 from .sources import Source, TopicSource
-from .view import TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, trim_memory
+from .view import TRIM_MIN_ROWS, IndexView, TermIds, ViewBuilder, row_damage, trim_memory
 from .writer import Changed, Writer, fill_pending
 
 log = logging.getLogger("memkit")
@@ -455,12 +455,28 @@ class Index:
             con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5.0)
             try:
                 rows = con.execute("PRAGMA quick_check(5)").fetchall()
+                found = [str(r[0]) for r in rows if r and r[0] != "ok"]
+                if not found:  # the pages whole: what they hold may still not be what it says
+                    found = self._row_damage(con)
             finally:
                 con.close()
         except sqlite3.DatabaseError as exc:
             return str(exc) if damaged(exc) else None
-        found = [str(r[0]) for r in rows if r and r[0] != "ok"]
         return "; ".join(found) or None
+
+    def _row_damage(self, con: sqlite3.Connection) -> list[str]:
+        """What :func:`memkit.index.view.row_damage` finds wrong in the rows (the first 5)."""
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'file_data'").fetchone():
+            return []
+        end = int(con.execute("SELECT COALESCE(MAX(id), -1) FROM terms").fetchone()[0]) + 1
+        found: list[str] = []
+        for row in con.execute(self._COLUMNS):
+            wrong = row_damage(row, end)
+            if wrong is not None:
+                found.append(wrong)
+                if len(found) == 5:
+                    break
+        return found
 
     def remake(self, why: str) -> IndexReport:
         """Delete the index file and make it anew from the topic files (a damaged one)."""

@@ -12,13 +12,15 @@ from __future__ import annotations
 import ctypes
 import itertools
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["IndexView", "TermIds", "ViewBuilder", "NO_DAY", "TRIM_MIN_ROWS", "PREFIX_DIMS", "days_of", "trim_memory", "new_lineage"]
+__all__ = ["IndexView", "TermIds", "ViewBuilder", "NO_DAY", "TRIM_MIN_ROWS", "PREFIX_DIMS", "days_of", "trim_memory", "new_lineage",
+           "row_damage"]
 
 PREFIX_DIMS = 64  #: the view's ``prefix``: the first dimensions of every vector (the ranker's scan)
 TRIM_MIN_ROWS = 20_000  #: after loading a view this large, freed memory is given back (trim_memory)
@@ -238,11 +240,17 @@ class ViewBuilder:
         self.rows = stop
 
     def add(self, row: FileRow) -> None:
-        """A file with its entries at rows ``row0…`` (those rows must not be laid out yet)."""
+        """A file with its entries at rows ``row0…`` (those rows must not be laid out yet).
+
+        :raises sqlite3.DatabaseError: the row does not hold what it says (:func:`row_damage`):
+            the index is made anew from the files."""
         fid, path, topic, updated, gen, n, row0, terms, counts, lines, days, hashes, body = row
         if body is None or not n or row0 < 0:
             self._slot(path, topic, fid, gen, self.rows, 0)
             return
+        wrong = row_damage(row)
+        if wrong is not None:
+            raise sqlite3.DatabaseError(wrong)
         if row0 < self.rows:
             raise ValueError(f"rows of {path} overlap")
         self.skip(row0)
@@ -336,6 +344,33 @@ class ViewBuilder:
         if base is not None:
             view.frozen = base.frozen  # the same rows first: the frozen ranking still applies to them
         return view
+
+
+def row_damage(row: FileRow, terms_end: int | None = None) -> str | None:
+    """What is wrong with an index row of one file whose pages SQLite finds whole (bytes a disk
+    flipped inside a blob, a row map cut short), or None: its columns' lengths agree with its entry
+    count, its term ids are at least 0 (and below ``terms_end``, when given), its body decodes."""
+    _fid, path, _topic, _updated, _gen, n, row0, terms, counts, lines, days, hashes, body = row
+    if body is None or not n or row0 < 0:
+        return None
+    where = f"the index's row of {path}"
+    if not all(isinstance(b, bytes) for b in (terms, counts, lines, days)) or not isinstance(hashes, str):
+        return f"{where} holds a column of the wrong type"
+    if len(counts) != 4 * n or len(lines) != 4 * n or len(days) != 4 * n or len(hashes) != 40 * n:
+        return f"{where} names {n} entries, its columns hold others"
+    per = np.frombuffer(counts, dtype=np.int32)
+    ids = np.frombuffer(terms, dtype=np.int32) if len(terms) % 4 == 0 else None
+    if ids is None or (per < 0).any() or int(per.sum(dtype=np.int64)) != ids.size:
+        return f"{where}: its term counts do not add up to its terms"
+    if ids.size and (int(ids.min()) < 0 or (terms_end is not None and int(ids.max()) >= terms_end)):
+        return f"{where} holds a term id out of range"
+    try:
+        texts = json.loads(body)[0]
+    except (ValueError, TypeError, IndexError, KeyError):
+        return f"{where}: its body does not decode"
+    if not isinstance(texts, list) or len(texts) != n:
+        return f"{where}: its body holds other entries than its count"
+    return None
 
 
 class _Grown:

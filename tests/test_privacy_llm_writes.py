@@ -96,3 +96,24 @@ def test_a_window_summary_compaction_distill_and_split_write_no_secret(tmp_path)
         v.split("home", min_part=2)
     assert "[redacted]" in (root / "topics" / "profile.md").read_text()
     assert on_disk(root) == []
+
+
+def test_a_split_named_by_its_words_takes_none_from_a_secret(tmp_path):
+    """A topic with secrets a person typed in by hand, split without an LLM: the catch-all part was
+    summarised "other entries from kitchen: password, ghijkl, hunter" — pieces of the key and the
+    password, written into its frontmatter and index.txt (and shown in every memory block)."""
+    root = Vault.init(tmp_path / "v", profile=False).root
+    bake = "".join(f"- Baking note {i}: sourdough loaf hydration {60 + i}% with rye (2026-01-01)\n" for i in range(12))
+    brew = "".join(f"- Espresso note {i}: grind size {i} on the Niche grinder (2026-01-01)\n" for i in range(12))
+    secret = ("- The router admin password is Hunter2Router! and the key sk-proj-Abc123XyZ456DEF789ghiJKL012mno\n"
+              "- Second router note: password is Hunter2Router! key sk-proj-Abc123XyZ456DEF789ghiJKL012mno\n")
+    write(root / "topics" / "kitchen.md", "# Kitchen\n\n" + bake + brew + secret)
+    (root / "memkit.yaml").write_text("topic_split_threshold_lines: 200\n")
+    Vault(root, embedder=FakeEmbedder()).split("kitchen", min_part=3)
+    written = "".join(p.read_text() for p in (root / "topics").glob("kitchen-*.md"))
+    heads = "".join(t.split("\n# ")[0] for t in [p.read_text() for p in (root / "topics").glob("kitchen-*.md")])
+    recent = (root / "index.txt").read_text()
+    assert "Hunter2Router" in written  # the entries themselves move as they were written
+    names = " ".join(p.stem for p in (root / "topics").glob("kitchen-*.md"))
+    for piece in ("hunter", "ghijkl", "abc123xyz456def789ghijkl012mno", "router!"):
+        assert piece not in heads.lower() and piece not in recent.lower() and piece not in names, (heads, recent)

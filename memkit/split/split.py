@@ -42,6 +42,7 @@ dropped or duplicated. A fenced code block is an entry and moves with its fence 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 import numpy as np
@@ -126,7 +127,8 @@ def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_pa
             f"topic {parent.name}: its {n} entries do not fall into distinct subtopics; nothing to split"
         )
     taken = {tf.name for tf in store.topic_files()}
-    words = distinctive_words(parent, groups, general)
+    spoken = _unsecret(store, parent)
+    words = spoken(distinctive_words(parent, groups, general))
     named_by = "words"
     proposals: list[dict[str, str]] | None = None
     if llm is not None and groups:
@@ -141,7 +143,7 @@ def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_pa
         if nameless and len(groups) > len(nameless):
             general = sorted(general + [i for c in nameless for i in groups[c]])
             groups = [g for c, g in enumerate(groups) if c not in nameless]
-            words = distinctive_words(parent, groups, general)
+            words = spoken(distinctive_words(parent, groups, general))
     parts: list[SplitPart] = []
     used: set[str] = set()
     for c, members in enumerate(groups):
@@ -174,6 +176,16 @@ def plan_split(searcher: Searcher, topic: str, *, llm: LLM | None = None, min_pa
     plan = SplitPlan(parent.name, parts, parent.raw, parent.bom, named_by, file_of=store.topic_rel)
     render(plan, datetime.now().replace(microsecond=0))  # refuse now, not at apply time, if it cannot work
     return plan
+
+
+def _unsecret(store: Store, parent: Topic) -> Callable[[list[list[str]]], list[list[str]]]:
+    """What keeps a part's words (its name, title, summary: written to its file and index.txt) to
+    those its entries still say once redacted: none is a piece of a secret a person typed in."""
+    said: set[str] = set()
+    for e in parent.entries:
+        said |= tokens(store.config.redact.apply(e.body).text)
+    said.discard("redacted")
+    return lambda ranked: [[w for w in words if w in said] for words in ranked]
 
 
 def apply_split(store: Store, plan: SplitPlan) -> list[str]:

@@ -445,6 +445,7 @@ class Sessions:
         try:
             if path.is_symlink():
                 raise NotRegularFile("is a symlink; memkit does not follow it")
+            self._drop_cut_heading(path)
             append_guarded(path, lambda last: data if last in (b"", b"\n") else b"\n" + data)
         except NotRegularFile as exc:
             raise MemkitError(f"{self.rel(path)} {exc}; memkit will not write to it") from None
@@ -452,6 +453,25 @@ class Sessions:
             raise SessionNotFound(f"{self.rel(path)} is gone") from None
         except OSError as exc:
             raise describe_os_error(exc, self.rel(path)) from exc
+
+    def _drop_cut_heading(self, path: Path) -> None:
+        """A file that a write cut short in a heading (its last line ``### assistant · …`` with
+        no newline: a message never written, which a read leaves out) loses that heading before
+        anything is appended after it: else, no longer last, it reads as an empty message."""
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 512))
+                tail = f.read()
+        except OSError:
+            return  # the append says what is wrong
+        if not tail or tail.endswith(b"\n") or not tail.rsplit(b"\n", 1)[-1].startswith(b"### "):
+            return
+        base, stamp = self.read_for_rewrite(path)
+        text = base.decode("utf-8", errors="surrogatepass")
+        cut = text.rfind("\n") + 1
+        if cut and not text.endswith("\n") and text.startswith("### ", cut):
+            self.rewrite(path, text[:cut].rstrip("\r\n") + "\n", base, stamp)
+            log.info("%s: a heading cut short at its end (no message under it) removed", self.rel(path))
 
     # -- aging (memkit.sessions.aging): the raw conversation kept, the file rewritten
     def read_for_rewrite(self, path: Path) -> tuple[bytes, tuple[int, int, int]]:

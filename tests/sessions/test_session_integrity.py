@@ -388,7 +388,7 @@ def test_a_session_made_with_an_md_id_before_they_were_refused_is_reachable(v: V
 
 # ---- issue 41 item 17: a session file cut short in a heading ---------------------------------------
 
-@pytest.mark.parametrize("cut", [1, 4, 12, 19, 20])
+@pytest.mark.parametrize("cut", [0, 1, 4, 12, 19, 20])
 def test_a_file_cut_short_in_a_heading_has_no_phantom_message(v: Vault, cut: int) -> None:
     """A write cut short in its heading (`### assistant · 2026-03-0`) read as an empty message of
     its own (or its start as the text of the message before); now it is left out, and said."""

@@ -12,20 +12,7 @@ from typing import Any
 from ...base.limits import MAX_ENTRY_CHARS, MAX_MESSAGE_CHARS, MAX_SEARCH_RESULTS, SEARCH_MODES
 from ...vault import Vault
 from ..privacy import without_private
-from .kit import (
-    MAX_NAME_CHARS,
-    NULL_STR,
-    WRITE,
-    ArgumentError,
-    Operation,
-    Param,
-    Route,
-    Tool,
-    listed,
-    obj,
-    ref,
-    same,
-)
+from .kit import MAX_NAME_CHARS, NULL_STR, WRITE, ArgumentError, Operation, Param, Route, Tool, listed, obj, ref, same
 from .shared import (
     KIND,
     MATCH,
@@ -34,6 +21,7 @@ from .shared import (
     TOPIC_NAME,
     WHERE,
     entry_id_param,
+    path_entry_id_param,
     query_param,
     topic_param,
 )
@@ -227,9 +215,8 @@ MEMORIES: tuple[Operation, ...] = (
           obj(["of", "hits"], of={"type": "object"}, hits={"type": "array", "items": ref("Hit")}), errors=(400, 404)),),
     call=lambda vault, ref, k=None: vault.links.related(ref, k=k, private=False)),
     Operation("why", (
-        Param("id", "string", "The entry id, e.g. '3f2a9c1e' (from search_memories or read_topic; an archived "
-              "entry's too).", required=True, max_length=MAX_NAME_CHARS, nonempty=True, where="path",
-              names={"cli": "entry_id"}, argument=True, metavar="ID"),
+        path_entry_id_param("The entry id, e.g. '3f2a9c1e' (from search_memories or read_topic; an archived "
+                            "entry's too)."),
     ), ("why",),
     Tool("why_memory", "Where a memory came from",
          "Why memory holds something: the conversation a memory was digested from (a saved session or a "
@@ -245,9 +232,8 @@ MEMORIES: tuple[Operation, ...] = (
           ref("Why"), errors=(400, 404)),),
     call=lambda vault, id: vault.why(id)),
     Operation("history", (
-        Param("id", "string", "The id of any version of the memory, e.g. '3f2a9c1e' (from search_memories, "
-              "read_topic or an edit's answer; an archived version's too).", required=True, max_length=MAX_NAME_CHARS,
-              nonempty=True, where="path", names={"cli": "entry_id"}, argument=True, metavar="ID"),
+        path_entry_id_param("The id of any version of the memory, e.g. '3f2a9c1e' (from search_memories, "
+                            "read_topic or an edit's answer; an archived version's too)."),
     ), ("history",),
     Tool("memory_history", "Every version of a memory",
          "How a memory changed: every version of it, oldest first (an edit, a digest's newer fact, a "

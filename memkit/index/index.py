@@ -457,12 +457,33 @@ class Index:
                 rows = con.execute("PRAGMA quick_check(5)").fetchall()
                 found = [str(r[0]) for r in rows if r and r[0] != "ok"]
                 if not found:  # the pages whole: what they hold may still not be what it says
-                    found = self._row_damage(con)
+                    found = self._row_damage(con) or self._matrix_damage(con)
             finally:
                 con.close()
         except sqlite3.DatabaseError as exc:
             return str(exc) if damaged(exc) else None
         return "; ".join(found) or None
+
+    #: no value of a stored row reaches this: a row that does holds bits a disk flipped (an exponent)
+    MAX_VECTOR_VALUE = 1e6
+
+    def _matrix_damage(self, con: sqlite3.Connection) -> list[str]:
+        """What is wrong with the matrix the index names: a folder in its place, shorter than its
+        rows, or values no model gives (not finite, or beyond :data:`MAX_VECTOR_VALUE`)."""
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+            return []
+        try:
+            name, rows = self.db.matrix_state(con)
+            vectors = self.db.matrix.read(name, rows)
+        except (KeyError, ValueError) as exc:
+            return [f"it names no matrix ({exc})"]
+        except (OSError, MatrixError) as exc:
+            return [str(exc)]
+        for start in range(0, vectors.shape[0], 65536):
+            block = vectors[start:start + 65536]
+            if not np.isfinite(block).all() or float(np.abs(block).max(initial=0.0)) > self.MAX_VECTOR_VALUE:
+                return [f"{name} holds values no model gives (bits flipped) from row {start} on"]
+        return []
 
     def _row_damage(self, con: sqlite3.Connection) -> list[str]:
         """What :func:`memkit.index.view.row_damage` finds wrong in the rows (the first 5)."""

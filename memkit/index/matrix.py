@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import struct
 from pathlib import Path
 from typing import Iterable
@@ -75,9 +76,11 @@ class FileMatrix:
         :raises FileNotFoundError: when the file is gone (replaced by a compaction).
         :raises MatrixError: when it is not a matrix of this dimension, or is shorter.
         """
-        if rows == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
         path = self.folder / name
+        if rows == 0:
+            if path.is_dir():  # an index made anew over a folder named as its matrix: it cannot write
+                raise MatrixError(f"{name} is a folder, not a matrix")
+            return np.zeros((0, self.dim), dtype=np.float32)
         st = os.stat(path)  # the same name may be another file now (an index made anew): by inode
         key = (name, st.st_dev, st.st_ino)
         cached = self._maps.get(key)
@@ -190,8 +193,13 @@ class FileMatrix:
         self._maps = {k: v for k, v in self._maps.items() if k[0] != name}
 
     def remove_others(self, keep: str) -> None:
-        for path in self.others(keep):
-            path.unlink(missing_ok=True)
+        """Remove this model's matrix files other than ``keep``, and a folder named as any of them
+        (``keep`` too: a folder is never a matrix, and the matrix is written in its place)."""
+        for path in [*self.others(keep), *([self.folder / keep] if keep else [])]:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.name != keep:
+                path.unlink(missing_ok=True)
         self._maps = {k: v for k, v in self._maps.items() if k[0] == keep}
 
     def close(self) -> None:

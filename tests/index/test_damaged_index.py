@@ -95,3 +95,40 @@ def test_rows_damaged_inside_whole_pages_are_found_and_remade(tmp_path: Path, ho
     assert result.exit_code == 0, result.output
     assert "Router is a MikroTik hAP ax3" in result.output and "rebuilding it" in result.output
     assert CliRunner().invoke(main, ["--vault", str(root), "check"]).exit_code == 0
+
+
+def test_a_folder_where_the_matrix_should_be_is_replaced_for_good(tmp_path: Path):
+    """The first search rebuilt the index, yet could not remove the folder: every later search
+    failed with "memkit: error: Is a directory (….npy)" and `memkit check` said "no problems found"."""
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memkit"))
+    Vault(root).index(judge=False)
+    (matrix,) = (root / ".memkit" / "index").glob("*.npy")
+    matrix.unlink()
+    matrix.mkdir()
+    (matrix / "stray").write_text("x")
+    assert "is damaged" in CliRunner().invoke(main, ["--vault", str(root), "check"]).output
+    for _ in range(3):
+        result = CliRunner().invoke(main, ["--vault", str(root), "search", "MikroTik hAP ax3", "-k", "1", "--fast"])
+        assert result.exit_code == 0, result.output
+        assert "Router is a MikroTik hAP ax3" in result.output
+    assert not any(p.is_dir() for p in (root / ".memkit" / "index").glob("*.npy"))
+    assert CliRunner().invoke(main, ["--vault", str(root), "check"]).exit_code == 0
+
+
+def test_check_finds_bits_flipped_in_the_vectors_and_fix_makes_them_anew(tmp_path: Path):
+    """Exponent bits flipped in the .npy matrix (the pages of SQLite whole): `memkit check` said
+    "no problems found" while the vectors held inf and values of 1e30."""
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memkit"))
+    Vault(root).index(judge=False)
+    (matrix,) = (root / ".memkit" / "index").glob("*.npy")
+    data = bytearray(matrix.read_bytes())
+    for at in range(131, len(data), 997):  # a float32's high byte holds its sign and exponent
+        data[at - (at % 4) + 3] ^= 0x40
+    matrix.write_bytes(bytes(data))
+    checked = CliRunner().invoke(main, ["--vault", str(root), "check"])
+    assert "is damaged" in checked.output and "bits flipped" in checked.output, checked.output
+    fixed = CliRunner().invoke(main, ["--vault", str(root), "check", "--fix"])
+    assert "made anew from the topic files" in fixed.output, fixed.output
+    assert CliRunner().invoke(main, ["--vault", str(root), "check"]).output.startswith("no problems found")

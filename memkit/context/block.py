@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -284,8 +285,22 @@ def _build(store: Store, searcher: Searcher, message: str, state: dict[str, Any]
                         "cannot rank the topic's entries; the oldest are left out first")
     fresh = {h.id for h in hits}
     own = sum(1 for h in memories if h.id in fresh)  # this message's memories lead the list
-    return fit(recent, memories, topic, state["session"], budget_tokens, now, profile, follow, order, own, conv,
+    block = fit(recent, memories, topic, state["session"], budget_tokens, now, profile, follow, order, own, conv,
                 markers)
+    return _without_secrets(store, block)
+
+
+def _without_secrets(store: Store, block: Context) -> Context:
+    """The block with every secret the vault's redaction rules find replaced by ``[redacted]``: a
+    line a person typed into a topic file by hand (a router password, an API key) was never
+    redacted on its way in, and the block goes to an assistant, often a remote LLM: no secret leaves
+    the process in it. The memories' texts in ``--json`` too."""
+    rules = store.config.redact
+    text = rules.apply(block.text)
+    if not text.count:
+        return block
+    memories = [replace(h, text=rules.apply(h.text).text) for h in block.memories]
+    return replace(block, text=text.text, memories=memories)
 
 
 def _relevance_order(searcher: Searcher, topic: Topic, message: str) -> list[int]:

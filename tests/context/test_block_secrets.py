@@ -1,0 +1,34 @@
+"""A secret a person typed into a topic file by hand is never redacted on its way in (only what memkit
+writes is): the memory block, which goes to an assistant and often to a remote LLM, hides it, in
+its text and in --json's memories (no secret leaves the process)."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+from util import FakeEmbedder, vault_with
+
+from memkit.frontends.cli.group import main
+
+KEY = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+
+
+def test_a_hand_typed_secret_is_redacted_in_the_block(tmp_path):
+    vault = vault_with(tmp_path, {"home": f"- Router admin password is Hunter2Router! (2026-11-02)\n"
+                                          f"- OpenAI key for the home bot: {KEY} (2026-11-02)\n"
+                                          "- Router is a Fritzbox 7590 in the hallway (2026-11-02)\n"},
+                       FakeEmbedder())
+    assert KEY in (vault.root / "topics" / "home.md").read_text()  # the file keeps what the person wrote
+    block = vault.context("what is the router password and the bot key?")
+    assert "Fritzbox 7590" in block.text or "home" in block.text
+    assert KEY not in block.text and "Hunter2Router" not in block.text
+    result = CliRunner().invoke(main, ["--vault", str(vault.root), "context", "router password and bot key", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert KEY not in result.output and "Hunter2Router" not in result.output
+    assert "[redacted]" in data["text"]
+
+
+def test_a_block_without_secrets_is_unchanged(tmp_path):
+    vault = vault_with(tmp_path, {"home": "- Router is a Fritzbox 7590 in the hallway (2026-11-02)\n"}, FakeEmbedder())
+    assert "Fritzbox 7590 in the hallway" in vault.context("where is the router?").text

@@ -9,14 +9,15 @@ The defaults (each can be turned off by name in memkit.yaml's ``redact:``, and p
 
 - ``api-key``: the key formats of the common providers (``sk-…``, ``sk-ant-…``, ``AKIA…``,
   ``ghp_…``, ``github_pat_…``, ``xoxb-…``, ``AIza…``, ``hf_…``, ``glpat-…``, ``sk_live_…``), JSON Web
-  Tokens, ``Bearer`` tokens, PEM private key blocks, and the value of an environment variable
+  Tokens, ``Bearer`` tokens, PEM private key blocks, an AWS secret access key after "aws" or "secret"
+  (40 characters of base64), and the value of an environment variable
   named for a secret (``DB_PASSWORD=…``, ``AWS_SECRET_ACCESS_KEY=…``);
-- ``password``: what follows "password is", "password:", "the password for the router is",
+- ``password``: what follows "password is", "password:", "pw is", "security answer:", "the password for the router is",
   "api key:", "Wi-Fi key:" (the word stays, the secret goes: "the wifi password is [redacted]"),
   but not a word that only talks about it ("the password is in the drawer", "is not set", "was
   changed", "is 12 characters long"); "password qwerty789" without a verb when the word holds a
   digit or a sign; PINs and codes next to the words naming them ("PIN 7391", "the alarm code is
-  4821", "combination 12-34-56", "CVV 384", "recovery code 8F3K-2M9P": 3 digits at least; a code
+  4821", "combination 12-34-56", "CVV 384", "recovery code 8F3K-2M9P", "SSN 078-05-1120": 3 digits at least; a code
   a word before it makes public is kept: a zip, postal, area, error, status, flight, promo or
   tracking code…); the password of a login pair ("my bank login is maya / [redacted]"), of a URL
   (``postgres://admin:[redacted]@db``), and a seed phrase of 12 to 24 words;
@@ -58,6 +59,10 @@ _API_KEY = lazy(
 #: an environment variable holding a secret, as in a .env file or a shell: ``DB_PASSWORD=…``
 _ENV_SECRET = lazy(r"\b[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_KEY|ACCESS_KEY)"
                          r"[A-Z0-9_]{0,40}\s?[=:]\s?[\"']?([^\s\"']{4,200})")
+#: an AWS secret access key in a sentence: 40 characters of base64 (both cases, a digit) after "aws"
+#: or "secret" (the key ID ``AKIA…`` is :data:`_API_KEY`'s)
+_AWS_SECRET = lazy(r"(?i:\b(?:aws|secret)\b)[^\n]{0,40}?(?<![A-Za-z0-9/+])"
+                   r"((?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*\d)[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
 #: the password in a URL: ``postgres://admin:S3cret@db``
 _URL_PASSWORD = lazy(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@]{1,64}:([^\s/@]{1,128})@")
 #: words that follow "password is" in a sentence about a password, not in one that gives it away
@@ -77,7 +82,8 @@ _QUOTED = "\"([^\"\n]{1,100})\"|'([^'\n]{1,100})'|“([^”\n]{1,100})”"
 _TOKEN = (rf"(?!(?:{_NOT_SECRET})\b[.,;!?)]*(?:\s|$))(?![a-z]+(?:ed|ing|ly)[.,;!?)]*(?:\s|$))"
           rf"([^\s\"'“”]{{2,100}}?)(?=[.,;!?)]*(?:\s|$))(?!\s+{_UNITS}\b)")
 #: the words naming a password-like secret (any token after them is one)
-_PASSWORD_WORDS = (r"password|passwd|pwd|passphrase|pass(?=\s?[:=])|master\s+key|"
+_PASSWORD_WORDS = (r"password|passwd|pwd|pw(?=\s+(?:is|was)\b|\s?[:=])|passphrase|pass(?=\s?[:=])|master\s+key|"
+                   r"(?:security|secret)\s+(?:answer|question\s+answer)|"
                    r"(?:wi-?fi|network|wpa2?|secret|private|secret\s+access|access|api|app)\s+key|api\s+token")
 _PASSWORD = lazy(
     rf"(?i)\b(?:{_PASSWORD_WORDS})\b(?:{_OF}{_VERB}(?:{_QUOTED}|{_TOKEN})"
@@ -85,6 +91,7 @@ _PASSWORD = lazy(
     rf"|\s+(?:{_QUOTED}|(?=[^\s\"'“”]*[\d!@#$%^&*])([^\s\"'“”]{{4,100}}?)(?=[.,;!?)]*(?:\s|$))))")
 #: the words naming a PIN or a code: digits next to them are the secret
 _CODE_WORDS = (r"pin(?:\s+(?:code|number|no\.?))?|passcode|pass\s+code|cvv2?|cvc2?|csc|combination|combo|"
+               r"ssn|social\s+security(?:\s+(?:number|no\.?))?|"
                r"(?:recovery|backup|verification|one-time|2fa|otp|security|access|unlock|alarm|door|gate|safe|"
                r"lock|entry)\s+codes?|codes?|otp")
 #: a code: digits, single signs or spaces between them (9 3 1 7, 12-34-56, 4#2#9), or groups of
@@ -179,7 +186,7 @@ class Rule:
 #: the built-in rules, by name (memkit.yaml ``redact: {defaults: [...]}`` picks among them); a name
 #: may stand for several patterns
 DEFAULT_RULES: Mapping[str, tuple[Rule, ...]] = {
-    "api-key": (Rule("api-key", _API_KEY), Rule("api-key", _ENV_SECRET)),
+    "api-key": (Rule("api-key", _API_KEY), Rule("api-key", _ENV_SECRET), Rule("api-key", _AWS_SECRET)),
     "password": (Rule("password", _PASSWORD), Rule("password", _PHRASE), Rule("password", _CODE, _code),
                  Rule("password", _LOGIN, _strong), Rule("password", _URL_PASSWORD)),
     "card": (Rule("card", _CARD, _card),),

@@ -16,6 +16,7 @@ importance, dates), which carry no meaning a question asks for.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import os
@@ -247,6 +248,24 @@ _SOON: tuple[str, threading.Event, list[tuple[Judge, np.ndarray]]] | None = None
 _SOON_LOCK = threading.Lock()
 _ABANDONED: list[LazyJudge] = []  #: a forked child's copies of a judge its parent was loading: never freed
 _PRELOAD: threading.Thread | None = None
+#: the threads loading the judge or embedding a query ahead: waited for at exit, since a process
+#: that ends while one is inside onnxruntime aborts ("terminate called without an active
+#: exception", exit 134) instead of exiting with its own code (a search refused or finding nothing)
+_AHEAD: list[threading.Thread] = []
+
+
+def _start_ahead(thread: threading.Thread) -> None:
+    _AHEAD[:] = [t for t in _AHEAD if t.is_alive()]
+    _AHEAD.append(thread)
+    thread.start()
+
+
+@atexit.register
+def _wait_ahead() -> None:
+    """Let the judge's threads finish their pass (a load, one query: well under a second) before the
+    interpreter tears onnxruntime down under them."""
+    for thread in list(_AHEAD):
+        thread.join(timeout=30)
 
 
 def _forked() -> None:
@@ -255,6 +274,7 @@ def _forked() -> None:
     session in a forked child waits for its parent's threads forever."""
     global _SHARED, _SHARED_LOCK, _PRELOAD, _SOON, _SOON_LOCK
     _SHARED_LOCK, _PRELOAD, _SOON, _SOON_LOCK = threading.Lock(), None, None, threading.Lock()
+    _AHEAD.clear()  # the parent's threads are not in the child
     if _SHARED is not None and _SHARED.loading:
         _ABANDONED.append(_SHARED)
         _SHARED = None
@@ -268,7 +288,7 @@ def preload_judge() -> None:
     global _PRELOAD
     if _PRELOAD is None and not shared_judge().loaded and shared_judge().available:
         _PRELOAD = threading.Thread(target=shared_judge().judge, name="memkit-judge-load", daemon=True)
-        _PRELOAD.start()
+        _start_ahead(_PRELOAD)
 
 
 def prefetch_query(text: str) -> None:
@@ -297,7 +317,7 @@ def prefetch_query(text: str) -> None:
         finally:
             done.set()
 
-    threading.Thread(target=run, name="memkit-judge-query", daemon=True).start()
+    _start_ahead(threading.Thread(target=run, name="memkit-judge-query", daemon=True))
 
 
 def prefetched(judge: Judge, text: str) -> np.ndarray | None:

@@ -1,6 +1,6 @@
 """``vault.upkeep``: memory that ages well, one object (:class:`Upkeep`) as ``vault.conversations``
 is for the sessions: expiry (``tidy``), follow-ups (``pending``, ``done``), versions (``history``,
-``git_history``), the vault's problems (``check``), compaction and the profile (``compact``, ``distill``), the counts (``stats``), the
+``versions``, ``git_history``), the vault's problems (``check``), compaction and the profile (``compact``, ``distill``), the counts (``stats``), the
 inbox's digest (``waiting_transcripts``, ``process_inbox``) and the scheduled jobs (``run``, ``due``).
 
 Each verb is one call of :mod:`memkit.upkeep.upkeep`, :mod:`memkit.upkeep.schedule` or
@@ -23,6 +23,7 @@ from .upkeep import (
     FollowUp,
     HistoryStep,
     TidyReport,
+    Versions,
     compact,
     distill,
     done,
@@ -66,6 +67,13 @@ class Upkeep:
     def history(self, ref: str) -> list[HistoryStep]:
         """Every version of an entry, oldest first (``ref``: the id of any version)."""
         return history(self._rt.store, ref)
+
+    def versions(self, ref: str) -> Versions:
+        """Every version of an entry, oldest first, and the git log of the newest (``ref``: the id of
+        any version): what ``memkit history``, the MCP tool ``memory_history`` and ``GET
+        /history/{id}`` answer. :raises EntryNotFound: no version has that id."""
+        steps = self.history(ref)
+        return Versions(steps, self.git_history(steps[-1]) if steps else [])
 
     def git_history(self, step: HistoryStep) -> list[str]:
         """``git log`` lines of the commits that added or removed a version's text (when the vault

@@ -31,7 +31,7 @@ from ..llm import LLM, ask_json
 from ..search import Searcher
 from ..store import PROFILE_SUMMARY, PROFILE_TOPIC, Store
 
-__all__ = ["TidyReport", "FollowUp", "HistoryStep", "ChangeReport", "tidy", "edit_entry", "history", "pending",
+__all__ = ["TidyReport", "FollowUp", "HistoryStep", "Versions", "ChangeReport", "tidy", "edit_entry", "history", "pending",
            "done", "stats", "compact", "distill", "propose_profile", "ensure_profile", "PROFILE"]
 
 PROFILE = PROFILE_TOPIC
@@ -137,6 +137,29 @@ class HistoryStep:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Versions:
+    """Every version of a memory, oldest first, and the ``git log`` lines of the commits that added
+    or removed the newest one's text (none outside a git repository): the ``history`` operation."""
+
+    versions: list[HistoryStep]
+    git: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"versions": [s.to_dict() for s in self.versions], "git": list(self.git)}
+
+    def render(self) -> str:
+        """What a person reads: each version with where it is now, then the git log."""
+        lines = []
+        for s in self.versions:
+            where = "now, in " + s.topic if s.status == "current" else f"{s.day}, left {s.topic}: {s.status}"
+            lines.append(f"{s.id}  {s.text}\n          ({where})")
+        if self.git:
+            lines.append("git log of the newest version:")
+            lines += [f"  {line}" for line in self.git]
+        return "\n".join(lines)
 
 
 def history(store: Store, ref: str) -> list[HistoryStep]:

@@ -45,6 +45,7 @@ SAMPLES: dict[tuple[str, str], tuple[str, dict | None]] = {
     ("GET", "/topics"): ("/topics", None),
     ("GET", "/topics/{topic}"): ("/topics/cooking", None),
     ("GET", "/why/{id}"): ("/why/abcd1234", None),
+    ("GET", "/history/{id}"): ("/history/abcd1234", None),
     ("GET", "/related"): ("/related?ref=cooking", None),
     ("GET", "/recent"): ("/recent", None),
     ("GET", "/pending"): ("/pending", None),

@@ -140,7 +140,7 @@ def test_tools_resources_and_errors_over_stdio(tmp_path):
                 # ---- the tools and their input schemas
                 tools = {t.name: t for t in (await session.list_tools()).tools}
                 assert list(tools) == ["search_memories", "add_memory", "edit_memory", "forget_memory",
-                                       "related_memories", "why_memory", "get_context", "list_topics", "read_topic", "recent_topics",
+                                       "related_memories", "why_memory", "memory_history", "get_context", "list_topics", "read_topic", "recent_topics",
                                        "pending_follow_ups", "mark_done", "set_fact", "get_fact", "list_people",
                                        "add_person", "list_sessions", "start_session",
                                        "save_message", "load_session", "search_sessions", "proactive", "run_upkeep",

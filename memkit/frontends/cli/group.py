@@ -27,7 +27,7 @@ DEBUG_ENV = "MEMKIT_DEBUG"
 
 #: every subcommand, as "module:attribute"; its module is imported only when it is needed.
 #: An operation of the table whose command no module holds is made from the table alone (LazyGroup).
-#: Of the table's commands, `add`, `context`, `set`, `get`, `people add` and `why` are made from it
+#: Of the table's commands, `add`, `context`, `set`, `get`, `people add`, `why` and `history` are made from it
 #: with a printer (cli.common.table_command); the others keep click's own decorators over cli_params
 #: (the table's options), because each needs more than its answer printed: `search` (--sessions, the
 #: filters' hint on stderr), `edit` (the [ID] TEXT pair), `forget` and

@@ -215,30 +215,15 @@ def edit(ctx: click.Context, args: tuple[str, ...], match: str | None, topic: st
         click.echo(f"(the old line is in archive.md; `memkit history {entry.id}` shows the chain)")
 
 
-@click.command()
-@click.argument("entry_id", metavar="ID")
-@json_option
-@click.pass_context
-def history(ctx: click.Context, entry_id: str, json_: bool) -> None:
+@table_command("history")
+def history(found: Any, answer: dict[str, Any], id: str) -> None:  # noqa: A002
     """Every version of a memory, oldest first (from archive.md; and git log in a git vault).
 
     \b
     Example:
       memkit history 3f2a9c1e
     """
-    vault = get_vault(ctx)
-    steps = vault.upkeep.history(entry_id)
-    commits = vault.upkeep.git_history(steps[-1]) if steps else []
-    if json_:
-        echo_json({"versions": [s.to_dict() for s in steps], "git": commits})
-        return
-    for s in steps:
-        where = "now, in " + s.topic if s.status == "current" else f"{s.day}, left {s.topic}: {s.status}"
-        click.echo(f"{s.id}  {s.text}\n          ({where})")
-    if commits:
-        click.echo("git log of the newest version:")
-        for line in commits:
-            click.echo(f"  {line}")
+    click.echo(found.render())
 
 
 @table_command("why")

@@ -12,7 +12,7 @@ from typing import Any
 from ...base.limits import MAX_ENTRY_CHARS, MAX_MESSAGE_CHARS, MAX_SEARCH_RESULTS, SEARCH_MODES
 from ...vault import Vault
 from ..privacy import without_private
-from .kit import MAX_NAME_CHARS, WRITE, ArgumentError, Operation, Param, Route, Tool, listed, obj, ref, same
+from .kit import MAX_NAME_CHARS, NULL_STR, WRITE, ArgumentError, Operation, Param, Route, Tool, listed, obj, ref, same
 from .shared import (
     KIND,
     MATCH,
@@ -21,6 +21,7 @@ from .shared import (
     TOPIC_NAME,
     WHERE,
     entry_id_param,
+    path_entry_id_param,
     query_param,
     topic_param,
 )
@@ -214,9 +215,8 @@ MEMORIES: tuple[Operation, ...] = (
           obj(["of", "hits"], of={"type": "object"}, hits={"type": "array", "items": ref("Hit")}), errors=(400, 404)),),
     call=lambda vault, ref, k=None: vault.links.related(ref, k=k, private=False)),
     Operation("why", (
-        Param("id", "string", "The entry id, e.g. '3f2a9c1e' (from search_memories or read_topic; an archived "
-              "entry's too).", required=True, max_length=MAX_NAME_CHARS, nonempty=True, where="path",
-              names={"cli": "entry_id"}, argument=True, metavar="ID"),
+        path_entry_id_param("The entry id, e.g. '3f2a9c1e' (from search_memories or read_topic; an archived "
+                            "entry's too)."),
     ), ("why",),
     Tool("why_memory", "Where a memory came from",
          "Why memory holds something: the conversation a memory was digested from (a saved session or a "
@@ -231,6 +231,29 @@ MEMORIES: tuple[Operation, ...] = (
           "the memory. 404: no such entry, it names no conversation, or that conversation is gone.",
           ref("Why"), errors=(400, 404)),),
     call=lambda vault, id: vault.why(id)),
+    Operation("history", (
+        path_entry_id_param("The id of any version of the memory, e.g. '3f2a9c1e' (from search_memories, "
+                            "read_topic or an edit's answer; an archived version's too)."),
+    ), ("history",),
+    Tool("memory_history", "Every version of a memory",
+         "How a memory changed: every version of it, oldest first (an edit, a digest's newer fact, a "
+         "compaction each leave the old line in archive.md pointing at the new one), each with its topic and "
+         "status (current, or why and on which day it left), and the git log of the newest version when the "
+         "vault is a git repository. Use it when the user asks what a memory used to say or since when it "
+         "holds. Takes the id of any version (a current or an archived one). Returns versions [{id, text, "
+         "topic, status, day}] and git [lines].",
+         text=lambda found: found.render()),
+    (Route("GET", "/history/{id}", "Every version of a memory, oldest first (archive.md's chain of "
+          "edits, a digest's updates and compactions), and the git log of the newest. 404: no version has "
+          "that id.",
+          obj(["versions", "git"],
+              versions={"type": "array", "items": obj(
+                  ["id", "text", "topic", "status", "day"], id={"type": "string"}, text={"type": "string"},
+                  topic={"type": "string"}, status={"type": "string", "description": "current, or why it left "
+                                                    "its topic (edited, now ID; forgotten; superseded…)"},
+                  day=dict(NULL_STR, description="The day it left its topic (null: the current version)."))},
+              git={"type": "array", "items": {"type": "string"}}), errors=(400, 404)),),
+    call=lambda vault, id: vault.upkeep.versions(id)),
     Operation("context", (
         Param("message", "string", "The user's latest message (may be empty).",
               required=True, max_length=MAX_MESSAGE_CHARS, argument=True, stdin=True),

@@ -7,7 +7,7 @@ from typing import Any
 from ...base.limits import MAX_QUERY_CHARS
 from .kit import MAX_FACT_CHARS, MAX_NAME_CHARS, SESSION_ID, Param
 
-__all__ = ["AT", "KEY", "KIND", "MATCH", "PERSON", "RELATION", "SESSION_PATH", "TOPIC_NAME", "WHERE", "entry_id_param",
+__all__ = ["AT", "KEY", "KIND", "MATCH", "PERSON", "RELATION", "SESSION_PATH", "TOPIC_NAME", "WHERE", "entry_id_param", "path_entry_id_param",
            "query_param", "topic_param"]
 
 TOPIC_NAME = ("Topic name: lowercase words joined by '-', e.g. 'cooking' or 'home-lab' "
@@ -25,6 +25,12 @@ def entry_id_param(help: str, **kw: Any) -> Param:  # noqa: A002
                  argument=True, metavar="[ID]",
                  # a model names an entry by the id search_memories gave it: required there
                  overrides={"mcp": {"required": True}}, **kw)
+
+
+def path_entry_id_param(help: str) -> Param:  # noqa: A002
+    """An entry's id that an operation needs (an archived entry's too): a CLI argument, the HTTP path's ``{id}``."""
+    return Param("id", "string", help, required=True, max_length=MAX_NAME_CHARS, nonempty=True, where="path",
+                 names={"cli": "entry_id"}, argument=True, metavar="ID")
 
 
 MATCH = Param("match", "string", "Or: text the entry contains (it must be the only one).",

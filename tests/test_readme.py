@@ -6,7 +6,8 @@ page's first block never continues another page's. Every ```console and ```pytho
 has a marker on the line before it:
 
 - ``<!-- readme-test: sample -->``: run on a fresh copy of the sample vault ``vault/``, placed at
-  ``~/memory`` (HOME is a temp folder); the working folder is that copy and ``MEMKIT_VAULT`` names it.
+  ``~/memory`` (HOME is a temp folder); the working folder is that copy. ``MEMKIT_VAULT`` is unset,
+  as in a new user's shell: a command run from another folder names the vault (``--vault ~/memory``).
 - ``<!-- readme-test: fresh -->``: HOME is an empty temp folder; the commands run as written.
 - ``<!-- readme-test: continue -->``: the state (files, folder, environment) the previous block left.
 - ``, llm`` after the mode: the vault's ``llm:`` is a scripted loopback server (the demo's,
@@ -277,8 +278,7 @@ class Shell:
         if block.mode == "sample":
             vault = self.home / "memory"
             shutil.copytree(ROOT / "vault", vault, ignore=shutil.ignore_patterns(".memkit", ".git"))
-            self.cwd = vault
-            monkeypatch.setenv("MEMKIT_VAULT", str(vault))
+            self.cwd = vault  # no MEMKIT_VAULT: a reader's shell has none, so a page that `cd`s away says --vault
         if "llm" in block.options:
             config = Path(os.environ.get("MEMKIT_VAULT", self.cwd)) / "memkit.yaml"
             text = config.read_text(encoding="utf-8")

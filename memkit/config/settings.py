@@ -80,7 +80,7 @@ def load_config(root: Path) -> Config:
         data = load_yaml(text)
     except YamlError as exc:
         line = f" line {exc.line}" if exc.line else ""
-        raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem}") from None
+        raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem_at()}") from None
     return parse_config(data, str(path), text)
 
 

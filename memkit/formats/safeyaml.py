@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -30,10 +30,23 @@ class YamlError(ValueError):
     :ivar problem: what is wrong, in a few words.
     """
 
-    def __init__(self, problem: str, line: int | None = None) -> None:
+    def __init__(self, problem: str, line: int | None = None, context: str | None = None,
+                 context_line: int | None = None) -> None:
         super().__init__(f"line {line}: {problem}" if line else problem)
         self.problem = problem
         self.line = line
+        self.context = context  #: what the parser was reading ("while parsing a flow sequence"), when known
+        self.context_line = context_line  #: the 1-based line (within the text) where that began
+
+    def problem_at(self, to_file: Callable[[int], int] = lambda line: line) -> str:
+        """The problem, and where what it is inside began when that is another line (an unclosed
+        ``[`` is noticed at the end of the block, not where it opened).
+
+        :param to_file: maps a line of the text given to the line of its file.
+        """
+        if self.context and self.context_line and self.context_line != self.line:
+            return f"{self.problem} ({self.context} started on line {to_file(self.context_line)})"
+        return self.problem
 
 
 _FastLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -74,7 +87,9 @@ def load_yaml(text: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise YamlError(str(problem), mark.line + 1 if mark is not None else None) from None
+        begun = getattr(exc, "context_mark", None)
+        raise YamlError(str(problem), mark.line + 1 if mark is not None else None, getattr(exc, "context", None),
+                        begun.line + 1 if begun is not None else None) from None
     except RecursionError:
         raise YamlError("nested too deeply") from None
     except Exception as exc:  # noqa: BLE001 - a value a constructor refuses: 2024-13-45 (ValueError),

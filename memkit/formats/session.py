@@ -389,7 +389,8 @@ def _header(text: str, file: str) -> tuple[dict[str, Any], int]:
         data = load_yaml(text[start:stop]) if stop > start else {}
     except YamlError as exc:
         line = (exc.line or 0) + 1
-        raise MemkitError(f"{file} line {line}: the header is not valid YAML: {exc.problem}") from None
+        raise MemkitError(f"{file} line {line}: the header is not valid YAML: "
+                          f"{exc.problem_at(lambda at: at + 1)}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

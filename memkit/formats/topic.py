@@ -210,9 +210,11 @@ def _parse_frontmatter(lines: list[str], path: str, hidden: frozenset[int],
         meta = load_yaml(block)
     except YamlError as exc:
         # the line of the file: a problem at the end of the block is on its closing '---'
-        line = (kept[exc.line - 1] + 1 if exc.line <= len(kept) else i + 1) if exc.line else 1
+        def to_file(at: int) -> int:
+            return kept[at - 1] + 1 if at <= len(kept) else i + 1
+        line = to_file(exc.line) if exc.line else 1
         problems.append(Problem("frontmatter", line, f"{path} line {line}: frontmatter is not valid YAML: "
-                                                      f"{exc.problem} (its entries are still read; fix the "
+                                                      f"{exc.problem_at(to_file)} (its entries are still read; fix the "
                                                       f"frontmatter to let memkit write to the file)"))
         return {}, i + 1, True
     if meta is None:

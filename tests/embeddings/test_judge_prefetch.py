@@ -65,3 +65,22 @@ def test_a_process_does_not_exit_while_its_judge_thread_loads(tmp_path):
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"  # no judge thread left running when the interpreter shuts down
+
+
+@needs_judge
+def test_a_search_that_ends_early_exits_with_its_own_code(tmp_path):
+    """A search refused (no such topic) or finding nothing returns while the judge's thread is still
+    loading or embedding the query; the process used to abort in onnxruntime at exit ("terminate
+    called without an active exception", exit 134) about half the time. It waits for the thread."""
+    import os
+    import subprocess
+    import sys
+
+    root = Vault.init(tmp_path / "v", profile=False).root
+    (root / "topics" / "bikes.md").write_text("---\ntitle: bikes\n---\n# bikes\n\n- Bought a Brompton folding bike\n")
+    env = {**os.environ, "MEMKIT_VAULT": str(root)}
+    for args, code in [(["--topic", "nosuch"], 1), (["--kind", "weird"], 0)] * 2:
+        done = subprocess.run([sys.executable, "-m", "memkit", "search", "folding bike", *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert "terminate called" not in done.stderr
+        assert done.returncode == code, done.stderr

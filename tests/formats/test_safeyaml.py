@@ -120,3 +120,14 @@ def test_dump_then_load_keeps_a_next_line_character():
 def test_dump_keeps_key_order_block_style_and_unicode():
     text = dump_yaml({"title": "x: y", "z": 1, "a": ["b"], "u": "Zürich 東京"})
     assert text == "title: 'x: y'\nz: 1\na:\n- b\nu: Zürich 東京\n"
+
+
+def test_memkit_yaml_with_an_unclosed_brace_names_where_it_opened(tmp_path):
+    from memkit.config import load_config
+    from memkit.errors import ConfigError
+
+    (tmp_path / "memkit.yaml").write_text("llm: {base_url: http://127.0.0.1:11434/v1\nmax_memories_per_search: 5\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(tmp_path)
+    assert str(exc.value).endswith("memkit.yaml line 2: not valid YAML: did not find expected ',' or '}' "
+                                   "(while parsing a flow mapping started on line 1)")

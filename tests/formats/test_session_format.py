@@ -136,6 +136,8 @@ def test_headings_that_cannot_be_read_whole_are_kept_with_a_problem_naming_the_l
     ("---\nid: x\n", "line 1: the header (---) is never closed"),
     ("---\nid: x\nbad: :\ntitle: y\n---\n", "line 3: the header is not valid YAML"),
     ("---\r\nid: x\r\nbad: [\r\n---\r\n", "line 4: the header is not valid YAML"),
+    ("---\nid: x\ntitle: [a\n---\n", "line 4: the header is not valid YAML: did not find expected ',' or ']' "
+                                       "(while parsing a flow sequence started on line 3)"),
     ("---\n- a\n---\n", "line 2: the header must be 'key: value' lines"),
     ("---\nid: !!python/name:os.system\n---\n", "line 2: the header is not valid YAML"),
 ])

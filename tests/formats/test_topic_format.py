@@ -249,6 +249,17 @@ def test_problems_name_the_file_and_line_and_entries_are_still_read(text, kind, 
     assert (topic.write_problem() is not None) is (kind != "duplicate-key")
 
 
+@pytest.mark.parametrize("text, line, opened", [
+    ("---\ntitle: Broken\nsummary: [unclosed\n---\n- a\n", 4, 3),  # noticed at the closing '---'
+    ("---\ntitle: x\nsummary: {a: 1\nkept: 2\n---\n- a\n", 4, 3),
+    ("---\ntitle: x\n<<<<<<< HEAD\nsummary: [a\n=======\nsummary: b\n>>>>>>> other\n---\n- a\n", 6, 4),
+])
+def test_an_unclosed_bracket_is_named_where_it_opened(text, line, opened):
+    (problem,) = [p for p in parse(text).problems if p.kind == "frontmatter"]
+    assert problem.line == line
+    assert f"started on line {opened})" in problem.message, problem.message
+
+
 def test_a_merge_conflict_reads_both_sides_and_duplicate_timestamps_keep_newest_updated():
     topic = parse("- a\n<<<<<<< HEAD\n- b\n=======\n- c\n>>>>>>> other\n- d\n")
     assert [e.text for e in topic.entries] == ["a", "b", "c", "d"]

@@ -90,3 +90,11 @@ def test_a_refused_write_to_a_conflicted_file_says_so_once(vault):
     assert result.exit_code == 1
     assert result.stderr.count("unresolved merge conflict") == 1, result.stderr
     assert (vault / "topics" / "family.md").read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall", "status", "run"])
+def test_an_unknown_hook_client_is_named_as_the_client(vault, command):
+    result = invoke("--vault", str(vault), "hook", command, "cursor")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("memkit: error: invalid value for 'CLIENT': 'cursor' is not 'claude-code'"), \
+        result.stderr

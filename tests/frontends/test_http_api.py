@@ -697,7 +697,9 @@ def test_a_port_in_use_is_one_line(tmp_path):
     finally:
         taken.close()
     assert result.exit_code == 1
-    assert result.output.strip() == f"memkit: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert result.output.strip() == (f"memkit: error: cannot listen on 127.0.0.1:{port}: Address already in use; "
+                                     "another server (a `memkit serve` already running?) holds that port: stop it, "
+                                     "or pick another (--port N, 0: any free one)")
 
 
 def held_digest(fact: str):

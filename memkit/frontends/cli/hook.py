@@ -22,7 +22,7 @@ from ..hook import (
 )
 from .common import get_vault, plural
 
-CLIENTS = click.Choice(["claude-code"])
+CLIENTS = click.Choice(["claude-code"])  #: the arguments say metavar="CLIENT", so usage and errors name it
 
 
 @click.group("hook")
@@ -55,7 +55,7 @@ def _settings_command(name: str) -> Callable[[Callable[..., Any]], click.Command
                           help="The project whose .claude/settings.json to edit (default: here).")(fn)
         fn = click.option("--user", is_flag=True, help="~/.claude/settings.json (every project) instead of "
                                                         "the project's .claude/settings.json.")(fn)
-        return hook_group.command(name)(click.argument("client", type=CLIENTS)(fn))
+        return hook_group.command(name)(click.argument("client", type=CLIENTS, metavar="CLIENT")(fn))
     return make
 
 
@@ -112,7 +112,7 @@ def status(client: str, user: bool, project: str | None) -> None:
 
 
 @hook_group.command("run", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.argument("client", type=CLIENTS)
+@click.argument("client", type=CLIENTS, metavar="CLIENT")
 @click.option("--budget", type=int, default=DEFAULT_BUDGET, metavar="N", help="Tokens of memory block.")
 @click.option("--no-start", is_flag=True, help="Do not start a server when none runs (answer cold).")
 @click.option("--verbose", is_flag=True, help="Say on stderr how the prompt was answered (warm or cold).")

@@ -36,6 +36,7 @@ the facade (:mod:`memkit.vault`) and :mod:`memkit.errors` (``.importlinter``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import json
 import logging
@@ -445,7 +446,9 @@ def _listen(host: str, port: int, unix: str | None) -> socket.socket:
         return sock
     except OSError as exc:
         where = unix if unix is not None else f"{host}:{port}"
-        raise MemkitError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        hint = ("; another server (a `memkit serve` already running?) holds that port: stop it, or pick another "
+                "(--port N, 0: any free one)") if unix is None and exc.errno == errno.EADDRINUSE else ""
+        raise MemkitError(f"cannot listen on {where}: {exc.strerror or exc}{hint}") from None
 
 
 def _interrupt(signum: int, frame: Any) -> None:

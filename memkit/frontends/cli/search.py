@@ -57,8 +57,8 @@ def search(ctx: click.Context, query: str, k: int | None, threshold: float | Non
                                   ("--with", person), ("--relation", relation), ("--where", where or None),
                                   ("--linked", linked),
                                   ("--min-importance", min_importance)) if v is not None and v != ""]
-        hint = f"check the filters ({', '.join(filters)})" if filters else ""
-        click.echo(f"no memories match{' (' + hint + ')' if hint else ''}", err=True)
+        hint = f"; check the filters: {', '.join(filters)}" if filters else ""
+        click.echo(f"no memories match{hint}", err=True)
         return
     if not any(h.confident for h in hits):
         click.echo(f"no confident match; the closest {plural(len(hits), 'memory', 'memories')}, weak "

@@ -277,7 +277,9 @@ def _build(store: Store, searcher: Searcher, message: str, state: dict[str, Any]
             log.warning("%s; showing memories instead of the topic", exc)
     if topic is not None:  # expired entries are never shown; the profile is shown above
         topic.entries = [e for e in topic.entries if not expiry(e, store.config.expire, today)]
-    recent = [r for r in store.index_txt.read() if r.topic not in pinned and r.topic not in private]  # profile: above
+    emptied = _safely(lambda: _emptied_topics(searcher), frozenset(), "cannot tell which topics are empty")
+    recent = [r for r in store.index_txt.read()  # the profile is above; a topic whose entries were all forgotten
+              if r.topic not in pinned and r.topic not in private and r.topic not in emptied]  # is not named
     order = None
     if topic is not None and message:
         current = topic
@@ -348,6 +350,18 @@ def _due(store: Store, searcher: Searcher, today: date) -> list[tuple[str, str, 
 def _detect(searcher: Searcher, text: str) -> str | None:
     guess = detect_topic(searcher, text)
     return guess.topic if guess is not None else None
+
+
+def _emptied_topics(searcher: Searcher) -> frozenset[str]:
+    """The topics whose file the index holds with no entry in it (every entry forgotten, moved or
+    expired away): the block's recent topics leave them out, so what a person forgot is not named
+    there by its topic either. Read from the index's view (no file is parsed); a topic the index
+    does not know yet is kept."""
+    view = searcher.view()
+    rows = view.file_ids if view.live is None else view.file_ids[view.live]
+    filled = set(rows.tolist())
+    dead = {slot for slot, file in enumerate(view.slot_file) if file == -1}
+    return frozenset(name for slot, name in enumerate(view.topics) if slot not in filled and slot not in dead)
 
 
 def _safely(fn: Callable[[], Any], default: Any, what: str) -> Any:

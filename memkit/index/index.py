@@ -535,10 +535,11 @@ class Index:
                     view = self._load_view(con, gen, matrix, vectors)
                 con.execute("COMMIT")
                 return view
-            except FileNotFoundError:  # replaced by a compaction after this snapshot: read it again
+            except FileNotFoundError as exc:  # replaced by a compaction after this snapshot: read it again
                 con.execute("ROLLBACK")
-                if attempt == 4:
-                    raise
+                if attempt == 4:  # still gone: another process made the index anew (this connection's
+                    # file was discarded under it) or the matrix was deleted: view() remakes or reopens it
+                    raise MatrixError(f"the matrix {matrix} is gone ({exc.strerror or exc})") from exc
                 time.sleep(0.01 * (attempt + 1))
             except BaseException:
                 con.execute("ROLLBACK")

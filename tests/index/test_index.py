@@ -405,6 +405,38 @@ def test_a_read_only_vault_keeps_its_matrix_in_memory(tmp_path, fake, monkeypatc
 
 # ---- the matrix under other processes and hands (what the review of the .npy change found) --------
 
+def test_a_matrix_gone_for_good_under_a_view_is_made_anew_not_raised(tmp_path, fake, monkeypatch):
+    """Four processes making the index at once (CI, a fresh clone): one found the matrix short and
+    made the index anew, deleting the files another had open; that one's view looked for the
+    matrix its (discarded) index named five times and raised FileNotFoundError out of `memkit
+    index`. A matrix still gone after the retries is damage: the view remakes or reopens it."""
+    from memkit.index.matrix import FileMatrix
+
+    v = make_vault(tmp_path, fake, {"t": "- topic entry one\n- topic entry two\n"})
+    v.index()
+    from memkit.index.index import Index
+
+    real, real_rebuild, calls, gone_for_good = FileMatrix.read, Index._rebuild, [], [True]
+
+    def gone(self, name, rows):  # the matrix its snapshot names is gone until the index is made anew
+        calls.append(name)
+        if gone_for_good[0]:
+            raise FileNotFoundError(2, "No such file or directory", name)
+        return real(self, name, rows)
+
+    def rebuild(self, why):
+        gone_for_good[0] = False
+        return real_rebuild(self, why)
+
+    monkeypatch.setattr(FileMatrix, "read", gone)
+    monkeypatch.setattr(Index, "_rebuild", rebuild)
+    fresh = Vault(v.root, embedder=FakeEmbedder())
+    fresh.searcher.index.view()  # as `memkit index`'s judge fill reads it: no FileNotFoundError
+    assert len(calls) > 5
+    hit = fresh.search("topic entry two", k=1, threshold=None)[0]  # the index made anew holds both
+    assert hit.text == "topic entry two" and len(fresh.searcher.view()) == 2
+
+
 def test_processes_creating_the_index_at_once_make_it_once(tmp_path, fake):
     v = make_vault(tmp_path, fake, {f"t{i}": f"- topic {i} entry one\n- topic {i} entry two\n" for i in range(4)})
     gate = tmp_path / "go"

@@ -55,7 +55,7 @@ from ..formats.words import terms
 from ..search import Hit, Searcher, bears_on, detect_topic, hit_at, is_confident, is_safety_note
 from ..store import Store
 from .conversation import Conversation, conversation_of
-from .render import Context, age_order, fit
+from .render import Context, age_order, estimate_tokens, fit
 
 if TYPE_CHECKING:
     from ..sessions import Conversations
@@ -302,7 +302,7 @@ def _without_secrets(store: Store, block: Context) -> Context:
     if not text.count:
         return block
     memories = [replace(h, text=rules.apply(h.text).text) for h in block.memories]
-    return replace(block, text=text.text, memories=memories)
+    return replace(block, text=text.text, memories=memories, tokens=estimate_tokens(text.text))
 
 
 def _relevance_order(searcher: Searcher, topic: Topic, message: str) -> list[int]:

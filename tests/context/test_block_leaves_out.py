@@ -8,6 +8,7 @@ import json
 from click.testing import CliRunner
 from util import FakeEmbedder, vault_with
 
+from memkit.context.render import estimate_tokens
 from memkit.frontends.cli.group import main
 
 KEY = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
@@ -22,6 +23,7 @@ def test_a_hand_typed_secret_is_redacted_in_the_block(tmp_path):
     block = vault.context("what is the router password and the bot key?")
     assert "Fritzbox 7590" in block.text or "home" in block.text
     assert KEY not in block.text and "Hunter2Router" not in block.text
+    assert block.tokens == estimate_tokens(block.text)  # the size of what is sent, not of what was redacted
     result = CliRunner().invoke(main, ["--vault", str(vault.root), "context", "router password and bot key", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)

@@ -149,10 +149,10 @@ def digest_messages(searcher: Searcher, messages: Sequence[Message], llm: LLM | 
     hint = _session_topic(store, name)
     for c in fresh:  # the LLM named no topic: the one the context detected for the session
         c.topic_hint = c.topic_hint or hint
-    route(store, searcher, fresh, new_topic, existing, nearest)
+    opened = route(store, searcher, fresh, new_topic, existing, nearest)
     _outdated(store, searcher, fresh, llm, nearest, named, report)
     _too_many(fresh, llm, name, report, allow_many_supersedes)
-    write_conclusions(store, fresh, new_topic, report, now, dry_run, force)
+    write_conclusions(store, fresh, new_topic, report, now, dry_run, force, opened)
     if not report.already_digested:
         written = [c for c in fresh if any(c.text in line for _, line in report.written)]
         report.facts = set_facts(store, written, now, dry_run)

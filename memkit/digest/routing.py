@@ -25,8 +25,8 @@ _DATE_TAIL = re.compile(r"\s*\((?:due |until )?\d{4}-\d{2}-\d{2}\)")
 
 
 def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
-          existing: set[str], nearest: Nearest) -> None:
-    """Where each conclusion goes, by the design's seed rules: the LLM's hint when it names a topic (a
+          existing: set[str], nearest: Nearest) -> str | None:
+    """Where each conclusion goes (returns the new topic it opened, or None), by the design's seed rules: the LLM's hint when it names a topic (a
     split parent: its closest subtopic); else the topic the vault's hits agree on (a detected topic);
     else, when at least ``min_conclusions_for_new_topic`` of the conclusions left belong together, a
     new topic for them: the one the LLM proposed for those that bear on it (:func:`fitting`), else
@@ -57,10 +57,11 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
     group = fitting(searcher, new_topic, unrouted) if proposed_name(new_topic) else []
     if len(group) < least:  # or the largest group alike in words or meaning (named as proposed)
         group = together(searcher, unrouted)
+    opened = None
     if len(group) >= least:
-        name = new_topic_name(new_topic, group, existing)
+        opened = new_topic_name(new_topic, group, existing)
         for c in group:
-            c.topic = name
+            c.topic = opened
     threshold = searcher.threshold()
     for c in unrouted:
         if c.topic is not None:
@@ -70,6 +71,7 @@ def route(store: Store, searcher: Searcher, conclusions: list[Conclusion], new_t
         c.topic = best.topic if best is not None and best.topic in existing else "general"
     for c in conclusions:  # a topic that was split is never recreated: its closest part, at any depth
         c.topic = split_target(searcher, c.topic or "general", c.text)
+    return opened
 
 def _content_words(text: str) -> set[str]:
     return {w for w in terms(_DATE_TAIL.sub("", text)) if not w.isdigit()}

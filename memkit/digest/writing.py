@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,8 @@ Texts = dict[str, tuple[Topic | None, str, str]]
 
 
 def write_conclusions(store: Store, conclusions: list[Conclusion], new_topic: dict[str, Any] | None,
-                      report: DigestReport, now: datetime, dry_run: bool, force: bool = False) -> None:
+                      report: DigestReport, now: datetime, dry_run: bool, force: bool = False,
+                      opened: str | None = None) -> None:
     """Under the vault's lock (none for a dry run): archive the entries the conclusions outdate,
     remove them from their files, append the conclusions to their topics (a new topic made from
     ``new_topic``'s title and summary), and record the transcript as digested; ``report`` says what
@@ -58,7 +58,7 @@ def write_conclusions(store: Store, conclusions: list[Conclusion], new_topic: di
             report.already_digested = True
             return
         _drop_written_meanwhile(store, by_topic, report)
-        texts = _drafts(store, by_topic, new_topic or {}, report, now)
+        texts = _drafts(store, by_topic, new_topic or {}, opened, report, now)
         written_as = {c.text: format_entry(c.entry_text, c.kind, c.tags, day) for c in conclusions}
         archive_items = _remove_outdated(store, conclusions, texts, written_as, report)
         for name, items in by_topic.items():
@@ -90,15 +90,15 @@ def _drop_written_meanwhile(store: Store, by_topic: dict[str, list[Conclusion]],
             del by_topic[name]
 
 
-def _drafts(store: Store, by_topic: dict[str, list[Conclusion]], proposed: dict[str, Any], report: DigestReport,
-            now: datetime) -> Texts:
+def _drafts(store: Store, by_topic: dict[str, list[Conclusion]], proposed: dict[str, Any], opened: str | None,
+            report: DigestReport, now: datetime) -> Texts:
     """Each topic's text as read under the lock, or a new topic's header (its title and summary)."""
     texts: Texts = {}
-    base = proposed_name(proposed)
+    named = bool(proposed_name(proposed))  # the topic routing opened was named as proposed
     for name, items in by_topic.items():
         current = store.read_for_write(name)
         if current is None:  # the proposal's title and summary head only the topic it opened
-            own = proposed if base and (name == base or re.fullmatch(re.escape(base) + r"-\d+", name)) else {}
+            own = proposed if named and name == opened else {}
             title = str(own.get("title") or name.replace("-", " ").capitalize())
             summary = " ".join(str(own.get("summary") or "").split())[:120] if name not in ("general",) else ""
             if not summary and name != "general":  # a new topic always says what it holds

@@ -77,6 +77,10 @@ def _under(topics_dir: str, path: str | bytes) -> str | None:
     return rel
 
 
+class _Stopping(Exception):
+    """The watcher is stopping: the judge's fill ends after its batch (:meth:`Watcher._fill_judge`)."""
+
+
 class _Handler:
     """The watchdog event handler: filter, then raise the watcher's flag. Never does I/O."""
 
@@ -417,7 +421,7 @@ class Watcher:
             if report.rebuilt_model:
                 index.prune_other_models()
             if not report.busy and (report.new or report.reused or report.rebuilt_model or not self.refreshes):
-                report.fill_judge(lambda: self.vault.frontend_internals.fill_judge(index))  # the second stage's vectors
+                report.fill_judge(lambda: self._fill_judge(index))  # the second stage's vectors
             # a topic came, went or changed: index.txt follows (a hand edit counts as an update);
             # while more events wait, their refresh goes first and index.txt follows once after
             if paths is not None:
@@ -487,6 +491,21 @@ class Watcher:
         mark, self._mark = self._mark, None
         if mark is not None:
             mark.release()
+
+    def _fill_judge(self, index: Index) -> int:
+        """The judge's vectors of the entries that lack one, stopping after the batch it is on
+        once the watcher is stopping: a process that exits while onnxruntime runs a pass in this
+        daemon thread aborts ("terminate called without an active exception"), and on a slow CPU
+        the first fill outlasts any wait. What it did not fill, the next start or a search does."""
+        def check(done: int, total: int) -> None:
+            if self._stopping:
+                raise _Stopping
+
+        try:
+            return self.vault.frontend_internals.fill_judge(index, check)
+        except _Stopping:
+            log.debug("watcher: stopped filling the judge's vectors")
+            return 0
 
     def _failed(self, exc: Exception) -> None:
         delay = RETRY_S[min(self._failures, len(RETRY_S) - 1)]

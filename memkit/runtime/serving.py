@@ -34,7 +34,7 @@ def _stop_filling() -> None:
     with _FILLING_LOCK:
         threads = list(_FILLING)
     for thread in threads:
-        thread.join(10)
+        thread.join(60)  # a batch under emulation or on a slow board takes seconds
 
 
 class _Stopped(Exception):

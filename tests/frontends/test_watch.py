@@ -529,3 +529,28 @@ def test_run_watch_stops_on_signal(vault, signum):
             proc.wait()
     assert proc.returncode == 0, err
     assert out == "stopped\n"
+
+
+def test_stop_ends_the_judge_fill_after_its_batch(vault, no_thread_leaks, monkeypatch):
+    """A watcher stopped while it fills the judge's vectors ends the fill after the batch it is on
+    (a process exiting while onnxruntime runs a pass in the watcher's daemon thread aborts)."""
+    batches: list[int] = []
+    filling = threading.Event()
+
+    def fill_judge(index=None, progress=None):  # 1,000 slow batches: ~100 s if never stopped
+        for done in range(1, 1001):
+            filling.set()
+            time.sleep(0.1)
+            batches.append(done)
+            if progress is not None:
+                progress(done * 32, 32_000)
+        return 32_000
+
+    monkeypatch.setattr(vault.frontend_internals, "fill_judge", fill_judge)
+    watcher = Watcher(vault, debounce_s=0.05)
+    watcher.start()
+    write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Bomba rice for paella"))
+    assert filling.wait(DEADLINE_S)
+    watcher.stop(timeout=5.0)
+    assert not watcher.running and not watcher._worker.is_alive()
+    assert len(batches) < 100  # it stopped at a batch's end, long before the 1,000th

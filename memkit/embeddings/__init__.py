@@ -11,18 +11,18 @@ from ..base.face import face
 
 if TYPE_CHECKING:
     from .choice import make_embedder
-    from .judge import Judge, prefetch_query, prefetched, preload_judge, shared_judge, text_keys
+    from .judge import Judge, judge_threads, prefetch_query, prefetched, preload_judge, shared_judge, text_keys
     from .judge_speed import judge_known_fast, judge_too_slow
     from .protocol import Embedder, complete
     from .remote import HTTPEmbedder
     from .static import LazyEmbedder, MissingModel
 
 __all__ = ["Embedder", "HTTPEmbedder", "Judge", "LazyEmbedder", "MissingModel", "complete", "make_embedder",
-           "judge_known_fast", "judge_too_slow", "prefetch_query", "prefetched", "preload_judge", "shared_judge", "text_keys"]
+           "judge_known_fast", "judge_threads", "judge_too_slow", "prefetch_query", "prefetched", "preload_judge", "shared_judge", "text_keys"]
 
 __getattr__, __dir__ = face(__name__, {
     ".choice": "make_embedder",
-    ".judge": "Judge prefetch_query prefetched preload_judge shared_judge text_keys",
+    ".judge": "Judge judge_threads prefetch_query prefetched preload_judge shared_judge text_keys",
     ".judge_speed": "judge_known_fast judge_too_slow",
     ".protocol": "Embedder complete",
     ".remote": "HTTPEmbedder",

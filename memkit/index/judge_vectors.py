@@ -203,28 +203,32 @@ class JudgeVectors:
                 first.setdefault(k, i)
         return list(first.values())
 
-    def fill(self, texts: Sequence[str], progress: Progress | None = None) -> int:
-        """Embed and store every text of ``texts`` not stored yet; how many were embedded."""
+    def fill(self, texts: Sequence[str], progress: Progress | None = None, workers: int = 1) -> int:
+        """Embed and store every text of ``texts`` not stored yet; how many were embedded.
+        ``workers``: passes side by side (:meth:`memkit.embeddings.Judge.embed_apart`: the same
+        vectors, faster on several cores; 1, a pass at a time, for a fill beside searches)."""
         todo = self.missing(texts)
         done = 0
+        apart = getattr(self.judge, "embed_apart", None) if workers > 1 else None
         for start in range(0, len(todo), FILL_BATCH):
             part = todo[start:start + FILL_BATCH]
             batch = [texts[i] for i in part]
-            self._put(text_keys(batch).tolist(), self.judge.embed(batch, FILL_PASS))
+            vectors = apart(batch, workers) if apart is not None else self.judge.embed(batch, FILL_PASS)
+            self._put(text_keys(batch).tolist(), vectors)
             done += len(part)
             if progress is not None:
                 progress(done, len(todo))
         return done
 
     def fill_view(self, lineage: int, texts: Sequence[str], live: Callable[[int], bool],
-                  progress: Progress | None = None) -> int:
+                  progress: Progress | None = None, workers: int = 1) -> int:
         """:meth:`fill` for the live rows of an index view, remembering per view lineage which rows
         were done (an extended view only looks at its new rows)."""
         start = 0
         if self._filled is not None and self._filled[0] == lineage and self._filled[1] <= len(texts):
             start = self._filled[1]
         rows = [i for i in range(start, len(texts)) if live(i)]
-        done = self.fill([texts[i] for i in rows], progress)
+        done = self.fill([texts[i] for i in rows], progress, workers)
         self._filled = (lineage, len(texts))
         return done
 

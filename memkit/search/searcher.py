@@ -31,7 +31,15 @@ from ..base.fsutil import lock_held
 from ..base.limits import WEAK_HITS
 from ..base.pages import release
 from ..config import Config
-from ..embeddings import Embedder, judge_known_fast, judge_too_slow, prefetch_query, shared_judge, text_keys
+from ..embeddings import (
+    Embedder,
+    judge_known_fast,
+    judge_threads,
+    judge_too_slow,
+    prefetch_query,
+    shared_judge,
+    text_keys,
+)
 from ..errors import MemkitError, ModelError, TopicNotFound
 from ..formats.topic import Topic
 from ..formats.words import terms as text_terms
@@ -179,17 +187,19 @@ class Searcher:
             self._judge = JudgeVectors(self.store.state_dir, loaded)
         return self._judge
 
-    def fill_judge(self, progress: Any = None, index: Index | None = None) -> int:
+    def fill_judge(self, progress: Any = None, index: Index | None = None, workers: int = 1) -> int:
         """Store the judge's vector of every entry that has none yet (``memkit index``, the
         watcher and the servers call this after indexing; ``index``: another connection to this
         vault's index, the watcher's); how many were embedded. The static stage serves the
-        entries meanwhile, and a search embeds the candidates it meets without one."""
+        entries meanwhile, and a search embeds the candidates it meets without one. ``workers``:
+        the judge's passes side by side (``memkit index --judge``: every core; a fill beside
+        searches, one)."""
         judge = self.judge()
         if judge is None:
             return 0
         view = (index or self.index).view()
         try:
-            return judge.fill_view(view.lineage, view.texts, view.is_live, progress)
+            return judge.fill_view(view.lineage, view.texts, view.is_live, progress, workers)
         except ModelError as exc:
             self.store.warn_once(f"{exc}; searching with the static model alone")
             return 0
@@ -283,7 +293,7 @@ class Searcher:
         self._freeze(report)
         self.removed_indexes = self.index.prune_other_models()
         if judge and not report.busy:
-            report.fill_judge(lambda: self.fill_judge(judge_progress))
+            report.fill_judge(lambda: self.fill_judge(judge_progress, workers=judge_threads()))
         return report
 
     def wrote(self, path: str | os.PathLike[str], parsed: Topic | None = None) -> None:

@@ -81,6 +81,50 @@ def test_the_shipped_judge_embeds_unit_vectors_that_mean_something():
 
 
 @needs_judge
+def test_passes_side_by_side_give_each_text_its_own_vector(tmp_path):
+    """The fill's passes side by side (``memkit index --judge``) give the vector a text gets alone,
+    the one a search embeds on the fly (to cosine 0.99999: a search cannot tell which made it)."""
+    judge = Judge(judge_folder())
+    texts = [f"note {i}: " + " ".join(CARS["vehicles"][: 1 + i % 4]) for i in range(9)] + ["", "Got a 2019 Mazda 3"]
+    alone = judge.embed(texts)
+    apart = judge.embed_apart(texts, 3)
+    assert apart.shape == alone.shape
+    assert float((apart * alone).sum(1).min()) >= 0.99999
+    assert np.array_equal(judge.embed_apart(texts[:1], 4), judge.embed(texts[:1]))  # one text: one pass
+    store = JudgeVectors(tmp_path / ".memkit", judge)
+    assert store.fill(texts, workers=2) == len(set(texts))
+    assert float((store.vectors(texts) * alone).sum(1).min()) > 0.999  # float16 on disk
+
+
+def test_a_failing_pass_side_by_side_is_raised_and_no_helper_is_left(monkeypatch):
+    import threading
+
+    class Session:
+        def __init__(self):
+            self.calls = 0
+
+        def run(self, names, feeds):
+            self.calls += 1
+            if self.calls == 3:
+                raise RuntimeError("the pass failed")
+            return [np.ones((1, 1, 4), dtype=np.float32)[0]]
+
+    judge = Judge.__new__(Judge)
+    judge.dim, judge._single, judge._inputs = 4, Session(), ["input_ids", "attention_mask"]
+
+    class Tok:
+        def encode_batch(self, texts):
+            return [type("E", (), {"ids": [1, 2, 3]})() for _ in texts]
+
+    judge._tok = Tok()
+    before = threading.active_count()
+    with pytest.raises(RuntimeError, match="the pass failed"):
+        judge.embed_apart([f"t{i}" for i in range(40)], 2)
+    assert threading.active_count() == before
+    assert judge._single.calls < 40  # the others stopped at their next text
+
+
+@needs_judge
 def test_judge_vectors_are_stored_once_and_reused(tmp_path):
     judge = Judge(judge_folder())
     calls = []

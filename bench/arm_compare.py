@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 QUERIES = [
@@ -45,11 +46,13 @@ def dump(out: Path) -> None:
         env = dict(os.environ, MEMKIT_VAULT=str(vault))
         searches = []
         for q in QUERIES:
+            started = time.perf_counter()
             run = subprocess.run([sys.executable, "-m", "memkit", "search", q, "-k", "5", "--json"],
                                  cwd=vault, env=env, capture_output=True, text=True)
             searches.append({"query": q, "rc": run.returncode, "stdout": run.stdout,
-                             "stderr": run.stderr[-2000:]})
+                             "stderr": run.stderr[-2000:], "seconds": time.perf_counter() - started})
         result["searches"] = searches
+        result["timings"] = _timings(vault)
     import numpy as np
 
     from memkit.embeddings.static import builtin_model_folder, load_embedder
@@ -64,6 +67,36 @@ def dump(out: Path) -> None:
     except Exception as exc:  # the point is to report it, whatever it is
         result["judge_error"] = f"{type(exc).__name__}: {exc}"
     out.write_text(json.dumps(result))
+
+
+def _timings(vault: Path) -> dict[str, float]:
+    """Warm searches of this process, judged and ``fast`` (the median ms of 3 rounds of QUERIES
+    after one), and one query's pass through the judge: under emulation, an upper bound of what
+    the real chip takes."""
+    from memkit import Vault
+    from memkit.embeddings.judge import shared_judge
+
+    v = Vault(vault)
+    out: dict[str, float] = {}
+    for name, fast in (("judged_ms", False), ("fast_ms", True)):
+        for q in QUERIES:
+            v.search(q, k=5, fast=fast)
+        took = []
+        for _ in range(3):
+            for q in QUERIES:
+                started = time.perf_counter()
+                v.search(q, k=5, fast=fast)
+                took.append((time.perf_counter() - started) * 1e3)
+        out[name] = sorted(took)[len(took) // 2]
+    judge = shared_judge().judge()
+    if judge is not None:
+        took = []
+        for q in QUERIES * 2:
+            started = time.perf_counter()
+            judge.embed([q])
+            took.append((time.perf_counter() - started) * 1e3)
+        out["query_pass_ms"] = sorted(took)[len(took) // 2]
+    return out
 
 
 def _vectors(name: str, a: dict, b: dict) -> str:
@@ -97,6 +130,13 @@ def compare(host_path: Path, arm_path: Path) -> None:
     print(_vectors("m2v", a, b))
     print(f"onnxruntime: host {a.get('onnxruntime', 'not imported')}, arm64 {b.get('onnxruntime', 'not imported')}")
     print(_vectors("judge", a, b))
+    ta, tb = a.get("timings", {}), b.get("timings", {})
+    cold = [sorted(s.get("seconds", 0.0) for s in side["searches"])[len(side["searches"]) // 2] for side in (a, b)]
+    print(f"cold `memkit search` (median of {n} processes): host {cold[0]:.2f} s, arm64 {cold[1]:.2f} s")
+    for key, label in (("judged_ms", "warm search, judged"), ("fast_ms", "warm search, --fast"),
+                       ("query_pass_ms", "the judge's pass over a query")):
+        if key in ta and key in tb:
+            print(f"{label} (median ms): host {ta[key]:.2f}, arm64 {tb[key]:.2f} ({tb[key] / ta[key]:.0f}x)")
 
 
 if __name__ == "__main__":

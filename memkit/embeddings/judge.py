@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..base.ort import passes
 from ..errors import ModelError
 from ..formats.fields import PROVENANCE_MARKER
 
@@ -161,7 +162,7 @@ class Judge:
         for start in range(0, len(order), batch):
             rows = order[start:start + batch]
             feeds = self._feeds([encs[i].ids for i in rows])
-            with self._lock:
+            with passes, self._lock:
                 out[rows] = self._session.run(None, feeds)[0]
         return _unit(out)
 
@@ -188,7 +189,8 @@ class Judge:
                 for i in range(first, len(encs), workers):
                     if stop.is_set():
                         return
-                    out[i] = single.run(None, self._feeds([encs[i].ids]))[0][0]
+                    with passes:
+                        out[i] = single.run(None, self._feeds([encs[i].ids]))[0][0]
             except BaseException as exc:  # said in the calling thread
                 failed.append(exc)
                 stop.set()

@@ -313,3 +313,33 @@ def test_a_judge_that_computes_wrongly_here_is_refused_once(tmp_path, monkeypatc
     said = [r.getMessage() for r in caplog.records if "wrong vectors" in r.getMessage()]
     assert len(said) == 1, said
     monkeypatch.setattr(judge_mod, "_SHARED", None)
+
+
+def test_at_the_exit_no_new_pass_starts_and_the_running_ones_are_waited_for():
+    """The exit waits for onnxruntime's passes in other threads and refuses new ones (a process
+    ending inside a pass aborts: "terminate called without an active exception")."""
+    import threading
+
+    from memkit.base.ort import ExitingError, Passes
+    from memkit.errors import ModelError
+
+    gate = Passes()
+    inside, release, finished = threading.Event(), threading.Event(), []
+
+    def pass_() -> None:
+        with gate:
+            inside.set()
+            release.wait(10)
+            finished.append(True)
+
+    worker = threading.Thread(target=pass_)
+    worker.start()
+    assert inside.wait(5)
+    assert gate.close(timeout=0.05) is False  # still running: the exit waits
+    with pytest.raises(ExitingError):
+        with gate:
+            pass
+    assert issubclass(ExitingError, ModelError)  # a search meeting it answers with the static stage
+    release.set()
+    assert gate.close(timeout=5) is True and finished == [True]
+    worker.join(5)

@@ -4,7 +4,7 @@ memkit's static model (:mod:`memkit.embeddings.static`) finds candidates fast, b
 of them answers a question worded unlike its note. The judge is the static model's own teacher,
 all-MiniLM-L6-v2 (Apache-2.0), exported by ``make model`` to an int8 ONNX file
 (``memkit/embeddings/models/memkit-judge/model.onnx``, mean pooling and normalisation inside the graph) and
-run with onnxruntime: a short query costs 4-5 ms on two AVX2 cores (~2 ms with VNNI), 150-370 entries a
+run with onnxruntime: a short query costs ~2 ms alone on two AVX2 cores (~3 ms beside a search's first stage), 270-400 entries a
 second (docs/performance.md).
 
 onnxruntime is a dependency of memkit; where it cannot be installed or loaded (an unusual

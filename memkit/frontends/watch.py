@@ -77,10 +77,6 @@ def _under(topics_dir: str, path: str | bytes) -> str | None:
     return rel
 
 
-class _Stopping(Exception):
-    """The watcher is stopping: the judge's fill ends after its batch (:meth:`Watcher._fill_judge`)."""
-
-
 class _Handler:
     """The watchdog event handler: filter, then raise the watcher's flag. Never does I/O."""
 
@@ -493,19 +489,10 @@ class Watcher:
             mark.release()
 
     def _fill_judge(self, index: Index) -> int:
-        """The judge's vectors of the entries that lack one, stopping after the batch it is on
-        once the watcher is stopping: a process that exits while onnxruntime runs a pass in this
-        daemon thread aborts ("terminate called without an active exception"), and on a slow CPU
-        the first fill outlasts any wait. What it did not fill, the next start or a search does."""
-        def check(done: int, total: int) -> None:
-            if self._stopping:
-                raise _Stopping
-
-        try:
-            return self.vault.frontend_internals.fill_judge(index, check)
-        except _Stopping:
-            log.debug("watcher: stopped filling the judge's vectors")
-            return 0
+        """The judge's vectors of the entries that lack one, ending after the batch it is on once
+        the watcher is stopping (on a slow CPU the first fill outlasts any wait, and a process
+        exiting inside onnxruntime's pass aborts). What it did not fill, the next start or a search does."""
+        return self.vault.frontend_internals.fill_judge(index, stop=lambda: self._stopping)
 
     def _failed(self, exc: Exception) -> None:
         delay = RETRY_S[min(self._failures, len(RETRY_S) - 1)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..base.fsutil import file_lock
 from ..errors import MemkitError, VaultLocked
@@ -58,10 +58,25 @@ class Serving:
         that refreshes while another searches the vault (the watcher)."""
         return Index(self.store, self.runtime.embedder)
 
-    def fill_judge(self, index: Index | None = None, progress: Any = None) -> int:
+    def fill_judge(self, index: Index | None = None, progress: Any = None,
+                   stop: Callable[[], bool] | None = None) -> int:
         """Store the judge's vector of every entry that lacks one (``index``: another connection,
-        the watcher's); how many were embedded."""
-        return self.runtime.searcher.fill_judge(progress, index=index)
+        the watcher's); how many were embedded. ``stop``: once it says so (or the interpreter is
+        exiting), the fill ends after the batch it is on (0 is returned): a process that exits
+        while onnxruntime runs a pass in a daemon thread aborts ("terminate called …")."""
+        if stop is None:
+            return self.runtime.searcher.fill_judge(progress, index=index)
+
+        def check(done: int, total: int) -> None:
+            if stop() or _EXITING.is_set():
+                raise _Stopped
+            if progress is not None:
+                progress(done, total)
+
+        try:
+            return self.runtime.searcher.fill_judge(check, index=index)
+        except _Stopped:
+            return 0
 
     def judge_missing(self) -> int | None:
         """How many live entries have no judge vector stored (None: no judge here)."""
@@ -71,16 +86,10 @@ class Serving:
         """Fill the judge's stored vectors in a daemon thread with an index connection of its own
         (a server's start: it serves at once, and a search embeds the candidates it meets without
         a vector meanwhile). ``stop``: set, the thread ends after the batch it is on."""
-        def check(done: int, total: int) -> None:
-            if (stop is not None and stop.is_set()) or _EXITING.is_set():
-                raise _Stopped
-
         def fill() -> None:
             index = self.open_index()
             try:
-                self.fill_judge(index, check)
-            except _Stopped:
-                pass
+                self.fill_judge(index, stop=lambda: stop is not None and stop.is_set())
             except Exception as exc:  # a thread of its own: said, never raised into the server
                 log.warning("filling the judge's vectors stopped: %s", exc)
             finally:

@@ -537,7 +537,7 @@ def test_stop_ends_the_judge_fill_after_its_batch(vault, no_thread_leaks, monkey
     batches: list[int] = []
     filling = threading.Event()
 
-    def fill_judge(index=None, progress=None):  # 1,000 slow batches: ~100 s if never stopped
+    def fill_judge(progress=None, index=None, workers=1):  # 1,000 slow batches: ~100 s if never stopped
         for done in range(1, 1001):
             filling.set()
             time.sleep(0.1)
@@ -546,7 +546,7 @@ def test_stop_ends_the_judge_fill_after_its_batch(vault, no_thread_leaks, monkey
                 progress(done * 32, 32_000)
         return 32_000
 
-    monkeypatch.setattr(vault.frontend_internals, "fill_judge", fill_judge)
+    monkeypatch.setattr(vault.frontend_internals.runtime.searcher, "fill_judge", fill_judge)
     watcher = Watcher(vault, debounce_s=0.05)
     watcher.start()
     write(vault.topics_dir / "cooking.md", topic_text("Cooking", "Bomba rice for paella"))
